@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds gpuwarden. Usage: scripts/build.sh [release|asan]   (default release)
+#   release -> build/      RelWithDebInfo, with tests and benchmarks
+#   asan    -> build-asan/ Debug with AddressSanitizer + UndefinedBehaviorSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind="${1:-release}"
+jobs="$(nproc)"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+case "$kind" in
+  release)
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build build -j "$jobs"
+    ;;
+  asan)
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON \
+      -DGW_BUILD_BENCH=OFF >/dev/null
+    cmake --build build-asan -j "$jobs"
+    ;;
+  *)
+    echo "usage: $0 [release|asan]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets everything up and runs gpuwarden serve: on the real GPUs when an NVIDIA driver is
+# present, otherwise on the simulated demo fleet. Extra arguments go to `gpuwarden serve`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh release
+if ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1'; then
+  echo "demo: NVIDIA driver found: watching the real GPUs"
+  exec build/bin/gpuwarden serve "$@"
+fi
+echo "demo: no NVIDIA driver here: running the simulated demo fleet"
+echo "demo: open http://localhost:9966/metrics  (or: build/bin/gpuwarden snapshot --simulate demo)"
+exec build/bin/gpuwarden serve --simulate demo "$@"

@@ -1,0 +1,47 @@
+// cli/agent.h — turning a Config into a running collector: find and load NVML (the real driver
+// or the simulator), initialize it, start collecting.
+//
+// When NVML cannot be loaded or initialized the agent still starts, without GPUs, and
+// `nvml_error()` says why in one line: `serve` keeps serving its self-metrics, `snapshot`
+// prints the line and exits non-zero.
+#ifndef GPUWARDEN_CLI_AGENT_H_
+#define GPUWARDEN_CLI_AGENT_H_
+
+#include <memory>
+#include <string>
+
+#include "base/log.h"
+#include "cli/config.h"
+#include "collect/collector.h"
+#include "nvml/library.h"
+
+namespace gw::cli {
+
+// The simulator library that ships beside the gpuwarden binary ("" if not found).
+std::string FindSimulatorLibrary();
+
+class Agent {
+ public:
+  Agent(const Config& config, Logger* logger);
+  ~Agent();
+
+  // Loads NVML and starts the collector. Never fails: see nvml_error().
+  void Start();
+  void Stop();
+
+  const std::string& nvml_error() const { return nvml_error_; }
+  bool simulated() const { return simulated_; }
+  collect::Collector& collector() { return *collector_; }
+
+ private:
+  Config config_;
+  Logger* log_;
+  std::unique_ptr<nvml::Library> library_;
+  std::unique_ptr<collect::Collector> collector_;
+  std::string nvml_error_;
+  bool simulated_ = false;
+};
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_AGENT_H_

@@ -1,0 +1,160 @@
+#include "cli/commands.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/agent.h"
+#include "cli/snapshot_view.h"
+#include "collect/exposition.h"
+#include "http/server.h"
+
+namespace gw::cli {
+
+namespace {
+
+constexpr const char* kIndexPage =
+    "<!doctype html><html><head><title>gpuwarden</title></head><body>"
+    "<h1>gpuwarden</h1><ul>"
+    "<li><a href=\"/metrics\">/metrics</a> (Prometheus)</li>"
+    "<li><a href=\"/api/snapshot\">/api/snapshot</a> (JSON)</li>"
+    "<li><a href=\"/healthz\">/healthz</a>, <a href=\"/readyz\">/readyz</a></li>"
+    "</ul></body></html>\n";
+
+void RegisterRoutes(http::Server* server, Agent* agent, collect::MetricsPage* page) {
+  collect::Collector* collector = &agent->collector();
+  server->Get("/metrics", [collector, page](const http::Request& req, http::Response& res) {
+    collect::Format format = collect::NegotiateFormat(req.header("Accept"));
+    auto snapshot = collector->Latest();
+    res.body = page->Get(*snapshot, format);
+    res.content_type = std::string(collect::ContentType(format));
+  });
+  server->Get("/healthz", [](const http::Request&, http::Response& res) { res.body = "ok\n"; });
+  server->Get("/readyz", [collector](const http::Request&, http::Response& res) {
+    auto snapshot = collector->Latest();
+    if (!snapshot->stats.nvml_up) {
+      res.status = 503;
+      res.body = "not ready: " + snapshot->stats.nvml_error + "\n";
+    } else if (snapshot->generation == 0) {
+      res.status = 503;
+      res.body = "not ready: the first collection cycle has not completed\n";
+    } else {
+      res.body = "ready\n";
+    }
+  });
+  server->Get("/api/snapshot", [collector](const http::Request&, http::Response& res) {
+    res.body = SnapshotJson(*collector->Latest());
+    res.content_type = "application/json";
+  });
+  server->Get("/", [](const http::Request&, http::Response& res) {
+    res.body = kIndexPage;
+    res.content_type = "text/html; charset=utf-8";
+  });
+  if (!collector->options().stepped) return;
+  // Simulator with a stepped clock: tests move time and read exact values.
+  server->Post("/-/sim/advance", [collector](const http::Request& req, http::Response& res) {
+    double seconds = 0;
+    if (!ParseDurationSeconds(req.param("seconds"), &seconds) || seconds <= 0) {
+      res.status = 400;
+      res.body = "seconds: expected a positive duration such as 10 or 1m30s\n";
+      return;
+    }
+    Status s = collector->Advance(seconds);
+    if (!s.ok()) {
+      res.status = 503;
+      res.body = s.message() + "\n";
+      return;
+    }
+    auto snapshot = collector->Latest();
+    nlohmann::json j = {{"generation", snapshot->generation},
+                        {"taken_at", snapshot->taken_unix_seconds}};
+    res.body = j.dump() + "\n";
+    res.content_type = "application/json";
+  });
+}
+
+}  // namespace
+
+int RunServe(const Config& config, const std::string& version, Logger* logger) {
+  // SIGINT/SIGTERM are taken by sigwait below; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  http::ServerOptions options;
+  options.listen_address = config.listen;
+  options.web_config_file = config.web_config_file;
+  auto server = http::Server::Create(options, logger);
+  if (!server.ok()) {
+    logger->Error(server.error().message);
+    return 1;
+  }
+  Agent agent(config, logger);
+  agent.Start();
+  if (!agent.nvml_error().empty())
+    logger->Error(agent.nvml_error() + "; serving self-metrics only, no GPU is being watched");
+  collect::RenderOptions render;
+  render.per_process_metrics = config.collect.per_process_metrics;
+  render.version = version;
+  collect::MetricsPage page(render);
+  RegisterRoutes(server->get(), &agent, &page);
+  if (Status s = (*server)->Start(); !s.ok()) {
+    logger->Error(s.message());
+    return 1;
+  }
+  logger->Info("gpuwarden " + version + " serving on " + config.listen + " (port " +
+               std::to_string((*server)->port()) + ")" +
+               (agent.simulated() ? ", simulated fleet '" + config.simulate.scenario + "'" : "") +
+               (config.web_config_file.empty() ? "" : ", web config " + config.web_config_file));
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  logger->Info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
+               ", shutting down");
+  (*server)->Stop();
+  agent.Stop();
+  return 0;
+}
+
+int RunSnapshot(const Config& config_in, bool json, const std::string& sim_time, Logger* logger) {
+  Config config = config_in;
+  double advance_s = 0;
+  if (!sim_time.empty()) {
+    if (config.simulate.scenario.empty()) {
+      std::fprintf(stderr, "gpuwarden: --sim-time needs --simulate\n");
+      return 2;
+    }
+    if (!ParseDurationSeconds(sim_time, &advance_s)) {
+      std::fprintf(stderr, "gpuwarden: --sim-time: expected a duration such as 90s, got '%s'\n",
+                   sim_time.c_str());
+      return 2;
+    }
+    config.simulate.clock = "stepped";
+  }
+  config.collect.memory_peak_interval_s = 0;  // one shot: no sub-sampling
+  Agent agent(config, logger);
+  agent.Start();
+  if (!agent.nvml_error().empty()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", agent.nvml_error().c_str());
+    return 2;
+  }
+  if (!agent.collector().WaitForFirstCycle(60)) {
+    std::fprintf(stderr, "gpuwarden: no collection cycle completed within 60 s\n");
+    return 1;
+  }
+  if (advance_s > 0) {
+    if (Status s = agent.collector().Advance(advance_s, 300); !s.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  auto snapshot = agent.collector().Latest();
+  std::string text = json ? SnapshotJson(*snapshot) : SnapshotTable(*snapshot);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  agent.Stop();
+  return 0;
+}
+
+}  // namespace gw::cli

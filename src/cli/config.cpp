@@ -1,0 +1,179 @@
+#include "cli/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+
+namespace gw::cli {
+
+namespace {
+
+struct Context {
+  std::string file;
+  std::string Where(const YAML::Node& node) const {
+    return file + ":" + std::to_string(node.Mark().line + 1);
+  }
+};
+
+using Setter = std::function<Status(const Context&, const YAML::Node&, Config*)>;
+
+Status Scalar(const Context& ctx, const YAML::Node& node, const std::string& key,
+              std::string* out) {
+  if (!node.IsScalar()) return Error{ctx.Where(node) + ": " + key + ": expected a single value"};
+  *out = node.Scalar();
+  return Status::Ok();
+}
+
+Setter String(std::string Config::*field) {
+  return [field](const Context& ctx, const YAML::Node& node, Config* c) {
+    return Scalar(ctx, node, "value", &(c->*field));
+  };
+}
+
+Setter Duration(const std::string& key, std::function<double&(Config*)> field, bool allow_zero) {
+  return [key, field, allow_zero](const Context& ctx, const YAML::Node& node, Config* c) {
+    std::string text;
+    if (Status s = Scalar(ctx, node, key, &text); !s.ok()) return s;
+    double seconds = 0;
+    if (!ParseDurationSeconds(text, &seconds) || (!allow_zero && seconds <= 0))
+      return Status(Error{ctx.Where(node) + ": " + key +
+                          ": expected a duration such as 1s, 500ms or 2m, got '" + text + "'"});
+    field(c) = seconds;
+    return Status::Ok();
+  };
+}
+
+Setter Bool(const std::string& key, std::function<bool&(Config*)> field) {
+  return [key, field](const Context& ctx, const YAML::Node& node, Config* c) {
+    std::string text;
+    if (Status s = Scalar(ctx, node, key, &text); !s.ok()) return s;
+    if (text == "true") {
+      field(c) = true;
+    } else if (text == "false") {
+      field(c) = false;
+    } else {
+      return Status(Error{ctx.Where(node) + ": " + key + ": expected true or false, got '" +
+                          text + "'"});
+    }
+    return Status::Ok();
+  };
+}
+
+const std::map<std::string, Setter>& Setters() {
+  static const std::map<std::string, Setter> setters = {
+      {"listen", String(&Config::listen)},
+      {"web_config_file", String(&Config::web_config_file)},
+      {"log_level", String(&Config::log_level)},
+      {"nvml.library", String(&Config::nvml_library)},
+      {"nvml.call_timeout",
+       Duration("nvml.call_timeout", [](Config* c) -> double& { return c->collect.call_timeout_s; },
+                false)},
+      {"simulate.scenario",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "simulate.scenario", &c->simulate.scenario);
+       }},
+      {"simulate.clock",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "simulate.clock", &c->simulate.clock);
+       }},
+      {"simulate.speed",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         std::string text;
+         if (Status s = Scalar(ctx, n, "simulate.speed", &text); !s.ok()) return s;
+         char* end = nullptr;
+         double v = std::strtod(text.c_str(), &end);
+         if (end == text.c_str() || *end != '\0' || !(v > 0))
+           return Status(Error{ctx.Where(n) + ": simulate.speed: expected a positive number, got '" +
+                               text + "'"});
+         c->simulate.speed = v;
+         return Status::Ok();
+       }},
+      {"collect.interval",
+       Duration("collect.interval", [](Config* c) -> double& { return c->collect.fast_interval_s; },
+                false)},
+      {"collect.slow_interval",
+       Duration("collect.slow_interval",
+                [](Config* c) -> double& { return c->collect.slow_interval_s; }, false)},
+      {"collect.memory_peak_interval",
+       Duration("collect.memory_peak_interval",
+                [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
+      {"collect.per_process_metrics",
+       Bool("collect.per_process_metrics",
+            [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
+  };
+  return setters;
+}
+
+Status Walk(const Context& ctx, const YAML::Node& node, const std::string& prefix, Config* c) {
+  if (!node.IsMap())
+    return Error{ctx.Where(node) + ": " + (prefix.empty() ? "the file" : prefix) +
+                 ": expected a mapping of keys to values"};
+  const auto& setters = Setters();
+  for (const auto& item : node) {
+    std::string key = prefix + item.first.as<std::string>();
+    auto it = setters.find(key);
+    if (it != setters.end()) {
+      if (Status s = it->second(ctx, item.second, c); !s.ok()) return s;
+      continue;
+    }
+    bool is_section = false;
+    for (const auto& [name, setter] : setters)
+      if (name.rfind(key + ".", 0) == 0) is_section = true;
+    if (!is_section)
+      return Error{ctx.Where(item.first) + ": unknown key '" + key +
+                   "' (see docs/configuration.md)"};
+    if (Status s = Walk(ctx, item.second, key + ".", c); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& ConfigKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const auto& [name, setter] : Setters()) k.push_back(name);
+    return k;
+  }();
+  return keys;
+}
+
+Status LoadConfigFile(const std::string& path, Config* config) {
+  std::ifstream in(path);
+  if (!in) return Error{path + ": cannot read the configuration file"};
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+  }
+  if (root.IsNull()) return Status::Ok();  // an empty file keeps the defaults
+  Context ctx{path};
+  try {
+    return Walk(ctx, root, "", config);
+  } catch (const YAML::Exception& e) {
+    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+  }
+}
+
+Status Validate(const Config& c) {
+  const auto& o = c.collect;
+  if (!(o.fast_interval_s > 0)) return Error{"collect.interval must be positive"};
+  if (o.slow_interval_s < o.fast_interval_s)
+    return Error{"collect.slow_interval (" + FormatDuration(o.slow_interval_s) +
+                 ") must not be shorter than collect.interval (" +
+                 FormatDuration(o.fast_interval_s) + ")"};
+  if (o.memory_peak_interval_s < 0) return Error{"collect.memory_peak_interval must be >= 0"};
+  if (!(o.call_timeout_s > 0)) return Error{"nvml.call_timeout must be positive"};
+  if (c.simulate.clock != "realtime" && c.simulate.clock != "stepped")
+    return Error{"simulate.clock must be realtime or stepped, not '" +
+                 c.simulate.clock + "'"};
+  if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
+      c.log_level != "error")
+    return Error{"log_level must be debug, info, warn or error, not '" + c.log_level + "'"};
+  return Status::Ok();
+}
+
+}  // namespace gw::cli

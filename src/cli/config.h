@@ -1,0 +1,46 @@
+// cli/config.h — gpuwarden's configuration: defaults, the YAML file, and flags on top.
+//
+// Precedence: built-in defaults < the file given by --config < command-line flags. Every key is
+// documented in docs/configuration.md (tests/cli/config_test.cpp checks that each key below is
+// there). A bad file is refused with "FILE:LINE: what is wrong"; unknown keys are errors, so a
+// typo never silently falls back to a default.
+#ifndef GPUWARDEN_CLI_CONFIG_H_
+#define GPUWARDEN_CLI_CONFIG_H_
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "collect/collector.h"
+
+namespace gw::cli {
+
+inline constexpr int kDefaultPort = 9966;  // clear of dcgm-exporter (9400), nvidia_gpu_exporter (9835)
+
+struct SimulateConfig {
+  std::string scenario;             // "" = not simulating; a built-in name or a .yaml path
+  std::string clock = "realtime";  // realtime | stepped (time moves only via /-/sim/advance)
+  double speed = 0;                 // <= 0: as the scenario says
+};
+
+struct Config {
+  std::string listen = ":" + std::to_string(kDefaultPort);
+  std::string web_config_file;
+  std::string log_level = "info";
+  std::string nvml_library;  // "" = libnvidia-ml.so.1, or the simulator when simulating
+  SimulateConfig simulate;
+  collect::CollectorOptions collect;
+};
+
+// Every configuration key, dotted ("collect.interval"), for docs and tests.
+const std::vector<std::string>& ConfigKeys();
+
+// Reads `path` over `config`. Errors name the file and line.
+Status LoadConfigFile(const std::string& path, Config* config);
+
+// Checks cross-field rules (intervals positive, slow >= fast, clock value, …).
+Status Validate(const Config& config);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_CONFIG_H_

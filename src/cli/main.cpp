@@ -1,0 +1,143 @@
+// gpuwarden — GPU fleet observability and governance.
+//
+//   gpuwarden serve     [flags]   collect and serve /metrics, /healthz, /readyz
+//   gpuwarden snapshot  [flags]   print every GPU's state now (table or --json)
+//   gpuwarden version
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "base/log.h"
+#include "cli/agent.h"
+#include "cli/commands.h"
+#include "cli/config.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+struct Flags {
+  std::string config_file;
+  std::string listen, web_config, nvml_lib, simulate, sim_clock, log_level;
+  double sim_speed = 0;
+  std::string interval, slow_interval, memory_peak_interval, call_timeout;
+  bool per_process = false;
+  // snapshot only
+  bool json = false;
+  std::string sim_time;
+};
+
+void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
+  cmd->add_option("--config", f->config_file, "YAML configuration file (docs/configuration.md)");
+  cmd->add_option("--nvml-lib", f->nvml_lib,
+                  "NVML library to load (default libnvidia-ml.so.1; with --simulate, the "
+                  "libnvml-sim.so beside this binary)");
+  cmd->add_option("--simulate", f->simulate,
+                  "run on a simulated fleet: a built-in scenario name (demo, power-cap, …) or a "
+                  "scenario .yaml file");
+  cmd->add_option("--sim-clock", f->sim_clock,
+                  "simulated clock: realtime (default) or stepped");
+  cmd->add_option("--sim-speed", f->sim_speed,
+                  "simulated seconds per real second (default: the scenario's)");
+  cmd->add_option("--interval", f->interval,
+                  "fast collection interval (default " +
+                      gw::FormatDuration(defaults.collect.fast_interval_s) + ")");
+  cmd->add_option("--slow-interval", f->slow_interval,
+                  "slow fields: ECC, remap, PCIe, processes (default " +
+                      gw::FormatDuration(defaults.collect.slow_interval_s) + ")");
+  cmd->add_option("--memory-peak-interval", f->memory_peak_interval,
+                  "memory sub-sampling for peaks, 0 disables (default " +
+                      gw::FormatDuration(defaults.collect.memory_peak_interval_s) + ")");
+  cmd->add_option("--call-timeout", f->call_timeout,
+                  "an NVML call slower than this is marked hung (default " +
+                      gw::FormatDuration(defaults.collect.call_timeout_s) + ")");
+  cmd->add_flag("--per-process-metrics", f->per_process,
+                "export per-pid GPU memory and utilization (cardinality: opt-in)");
+  cmd->add_option("--log-level", f->log_level, "debug, info, warn or error (default info)");
+}
+
+// Applies config file then flags over the defaults; prints the error and returns false if bad.
+bool BuildConfig(const Flags& f, gw::cli::Config* c) {
+  if (!f.config_file.empty()) {
+    if (gw::Status s = gw::cli::LoadConfigFile(f.config_file, c); !s.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
+      return false;
+    }
+  }
+  if (!f.listen.empty()) c->listen = f.listen;
+  if (!f.web_config.empty()) c->web_config_file = f.web_config;
+  if (!f.nvml_lib.empty()) c->nvml_library = f.nvml_lib;
+  if (!f.simulate.empty()) c->simulate.scenario = f.simulate;
+  if (!f.sim_clock.empty()) c->simulate.clock = f.sim_clock;
+  if (f.sim_speed > 0) c->simulate.speed = f.sim_speed;
+  if (!f.log_level.empty()) c->log_level = f.log_level;
+  if (f.per_process) c->collect.per_process_metrics = true;
+  struct DurationFlag {
+    const std::string& text;
+    const char* name;
+    double* out;
+  } durations[] = {
+      {f.interval, "--interval", &c->collect.fast_interval_s},
+      {f.slow_interval, "--slow-interval", &c->collect.slow_interval_s},
+      {f.memory_peak_interval, "--memory-peak-interval", &c->collect.memory_peak_interval_s},
+      {f.call_timeout, "--call-timeout", &c->collect.call_timeout_s},
+  };
+  for (const DurationFlag& d : durations) {
+    if (d.text.empty()) continue;
+    if (!gw::ParseDurationSeconds(d.text, d.out)) {
+      std::fprintf(stderr, "gpuwarden: %s: expected a duration such as 1s or 500ms, got '%s'\n",
+                   d.name, d.text.c_str());
+      return false;
+    }
+  }
+  if (gw::Status s = gw::cli::Validate(*c); !s.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const gw::cli::Config defaults;
+  CLI::App app{"gpuwarden: GPU fleet observability and governance"};
+  app.require_subcommand(1);
+  Flags flags;
+
+  CLI::App* serve = app.add_subcommand("serve", "collect GPU metrics and serve them over HTTP");
+  AddCommonFlags(serve, &flags, defaults);
+  serve->add_option("--listen", flags.listen,
+                    "address to listen on, host:port (default " + defaults.listen + ")");
+  serve->add_option("--web.config.file", flags.web_config,
+                    "Prometheus web configuration file: TLS and basic auth (default: plain HTTP)");
+
+  CLI::App* snapshot = app.add_subcommand("snapshot", "print every GPU's state now");
+  AddCommonFlags(snapshot, &flags, defaults);
+  snapshot->add_flag("--json", flags.json, "JSON instead of a table");
+  snapshot->add_option("--sim-time", flags.sim_time,
+                       "with --simulate: step the simulated clock this far first (e.g. 90s)");
+
+  app.add_subcommand("version", "print the version");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (app.got_subcommand("version")) {
+    std::printf("gpuwarden %s\n", kVersion);
+    return 0;
+  }
+  gw::cli::Config config;
+  if (!BuildConfig(flags, &config)) return 2;
+  gw::LogLevel level = gw::LogLevel::kInfo;
+  gw::ParseLogLevel(config.log_level, &level);
+  // snapshot prints its own result; its log shows only warnings unless asked for more.
+  if (app.got_subcommand("snapshot") && flags.log_level.empty()) level = gw::LogLevel::kWarn;
+  gw::Logger logger(level);
+
+  if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
+  return gw::cli::RunSnapshot(config, flags.json, flags.sim_time, &logger);
+}

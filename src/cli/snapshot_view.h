@@ -1,0 +1,19 @@
+// cli/snapshot_view.h — `gpuwarden snapshot`: every GPU's state now, as a table or JSON.
+#ifndef GPUWARDEN_CLI_SNAPSHOT_VIEW_H_
+#define GPUWARDEN_CLI_SNAPSHOT_VIEW_H_
+
+#include <string>
+
+#include "collect/snapshot.h"
+
+namespace gw::cli {
+
+// A table for people: one line per GPU, then the health problems of each GPU that has any.
+std::string SnapshotTable(const collect::Snapshot& snapshot);
+
+// The same as JSON for programs (schema in docs/metrics.md, "snapshot --json").
+std::string SnapshotJson(const collect::Snapshot& snapshot);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_SNAPSHOT_VIEW_H_

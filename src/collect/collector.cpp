@@ -1,0 +1,550 @@
+#include "collect/collector.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "collect/gpu_reader.h"
+
+namespace gw::collect {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Thrown inside an abandoned worker when its hung call finally returns, to unwind and exit.
+struct Abandoned {};
+
+thread_local uint64_t tls_worker_generation = 0;
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
+}
+
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Moves a schedule forward by whole intervals, skipping the ones already missed.
+double NextDue(double due, double interval, double now) {
+  due += interval;
+  if (due <= now) due = now + interval;
+  return due;
+}
+
+}  // namespace
+
+std::string_view CallName(Call call) {
+  static constexpr std::string_view kNames[] = {
+#define GW_CALL_NAME(id, name) name,
+      GW_NVML_CALLS(GW_CALL_NAME)
+#undef GW_CALL_NAME
+  };
+  return kNames[static_cast<size_t>(call)];
+}
+
+struct Collector::Impl : CallGuard {
+  nvml::Library* library;
+  CollectorOptions options;
+  Logger* log;
+
+  // ---- owned by the active worker --------------------------------------------------------
+  std::vector<GpuReader> gpus;
+  CollectorStats stats;
+  bool discovered = false;
+  double next_fast = 0, next_slow = 0, next_peak = 0;
+  double sim_start_unix = 0;  // stepped mode: the wall clock of virtual time 0
+
+  // ---- watchdog (guarded by own_mu) ------------------------------------------------------
+  std::mutex own_mu;
+  uint64_t worker_generation = 1;
+  struct InFlight {
+    bool active = false;
+    size_t gpu = 0;
+    Call call = Call::kUtilization;
+    SteadyClock::time_point start;
+  } inflight;
+  std::vector<std::array<bool, kCallCount>> hung;       // per GPU
+  std::vector<std::pair<size_t, Call>> recovered;       // hung calls that came back
+  std::vector<std::thread> abandoned;
+
+  // ---- control (guarded by ctl_mu) -------------------------------------------------------
+  std::mutex ctl_mu;
+  std::condition_variable ctl_cv;
+  bool stopping = false;
+  bool first_cycle_done = false;
+  uint64_t advance_requested = 0, advance_completed = 0;
+  unsigned long long advance_delta_ms = 0;
+  unsigned long long advance_target_ms = 0;
+  bool advance_target_set = false;  // the worker fixes the target once per request
+
+  // ---- events (xid_mu) -------------------------------------------------------------------
+  std::mutex xid_mu;
+  std::vector<std::vector<std::pair<unsigned, uint64_t>>> xids;  // per GPU
+  uint64_t xid_events = 0;
+  nvmlEventSet_t event_set = nullptr;
+
+  // ---- publishing (pub_mu) ---------------------------------------------------------------
+  mutable std::mutex pub_mu;
+  std::shared_ptr<const Snapshot> latest;
+  std::vector<std::shared_ptr<Snapshot>> pool;
+  uint64_t published = 0;
+
+  std::thread worker, watchdog, events;
+
+  Impl(nvml::Library* lib, std::string nvml_error, CollectorOptions opts, Logger* logger)
+      : library(lib), options(opts), log(logger) {
+    stats.nvml_up = false;
+    stats.nvml_error = std::move(nvml_error);
+    if (library) stats.library_path = library->path();
+    latest = std::make_shared<Snapshot>();
+  }
+
+  // CallGuard: every NVML read of a GPU goes through here (see gpu_reader.h).
+  bool Enter(size_t gpu, Call call) override {
+    std::lock_guard<std::mutex> lock(own_mu);
+    if (hung[gpu][static_cast<size_t>(call)]) return false;
+    inflight = {true, gpu, call, SteadyClock::now()};
+    return true;
+  }
+  void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) override {
+    {
+      std::lock_guard<std::mutex> lock(own_mu);
+      inflight.active = false;
+      if (tls_worker_generation != worker_generation) {
+        recovered.emplace_back(gpu, call);
+        throw Abandoned{};
+      }
+    }
+    CallStats& cs = stats.calls[static_cast<size_t>(call)];
+    ++cs.calls;
+    cs.seconds_total += seconds;
+    cs.max_seconds = std::max(cs.max_seconds, seconds);
+    bool benign = status == NVML_SUCCESS || status == NVML_ERROR_NOT_SUPPORTED ||
+                  status == NVML_ERROR_FUNCTION_NOT_FOUND || status == NVML_ERROR_NOT_FOUND;
+    if (!benign) {
+      ++cs.errors;
+      auto it = std::find_if(cs.errors_by_code.begin(), cs.errors_by_code.end(),
+                             [&](const auto& e) { return e.first == status; });
+      if (it == cs.errors_by_code.end()) {
+        cs.errors_by_code.emplace_back(status, 1);
+        std::sort(cs.errors_by_code.begin(), cs.errors_by_code.end());
+      } else {
+        ++it->second;
+      }
+    }
+  }
+
+  // ---- discovery -------------------------------------------------------------------------
+  void Discover() {
+    discovered = true;
+    nvml::System system(&library->api());
+    auto count = system.DeviceCount();
+    if (!count.ok()) {
+      stats.nvml_error = std::string("nvmlDeviceGetCount failed: ") +
+                         nvml::ReturnName(count.status());
+      log->Error(stats.nvml_error);
+      return;
+    }
+    stats.nvml_up = true;
+    stats.driver_version = system.DriverVersion().value_or("");
+    stats.nvml_version = system.NvmlVersion().value_or("");
+    auto cuda = system.CudaDriverVersion();
+    if (cuda.ok())
+      stats.cuda_driver_version =
+          std::to_string(cuda.value() / 1000) + "." + std::to_string(cuda.value() % 1000 / 10);
+    std::string summary;
+    for (unsigned i = 0; i < count.value(); ++i) {
+      auto device = system.DeviceByIndex(i);
+      if (!device.ok()) {
+        log->Warn("GPU " + std::to_string(i) + ": cannot get a handle (" +
+                  nvml::ReturnName(device.status()) + "); skipping it");
+        continue;
+      }
+      gpus.emplace_back(gpus.size(), device.value(), i, options, this);
+      const GpuIdentity& id = gpus.back().snapshot().identity;
+      summary += "\n  GPU " + std::to_string(id.index) + ": " + id.name + " " + id.uuid + " " +
+                 id.pci_bus_id;
+    }
+    {
+      std::lock_guard<std::mutex> lock(own_mu);
+      hung.assign(gpus.size(), {});
+    }
+    {
+      std::lock_guard<std::mutex> lock(xid_mu);
+      xids.assign(gpus.size(), {});
+    }
+    log->Info("NVML " + stats.nvml_version + ", driver " + stats.driver_version + " (" +
+              library->path() + "): " + std::to_string(gpus.size()) + " GPU(s)" + summary);
+    if (!library->missing_symbols().empty()) {
+      std::string missing;
+      for (const std::string& s : library->missing_symbols()) missing += " " + s;
+      log->Info("this NVML lacks:" + missing + " (older fallbacks are used where they exist)");
+    }
+    RegisterEvents();
+  }
+
+  void RegisterEvents() {
+    const nvml::Api& api = library->api();
+    if (!api.nvmlEventSetCreate || !api.nvmlDeviceRegisterEvents ||
+        (!api.nvmlEventSetWait_v2 && !api.nvmlEventSetWait)) {
+      log->Warn("NVML events unavailable in this library: XIDs will not be counted");
+      return;
+    }
+    if (api.nvmlEventSetCreate(&event_set) != NVML_SUCCESS) {
+      event_set = nullptr;
+      log->Warn("nvmlEventSetCreate failed: XIDs will not be counted");
+      return;
+    }
+    const unsigned long long wanted = nvmlEventTypeXidCriticalError |
+                                      nvmlEventTypeSingleBitEccError |
+                                      nvmlEventTypeDoubleBitEccError;
+    for (GpuReader& g : gpus) {
+      unsigned long long supported = wanted;
+      if (api.nvmlDeviceGetSupportedEventTypes &&
+          api.nvmlDeviceGetSupportedEventTypes(g.device().handle(), &supported) != NVML_SUCCESS)
+        supported = wanted;
+      nvmlReturn_t rc = api.nvmlDeviceRegisterEvents(g.device().handle(), supported & wanted,
+                                                     event_set);
+      if (rc == NVML_ERROR_UNKNOWN) {
+        log->Warn("nvmlDeviceRegisterEvents failed (UNKNOWN): XIDs will not be counted");
+        if (api.nvmlEventSetFree) api.nvmlEventSetFree(event_set);
+        event_set = nullptr;
+        return;
+      }
+    }
+  }
+
+  // Waits up to timeout_ms for events, then drains what is queued without waiting.
+  void DrainEvents(unsigned timeout_ms) {
+    if (event_set == nullptr) return;
+    const nvml::Api& api = library->api();
+    auto wait = api.nvmlEventSetWait_v2 ? api.nvmlEventSetWait_v2 : api.nvmlEventSetWait;
+    unsigned timeout = timeout_ms;
+    for (int i = 0; i < 1000; ++i) {
+      nvmlEventData_t data{};
+      nvmlReturn_t rc = wait(event_set, &data, timeout);
+      if (rc == NVML_ERROR_TIMEOUT) return;
+      if (rc != NVML_SUCCESS) {
+        if (timeout > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeout));
+        return;
+      }
+      timeout = 0;
+      OnEvent(data);
+    }
+  }
+
+  void OnEvent(const nvmlEventData_t& data) {
+    size_t gi = gpus.size();
+    for (size_t i = 0; i < gpus.size(); ++i)
+      if (gpus[i].device().handle() == data.device) gi = i;
+    if (gi == gpus.size()) return;
+    const GpuIdentity& id = gpus[gi].snapshot().identity;
+    std::string who = "GPU " + std::to_string(id.index) + " (" + id.uuid + ")";
+    if (data.eventType & nvmlEventTypeXidCriticalError) {
+      unsigned xid = static_cast<unsigned>(data.eventData);
+      {
+        std::lock_guard<std::mutex> lock(xid_mu);
+        auto& counts = xids[gi];
+        auto it = std::lower_bound(counts.begin(), counts.end(), std::make_pair(xid, uint64_t{0}));
+        if (it != counts.end() && it->first == xid) {
+          ++it->second;
+        } else {
+          counts.insert(it, {xid, 1});
+        }
+        ++xid_events;
+      }
+      std::string meaning(XidMeaning(xid)), action(XidAction(xid));
+      log->Warn(who + ": XID " + std::to_string(xid) +
+                (meaning.empty() ? "" : " (" + meaning + ")") +
+                (action.empty() ? "" : ": " + action));
+    }
+    if (data.eventType & nvmlEventTypeDoubleBitEccError)
+      log->Error(who + ": uncorrectable (double-bit) ECC error");
+  }
+
+  // ---- the schedule ----------------------------------------------------------------------
+  void ApplyRecoveries() {
+    std::vector<std::pair<size_t, Call>> back;
+    {
+      std::lock_guard<std::mutex> lock(own_mu);
+      back.swap(recovered);
+      for (auto& [gpu, call] : back) hung[gpu][static_cast<size_t>(call)] = false;
+    }
+    for (auto& [gpu, call] : back)
+      log->Info("GPU " + std::to_string(gpu) + ": " + std::string(CallName(call)) +
+                " returned after all; collecting it again");
+  }
+
+  void RunDue(double now) {
+    ApplyRecoveries();
+    bool fast = now >= next_fast, slow = now >= next_slow;
+    bool peak = options.memory_peak_interval_s > 0 && now >= next_peak;
+    if (slow) {
+      auto t0 = SteadyClock::now();
+      for (GpuReader& g : gpus) g.SlowCycle(now);
+      stats.last_slow_cycle_seconds =
+          std::chrono::duration<double>(SteadyClock::now() - t0).count();
+      ++stats.slow_cycles;
+      next_slow = NextDue(next_slow, options.slow_interval_s, now);
+    }
+    if (fast) {
+      auto t0 = SteadyClock::now();
+      for (GpuReader& g : gpus) g.FastCycle(now);
+      stats.last_fast_cycle_seconds =
+          std::chrono::duration<double>(SteadyClock::now() - t0).count();
+      ++stats.fast_cycles;
+      next_fast = NextDue(next_fast, options.fast_interval_s, now);
+    } else if (peak) {
+      for (GpuReader& g : gpus) g.PeakSample();
+    }
+    if (peak) next_peak = NextDue(next_peak, options.memory_peak_interval_s, now);
+    if (options.stepped) DrainEvents(0);
+    if (fast || slow) Publish(now);
+  }
+
+  double NextWake() const {
+    double next = std::min(next_fast, next_slow);
+    if (options.memory_peak_interval_s > 0) next = std::min(next, next_peak);
+    return next;
+  }
+
+  double Now() {
+    if (!options.stepped) return SteadySeconds();
+    unsigned long long ms = 0;
+    library->api().nvmlSimGetClock(&ms);
+    return static_cast<double>(ms) / 1000.0;
+  }
+
+  void Publish(double now) {
+    std::shared_ptr<Snapshot> next;
+    {
+      std::lock_guard<std::mutex> lock(pub_mu);
+      for (auto& s : pool)
+        if (s.use_count() == 1) next = s;
+      if (!next && pool.size() < 4) {
+        pool.push_back(std::make_shared<Snapshot>());
+        next = pool.back();
+      }
+    }
+    if (!next) next = std::make_shared<Snapshot>();  // every pooled one is still being read
+    Snapshot& s = *next;
+    s.generation = ++published;
+    s.taken_unix_seconds = options.stepped ? sim_start_unix + now : UnixSeconds();
+    s.gpus.resize(gpus.size());
+    for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i] = gpus[i].snapshot();
+    {
+      std::lock_guard<std::mutex> lock(xid_mu);
+      for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i].xid_counts = xids[i];
+      stats.xid_events = xid_events;
+    }
+    {
+      std::lock_guard<std::mutex> lock(own_mu);
+      for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i].hung = hung[i];
+    }
+    stats.last_success_unix_seconds = s.taken_unix_seconds;
+    s.stats = stats;
+    {
+      std::lock_guard<std::mutex> lock(pub_mu);
+      latest = next;
+    }
+    {
+      std::lock_guard<std::mutex> lock(ctl_mu);
+      first_cycle_done = true;
+    }
+    ctl_cv.notify_all();
+  }
+
+  // ---- threads ---------------------------------------------------------------------------
+  void RunWorker() {
+    if (!discovered) {
+      Discover();
+      double now = Now();
+      next_fast = next_slow = next_peak = now;
+      if (options.stepped) sim_start_unix = UnixSeconds() - now;
+      if (!options.stepped && event_set != nullptr)
+        events = std::thread([this] { EventLoop(); });
+    }
+    if (!options.stepped) {
+      RunDue(Now());
+      while (true) {
+        double wake = NextWake();
+        std::unique_lock<std::mutex> lock(ctl_mu);
+        auto deadline = SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(
+            std::chrono::duration<double>(wake)));
+        ctl_cv.wait_until(lock, deadline, [&] { return stopping; });
+        if (stopping) return;
+        lock.unlock();
+        RunDue(Now());
+      }
+    }
+    // Stepped: run what is due now, then follow Advance() requests.
+    RunDue(Now());
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(ctl_mu);
+        ctl_cv.wait(lock, [&] { return stopping || advance_requested != advance_completed; });
+        if (stopping) return;
+      }
+      unsigned long long now_ms = 0;
+      library->api().nvmlSimGetClock(&now_ms);
+      unsigned long long target_ms;
+      {
+        std::lock_guard<std::mutex> lock(ctl_mu);
+        if (!advance_target_set) {
+          advance_target_ms = now_ms + advance_delta_ms;
+          advance_target_set = true;
+        }
+        target_ms = advance_target_ms;
+      }
+      while (now_ms < target_ms) {
+        double due_ms = NextWake() * 1000.0;
+        unsigned long long step = target_ms - now_ms;
+        if (due_ms > static_cast<double>(now_ms))
+          step = std::min<unsigned long long>(
+              step, static_cast<unsigned long long>(std::llround(due_ms)) - now_ms);
+        if (step == 0) step = 1;
+        library->api().nvmlSimAdvance(step);
+        library->api().nvmlSimGetClock(&now_ms);
+        RunDue(static_cast<double>(now_ms) / 1000.0);
+      }
+      {
+        std::lock_guard<std::mutex> lock(ctl_mu);
+        advance_completed = advance_requested;
+        advance_target_set = false;
+      }
+      ctl_cv.notify_all();
+    }
+  }
+
+  void EventLoop() {
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(ctl_mu);
+        if (stopping) return;
+      }
+      DrainEvents(250);
+    }
+  }
+
+  void WatchdogLoop(std::shared_ptr<Impl> self) {
+    const auto timeout = std::chrono::duration<double>(options.call_timeout_s);
+    const auto poll = std::chrono::milliseconds(
+        std::clamp<long>(static_cast<long>(options.call_timeout_s * 250), 10, 200));
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(ctl_mu);
+        ctl_cv.wait_for(lock, poll, [&] { return stopping; });
+        if (stopping) return;
+      }
+      std::lock_guard<std::mutex> lock(own_mu);
+      if (!inflight.active || SteadyClock::now() - inflight.start < timeout) continue;
+      // The worker is stuck inside NVML. Abandon it: it exits by itself if the call returns.
+      size_t gpu = inflight.gpu;
+      Call call = inflight.call;
+      hung[gpu][static_cast<size_t>(call)] = true;
+      inflight.active = false;
+      ++worker_generation;
+      ++stats.watchdog_trips;
+      CallStats& cs = stats.calls[static_cast<size_t>(call)];
+      ++cs.calls;
+      ++cs.errors;
+      log->Error("GPU " + std::to_string(gpu) + ": " + std::string(CallName(call)) +
+                 " has not returned for " + FormatDuration(options.call_timeout_s) +
+                 "; marking it hung and collecting the rest without it");
+      abandoned.push_back(std::move(worker));
+      if (library) library->LeakOnDestruction();  // the stuck thread still runs library code
+      uint64_t generation = worker_generation;
+      worker = std::thread([self, generation] { WorkerMain(self, generation); });
+    }
+  }
+
+  static void WorkerMain(std::shared_ptr<Impl> self, uint64_t generation) {
+    tls_worker_generation = generation;
+    try {
+      self->RunWorker();
+    } catch (const Abandoned&) {
+      // A hung call returned after this worker was replaced: leave without touching state.
+    }
+  }
+};
+
+Collector::Collector(nvml::Library* library, std::string nvml_error, CollectorOptions options,
+                     Logger* logger)
+    : impl_(std::make_shared<Impl>(library, std::move(nvml_error), options, logger)),
+      options_(options) {}
+
+Collector::~Collector() { Stop(); }
+
+void Collector::Start() {
+  if (impl_->library == nullptr) {
+    impl_->Publish(0);  // a snapshot that says why there is no NVML
+    return;
+  }
+  std::shared_ptr<Impl> self = impl_;
+  uint64_t generation = impl_->worker_generation;
+  impl_->worker = std::thread([self, generation] { Impl::WorkerMain(self, generation); });
+  impl_->watchdog = std::thread([self] { self->WatchdogLoop(self); });
+}
+
+void Collector::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->ctl_mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->ctl_cv.notify_all();
+  if (impl_->watchdog.joinable()) impl_->watchdog.join();
+  std::thread worker;
+  std::vector<std::thread> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(impl_->own_mu);
+    worker = std::move(impl_->worker);
+    abandoned = std::move(impl_->abandoned);
+  }
+  if (worker.joinable()) worker.join();
+  if (impl_->events.joinable()) impl_->events.join();
+  // Abandoned workers are inside a call that may never return; they hold `impl_` alive.
+  for (std::thread& t : abandoned) t.detach();
+  if (impl_->event_set && impl_->library && impl_->library->api().nvmlEventSetFree)
+    impl_->library->api().nvmlEventSetFree(impl_->event_set);
+  impl_->event_set = nullptr;
+}
+
+bool Collector::WaitForFirstCycle(double timeout_s) {
+  std::unique_lock<std::mutex> lock(impl_->ctl_mu);
+  return impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                                [&] { return impl_->first_cycle_done; });
+}
+
+std::shared_ptr<const Snapshot> Collector::Latest() const {
+  std::lock_guard<std::mutex> lock(impl_->pub_mu);
+  return impl_->latest;
+}
+
+Status Collector::Advance(double seconds, double timeout_s) {
+  if (!options_.stepped || impl_->library == nullptr ||
+      impl_->library->api().nvmlSimAdvance == nullptr)
+    return Error{"advance needs the simulator with a stepped clock (--sim-clock stepped)"};
+  if (seconds <= 0) return Error{"advance: seconds must be positive"};
+  std::unique_lock<std::mutex> lock(impl_->ctl_mu);
+  if (!impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+        return impl_->first_cycle_done &&
+               impl_->advance_requested == impl_->advance_completed;
+      }))
+    return Error{"advance: the collector is still busy with an earlier step"};
+  // Only the worker touches the simulator; it turns this delta into a target clock.
+  impl_->advance_delta_ms = static_cast<unsigned long long>(std::llround(seconds * 1000));
+  uint64_t ticket = ++impl_->advance_requested;
+  impl_->ctl_cv.notify_all();
+  if (!impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                              [&] { return impl_->advance_completed >= ticket; }))
+    return Error{"advance: timed out waiting for the collector"};
+  return Status::Ok();
+}
+
+}  // namespace gw::collect

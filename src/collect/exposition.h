@@ -1,0 +1,62 @@
+// collect/exposition.h — the snapshot in Prometheus text format 0.0.4 or OpenMetrics 1.0.
+//
+// Rendering reads only the published snapshot (no NVML, no disk) and writes into a caller-owned
+// string whose capacity is reused. `MetricsPage` caches the last rendering per format, keyed by
+// the snapshot's generation, so any number of scrapes per collection cycle cost one render.
+#ifndef GPUWARDEN_COLLECT_EXPOSITION_H_
+#define GPUWARDEN_COLLECT_EXPOSITION_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "collect/snapshot.h"
+
+namespace gw::collect {
+
+enum class Format { kText, kOpenMetrics };
+
+// OpenMetrics when the Accept header asks for application/openmetrics-text, else text 0.0.4.
+Format NegotiateFormat(std::string_view accept_header);
+std::string_view ContentType(Format format);
+
+struct RenderOptions {
+  bool per_process_metrics = false;
+  std::string version;  // gpuwarden_build_info{version}
+};
+
+// Figures about this process, read from /proc/self (procfs, not disk).
+struct ProcessFigures {
+  double cpu_seconds = -1, resident_bytes = -1, start_unix_seconds = -1;
+};
+ProcessFigures ReadProcessFigures();
+
+// Appends the whole exposition of `snapshot` to `out`.
+void Render(const Snapshot& snapshot, Format format, const RenderOptions& options,
+            const ProcessFigures& process, std::string* out);
+
+// Appends `value` escaped for a label value (\\, \", \n).
+void AppendEscapedLabelValue(std::string* out, std::string_view value);
+// Appends a sample value as Prometheus writes it: shortest round-trip, NaN, +Inf, -Inf.
+void AppendValue(std::string* out, double value);
+
+// Thread-safe cache of the rendered page.
+class MetricsPage {
+ public:
+  explicit MetricsPage(RenderOptions options) : options_(std::move(options)) {}
+  // The page for `snapshot` in `format`; re-rendered only when the snapshot is newer.
+  std::string Get(const Snapshot& snapshot, Format format);
+
+ private:
+  RenderOptions options_;
+  std::mutex mu_;
+  struct Entry {
+    uint64_t generation = ~uint64_t{0};
+    std::string body;
+  } cache_[2];
+};
+
+}  // namespace gw::collect
+
+#endif  // GPUWARDEN_COLLECT_EXPOSITION_H_
