@@ -108,7 +108,8 @@ const std::map<std::string, Setter>& Setters() {
 
 Status Walk(const Context& ctx, const YAML::Node& node, const std::string& prefix, Config* c) {
   if (!node.IsMap())
-    return Error{ctx.Where(node) + ": " + (prefix.empty() ? "the file" : prefix) +
+    return Error{ctx.Where(node) + ": " +
+                 (prefix.empty() ? "the file" : prefix.substr(0, prefix.size() - 1)) +
                  ": expected a mapping of keys to values"};
   const auto& setters = Setters();
   for (const auto& item : node) {

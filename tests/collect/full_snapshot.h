@@ -5,6 +5,7 @@
 
 #include "collect/exposition.h"
 #include "collect/snapshot.h"
+#include "nvml/abi.h"
 
 namespace gw::collect {
 

@@ -1,0 +1,103 @@
+#include "cli/config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "support/process.h"
+
+namespace gw::cli {
+namespace {
+
+using gw::testing::TempDir;
+using gw::testing::WriteFile;
+
+TEST(Config, DefaultsAreValid) {
+  Config c;
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_EQ(c.listen, ":9966");
+  EXPECT_EQ(c.collect.fast_interval_s, 1.0);
+  EXPECT_EQ(c.collect.slow_interval_s, 10.0);
+}
+
+TEST(Config, FileOverridesDefaults) {
+  TempDir dir;
+  WriteFile(dir / "c.yaml",
+            "listen: 127.0.0.1:9000\ncollect:\n  interval: 500ms\n  slow_interval: 1m\n"
+            "  per_process_metrics: true\nnvml:\n  call_timeout: 2s\nsimulate:\n"
+            "  scenario: demo\n  clock: stepped\n  speed: 10\n");
+  Config c;
+  Status s = LoadConfigFile(dir / "c.yaml", &c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(c.listen, "127.0.0.1:9000");
+  EXPECT_EQ(c.collect.fast_interval_s, 0.5);
+  EXPECT_EQ(c.collect.slow_interval_s, 60);
+  EXPECT_TRUE(c.collect.per_process_metrics);
+  EXPECT_EQ(c.collect.call_timeout_s, 2);
+  EXPECT_EQ(c.simulate.scenario, "demo");
+  EXPECT_EQ(c.simulate.clock, "stepped");
+  EXPECT_EQ(c.simulate.speed, 10);
+  EXPECT_TRUE(Validate(c).ok());
+}
+
+TEST(Config, UnknownKeyNamesFileAndLine) {
+  TempDir dir;
+  WriteFile(dir / "c.yaml", "listen: \":1\"\ncollect:\n  intervall: 1s\n");
+  Config c;
+  Status s = LoadConfigFile(dir / "c.yaml", &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), (dir / "c.yaml") + ":3: unknown key 'collect.intervall' (see docs/configuration.md)");
+}
+
+TEST(Config, BadValuesNameFileAndLine) {
+  TempDir dir;
+  struct Case {
+    std::string text, expected;
+  } cases[] = {
+      {"collect:\n  interval: fast\n", ":2: collect.interval: expected a duration"},
+      {"collect:\n  per_process_metrics: yes please\n", ":2: collect.per_process_metrics: expected true or false"},
+      {"simulate:\n  speed: -3\n", ":2: simulate.speed: expected a positive number"},
+      {"collect: [1, 2]\n", ":1: collect: expected a mapping"},
+      {"listen: [a\n", ":"},  // YAML syntax error, still with a line
+  };
+  for (const Case& c : cases) {
+    WriteFile(dir / "c.yaml", c.text);
+    Config config;
+    Status s = LoadConfigFile(dir / "c.yaml", &config);
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_EQ(s.message().rfind(dir / "c.yaml", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.message();
+  }
+}
+
+TEST(Config, MissingFileIsClear) {
+  Config c;
+  Status s = LoadConfigFile("/nonexistent/gpuwarden.yaml", &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "/nonexistent/gpuwarden.yaml: cannot read the configuration file");
+}
+
+TEST(Config, ValidationCatchesCrossFieldMistakes) {
+  Config c;
+  c.collect.slow_interval_s = 0.5;
+  EXPECT_FALSE(Validate(c).ok());
+  c = Config();
+  c.simulate.clock = "fast";
+  EXPECT_FALSE(Validate(c).ok());
+  c = Config();
+  c.log_level = "loud";
+  EXPECT_FALSE(Validate(c).ok());
+}
+
+TEST(Config, EveryKeyIsDocumented) {
+  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/configuration.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (const std::string& key : ConfigKeys())
+    EXPECT_NE(ss.str().find("| `" + key + "` |"), std::string::npos)
+        << key << " missing from docs/configuration.md";
+}
+
+}  // namespace
+}  // namespace gw::cli

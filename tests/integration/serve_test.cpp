@@ -1,0 +1,124 @@
+// `gpuwarden serve` as a user runs it: a separate process on loopback, the simulator loaded by
+// dlopen, scraped over HTTP in stepped virtual time, linted by the real promtool.
+#include <gtest/gtest.h>
+
+#include "support/agent_process.h"
+
+namespace gw::testing {
+namespace {
+
+TEST(Serve, PowerCapScenarioValuesAgreeWithTheScenario) {
+  AgentProcess agent({"--simulate", "power-cap", "--sim-clock", "stepped", "--interval", "1s",
+                      "--slow-interval", "5s"});
+  ASSERT_NE(agent.port(), 0);
+  EXPECT_EQ(agent.Get("/healthz").status, 200);
+  EXPECT_EQ(agent.Get("/readyz").status, 200);
+  agent.Advance(120);
+  HttpReply page = agent.Get("/metrics");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  auto samples = ParseExposition(page.body);
+  EXPECT_EQ(Value(samples, "gpu_up", {{"gpu", "0"}}), 1);
+  EXPECT_EQ(Value(samples, "gpu_clock_event_active", {{"gpu", "0"}, {"reason", "sw_power_cap"}}), 1);
+  double limit = Value(samples, "gpu_power_limit_watts", {{"gpu", "0"}});
+  double power = Value(samples, "gpu_power_watts", {{"gpu", "0"}});
+  EXPECT_LE(power, limit * 1.02);
+  EXPECT_LT(limit, Value(samples, "gpu_power_default_limit_watts", {{"gpu", "0"}}));
+  EXPECT_LT(Value(samples, "gpu_sm_clock_hertz", {{"gpu", "0"}}),
+            Value(samples, "gpu_sm_clock_max_hertz", {{"gpu", "0"}}));
+  EXPECT_GT(Value(samples, "gpu_clock_event_seconds_total", {{"gpu", "0"}, {"reason", "sw_power_cap"}}), 0);
+  EXPECT_EQ(Value(samples, "gpuwarden_nvml_up"), 1);
+  EXPECT_EQ(Value(samples, "gpuwarden_collect_cycles_total", {{"schedule", "fast"}}), 121);
+}
+
+TEST(Serve, MetricsPassPromtoolLint) {
+  AgentProcess agent({"--simulate", "demo", "--sim-clock", "stepped", "--per-process-metrics"});
+  ASSERT_NE(agent.port(), 0);
+  agent.Advance(30);
+  HttpReply page = agent.Get("/metrics");
+  ASSERT_EQ(page.status, 200);
+  TempDir dir;
+  WriteFile(dir / "metrics.txt", page.body);
+  std::string out;
+  int code = RunCommand({"promtool", "check", "metrics"}, &out, 60, dir / "metrics.txt");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "") << out;
+}
+
+TEST(Serve, OpenMetricsWhenAsked) {
+  AgentProcess agent({"--simulate", "demo", "--sim-clock", "stepped"});
+  ASSERT_NE(agent.port(), 0);
+  HttpReply page = agent.Get("/metrics", "application/openmetrics-text;version=1.0.0");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+  ASSERT_GE(page.body.size(), 6u);
+  EXPECT_EQ(page.body.substr(page.body.size() - 6), "# EOF\n");
+  EXPECT_NE(page.body.find("# TYPE gpu_energy_joules counter"), std::string::npos);
+}
+
+TEST(Serve, LostGpuIsReportedAndTheRestCollected) {
+  AgentProcess agent({"--simulate", "fall-off-bus", "--sim-clock", "stepped"});
+  ASSERT_NE(agent.port(), 0);
+  agent.Advance(60);
+  auto samples = ParseExposition(agent.Get("/metrics").body);
+  EXPECT_EQ(Value(samples, "gpu_up", {{"gpu", "1"}}), 0);
+  EXPECT_EQ(Value(samples, "gpu_up", {{"gpu", "0"}}), 1);
+  EXPECT_EQ(Value(samples, "gpu_xid_errors_total", {{"gpu", "1"}, {"xid", "79"}}), 1);
+  EXPECT_TRUE(std::isnan(Value(samples, "gpu_temperature_celsius", {{"gpu", "1"}})));
+  EXPECT_FALSE(std::isnan(Value(samples, "gpu_temperature_celsius", {{"gpu", "0"}})));
+  EXPECT_EQ(Value(samples, "gpu_info", {{"gpu", "1"}}), 1);  // identity stays
+  EXPECT_NE(agent.Log().find("XID 79"), std::string::npos);
+}
+
+TEST(Serve, WithoutNvmlKeepsServingSelfMetricsAndSaysWhy) {
+  AgentProcess agent({"--nvml-lib", "/nonexistent/libnvidia-ml.so.1"});
+  ASSERT_NE(agent.port(), 0);
+  auto samples = ParseExposition(agent.Get("/metrics").body);
+  EXPECT_EQ(Value(samples, "gpuwarden_nvml_up"), 0);
+  EXPECT_EQ(Value(samples, "gpuwarden_gpus"), 0);
+  HttpReply ready = agent.Get("/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("cannot load NVML library"), std::string::npos);
+  EXPECT_NE(agent.Log().find("serving self-metrics only"), std::string::npos) << agent.Log();
+  EXPECT_TRUE(agent.process().Running());
+}
+
+TEST(Serve, HungCallIsQuarantinedAndScrapesKeepWorking) {
+  AgentProcess agent({"--simulate", "hang", "--sim-clock", "stepped", "--call-timeout", "500ms"});
+  ASSERT_NE(agent.port(), 0);
+  agent.Advance(90);
+  auto samples = ParseExposition(agent.Get("/metrics").body);
+  EXPECT_GE(Value(samples, "gpuwarden_nvml_watchdog_trips_total"), 1);
+  EXPECT_EQ(Value(samples, "gpuwarden_nvml_call_hung", {{"call", "nvmlDeviceGetPowerUsage"}}), 1);
+  agent.Advance(2);
+  EXPECT_EQ(agent.Get("/metrics").status, 200);
+}
+
+TEST(Serve, BadConfigNamesFileAndLine) {
+  TempDir dir;
+  WriteFile(dir / "gpuwarden.yaml", "listen: \":9999\"\ncollect:\n  interval: fast\n");
+  std::string out;
+  int code = RunCommand({GpuwardenBinary(), "serve", "--config", dir / "gpuwarden.yaml"}, &out);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find(dir / "gpuwarden.yaml:3: collect.interval"), std::string::npos) << out;
+}
+
+TEST(Serve, BadScenarioIsAClearError) {
+  TempDir dir;
+  WriteFile(dir / "broken.yaml", "gpus:\n  - model: NVIDIA Imaginary 9000\n");
+  AgentProcess agent({"--simulate", dir / "broken.yaml"});
+  ASSERT_NE(agent.port(), 0);
+  EXPECT_NE(agent.Log().find("broken.yaml:2"), std::string::npos) << agent.Log();
+  EXPECT_EQ(agent.Get("/readyz").status, 503);
+}
+
+TEST(Serve, HelpShowsDefaults) {
+  std::string out;
+  EXPECT_EQ(RunCommand({GpuwardenBinary(), "serve", "--help"}, &out), 0);
+  EXPECT_NE(out.find(":9966"), std::string::npos) << out;
+  EXPECT_NE(out.find("default 1s"), std::string::npos) << out;
+  EXPECT_NE(out.find("default 10s"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace gw::testing
