@@ -45,7 +45,9 @@ struct Fleet {
   }
 };
 
-const char* ScenarioFor(int64_t gpus) { return gpus == 8 ? "fleet-8" : "fleet-1024"; }
+const char* ScenarioFor(int64_t gpus) {
+  return gpus == 8 ? "fleet-8" : "fleet-1024";
+}
 
 // One simulated second = one fast cycle (and a slow cycle every tenth).
 void BM_CollectSecond(benchmark::State& state) {
@@ -75,7 +77,8 @@ void BM_CollectSecond(benchmark::State& state) {
   state.counters["fast_cycle_us"] = fast_n ? fast_total / fast_n * 1e6 : 0;
   state.counters["slow_cycle_us"] = slow_n ? slow_total / slow_n * 1e6 : 0;
   state.counters["nvml_us_per_s"] = nvml_s / static_cast<double>(state.iterations()) * 1e6;
-  state.counters["calls_per_s"] = static_cast<double>(calls) / static_cast<double>(state.iterations());
+  state.counters["calls_per_s"] =
+      static_cast<double>(calls) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_CollectSecond)->Arg(8)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
 

@@ -1,8 +1,8 @@
 #include "base/error.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cctype>
 #include <cstdlib>
 #include <iterator>
 

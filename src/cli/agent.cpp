@@ -36,7 +36,9 @@ std::string ScenarioArgument(const std::string& scenario) {
 
 Agent::Agent(const Config& config, Logger* logger) : config_(config), log_(logger) {}
 
-Agent::~Agent() { Stop(); }
+Agent::~Agent() {
+  Stop();
+}
 
 void Agent::Start() {
   const bool simulate = !config_.simulate.scenario.empty();

@@ -54,8 +54,8 @@ Setter Bool(const std::string& key, std::function<bool&(Config*)> field) {
     } else if (text == "false") {
       field(c) = false;
     } else {
-      return Status(Error{ctx.Where(node) + ": " + key + ": expected true or false, got '" +
-                          text + "'"});
+      return Status(
+          Error{ctx.Where(node) + ": " + key + ": expected true or false, got '" + text + "'"});
     }
     return Status::Ok();
   };
@@ -68,8 +68,9 @@ const std::map<std::string, Setter>& Setters() {
       {"log_level", String(&Config::log_level)},
       {"nvml.library", String(&Config::nvml_library)},
       {"nvml.call_timeout",
-       Duration("nvml.call_timeout", [](Config* c) -> double& { return c->collect.call_timeout_s; },
-                false)},
+       Duration(
+           "nvml.call_timeout", [](Config* c) -> double& { return c->collect.call_timeout_s; },
+           false)},
       {"simulate.scenario",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          return Scalar(ctx, n, "simulate.scenario", &c->simulate.scenario);
@@ -85,20 +86,23 @@ const std::map<std::string, Setter>& Setters() {
          char* end = nullptr;
          double v = std::strtod(text.c_str(), &end);
          if (end == text.c_str() || *end != '\0' || !(v > 0))
-           return Status(Error{ctx.Where(n) + ": simulate.speed: expected a positive number, got '" +
-                               text + "'"});
+           return Status(Error{ctx.Where(n) +
+                               ": simulate.speed: expected a positive number, got '" + text + "'"});
          c->simulate.speed = v;
          return Status::Ok();
        }},
       {"collect.interval",
-       Duration("collect.interval", [](Config* c) -> double& { return c->collect.fast_interval_s; },
-                false)},
+       Duration(
+           "collect.interval", [](Config* c) -> double& { return c->collect.fast_interval_s; },
+           false)},
       {"collect.slow_interval",
-       Duration("collect.slow_interval",
-                [](Config* c) -> double& { return c->collect.slow_interval_s; }, false)},
+       Duration(
+           "collect.slow_interval", [](Config* c) -> double& { return c->collect.slow_interval_s; },
+           false)},
       {"collect.memory_peak_interval",
-       Duration("collect.memory_peak_interval",
-                [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
+       Duration(
+           "collect.memory_peak_interval",
+           [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
       {"collect.per_process_metrics",
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
@@ -169,8 +173,7 @@ Status Validate(const Config& c) {
   if (o.memory_peak_interval_s < 0) return Error{"collect.memory_peak_interval must be >= 0"};
   if (!(o.call_timeout_s > 0)) return Error{"nvml.call_timeout must be positive"};
   if (c.simulate.clock != "realtime" && c.simulate.clock != "stepped")
-    return Error{"simulate.clock must be realtime or stepped, not '" +
-                 c.simulate.clock + "'"};
+    return Error{"simulate.clock must be realtime or stepped, not '" + c.simulate.clock + "'"};
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")
     return Error{"log_level must be debug, info, warn or error, not '" + c.log_level + "'"};

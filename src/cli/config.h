@@ -15,12 +15,13 @@
 
 namespace gw::cli {
 
-inline constexpr int kDefaultPort = 9966;  // clear of dcgm-exporter (9400), nvidia_gpu_exporter (9835)
+inline constexpr int kDefaultPort =
+    9966;  // clear of dcgm-exporter (9400), nvidia_gpu_exporter (9835)
 
 struct SimulateConfig {
-  std::string scenario;             // "" = not simulating; a built-in name or a .yaml path
+  std::string scenario;            // "" = not simulating; a built-in name or a .yaml path
   std::string clock = "realtime";  // realtime | stepped (time moves only via /-/sim/advance)
-  double speed = 0;                 // <= 0: as the scenario says
+  double speed = 0;                // <= 0: as the scenario says
 };
 
 struct Config {

@@ -35,8 +35,7 @@ void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
   cmd->add_option("--simulate", f->simulate,
                   "run on a simulated fleet: a built-in scenario name (demo, power-cap, …) or a "
                   "scenario .yaml file");
-  cmd->add_option("--sim-clock", f->sim_clock,
-                  "simulated clock: realtime (default) or stepped");
+  cmd->add_option("--sim-clock", f->sim_clock, "simulated clock: realtime (default) or stepped");
   cmd->add_option("--sim-speed", f->sim_speed,
                   "simulated seconds per real second (default: the scenario's)");
   cmd->add_option("--interval", f->interval,

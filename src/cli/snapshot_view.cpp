@@ -58,13 +58,16 @@ std::string SnapshotTable(const collect::Snapshot& snap) {
     return out;
   }
   out += std::to_string(snap.gpus.size()) + " GPU(s), driver " + st.driver_version + ", NVML " +
-         st.nvml_version + (st.cuda_driver_version.empty() ? "" : ", CUDA " + st.cuda_driver_version) +
-         ", at " + Timestamp(snap.taken_unix_seconds) + "\n\n";
-  out += "GPU  NAME                         UTIL  MEM USED/TOTAL GiB  TEMP   POWER/LIMIT W  "
-         "SM MHz  PSTATE  THROTTLE\n";
+         st.nvml_version +
+         (st.cuda_driver_version.empty() ? "" : ", CUDA " + st.cuda_driver_version) + ", at " +
+         Timestamp(snap.taken_unix_seconds) + "\n\n";
+  out +=
+      "GPU  NAME                         UTIL  MEM USED/TOTAL GiB  TEMP   POWER/LIMIT W  "
+      "SM MHz  PSTATE  THROTTLE\n";
   constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
   for (const GpuSnapshot& g : snap.gpus) {
-    std::string line = Pad(std::to_string(g.identity.index), 5) + Pad(g.identity.name.substr(0, 28), 29);
+    std::string line =
+        Pad(std::to_string(g.identity.index), 5) + Pad(g.identity.name.substr(0, 28), 29);
     if (g.lost) {
       out += line + "LOST (fell off the bus)\n";
       continue;
@@ -74,7 +77,8 @@ std::string SnapshotTable(const collect::Snapshot& snap) {
                     Or(g.value(Slot::kMemoryTotal), "%.1f", kGiB),
                 20);
     line += Pad(Or(g.value(Slot::kTemperature), "%.0fC"), 7);
-    line += Pad(Or(g.value(Slot::kPower), "%.0f") + "/" + Or(g.value(Slot::kPowerLimit), "%.0f"), 15);
+    line +=
+        Pad(Or(g.value(Slot::kPower), "%.0f") + "/" + Or(g.value(Slot::kPowerLimit), "%.0f"), 15);
     line += Pad(Or(g.value(Slot::kSmClock), "%.0f", 1e-6), 8);
     double ps = g.value(Slot::kPerformanceState);
     line += Pad(IsAbsent(ps) ? "-" : "P" + Fmt("%.0f", ps), 8);

@@ -23,110 +23,111 @@ namespace gw::collect {
 enum class MetricType { kGauge, kCounter };
 
 struct Family {
-  std::string_view name;   // Prometheus name, including _total for counters
+  std::string_view name;  // Prometheus name, including _total for counters
   MetricType type;
-  std::string_view unit;   // OpenMetrics unit ("" when dimensionless or a count)
+  std::string_view unit;  // OpenMetrics unit ("" when dimensionless or a count)
   std::string_view help;
   std::string_view source;  // the NVML call(s) it comes from
 };
 
 // X(family id, name, type, unit, help, source)
-#define GW_DEVICE_FAMILIES(X)                                                                    \
-  X(Up, "gpu_up", kGauge, "", "1 if the GPU answered NVML in the last cycle, 0 if it is lost "   \
-    "or every read failed.", "every call; GPU_IS_LOST")                                          \
-  X(Utilization, "gpu_utilization_ratio", kGauge, "ratio",                                       \
-    "Fraction of the last sample period in which a kernel ran.",                                 \
-    "nvmlDeviceGetUtilizationRates.gpu")                                                         \
-  X(MemoryUtilization, "gpu_memory_utilization_ratio", kGauge, "ratio",                          \
-    "Fraction of the last sample period in which device memory was read or written.",           \
-    "nvmlDeviceGetUtilizationRates.memory")                                                      \
-  X(EncoderUtilization, "gpu_encoder_utilization_ratio", kGauge, "ratio",                        \
-    "Video encoder utilization.", "nvmlDeviceGetEncoderUtilization")                             \
-  X(DecoderUtilization, "gpu_decoder_utilization_ratio", kGauge, "ratio",                        \
-    "Video decoder utilization.", "nvmlDeviceGetDecoderUtilization")                             \
-  X(UtilizationPeak, "gpu_utilization_peak_ratio", kGauge, "ratio",                              \
-    "Highest GPU utilization in NVML's sample buffer since the previous cycle.",                 \
-    "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)")                                             \
-  X(MemoryUtilizationPeak, "gpu_memory_utilization_peak_ratio", kGauge, "ratio",                 \
-    "Highest memory-controller utilization in NVML's sample buffer since the previous cycle.",   \
-    "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)")                                          \
-  X(PowerPeak, "gpu_power_peak_watts", kGauge, "watts",                                          \
-    "Highest power draw in NVML's sample buffer since the previous cycle.",                      \
-    "nvmlDeviceGetSamples(TOTAL_POWER_SAMPLES)")                                                 \
-  X(MemoryTotal, "gpu_memory_total_bytes", kGauge, "bytes", "Device memory, total.",            \
-    "nvmlDeviceGetMemoryInfo_v2")                                                                \
-  X(MemoryUsed, "gpu_memory_used_bytes", kGauge, "bytes", "Device memory in use.",              \
-    "nvmlDeviceGetMemoryInfo_v2")                                                                \
-  X(MemoryFree, "gpu_memory_free_bytes", kGauge, "bytes", "Device memory free.",                \
-    "nvmlDeviceGetMemoryInfo_v2")                                                                \
-  X(MemoryReserved, "gpu_memory_reserved_bytes", kGauge, "bytes",                                \
-    "Device memory reserved by the driver and firmware.", "nvmlDeviceGetMemoryInfo_v2")          \
-  X(MemoryUsedPeak, "gpu_memory_used_peak_bytes", kGauge, "bytes",                               \
-    "Highest memory in use seen since the previous cycle (sub-sampled between cycles).",        \
-    "nvmlDeviceGetMemoryInfo_v2 every memory_peak_interval")                                     \
-  X(Temperature, "gpu_temperature_celsius", kGauge, "celsius", "GPU die temperature.",           \
-    "nvmlDeviceGetTemperature(GPU)")                                                             \
-  X(MemoryTemperature, "gpu_memory_temperature_celsius", kGauge, "celsius",                      \
-    "HBM temperature.", "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)")                     \
-  X(TemperatureThreshold, "gpu_temperature_threshold_celsius", kGauge, "celsius",               \
-    "Temperature at which the driver slows the GPU (slowdown), shuts it down (shutdown), or "   \
-    "the target maxima for GPU and memory.",                                                     \
-    "nvmlDeviceGetTemperatureThreshold")                                                         \
-  X(Power, "gpu_power_watts", kGauge, "watts", "Power draw (1 s average on Ampere and newer).", \
-    "nvmlDeviceGetPowerUsage")                                                                   \
-  X(PowerLimit, "gpu_power_limit_watts", kGauge, "watts", "Enforced power limit.",              \
-    "nvmlDeviceGetEnforcedPowerLimit")                                                           \
-  X(PowerDefaultLimit, "gpu_power_default_limit_watts", kGauge, "watts",                         \
-    "Default power limit of the board.", "nvmlDeviceGetPowerManagementDefaultLimit")             \
-  X(PowerMinLimit, "gpu_power_min_limit_watts", kGauge, "watts",                                 \
-    "Lowest power limit that can be set.", "nvmlDeviceGetPowerManagementLimitConstraints")       \
-  X(PowerMaxLimit, "gpu_power_max_limit_watts", kGauge, "watts",                                 \
-    "Highest power limit that can be set.", "nvmlDeviceGetPowerManagementLimitConstraints")      \
-  X(Energy, "gpu_energy_joules_total", kCounter, "joules",                                       \
-    "Energy consumed since the driver was loaded.", "nvmlDeviceGetTotalEnergyConsumption")      \
-  X(SmClock, "gpu_sm_clock_hertz", kGauge, "hertz", "SM clock.", "nvmlDeviceGetClockInfo(SM)")   \
-  X(MemoryClock, "gpu_memory_clock_hertz", kGauge, "hertz", "Memory clock.",                     \
-    "nvmlDeviceGetClockInfo(MEM)")                                                               \
-  X(SmClockMax, "gpu_sm_clock_max_hertz", kGauge, "hertz", "Highest SM clock.",                  \
-    "nvmlDeviceGetMaxClockInfo(SM)")                                                             \
-  X(MemoryClockMax, "gpu_memory_clock_max_hertz", kGauge, "hertz", "Highest memory clock.",      \
-    "nvmlDeviceGetMaxClockInfo(MEM)")                                                            \
-  X(ClockEventActive, "gpu_clock_event_active", kGauge, "",                                      \
-    "1 while the clocks are held down for this reason (throttling), else 0.",                   \
-    "nvmlDeviceGetCurrentClocksEventReasons")                                                    \
-  X(ClockEventSeconds, "gpu_clock_event_seconds_total", kCounter, "seconds",                     \
-    "Time the clocks were held down for this reason, integrated over collection cycles.",       \
-    "nvmlDeviceGetCurrentClocksEventReasons")                                                    \
-  X(PerformanceState, "gpu_performance_state", kGauge, "",                                       \
-    "Performance state: 0 (P0, fastest) to 15 (P15, slowest).",                                  \
-    "nvmlDeviceGetPerformanceState")                                                             \
-  X(FanSpeed, "gpu_fan_speed_ratio", kGauge, "ratio", "Fan speed as a fraction of its maximum.", \
-    "nvmlDeviceGetFanSpeed")                                                                     \
-  X(EccEnabled, "gpu_ecc_enabled", kGauge, "", "1 if ECC is enabled.", "nvmlDeviceGetEccMode")   \
-  X(EccErrors, "gpu_ecc_errors_total", kCounter, "",                                             \
-    "ECC errors; scope volatile counts since the last reboot or reset, aggregate over the "     \
-    "board's life.", "nvmlDeviceGetTotalEccErrors")                                              \
-  X(RetiredPages, "gpu_retired_pages", kGauge, "",                                               \
-    "Memory pages retired (pre-Ampere), by cause.", "nvmlDeviceGetRetiredPages")                \
-  X(RetiredPagesPending, "gpu_retired_pages_pending", kGauge, "",                                \
-    "1 if a page retirement waits for the next reset.",                                          \
-    "nvmlDeviceGetRetiredPagesPendingStatus")                                                    \
-  X(RemappedRows, "gpu_remapped_rows", kGauge, "",                                               \
-    "Memory rows remapped (Ampere and newer), by the kind of error that caused it.",            \
-    "nvmlDeviceGetRemappedRows")                                                                 \
-  X(RemappedRowsPending, "gpu_remapped_rows_pending", kGauge, "",                                \
-    "1 if a row remap waits for the next reset.", "nvmlDeviceGetRemappedRows")                   \
-  X(RemappedRowsFailure, "gpu_remapped_rows_failure", kGauge, "",                                \
-    "1 if a row remap failed (the GPU should be replaced).", "nvmlDeviceGetRemappedRows")        \
-  X(PcieReplays, "gpu_pcie_replays_total", kCounter, "", "PCIe replays.",                        \
-    "nvmlDeviceGetPcieReplayCounter")                                                            \
-  X(PcieTx, "gpu_pcie_transmit_bytes_per_second", kGauge, "",                                    \
-    "PCIe transmit throughput over NVML's 20 ms window.", "nvmlDeviceGetPcieThroughput(TX)")      \
-  X(PcieRx, "gpu_pcie_receive_bytes_per_second", kGauge, "",                                     \
-    "PCIe receive throughput over NVML's 20 ms window.", "nvmlDeviceGetPcieThroughput(RX)")       \
-  X(Processes, "gpu_processes", kGauge, "", "Compute processes running on the GPU.",            \
-    "nvmlDeviceGetComputeRunningProcesses_v3")                                                   \
-  X(ProcessesMemory, "gpu_processes_memory_bytes", kGauge, "bytes",                              \
+#define GW_DEVICE_FAMILIES(X)                                                                      \
+  X(Up, "gpu_up", kGauge, "",                                                                      \
+    "1 if the GPU answered NVML in the last cycle, 0 if it is lost "                               \
+    "or every read failed.",                                                                       \
+    "every call; GPU_IS_LOST")                                                                     \
+  X(Utilization, "gpu_utilization_ratio", kGauge, "ratio",                                         \
+    "Fraction of the last sample period in which a kernel ran.",                                   \
+    "nvmlDeviceGetUtilizationRates.gpu")                                                           \
+  X(MemoryUtilization, "gpu_memory_utilization_ratio", kGauge, "ratio",                            \
+    "Fraction of the last sample period in which device memory was read or written.",              \
+    "nvmlDeviceGetUtilizationRates.memory")                                                        \
+  X(EncoderUtilization, "gpu_encoder_utilization_ratio", kGauge, "ratio",                          \
+    "Video encoder utilization.", "nvmlDeviceGetEncoderUtilization")                               \
+  X(DecoderUtilization, "gpu_decoder_utilization_ratio", kGauge, "ratio",                          \
+    "Video decoder utilization.", "nvmlDeviceGetDecoderUtilization")                               \
+  X(UtilizationPeak, "gpu_utilization_peak_ratio", kGauge, "ratio",                                \
+    "Highest GPU utilization in NVML's sample buffer since the previous cycle.",                   \
+    "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)")                                               \
+  X(MemoryUtilizationPeak, "gpu_memory_utilization_peak_ratio", kGauge, "ratio",                   \
+    "Highest memory-controller utilization in NVML's sample buffer since the previous cycle.",     \
+    "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)")                                            \
+  X(PowerPeak, "gpu_power_peak_watts", kGauge, "watts",                                            \
+    "Highest power draw in NVML's sample buffer since the previous cycle.",                        \
+    "nvmlDeviceGetSamples(TOTAL_POWER_SAMPLES)")                                                   \
+  X(MemoryTotal, "gpu_memory_total_bytes", kGauge, "bytes", "Device memory, total.",               \
+    "nvmlDeviceGetMemoryInfo_v2")                                                                  \
+  X(MemoryUsed, "gpu_memory_used_bytes", kGauge, "bytes", "Device memory in use.",                 \
+    "nvmlDeviceGetMemoryInfo_v2")                                                                  \
+  X(MemoryFree, "gpu_memory_free_bytes", kGauge, "bytes", "Device memory free.",                   \
+    "nvmlDeviceGetMemoryInfo_v2")                                                                  \
+  X(MemoryReserved, "gpu_memory_reserved_bytes", kGauge, "bytes",                                  \
+    "Device memory reserved by the driver and firmware.", "nvmlDeviceGetMemoryInfo_v2")            \
+  X(MemoryUsedPeak, "gpu_memory_used_peak_bytes", kGauge, "bytes",                                 \
+    "Highest memory in use seen since the previous cycle (sub-sampled between cycles).",           \
+    "nvmlDeviceGetMemoryInfo_v2 every memory_peak_interval")                                       \
+  X(Temperature, "gpu_temperature_celsius", kGauge, "celsius", "GPU die temperature.",             \
+    "nvmlDeviceGetTemperature(GPU)")                                                               \
+  X(MemoryTemperature, "gpu_memory_temperature_celsius", kGauge, "celsius", "HBM temperature.",    \
+    "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)")                                           \
+  X(TemperatureThreshold, "gpu_temperature_threshold_celsius", kGauge, "celsius",                  \
+    "Temperature at which the driver slows the GPU (slowdown), shuts it down (shutdown), or "      \
+    "the target maxima for GPU and memory.",                                                       \
+    "nvmlDeviceGetTemperatureThreshold")                                                           \
+  X(Power, "gpu_power_watts", kGauge, "watts", "Power draw (1 s average on Ampere and newer).",    \
+    "nvmlDeviceGetPowerUsage")                                                                     \
+  X(PowerLimit, "gpu_power_limit_watts", kGauge, "watts", "Enforced power limit.",                 \
+    "nvmlDeviceGetEnforcedPowerLimit")                                                             \
+  X(PowerDefaultLimit, "gpu_power_default_limit_watts", kGauge, "watts",                           \
+    "Default power limit of the board.", "nvmlDeviceGetPowerManagementDefaultLimit")               \
+  X(PowerMinLimit, "gpu_power_min_limit_watts", kGauge, "watts",                                   \
+    "Lowest power limit that can be set.", "nvmlDeviceGetPowerManagementLimitConstraints")         \
+  X(PowerMaxLimit, "gpu_power_max_limit_watts", kGauge, "watts",                                   \
+    "Highest power limit that can be set.", "nvmlDeviceGetPowerManagementLimitConstraints")        \
+  X(Energy, "gpu_energy_joules_total", kCounter, "joules",                                         \
+    "Energy consumed since the driver was loaded.", "nvmlDeviceGetTotalEnergyConsumption")         \
+  X(SmClock, "gpu_sm_clock_hertz", kGauge, "hertz", "SM clock.", "nvmlDeviceGetClockInfo(SM)")     \
+  X(MemoryClock, "gpu_memory_clock_hertz", kGauge, "hertz", "Memory clock.",                       \
+    "nvmlDeviceGetClockInfo(MEM)")                                                                 \
+  X(SmClockMax, "gpu_sm_clock_max_hertz", kGauge, "hertz", "Highest SM clock.",                    \
+    "nvmlDeviceGetMaxClockInfo(SM)")                                                               \
+  X(MemoryClockMax, "gpu_memory_clock_max_hertz", kGauge, "hertz", "Highest memory clock.",        \
+    "nvmlDeviceGetMaxClockInfo(MEM)")                                                              \
+  X(ClockEventActive, "gpu_clock_event_active", kGauge, "",                                        \
+    "1 while the clocks are held down for this reason (throttling), else 0.",                      \
+    "nvmlDeviceGetCurrentClocksEventReasons")                                                      \
+  X(ClockEventSeconds, "gpu_clock_event_seconds_total", kCounter, "seconds",                       \
+    "Time the clocks were held down for this reason, integrated over collection cycles.",          \
+    "nvmlDeviceGetCurrentClocksEventReasons")                                                      \
+  X(PerformanceState, "gpu_performance_state", kGauge, "",                                         \
+    "Performance state: 0 (P0, fastest) to 15 (P15, slowest).", "nvmlDeviceGetPerformanceState")   \
+  X(FanSpeed, "gpu_fan_speed_ratio", kGauge, "ratio", "Fan speed as a fraction of its maximum.",   \
+    "nvmlDeviceGetFanSpeed")                                                                       \
+  X(EccEnabled, "gpu_ecc_enabled", kGauge, "", "1 if ECC is enabled.", "nvmlDeviceGetEccMode")     \
+  X(EccErrors, "gpu_ecc_errors_total", kCounter, "",                                               \
+    "ECC errors; scope volatile counts since the last reboot or reset, aggregate over the "        \
+    "board's life.",                                                                               \
+    "nvmlDeviceGetTotalEccErrors")                                                                 \
+  X(RetiredPages, "gpu_retired_pages", kGauge, "", "Memory pages retired (pre-Ampere), by cause.", \
+    "nvmlDeviceGetRetiredPages")                                                                   \
+  X(RetiredPagesPending, "gpu_retired_pages_pending", kGauge, "",                                  \
+    "1 if a page retirement waits for the next reset.", "nvmlDeviceGetRetiredPagesPendingStatus")  \
+  X(RemappedRows, "gpu_remapped_rows", kGauge, "",                                                 \
+    "Memory rows remapped (Ampere and newer), by the kind of error that caused it.",               \
+    "nvmlDeviceGetRemappedRows")                                                                   \
+  X(RemappedRowsPending, "gpu_remapped_rows_pending", kGauge, "",                                  \
+    "1 if a row remap waits for the next reset.", "nvmlDeviceGetRemappedRows")                     \
+  X(RemappedRowsFailure, "gpu_remapped_rows_failure", kGauge, "",                                  \
+    "1 if a row remap failed (the GPU should be replaced).", "nvmlDeviceGetRemappedRows")          \
+  X(PcieReplays, "gpu_pcie_replays_total", kCounter, "", "PCIe replays.",                          \
+    "nvmlDeviceGetPcieReplayCounter")                                                              \
+  X(PcieTx, "gpu_pcie_transmit_bytes_per_second", kGauge, "",                                      \
+    "PCIe transmit throughput over NVML's 20 ms window.", "nvmlDeviceGetPcieThroughput(TX)")       \
+  X(PcieRx, "gpu_pcie_receive_bytes_per_second", kGauge, "",                                       \
+    "PCIe receive throughput over NVML's 20 ms window.", "nvmlDeviceGetPcieThroughput(RX)")        \
+  X(Processes, "gpu_processes", kGauge, "", "Compute processes running on the GPU.",               \
+    "nvmlDeviceGetComputeRunningProcesses_v3")                                                     \
+  X(ProcessesMemory, "gpu_processes_memory_bytes", kGauge, "bytes",                                \
     "Device memory used by all compute processes.", "nvmlDeviceGetComputeRunningProcesses_v3")
 
 enum class FamilyId : uint8_t {
@@ -159,36 +160,36 @@ inline constexpr std::array<ClockEventReason, 9> kClockEventReasons = {{
 }};
 
 // Slots: one value per GPU each. X(slot id, family id, extra labels in exposition syntax).
-#define GW_DEVICE_SLOTS(X)                                                           \
-  X(Up, Up, "")                                                                      \
-  X(Utilization, Utilization, "")                                                    \
-  X(MemoryUtilization, MemoryUtilization, "")                                        \
-  X(EncoderUtilization, EncoderUtilization, "")                                      \
-  X(DecoderUtilization, DecoderUtilization, "")                                      \
-  X(UtilizationPeak, UtilizationPeak, "")                                            \
-  X(MemoryUtilizationPeak, MemoryUtilizationPeak, "")                                \
-  X(PowerPeak, PowerPeak, "")                                                        \
-  X(MemoryTotal, MemoryTotal, "")                                                    \
-  X(MemoryUsed, MemoryUsed, "")                                                      \
-  X(MemoryFree, MemoryFree, "")                                                      \
-  X(MemoryReserved, MemoryReserved, "")                                              \
-  X(MemoryUsedPeak, MemoryUsedPeak, "")                                              \
-  X(Temperature, Temperature, "")                                                    \
-  X(MemoryTemperature, MemoryTemperature, "")                                        \
+#define GW_DEVICE_SLOTS(X)                                                          \
+  X(Up, Up, "")                                                                     \
+  X(Utilization, Utilization, "")                                                   \
+  X(MemoryUtilization, MemoryUtilization, "")                                       \
+  X(EncoderUtilization, EncoderUtilization, "")                                     \
+  X(DecoderUtilization, DecoderUtilization, "")                                     \
+  X(UtilizationPeak, UtilizationPeak, "")                                           \
+  X(MemoryUtilizationPeak, MemoryUtilizationPeak, "")                               \
+  X(PowerPeak, PowerPeak, "")                                                       \
+  X(MemoryTotal, MemoryTotal, "")                                                   \
+  X(MemoryUsed, MemoryUsed, "")                                                     \
+  X(MemoryFree, MemoryFree, "")                                                     \
+  X(MemoryReserved, MemoryReserved, "")                                             \
+  X(MemoryUsedPeak, MemoryUsedPeak, "")                                             \
+  X(Temperature, Temperature, "")                                                   \
+  X(MemoryTemperature, MemoryTemperature, "")                                       \
   X(ThresholdShutdown, TemperatureThreshold, "threshold=\"shutdown\"")              \
   X(ThresholdSlowdown, TemperatureThreshold, "threshold=\"slowdown\"")              \
   X(ThresholdGpuMax, TemperatureThreshold, "threshold=\"gpu_max\"")                 \
   X(ThresholdMemoryMax, TemperatureThreshold, "threshold=\"memory_max\"")           \
-  X(Power, Power, "")                                                                \
-  X(PowerLimit, PowerLimit, "")                                                      \
-  X(PowerDefaultLimit, PowerDefaultLimit, "")                                        \
-  X(PowerMinLimit, PowerMinLimit, "")                                                \
-  X(PowerMaxLimit, PowerMaxLimit, "")                                                \
-  X(Energy, Energy, "")                                                              \
-  X(SmClock, SmClock, "")                                                            \
-  X(MemoryClock, MemoryClock, "")                                                    \
-  X(SmClockMax, SmClockMax, "")                                                      \
-  X(MemoryClockMax, MemoryClockMax, "")                                              \
+  X(Power, Power, "")                                                               \
+  X(PowerLimit, PowerLimit, "")                                                     \
+  X(PowerDefaultLimit, PowerDefaultLimit, "")                                       \
+  X(PowerMinLimit, PowerMinLimit, "")                                               \
+  X(PowerMaxLimit, PowerMaxLimit, "")                                               \
+  X(Energy, Energy, "")                                                             \
+  X(SmClock, SmClock, "")                                                           \
+  X(MemoryClock, MemoryClock, "")                                                   \
+  X(SmClockMax, SmClockMax, "")                                                     \
+  X(MemoryClockMax, MemoryClockMax, "")                                             \
   X(EventGpuIdle, ClockEventActive, "reason=\"gpu_idle\"")                          \
   X(EventAppClocks, ClockEventActive, "reason=\"applications_clocks_setting\"")     \
   X(EventSwPowerCap, ClockEventActive, "reason=\"sw_power_cap\"")                   \
@@ -207,24 +208,24 @@ inline constexpr std::array<ClockEventReason, 9> kClockEventReasons = {{
   X(SecondsHwThermal, ClockEventSeconds, "reason=\"hw_thermal_slowdown\"")          \
   X(SecondsHwPowerBrake, ClockEventSeconds, "reason=\"hw_power_brake_slowdown\"")   \
   X(SecondsDisplayClock, ClockEventSeconds, "reason=\"display_clock_setting\"")     \
-  X(PerformanceState, PerformanceState, "")                                          \
-  X(FanSpeed, FanSpeed, "")                                                          \
-  X(EccEnabled, EccEnabled, "")                                                      \
+  X(PerformanceState, PerformanceState, "")                                         \
+  X(FanSpeed, FanSpeed, "")                                                         \
+  X(EccEnabled, EccEnabled, "")                                                     \
   X(EccCorrectedVolatile, EccErrors, "type=\"corrected\",scope=\"volatile\"")       \
   X(EccUncorrectedVolatile, EccErrors, "type=\"uncorrected\",scope=\"volatile\"")   \
   X(EccCorrectedAggregate, EccErrors, "type=\"corrected\",scope=\"aggregate\"")     \
   X(EccUncorrectedAggregate, EccErrors, "type=\"uncorrected\",scope=\"aggregate\"") \
   X(RetiredSingleBit, RetiredPages, "cause=\"multiple_single_bit\"")                \
   X(RetiredDoubleBit, RetiredPages, "cause=\"double_bit\"")                         \
-  X(RetiredPending, RetiredPagesPending, "")                                         \
+  X(RetiredPending, RetiredPagesPending, "")                                        \
   X(RemappedCorrectable, RemappedRows, "type=\"correctable\"")                      \
   X(RemappedUncorrectable, RemappedRows, "type=\"uncorrectable\"")                  \
-  X(RemappedPending, RemappedRowsPending, "")                                        \
-  X(RemappedFailure, RemappedRowsFailure, "")                                        \
-  X(PcieReplays, PcieReplays, "")                                                    \
-  X(PcieTx, PcieTx, "")                                                              \
-  X(PcieRx, PcieRx, "")                                                              \
-  X(Processes, Processes, "")                                                        \
+  X(RemappedPending, RemappedRowsPending, "")                                       \
+  X(RemappedFailure, RemappedRowsFailure, "")                                       \
+  X(PcieReplays, PcieReplays, "")                                                   \
+  X(PcieTx, PcieTx, "")                                                             \
+  X(PcieRx, PcieRx, "")                                                             \
+  X(Processes, Processes, "")                                                       \
   X(ProcessesMemory, ProcessesMemory, "")
 
 enum class Slot : uint8_t {

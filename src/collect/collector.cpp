@@ -25,8 +25,7 @@ double SteadySeconds() {
 }
 
 double UnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Moves a schedule forward by whole intervals, skipping the ones already missed.
@@ -68,8 +67,8 @@ struct Collector::Impl : CallGuard {
     Call call = Call::kUtilization;
     SteadyClock::time_point start;
   } inflight;
-  std::vector<std::array<bool, kCallCount>> hung;       // per GPU
-  std::vector<std::pair<size_t, Call>> recovered;       // hung calls that came back
+  std::vector<std::array<bool, kCallCount>> hung;  // per GPU
+  std::vector<std::pair<size_t, Call>> recovered;  // hung calls that came back
   std::vector<std::thread> abandoned;
 
   // ---- control (guarded by ctl_mu) -------------------------------------------------------
@@ -145,8 +144,8 @@ struct Collector::Impl : CallGuard {
     nvml::System system(&library->api());
     auto count = system.DeviceCount();
     if (!count.ok()) {
-      stats.nvml_error = std::string("nvmlDeviceGetCount failed: ") +
-                         nvml::ReturnName(count.status());
+      stats.nvml_error =
+          std::string("nvmlDeviceGetCount failed: ") + nvml::ReturnName(count.status());
       log->Error(stats.nvml_error);
       return;
     }
@@ -208,8 +207,8 @@ struct Collector::Impl : CallGuard {
       if (api.nvmlDeviceGetSupportedEventTypes &&
           api.nvmlDeviceGetSupportedEventTypes(g.device().handle(), &supported) != NVML_SUCCESS)
         supported = wanted;
-      nvmlReturn_t rc = api.nvmlDeviceRegisterEvents(g.device().handle(), supported & wanted,
-                                                     event_set);
+      nvmlReturn_t rc =
+          api.nvmlDeviceRegisterEvents(g.device().handle(), supported & wanted, event_set);
       if (rc == NVML_ERROR_UNKNOWN) {
         log->Warn("nvmlDeviceRegisterEvents failed (UNKNOWN): XIDs will not be counted");
         if (api.nvmlEventSetFree) api.nvmlEventSetFree(event_set);
@@ -366,16 +365,15 @@ struct Collector::Impl : CallGuard {
       double now = Now();
       next_fast = next_slow = next_peak = now;
       if (options.stepped) sim_start_unix = UnixSeconds() - now;
-      if (!options.stepped && event_set != nullptr)
-        events = std::thread([this] { EventLoop(); });
+      if (!options.stepped && event_set != nullptr) events = std::thread([this] { EventLoop(); });
     }
     if (!options.stepped) {
       RunDue(Now());
       while (true) {
         double wake = NextWake();
         std::unique_lock<std::mutex> lock(ctl_mu);
-        auto deadline = SteadyClock::time_point(std::chrono::duration_cast<SteadyClock::duration>(
-            std::chrono::duration<double>(wake)));
+        auto deadline = SteadyClock::time_point(
+            std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(wake)));
         ctl_cv.wait_until(lock, deadline, [&] { return stopping; });
         if (stopping) return;
         lock.unlock();
@@ -478,7 +476,9 @@ Collector::Collector(nvml::Library* library, std::string nvml_error, CollectorOp
     : impl_(std::make_shared<Impl>(library, std::move(nvml_error), options, logger)),
       options_(options) {}
 
-Collector::~Collector() { Stop(); }
+Collector::~Collector() {
+  Stop();
+}
 
 void Collector::Start() {
   if (impl_->library == nullptr) {
@@ -533,8 +533,7 @@ Status Collector::Advance(double seconds, double timeout_s) {
   if (seconds <= 0) return Error{"advance: seconds must be positive"};
   std::unique_lock<std::mutex> lock(impl_->ctl_mu);
   if (!impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return impl_->first_cycle_done &&
-               impl_->advance_requested == impl_->advance_completed;
+        return impl_->first_cycle_done && impl_->advance_requested == impl_->advance_completed;
       }))
     return Error{"advance: the collector is still busy with an earlier step"};
   // Only the worker touches the simulator; it turns this delta into a target clock.

@@ -291,10 +291,17 @@ std::string_view ContentType(Format format) {
 void AppendEscapedLabelValue(std::string* out, std::string_view value) {
   for (char c : value) {
     switch (c) {
-      case '\\': *out += "\\\\"; break;
-      case '"': *out += "\\\""; break;
-      case '\n': *out += "\\n"; break;
-      default: *out += c;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      default:
+        *out += c;
     }
   }
 }
@@ -348,9 +355,8 @@ ProcessFigures ReadProcessFigures() {
     char line[256];
     while (std::fgets(line, sizeof line, sys)) {
       if (std::strncmp(line, "btime ", 6) == 0) {
-        f.start_unix_seconds =
-            static_cast<double>(std::strtoull(line + 6, nullptr, 10)) +
-            static_cast<double>(fields[21]) / ticks;
+        f.start_unix_seconds = static_cast<double>(std::strtoull(line + 6, nullptr, 10)) +
+                               static_cast<double>(fields[21]) / ticks;
         break;
       }
     }

@@ -77,8 +77,8 @@ void GpuReader::FastCycle(double now_s) {
     Set(Slot::kMemoryUsedPeak,
         IsAbsent(memory_used_peak_) ? used : std::max(used, memory_used_peak_));
   } else {
-    for (Slot s : {Slot::kMemoryTotal, Slot::kMemoryUsed, Slot::kMemoryFree,
-                   Slot::kMemoryReserved, Slot::kMemoryUsedPeak})
+    for (Slot s : {Slot::kMemoryTotal, Slot::kMemoryUsed, Slot::kMemoryFree, Slot::kMemoryReserved,
+                   Slot::kMemoryUsedPeak})
       Clear(s);
   }
   memory_used_peak_ = kAbsent;
@@ -90,8 +90,8 @@ void GpuReader::FastCycle(double now_s) {
 
   auto temp = Read(Call::kTemperature, [&] { return device_.TemperatureC(); });
   Set(Slot::kTemperature, temp.ok() ? temp.value() : kAbsent);
-  auto mem_temp = Read(Call::kMemoryTemperature,
-                       [&] { return device_.FieldValue(NVML_FI_DEV_MEMORY_TEMP); });
+  auto mem_temp =
+      Read(Call::kMemoryTemperature, [&] { return device_.FieldValue(NVML_FI_DEV_MEMORY_TEMP); });
   Set(Slot::kMemoryTemperature, mem_temp.ok() ? mem_temp.value().uiVal : kAbsent);
 
   auto power = Read(Call::kPower, [&] { return device_.PowerUsageMw(); });

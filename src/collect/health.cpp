@@ -8,17 +8,24 @@ namespace gw::collect {
 
 namespace {
 
-bool Positive(double v) { return !IsAbsent(v) && v > 0; }
+bool Positive(double v) {
+  return !IsAbsent(v) && v > 0;
+}
 
-std::string Count(double v) { return std::to_string(static_cast<long long>(v)); }
+std::string Count(double v) {
+  return std::to_string(static_cast<long long>(v));
+}
 
 }  // namespace
 
 std::string_view SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
   }
   return "info";
 }
@@ -45,22 +52,23 @@ std::vector<HealthProblem> HealthProblems(const GpuSnapshot& gpu) {
                    Count(dbe) + " uncorrectable ECC error(s) since the last reset",
                    std::string(XidAction(48))});
   if (gpu.value(Slot::kRemappedFailure) == 1)
-    out.push_back({Severity::kCritical, "a memory row remap failed",
-                   std::string(XidAction(64))});
+    out.push_back({Severity::kCritical, "a memory row remap failed", std::string(XidAction(64))});
   if (gpu.value(Slot::kRemappedPending) == 1)
-    out.push_back({Severity::kWarning, "a memory row remap is pending", "reset the GPU when convenient"});
+    out.push_back(
+        {Severity::kWarning, "a memory row remap is pending", "reset the GPU when convenient"});
   if (gpu.value(Slot::kRetiredPending) == 1)
-    out.push_back({Severity::kWarning, "a page retirement is pending", "reset the GPU when convenient"});
+    out.push_back(
+        {Severity::kWarning, "a page retirement is pending", "reset the GPU when convenient"});
   double retired = 0;
   for (Slot s : {Slot::kRetiredSingleBit, Slot::kRetiredDoubleBit})
     if (Positive(gpu.value(s))) retired += gpu.value(s);
-  if (retired > 0)
-    out.push_back({Severity::kInfo, Count(retired) + " memory page(s) retired", ""});
+  if (retired > 0) out.push_back({Severity::kInfo, Count(retired) + " memory page(s) retired", ""});
   double unc_rows = gpu.value(Slot::kRemappedUncorrectable);
   double cor_rows = gpu.value(Slot::kRemappedCorrectable);
   if (Positive(unc_rows) || Positive(cor_rows))
     out.push_back({Severity::kInfo,
-                   Count(Positive(unc_rows) ? unc_rows : 0) + " row(s) remapped for uncorrectable and " +
+                   Count(Positive(unc_rows) ? unc_rows : 0) +
+                       " row(s) remapped for uncorrectable and " +
                        Count(Positive(cor_rows) ? cor_rows : 0) + " for correctable errors",
                    ""});
   double sbe = gpu.value(Slot::kEccCorrectedVolatile);

@@ -20,7 +20,9 @@
 namespace gw::collect {
 
 inline constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
-inline bool IsAbsent(double v) { return std::isnan(v); }
+inline bool IsAbsent(double v) {
+  return std::isnan(v);
+}
 
 struct ProcessSample {
   unsigned pid = 0;
@@ -37,31 +39,31 @@ struct GpuIdentity {
 };
 
 // The NVML calls gpuwarden makes, for per-call self-metrics and the watchdog.
-#define GW_NVML_CALLS(X)                                                                   \
-  X(Utilization, "nvmlDeviceGetUtilizationRates")                                          \
-  X(Memory, "nvmlDeviceGetMemoryInfo")                                                     \
-  X(Encoder, "nvmlDeviceGetEncoderUtilization")                                            \
-  X(Decoder, "nvmlDeviceGetDecoderUtilization")                                            \
-  X(Temperature, "nvmlDeviceGetTemperature")                                               \
-  X(MemoryTemperature, "nvmlDeviceGetFieldValues")                                         \
-  X(Power, "nvmlDeviceGetPowerUsage")                                                      \
-  X(PowerLimit, "nvmlDeviceGetEnforcedPowerLimit")                                         \
-  X(Energy, "nvmlDeviceGetTotalEnergyConsumption")                                         \
-  X(Clocks, "nvmlDeviceGetClockInfo")                                                      \
-  X(ClockEvents, "nvmlDeviceGetCurrentClocksEventReasons")                                 \
-  X(PerformanceState, "nvmlDeviceGetPerformanceState")                                     \
-  X(Fan, "nvmlDeviceGetFanSpeed")                                                          \
-  X(Samples, "nvmlDeviceGetSamples")                                                       \
-  X(Thresholds, "nvmlDeviceGetTemperatureThreshold")                                       \
-  X(PowerLimits, "nvmlDeviceGetPowerManagementLimitConstraints")                           \
-  X(MaxClocks, "nvmlDeviceGetMaxClockInfo")                                                \
-  X(EccMode, "nvmlDeviceGetEccMode")                                                       \
-  X(EccCounts, "nvmlDeviceGetTotalEccErrors")                                              \
-  X(RetiredPages, "nvmlDeviceGetRetiredPages")                                             \
-  X(RemappedRows, "nvmlDeviceGetRemappedRows")                                             \
-  X(PcieReplays, "nvmlDeviceGetPcieReplayCounter")                                         \
-  X(PcieThroughput, "nvmlDeviceGetPcieThroughput")                                         \
-  X(Processes, "nvmlDeviceGetComputeRunningProcesses")                                     \
+#define GW_NVML_CALLS(X)                                         \
+  X(Utilization, "nvmlDeviceGetUtilizationRates")                \
+  X(Memory, "nvmlDeviceGetMemoryInfo")                           \
+  X(Encoder, "nvmlDeviceGetEncoderUtilization")                  \
+  X(Decoder, "nvmlDeviceGetDecoderUtilization")                  \
+  X(Temperature, "nvmlDeviceGetTemperature")                     \
+  X(MemoryTemperature, "nvmlDeviceGetFieldValues")               \
+  X(Power, "nvmlDeviceGetPowerUsage")                            \
+  X(PowerLimit, "nvmlDeviceGetEnforcedPowerLimit")               \
+  X(Energy, "nvmlDeviceGetTotalEnergyConsumption")               \
+  X(Clocks, "nvmlDeviceGetClockInfo")                            \
+  X(ClockEvents, "nvmlDeviceGetCurrentClocksEventReasons")       \
+  X(PerformanceState, "nvmlDeviceGetPerformanceState")           \
+  X(Fan, "nvmlDeviceGetFanSpeed")                                \
+  X(Samples, "nvmlDeviceGetSamples")                             \
+  X(Thresholds, "nvmlDeviceGetTemperatureThreshold")             \
+  X(PowerLimits, "nvmlDeviceGetPowerManagementLimitConstraints") \
+  X(MaxClocks, "nvmlDeviceGetMaxClockInfo")                      \
+  X(EccMode, "nvmlDeviceGetEccMode")                             \
+  X(EccCounts, "nvmlDeviceGetTotalEccErrors")                    \
+  X(RetiredPages, "nvmlDeviceGetRetiredPages")                   \
+  X(RemappedRows, "nvmlDeviceGetRemappedRows")                   \
+  X(PcieReplays, "nvmlDeviceGetPcieReplayCounter")               \
+  X(PcieThroughput, "nvmlDeviceGetPcieThroughput")               \
+  X(Processes, "nvmlDeviceGetComputeRunningProcesses")           \
   X(ProcessUtilization, "nvmlDeviceGetProcessUtilization")
 
 enum class Call : uint8_t {
@@ -108,7 +110,7 @@ struct CollectorStats {
 };
 
 struct Snapshot {
-  uint64_t generation = 0;       // increases with every publish
+  uint64_t generation = 0;        // increases with every publish
   double taken_unix_seconds = 0;  // wall clock of the cycle (simulated time in stepped mode)
   std::vector<GpuSnapshot> gpus;
   CollectorStats stats;

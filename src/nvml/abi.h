@@ -69,13 +69,17 @@ typedef struct {
   unsigned int domain;
   unsigned int bus;
   unsigned int device;
-  unsigned int pciDeviceId;     // device id << 16 | 0x10DE
+  unsigned int pciDeviceId;  // device id << 16 | 0x10DE
   unsigned int pciSubSystemId;
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];  // "%08X:%02X:%02X.0"
-} nvmlPciInfo_t;  // 68 bytes
+} nvmlPciInfo_t;                                   // 68 bytes
 
-enum { NVML_DEVICE_ARCH_AMPERE = 7, NVML_DEVICE_ARCH_ADA = 8, NVML_DEVICE_ARCH_HOPPER = 9,
-       NVML_DEVICE_ARCH_BLACKWELL = 10 };
+enum {
+  NVML_DEVICE_ARCH_AMPERE = 7,
+  NVML_DEVICE_ARCH_ADA = 8,
+  NVML_DEVICE_ARCH_HOPPER = 9,
+  NVML_DEVICE_ARCH_BLACKWELL = 10
+};
 
 // ---- utilization and memory ------------------------------------------------------------------
 typedef struct {
@@ -85,7 +89,7 @@ typedef struct {
 
 typedef struct {
   unsigned long long total, free, used;  // bytes
-} nvmlMemory_t;  // 24 bytes
+} nvmlMemory_t;                          // 24 bytes
 
 typedef struct {
   unsigned int version;  // must be nvmlMemory_v2 == 0x02000028
@@ -159,28 +163,30 @@ enum { NVML_PSTATE_UNKNOWN = 32 };
 enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
 enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
-enum { NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
-       NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1 };
+enum {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+};
 enum { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
 
 // ---- processes -------------------------------------------------------------------------------
 typedef struct {
   unsigned int pid;
   unsigned long long usedGpuMemory;  // bytes, or NVML_VALUE_NOT_AVAILABLE
-} nvmlProcessInfo_v1_t;  // 16 bytes
+} nvmlProcessInfo_v1_t;              // 16 bytes
 
 typedef struct {
   unsigned int pid;
   unsigned long long usedGpuMemory;
   unsigned int gpuInstanceId;      // 0xFFFFFFFF without MIG
   unsigned int computeInstanceId;  // 0xFFFFFFFF without MIG
-} nvmlProcessInfo_v2_t;  // 24 bytes: offsets 0/8/16/20
+} nvmlProcessInfo_v2_t;            // 24 bytes: offsets 0/8/16/20
 
 typedef struct {
   unsigned int pid;
-  unsigned long long timeStamp;  // CPU microseconds
+  unsigned long long timeStamp;                    // CPU microseconds
   unsigned int smUtil, memUtil, encUtil, decUtil;  // percent
-} nvmlProcessUtilizationSample_t;  // 32 bytes: offsets 0/8/16/20/24/28
+} nvmlProcessUtilizationSample_t;                  // 32 bytes: offsets 0/8/16/20/24/28
 
 // ---- events ----------------------------------------------------------------------------------
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001ULL
@@ -217,85 +223,85 @@ typedef struct {
 // ---- functions -------------------------------------------------------------------------------
 // Every function gpuwarden may resolve, as X(name, parameter list). The loader in nvml/ builds
 // its pointer table from this list; sim/ defines each one. All return nvmlReturn_t.
-#define GW_NVML_FUNCTIONS(X)                                                                     \
-  X(nvmlInit_v2, (void))                                                                         \
-  X(nvmlInit, (void))                                                                            \
-  X(nvmlShutdown, (void))                                                                        \
-  X(nvmlSystemGetDriverVersion, (char* version, unsigned int length))                            \
-  X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length))                              \
-  X(nvmlSystemGetCudaDriverVersion_v2, (int* cudaDriverVersion))                                 \
-  X(nvmlSystemGetCudaDriverVersion, (int* cudaDriverVersion))                                    \
-  X(nvmlDeviceGetCount_v2, (unsigned int* deviceCount))                                          \
-  X(nvmlDeviceGetCount, (unsigned int* deviceCount))                                             \
-  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device))                   \
-  X(nvmlDeviceGetHandleByIndex, (unsigned int index, nvmlDevice_t* device))                      \
-  X(nvmlDeviceGetName, (nvmlDevice_t device, char* name, unsigned int length))                   \
-  X(nvmlDeviceGetUUID, (nvmlDevice_t device, char* uuid, unsigned int length))                   \
-  X(nvmlDeviceGetSerial, (nvmlDevice_t device, char* serial, unsigned int length))               \
-  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))                         \
-  X(nvmlDeviceGetPciInfo_v2, (nvmlDevice_t device, nvmlPciInfo_t * pci))                         \
-  X(nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int* minorNumber))                  \
-  X(nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int* index))                              \
-  X(nvmlDeviceGetArchitecture, (nvmlDevice_t device, unsigned int* arch))                        \
-  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t device, nvmlUtilization_t * utilization))       \
-  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))                       \
-  X(nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t device, nvmlMemory_v2_t * memory))                 \
-  X(nvmlDeviceGetEncoderUtilization,                                                             \
-    (nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs))            \
-  X(nvmlDeviceGetDecoderUtilization,                                                             \
-    (nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs))            \
-  X(nvmlDeviceGetSamples,                                                                        \
-    (nvmlDevice_t device, nvmlSamplingType_t type, unsigned long long lastSeenTimeStamp,         \
-     nvmlValueType_t * sampleValType, unsigned int* sampleCount, nvmlSample_t* samples))         \
-  X(nvmlDeviceGetTemperature, (nvmlDevice_t device, int sensorType, unsigned int* temp))         \
-  X(nvmlDeviceGetTemperatureThreshold,                                                           \
-    (nvmlDevice_t device, int thresholdType, unsigned int* temp))                                \
-  X(nvmlDeviceGetFanSpeed, (nvmlDevice_t device, unsigned int* speed))                           \
-  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t device, unsigned int* power))                         \
-  X(nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t device, unsigned int* limit))                 \
-  X(nvmlDeviceGetPowerManagementLimit, (nvmlDevice_t device, unsigned int* limit))               \
-  X(nvmlDeviceGetPowerManagementDefaultLimit, (nvmlDevice_t device, unsigned int* defaultLimit)) \
-  X(nvmlDeviceGetPowerManagementLimitConstraints,                                                \
-    (nvmlDevice_t device, unsigned int* minLimit, unsigned int* maxLimit))                       \
-  X(nvmlDeviceGetTotalEnergyConsumption, (nvmlDevice_t device, unsigned long long* energy))      \
-  X(nvmlDeviceGetPerformanceState, (nvmlDevice_t device, int* pState))                           \
-  X(nvmlDeviceGetClockInfo, (nvmlDevice_t device, int type, unsigned int* clock))                \
-  X(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, int type, unsigned int* clock))             \
-  X(nvmlDeviceGetCurrentClocksEventReasons,                                                      \
-    (nvmlDevice_t device, unsigned long long* clocksEventReasons))                               \
-  X(nvmlDeviceGetCurrentClocksThrottleReasons,                                                   \
-    (nvmlDevice_t device, unsigned long long* clocksThrottleReasons))                            \
-  X(nvmlDeviceGetSupportedClocksEventReasons,                                                    \
-    (nvmlDevice_t device, unsigned long long* supportedClocksEventReasons))                      \
-  X(nvmlDeviceGetSupportedClocksThrottleReasons,                                                 \
-    (nvmlDevice_t device, unsigned long long* supportedClocksThrottleReasons))                   \
-  X(nvmlDeviceGetEccMode, (nvmlDevice_t device, int* current, int* pending))                     \
-  X(nvmlDeviceGetTotalEccErrors,                                                                 \
-    (nvmlDevice_t device, int errorType, int counterType, unsigned long long* eccCounts))        \
-  X(nvmlDeviceGetRetiredPages,                                                                   \
-    (nvmlDevice_t device, int cause, unsigned int* pageCount, unsigned long long* addresses))    \
-  X(nvmlDeviceGetRetiredPagesPendingStatus, (nvmlDevice_t device, int* isPending))               \
-  X(nvmlDeviceGetRemappedRows,                                                                   \
-    (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows,                         \
-     unsigned int* isPending, unsigned int* failureOccurred))                                    \
-  X(nvmlDeviceGetPcieReplayCounter, (nvmlDevice_t device, unsigned int* value))                  \
-  X(nvmlDeviceGetPcieThroughput, (nvmlDevice_t device, int counter, unsigned int* value))        \
-  X(nvmlDeviceGetComputeRunningProcesses_v3,                                                     \
-    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos))                 \
-  X(nvmlDeviceGetComputeRunningProcesses_v2,                                                     \
-    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos))                 \
-  X(nvmlDeviceGetComputeRunningProcesses,                                                        \
-    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos))                 \
-  X(nvmlDeviceGetProcessUtilization,                                                             \
-    (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization,                          \
-     unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp))                   \
-  X(nvmlDeviceGetFieldValues, (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values))  \
-  X(nvmlEventSetCreate, (nvmlEventSet_t * set))                                                  \
-  X(nvmlDeviceRegisterEvents,                                                                    \
-    (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))                    \
-  X(nvmlDeviceGetSupportedEventTypes, (nvmlDevice_t device, unsigned long long* eventTypes))     \
-  X(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))   \
-  X(nvmlEventSetWait, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))      \
+#define GW_NVML_FUNCTIONS(X)                                                                      \
+  X(nvmlInit_v2, (void))                                                                          \
+  X(nvmlInit, (void))                                                                             \
+  X(nvmlShutdown, (void))                                                                         \
+  X(nvmlSystemGetDriverVersion, (char* version, unsigned int length))                             \
+  X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length))                               \
+  X(nvmlSystemGetCudaDriverVersion_v2, (int* cudaDriverVersion))                                  \
+  X(nvmlSystemGetCudaDriverVersion, (int* cudaDriverVersion))                                     \
+  X(nvmlDeviceGetCount_v2, (unsigned int* deviceCount))                                           \
+  X(nvmlDeviceGetCount, (unsigned int* deviceCount))                                              \
+  X(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device))                    \
+  X(nvmlDeviceGetHandleByIndex, (unsigned int index, nvmlDevice_t* device))                       \
+  X(nvmlDeviceGetName, (nvmlDevice_t device, char* name, unsigned int length))                    \
+  X(nvmlDeviceGetUUID, (nvmlDevice_t device, char* uuid, unsigned int length))                    \
+  X(nvmlDeviceGetSerial, (nvmlDevice_t device, char* serial, unsigned int length))                \
+  X(nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))                          \
+  X(nvmlDeviceGetPciInfo_v2, (nvmlDevice_t device, nvmlPciInfo_t * pci))                          \
+  X(nvmlDeviceGetMinorNumber, (nvmlDevice_t device, unsigned int* minorNumber))                   \
+  X(nvmlDeviceGetIndex, (nvmlDevice_t device, unsigned int* index))                               \
+  X(nvmlDeviceGetArchitecture, (nvmlDevice_t device, unsigned int* arch))                         \
+  X(nvmlDeviceGetUtilizationRates, (nvmlDevice_t device, nvmlUtilization_t * utilization))        \
+  X(nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))                        \
+  X(nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t device, nvmlMemory_v2_t * memory))                  \
+  X(nvmlDeviceGetEncoderUtilization,                                                              \
+    (nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs))             \
+  X(nvmlDeviceGetDecoderUtilization,                                                              \
+    (nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs))             \
+  X(nvmlDeviceGetSamples,                                                                         \
+    (nvmlDevice_t device, nvmlSamplingType_t type, unsigned long long lastSeenTimeStamp,          \
+     nvmlValueType_t* sampleValType, unsigned int* sampleCount, nvmlSample_t* samples))           \
+  X(nvmlDeviceGetTemperature, (nvmlDevice_t device, int sensorType, unsigned int* temp))          \
+  X(nvmlDeviceGetTemperatureThreshold,                                                            \
+    (nvmlDevice_t device, int thresholdType, unsigned int* temp))                                 \
+  X(nvmlDeviceGetFanSpeed, (nvmlDevice_t device, unsigned int* speed))                            \
+  X(nvmlDeviceGetPowerUsage, (nvmlDevice_t device, unsigned int* power))                          \
+  X(nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t device, unsigned int* limit))                  \
+  X(nvmlDeviceGetPowerManagementLimit, (nvmlDevice_t device, unsigned int* limit))                \
+  X(nvmlDeviceGetPowerManagementDefaultLimit, (nvmlDevice_t device, unsigned int* defaultLimit))  \
+  X(nvmlDeviceGetPowerManagementLimitConstraints,                                                 \
+    (nvmlDevice_t device, unsigned int* minLimit, unsigned int* maxLimit))                        \
+  X(nvmlDeviceGetTotalEnergyConsumption, (nvmlDevice_t device, unsigned long long* energy))       \
+  X(nvmlDeviceGetPerformanceState, (nvmlDevice_t device, int* pState))                            \
+  X(nvmlDeviceGetClockInfo, (nvmlDevice_t device, int type, unsigned int* clock))                 \
+  X(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, int type, unsigned int* clock))              \
+  X(nvmlDeviceGetCurrentClocksEventReasons,                                                       \
+    (nvmlDevice_t device, unsigned long long* clocksEventReasons))                                \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons,                                                    \
+    (nvmlDevice_t device, unsigned long long* clocksThrottleReasons))                             \
+  X(nvmlDeviceGetSupportedClocksEventReasons,                                                     \
+    (nvmlDevice_t device, unsigned long long* supportedClocksEventReasons))                       \
+  X(nvmlDeviceGetSupportedClocksThrottleReasons,                                                  \
+    (nvmlDevice_t device, unsigned long long* supportedClocksThrottleReasons))                    \
+  X(nvmlDeviceGetEccMode, (nvmlDevice_t device, int* current, int* pending))                      \
+  X(nvmlDeviceGetTotalEccErrors,                                                                  \
+    (nvmlDevice_t device, int errorType, int counterType, unsigned long long* eccCounts))         \
+  X(nvmlDeviceGetRetiredPages,                                                                    \
+    (nvmlDevice_t device, int cause, unsigned int* pageCount, unsigned long long* addresses))     \
+  X(nvmlDeviceGetRetiredPagesPendingStatus, (nvmlDevice_t device, int* isPending))                \
+  X(nvmlDeviceGetRemappedRows,                                                                    \
+    (nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows, unsigned int* isPending, \
+     unsigned int* failureOccurred))                                                              \
+  X(nvmlDeviceGetPcieReplayCounter, (nvmlDevice_t device, unsigned int* value))                   \
+  X(nvmlDeviceGetPcieThroughput, (nvmlDevice_t device, int counter, unsigned int* value))         \
+  X(nvmlDeviceGetComputeRunningProcesses_v3,                                                      \
+    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos))                  \
+  X(nvmlDeviceGetComputeRunningProcesses_v2,                                                      \
+    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos))                  \
+  X(nvmlDeviceGetComputeRunningProcesses,                                                         \
+    (nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos))                  \
+  X(nvmlDeviceGetProcessUtilization,                                                              \
+    (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization,                           \
+     unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp))                    \
+  X(nvmlDeviceGetFieldValues, (nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values))   \
+  X(nvmlEventSetCreate, (nvmlEventSet_t * set))                                                   \
+  X(nvmlDeviceRegisterEvents,                                                                     \
+    (nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set))                     \
+  X(nvmlDeviceGetSupportedEventTypes, (nvmlDevice_t device, unsigned long long* eventTypes))      \
+  X(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))    \
+  X(nvmlEventSetWait, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeoutms))       \
   X(nvmlEventSetFree, (nvmlEventSet_t set))
 
 #define GW_NVML_DECLARE_FUNCTION(name, params) nvmlReturn_t name params;

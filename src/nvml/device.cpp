@@ -33,14 +33,22 @@ Result<T> ReadScalar(Fn fn, nvmlDevice_t handle, Args... args) {
 
 double SampleAsDouble(nvmlValueType_t type, const nvmlValue_t& v) {
   switch (type) {
-    case NVML_VALUE_TYPE_DOUBLE: return v.dVal;
-    case NVML_VALUE_TYPE_UNSIGNED_INT: return v.uiVal;
-    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(v.ulVal);
-    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(v.ullVal);
-    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(v.sllVal);
-    case NVML_VALUE_TYPE_SIGNED_INT: return v.siVal;
-    case NVML_VALUE_TYPE_UNSIGNED_SHORT: return v.usVal;
-    default: return v.uiVal;
+    case NVML_VALUE_TYPE_DOUBLE:
+      return v.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return v.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return static_cast<double>(v.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<double>(v.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<double>(v.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      return v.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return v.usVal;
+    default:
+      return v.uiVal;
   }
 }
 
@@ -57,8 +65,8 @@ Result<std::string> Device::Serial() const {
 }
 
 Result<PciIdentity> Device::Pci() const {
-  auto fn = api_->nvmlDeviceGetPciInfo_v3 ? api_->nvmlDeviceGetPciInfo_v3
-                                          : api_->nvmlDeviceGetPciInfo_v2;
+  auto fn =
+      api_->nvmlDeviceGetPciInfo_v3 ? api_->nvmlDeviceGetPciInfo_v3 : api_->nvmlDeviceGetPciInfo_v2;
   if (fn == nullptr) return Result<PciIdentity>::Fail(kMissing);
   nvmlPciInfo_t pci{};
   nvmlReturn_t rc = fn(handle_, &pci);
@@ -395,7 +403,8 @@ Result<unsigned> Device::ProcessUtilization(
 Result<std::string> System::DriverVersion() const {
   if (api_->nvmlSystemGetDriverVersion == nullptr) return Result<std::string>::Fail(kMissing);
   char buffer[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE + 1] = {0};
-  nvmlReturn_t rc = api_->nvmlSystemGetDriverVersion(buffer, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE);
+  nvmlReturn_t rc =
+      api_->nvmlSystemGetDriverVersion(buffer, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE);
   if (rc != NVML_SUCCESS) return Result<std::string>::Fail(rc);
   return std::string(buffer);
 }

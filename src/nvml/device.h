@@ -42,7 +42,7 @@ class Result {
 };
 
 struct PciIdentity {
-  std::string bus_id;        // "00000000:18:00.0"
+  std::string bus_id;          // "00000000:18:00.0"
   uint32_t pci_device_id = 0;  // device id << 16 | vendor 0x10DE
 };
 
@@ -110,7 +110,7 @@ class Device {
   Result<unsigned> PowerUsageMw() const;
   Result<unsigned> EnforcedPowerLimitMw() const;
   Result<uint64_t> TotalEnergyMj() const;
-  Result<int> PerformanceState() const;        // 0..15, 32 = unknown
+  Result<int> PerformanceState() const;  // 0..15, 32 = unknown
   Result<unsigned> ClockMhz(int clock_type) const;
   Result<uint64_t> ClocksEventReasons() const;  // EventReasons → ThrottleReasons
   // One value through nvmlDeviceGetFieldValues (e.g. NVML_FI_DEV_MEMORY_TEMP).
@@ -153,8 +153,8 @@ class System {
   explicit System(const Api* api) : api_(api) {}
   Result<std::string> DriverVersion() const;
   Result<std::string> NvmlVersion() const;
-  Result<int> CudaDriverVersion() const;  // e.g. 12040 = 12.4
-  Result<unsigned> DeviceCount() const;   // _v2 → v1
+  Result<int> CudaDriverVersion() const;               // e.g. 12040 = 12.4
+  Result<unsigned> DeviceCount() const;                // _v2 → v1
   Result<Device> DeviceByIndex(unsigned index) const;  // _v2 → v1
 
  private:

@@ -47,7 +47,8 @@ TEST(Config, UnknownKeyNamesFileAndLine) {
   Config c;
   Status s = LoadConfigFile(dir / "c.yaml", &c);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message(), (dir / "c.yaml") + ":3: unknown key 'collect.intervall' (see docs/configuration.md)");
+  EXPECT_EQ(s.message(),
+            (dir / "c.yaml") + ":3: unknown key 'collect.intervall' (see docs/configuration.md)");
 }
 
 TEST(Config, BadValuesNameFileAndLine) {
@@ -56,7 +57,8 @@ TEST(Config, BadValuesNameFileAndLine) {
     std::string text, expected;
   } cases[] = {
       {"collect:\n  interval: fast\n", ":2: collect.interval: expected a duration"},
-      {"collect:\n  per_process_metrics: yes please\n", ":2: collect.per_process_metrics: expected true or false"},
+      {"collect:\n  per_process_metrics: yes please\n",
+       ":2: collect.per_process_metrics: expected true or false"},
       {"simulate:\n  speed: -3\n", ":2: simulate.speed: expected a positive number"},
       {"collect: [1, 2]\n", ":1: collect: expected a mapping"},
       {"listen: [a\n", ":"},  // YAML syntax error, still with a line

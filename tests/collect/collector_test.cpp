@@ -155,8 +155,10 @@ TEST(Collector, NotSupportedMeansAbsentNotZero) {
   sim.Advance(2);
   bool some_without_fan = false, some_with_fan = false;
   for (const GpuSnapshot& g : sim.Latest()->gpus) {
-    if (IsAbsent(g.value(Slot::kFanSpeed))) some_without_fan = true;
-    else some_with_fan = true;
+    if (IsAbsent(g.value(Slot::kFanSpeed)))
+      some_without_fan = true;
+    else
+      some_with_fan = true;
     EXPECT_NE(g.value(Slot::kFanSpeed), 0) << "a passive GPU must not report fan 0";
   }
   EXPECT_TRUE(some_without_fan);
@@ -168,8 +170,8 @@ TEST(Collector, LegacyLibraryLosesOnlyTheFieldsItLacks) {
   ASSERT_TRUE(sim.ok());
   sim.Advance(6);
   const GpuSnapshot& g = sim.Latest()->gpus[0];
-  EXPECT_TRUE(IsAbsent(g.value(Slot::kEnergy)));          // no GetTotalEnergyConsumption
-  EXPECT_TRUE(IsAbsent(g.value(Slot::kMemoryReserved)));  // v1 memory info only
+  EXPECT_TRUE(IsAbsent(g.value(Slot::kEnergy)));             // no GetTotalEnergyConsumption
+  EXPECT_TRUE(IsAbsent(g.value(Slot::kMemoryReserved)));     // v1 memory info only
   EXPECT_TRUE(IsAbsent(g.value(Slot::kMemoryTemperature)));  // no GetFieldValues
   EXPECT_FALSE(IsAbsent(g.value(Slot::kMemoryUsed)));
   EXPECT_FALSE(IsAbsent(g.value(Slot::kPower)));

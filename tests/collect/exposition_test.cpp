@@ -30,7 +30,8 @@ std::vector<std::string> Lines(const std::string& text) {
 
 TEST(Exposition, TextFormatIsWellFormed) {
   std::string text = RenderOf(FullSnapshot(), Format::kText);
-  const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (NaN|[+-]Inf|-?[0-9.eE+-]+)$)");
+  const std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (NaN|[+-]Inf|-?[0-9.eE+-]+)$)");
   std::map<std::string, int> type_lines, help_lines;
   std::set<std::string> seen_sample_families;
   std::string current;
@@ -52,10 +53,12 @@ TEST(Exposition, TextFormatIsWellFormed) {
   }
   for (auto& [name, n] : type_lines) EXPECT_EQ(n, 1) << name;
   for (auto& [name, n] : help_lines) EXPECT_EQ(n, 1) << name;
-  EXPECT_NE(text.find("gpu_xid_errors_total{gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-dddddddddddd\",xid=\"48\"} 2\n"),
+  EXPECT_NE(text.find("gpu_xid_errors_total{gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-"
+                      "dddddddddddd\",xid=\"48\"} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("gpu_process_memory_bytes{gpu=\"1\""), std::string::npos);
-  EXPECT_NE(text.find("gpuwarden_nvml_call_errors_total{call=\"nvmlDeviceGetUtilizationRates\",error=\"UNKNOWN\"} 1\n"),
+  EXPECT_NE(text.find("gpuwarden_nvml_call_errors_total{call=\"nvmlDeviceGetUtilizationRates\","
+                      "error=\"UNKNOWN\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("gpuwarden_nvml_call_hung{gpu=\"0\""), std::string::npos);
 }

@@ -54,12 +54,10 @@ TEST(Prometheus, ScrapesTheAgentAndAnswersQueries) {
 
   PrometheusServer prom(agent.port());
   ASSERT_TRUE(prom.ready()) << prom.Log();
-  ASSERT_TRUE(WaitFor(
-      [&] { return OneValue(prom.Query("up{job=\"gpuwarden\"}")) == 1; }, 60))
+  ASSERT_TRUE(WaitFor([&] { return OneValue(prom.Query("up{job=\"gpuwarden\"}")) == 1; }, 60))
       << prom.Log();
   // Time is stepped, so the agent's values hold still while Prometheus scrapes them.
-  ASSERT_TRUE(WaitFor(
-      [&] { return prom.Query("gpu_power_limit_watts").size() >= 1; }, 30));
+  ASSERT_TRUE(WaitFor([&] { return prom.Query("gpu_power_limit_watts").size() >= 1; }, 30));
 
   EXPECT_EQ(OneValue(prom.Query("gpu_clock_event_active{gpu=\"0\",reason=\"sw_power_cap\"}")), 1);
   EXPECT_EQ(OneValue(prom.Query("gpu_power_limit_watts{gpu=\"0\"}")),

@@ -19,14 +19,17 @@ TEST(Serve, PowerCapScenarioValuesAgreeWithTheScenario) {
   EXPECT_EQ(page.content_type, "text/plain; version=0.0.4; charset=utf-8");
   auto samples = ParseExposition(page.body);
   EXPECT_EQ(Value(samples, "gpu_up", {{"gpu", "0"}}), 1);
-  EXPECT_EQ(Value(samples, "gpu_clock_event_active", {{"gpu", "0"}, {"reason", "sw_power_cap"}}), 1);
+  EXPECT_EQ(Value(samples, "gpu_clock_event_active", {{"gpu", "0"}, {"reason", "sw_power_cap"}}),
+            1);
   double limit = Value(samples, "gpu_power_limit_watts", {{"gpu", "0"}});
   double power = Value(samples, "gpu_power_watts", {{"gpu", "0"}});
   EXPECT_LE(power, limit * 1.02);
   EXPECT_LT(limit, Value(samples, "gpu_power_default_limit_watts", {{"gpu", "0"}}));
   EXPECT_LT(Value(samples, "gpu_sm_clock_hertz", {{"gpu", "0"}}),
             Value(samples, "gpu_sm_clock_max_hertz", {{"gpu", "0"}}));
-  EXPECT_GT(Value(samples, "gpu_clock_event_seconds_total", {{"gpu", "0"}, {"reason", "sw_power_cap"}}), 0);
+  EXPECT_GT(
+      Value(samples, "gpu_clock_event_seconds_total", {{"gpu", "0"}, {"reason", "sw_power_cap"}}),
+      0);
   EXPECT_EQ(Value(samples, "gpuwarden_nvml_up"), 1);
   EXPECT_EQ(Value(samples, "gpuwarden_collect_cycles_total", {{"schedule", "fast"}}), 121);
 }

@@ -19,7 +19,8 @@ TEST(Snapshot, DemoTableListsEveryGpu) {
 
 TEST(Snapshot, JsonHasEveryGpuWithMetrics) {
   std::string out;
-  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "demo", "--json"}, &out), 0) << out;
+  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "demo", "--json"}, &out), 0)
+      << out;
   auto j = nlohmann::json::parse(out);
   ASSERT_EQ(j["gpus"].size(), 8u);
   EXPECT_TRUE(j["nvml_up"].get<bool>());
@@ -32,15 +33,16 @@ TEST(Snapshot, JsonHasEveryGpuWithMetrics) {
 
 TEST(Snapshot, FaultScenarioCallsOutLostGpuAndXid) {
   std::string out;
-  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "fall-off-bus", "--sim-time", "60s"},
-                &out),
-            0)
+  ASSERT_EQ(
+      RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "fall-off-bus", "--sim-time", "60s"},
+                 &out),
+      0)
       << out;
   EXPECT_NE(out.find("LOST"), std::string::npos) << out;
   EXPECT_NE(out.find("XID 79 (GPU fell off the bus)"), std::string::npos) << out;
-  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "fall-off-bus", "--sim-time", "60s",
-                 "--json", "--log-level", "error"},
-                &out),
+  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "fall-off-bus", "--sim-time",
+                        "60s", "--json", "--log-level", "error"},
+                       &out),
             0);
   auto j = nlohmann::json::parse(out);
   EXPECT_TRUE(j["gpus"][1]["lost"].get<bool>());
@@ -51,13 +53,14 @@ TEST(Snapshot, FaultScenarioCallsOutLostGpuAndXid) {
 
 TEST(Snapshot, ThrottleReasonsAreDecoded) {
   std::string out;
-  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "power-cap", "--sim-time", "120s"},
-                &out),
-            0);
+  ASSERT_EQ(
+      RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "power-cap", "--sim-time", "120s"},
+                 &out),
+      0);
   EXPECT_NE(out.find("power cap"), std::string::npos) << out;
-  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "cooling-failure", "--sim-time",
-                 "600s", "--json", "--log-level", "error"},
-                &out),
+  ASSERT_EQ(RunCommand({GpuwardenBinary(), "snapshot", "--simulate", "cooling-failure",
+                        "--sim-time", "600s", "--json", "--log-level", "error"},
+                       &out),
             0);
   auto j = nlohmann::json::parse(out);
   bool thermal = false;
@@ -68,8 +71,8 @@ TEST(Snapshot, ThrottleReasonsAreDecoded) {
 
 TEST(Snapshot, NoNvmlIsOneLineAndNonZero) {
   std::string out;
-  int code = RunCommand({GpuwardenBinary(), "snapshot", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"},
-                 &out);
+  int code = RunCommand(
+      {GpuwardenBinary(), "snapshot", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"}, &out);
   EXPECT_EQ(code, 2);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_NE(out.find("cannot load NVML library"), std::string::npos) << out;

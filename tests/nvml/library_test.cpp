@@ -20,8 +20,7 @@ TEST(Library, DefaultLibraryMissingSuggestsSimulation) {
   // No NVIDIA driver on the test machines: the default name does not resolve.
   auto lib = Library::Open(kDefaultLibrary);
   if (lib.ok()) GTEST_SKIP() << "a real NVIDIA driver is installed here";
-  EXPECT_NE(lib.error().message.find("--simulate demo"), std::string::npos)
-      << lib.error().message;
+  EXPECT_NE(lib.error().message.find("--simulate demo"), std::string::npos) << lib.error().message;
 }
 
 TEST(Library, RefusesALibraryThatIsNotNvml) {

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 
@@ -15,7 +15,9 @@
 
 namespace gw::testing {
 
-inline std::string GpuwardenBinary() { return std::string(GW_BINARY_DIR) + "/bin/gpuwarden"; }
+inline std::string GpuwardenBinary() {
+  return std::string(GW_BINARY_DIR) + "/bin/gpuwarden";
+}
 
 class AgentProcess {
  public:

@@ -135,7 +135,7 @@ class Process {
 
 // Runs a command to completion; returns its exit code and fills `output` (stdout+stderr).
 inline int RunCommand(std::vector<std::string> argv, std::string* output, double timeout_s = 120,
-               const std::string& stdin_path = "") {
+                      const std::string& stdin_path = "") {
   TempDir dir;
   std::string log = dir / "out.txt";
   if (!stdin_path.empty()) {
