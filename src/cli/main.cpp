@@ -4,6 +4,7 @@
 //   gpuwarden snapshot  [flags]   print every GPU's state now (table or --json)
 //   gpuwarden version
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -99,6 +100,8 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A scraper that disconnects mid-response must not kill the agent (see http/server.h).
+  std::signal(SIGPIPE, SIG_IGN);
   const gw::cli::Config defaults;
   CLI::App app{"gpuwarden: GPU fleet observability and governance"};
   app.require_subcommand(1);

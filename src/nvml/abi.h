@@ -5,8 +5,8 @@
 //   - nvml/ (the agent side) resolves each function with dlsym and calls it through a pointer;
 //   - sim/  (libnvml-sim.so) defines the same functions, so the compiler checks its signatures.
 //
-// Only what gpuwarden uses is declared. Layouts are checked by tests/nvml/abi_test.cpp against
-// the sizes and offsets in the reference. Everything here is plain C (no C++ types) on purpose.
+// Only what gpuwarden uses is declared. Layouts are checked against
+// the sizes and offsets in the reference (tests/sim/abi_test.cpp). Plain C on purpose.
 #ifndef GPUWARDEN_NVML_ABI_H_
 #define GPUWARDEN_NVML_ABI_H_
 
@@ -316,7 +316,8 @@ const char* nvmlErrorString(nvmlReturn_t result);
 
 // Loads a scenario before nvmlInit. clock_mode: -1 = as the scenario says, 0 = real time x speed,
 // 1 = stepped by the host. speed <= 0 keeps the scenario's. On failure returns
-// NVML_ERROR_INVALID_ARGUMENT and writes "file:line: what is wrong" into error.
+// NVML_ERROR_INVALID_ARGUMENT and writes "file:line: what is wrong" into error; while NVML is
+// initialized it returns NVML_ERROR_IN_USE.
 nvmlReturn_t nvmlSimConfigure(const char* scenario_path, int clock_mode, double speed, char* error,
                               unsigned int error_length);
 // Stepped clock only: advances virtual time by milliseconds, running the physics on the way.

@@ -1,0 +1,267 @@
+// libnvml-sim.so, part 3: ECC, retired pages, row remapping, PCIe, processes and field values.
+#include <vector>
+
+#include "sim/api_internal.h"
+#include "sim/faults.h"
+
+using gw::sim::api::DeviceCall;
+using gw::sim::api::WithDevice;
+
+namespace {
+
+constexpr unsigned kNoInstance = 0xFFFFFFFFu;  // gpuInstanceId/computeInstanceId without MIG
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+gw::sim::ErrorCounters Counters(const DeviceCall& c) {
+  return gw::sim::ErrorCountersAt(c.device->spec(), c.device->last_step_us());
+}
+
+// Writes the running processes as entries of `stride` bytes in the layout of
+// nvmlProcessInfo_v2_t (pid@0, usedGpuMemory@8, gpuInstanceId@16, computeInstanceId@20; a 32-byte
+// stride adds usedGpuCcProtectedMemory@24 = 0, as the 535.43-535.86 drivers did). With
+// Layout::kV1 the entries are nvmlProcessInfo_v1_t (pid@0, usedGpuMemory@8).
+// Size query: *count == 0 or infos == NULL -> INSUFFICIENT_SIZE with the count (SUCCESS and 0
+// when nothing runs). *count is the number of entries the caller has room for.
+enum class Layout { kV1, kV2, kV2DriverStride };
+
+nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, void* infos, Layout layout,
+                              const char* function) {
+  const bool v1_layout = layout == Layout::kV1;
+  return WithDevice(device, function, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const std::vector<const gw::sim::ProcessSpec*> running = c.device->RunningProcesses();
+    const auto n = static_cast<unsigned>(running.size());
+    if (n == 0) {
+      *count = 0;
+      return NVML_SUCCESS;
+    }
+    if (infos == nullptr || *count < n) {
+      *count = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    const std::size_t stride = v1_layout ? sizeof(nvmlProcessInfo_v1_t)
+                               : layout == Layout::kV2DriverStride
+                                   ? c.fleet->scenario().driver.process_info_v3_stride
+                                   : sizeof(nvmlProcessInfo_v2_t);
+    auto* out = static_cast<unsigned char*>(infos);
+    for (unsigned i = 0; i < n; ++i) {
+      unsigned char* entry = out + i * stride;
+      std::memset(entry, 0, stride);
+      const unsigned pid = running[i]->pid;
+      const unsigned long long used =
+          static_cast<unsigned long long>(running[i]->memory_mib * static_cast<double>(kMiB));
+      std::memcpy(entry + 0, &pid, sizeof pid);
+      std::memcpy(entry + 8, &used, sizeof used);
+      if (!v1_layout) {
+        std::memcpy(entry + 16, &kNoInstance, sizeof kNoInstance);
+        std::memcpy(entry + 20, &kNoInstance, sizeof kNoInstance);
+      }
+    }
+    *count = n;
+    return NVML_SUCCESS;
+  });
+}
+
+[[maybe_unused]] nvmlFieldValue_t FieldValue(const DeviceCall& c, nvmlFieldValue_t request) {
+  request.timestamp = static_cast<long long>(c.timestamp_us);
+  request.latencyUsec = 4;
+  request.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+  request.value.ullVal = 0;
+  request.nvmlReturn = NVML_SUCCESS;
+  switch (request.fieldId) {
+    case NVML_FI_DEV_MEMORY_TEMP:
+      if (!c.device->model().memory_temperature) break;
+      request.value.uiVal = c.device->memory_temperature_c();
+      return request;
+    case NVML_FI_DEV_POWER_AVERAGE:
+      request.value.uiVal = c.device->average_power_mw();
+      return request;
+    case NVML_FI_DEV_POWER_INSTANT:
+      request.value.uiVal = c.device->latest().power_mw;
+      return request;
+    default:
+      break;
+  }
+  request.latencyUsec = 0;
+  request.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+  return request;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- ECC, retirement, remapping ----------------------------------------------------------------
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, int* current, int* pending) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (current == nullptr || pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.device->model().ecc) return NVML_ERROR_NOT_SUPPORTED;
+    *current = NVML_FEATURE_ENABLED;
+    *pending = NVML_FEATURE_ENABLED;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int errorType, int counterType,
+                                         unsigned long long* eccCounts) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (eccCounts == nullptr || errorType < 0 || errorType > 1 || counterType < 0 ||
+        counterType > 1)
+      return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.device->model().ecc) return NVML_ERROR_NOT_SUPPORTED;
+    const gw::sim::ErrorCounters e = Counters(c);
+    const bool corrected = errorType == NVML_MEMORY_ERROR_TYPE_CORRECTED;
+    if (counterType == NVML_VOLATILE_ECC)
+      *eccCounts = corrected ? e.sbe_volatile : e.dbe_volatile;
+    else
+      *eccCounts = corrected ? e.sbe_aggregate : e.dbe_aggregate;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned int* pageCount,
+                                       unsigned long long* addresses) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (pageCount == nullptr || cause < 0 || cause > 1) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.device->model().page_retirement) return NVML_ERROR_NOT_SUPPORTED;
+    const std::vector<std::uint64_t> pages = gw::sim::RetiredPageAddresses(
+        c.device->spec(), c.fleet->scenario().seed,
+        cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, c.device->last_step_us());
+    const auto n = static_cast<unsigned>(pages.size());
+    if (n > 0 && (addresses == nullptr || *pageCount < n)) {
+      *pageCount = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < n; ++i) addresses[i] = pages[i];
+    *pageCount = n;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int* isPending) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (isPending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.device->model().page_retirement) return NVML_ERROR_NOT_SUPPORTED;
+    *isPending = Counters(c).retirement_pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows,
+                                       unsigned int* uncRows, unsigned int* isPending,
+                                       unsigned int* failureOccurred) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (corrRows == nullptr || uncRows == nullptr || isPending == nullptr ||
+        failureOccurred == nullptr)
+      return NVML_ERROR_INVALID_ARGUMENT;
+    if (!c.device->model().row_remapping) return NVML_ERROR_NOT_SUPPORTED;
+    const gw::sim::ErrorCounters e = Counters(c);
+    *corrRows = e.corrected_rows;
+    *uncRows = e.uncorrected_rows;
+    *isPending = e.remap_pending ? 1 : 0;
+    *failureOccurred = e.remap_failure ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+
+// ---- PCIe
+// ----------------------------------------------------------------------------------------
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int* value) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (value == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *value = Counters(c).pcie_replays;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsigned int* value) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (value == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const gw::sim::Activity& a = c.device->activity();
+    if (counter == NVML_PCIE_UTIL_TX_BYTES)
+      *value = static_cast<unsigned>(a.pcie_tx_kbps);
+    else if (counter == NVML_PCIE_UTIL_RX_BYTES)
+      *value = static_cast<unsigned>(a.pcie_rx_kbps);
+    else
+      return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_SUCCESS;
+  });
+}
+
+// ---- processes
+// -----------------------------------------------------------------------------------
+
+#ifndef GW_SIM_LEGACY
+// With `driver: {process_info_v3_stride: 32}` this writes 32-byte entries while *infoCount still
+// counts 24-byte ones (nvml.md trap 1): callers must over-allocate or use _v2.
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v2_t* infos) {
+  return RunningProcesses(device, infoCount, infos, Layout::kV2DriverStride, __func__);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v2_t* infos) {
+  return RunningProcesses(device, infoCount, infos, Layout::kV2, __func__);
+}
+#endif
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                  nvmlProcessInfo_v1_t* infos) {
+  return RunningProcesses(device, infoCount, infos, Layout::kV1, __func__);
+}
+
+// One sample per running process (the latest step), if newer than lastSeenTimeStamp. SM and
+// memory shares are the scenario's sm_util/mem_util, else an equal split of the GPU's.
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* processSamplesCount,
+                                             unsigned long long lastSeenTimeStamp) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const std::vector<const gw::sim::ProcessSpec*> running = c.device->RunningProcesses();
+    const auto n = static_cast<unsigned>(running.size());
+    if (n == 0 || c.timestamp_us <= lastSeenTimeStamp) {
+      *processSamplesCount = 0;
+      return NVML_ERROR_NOT_FOUND;
+    }
+    if (utilization == nullptr || *processSamplesCount < n) {
+      *processSamplesCount = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    const gw::sim::StepSample& s = c.device->latest();
+    for (unsigned i = 0; i < n; ++i) {
+      const gw::sim::ProcessSpec& p = *running[i];
+      nvmlProcessUtilizationSample_t& out = utilization[i];
+      out.pid = p.pid;
+      out.timeStamp = c.timestamp_us;
+      out.smUtil =
+          static_cast<unsigned>(p.sm_util_pct.value_or(s.util_pct / static_cast<double>(n)));
+      out.memUtil =
+          static_cast<unsigned>(p.mem_util_pct.value_or(s.mem_util_pct / static_cast<double>(n)));
+      out.encUtil = s.enc_util_pct / n;
+      out.decUtil = s.dec_util_pct / n;
+    }
+    *processSamplesCount = n;
+    return NVML_SUCCESS;
+  });
+}
+
+// ---- field values
+// ----------------------------------------------------------------------------------
+
+#ifndef GW_SIM_LEGACY
+// Supported: 82 MEMORY_TEMP (HBM boards), 185 POWER_AVERAGE, 186 POWER_INSTANT (mW). Any other
+// field gets nvmlReturn = NOT_SUPPORTED in its own entry; the call itself succeeds.
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                      nvmlFieldValue_t* values) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (values == nullptr || valuesCount < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < valuesCount; ++i) values[i] = FieldValue(c, values[i]);
+    return NVML_SUCCESS;
+  });
+}
+#endif
+
+}  // extern "C"

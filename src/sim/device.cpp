@@ -1,0 +1,187 @@
+#include "sim/device.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nvml/abi.h"
+#include "sim/noise.h"
+
+namespace gw::sim {
+namespace {
+
+constexpr double kStepS = static_cast<double>(kStepUs) / 1e6;
+constexpr double kClockBinMhz = 15;       // NVIDIA boards move clocks in 15 MHz bins
+constexpr double kSwThermalFloor = 0.70;  // SW thermal never pulls below 70 % of f_max
+constexpr double kSwThermalDown = 0.01;   // per step at/above GPU_MAX, share of f_max
+constexpr double kSwThermalUp = 0.005;    // per step once 1 °C below GPU_MAX
+constexpr double kHwThermalRatio = 0.45;  // HW slowdown: "a factor of 2 or more"
+constexpr double kHwThermalReleaseC = 3;  // hysteresis below SLOWDOWN
+constexpr double kPowerBrakeRatio = 0.20;
+constexpr std::uint64_t kMiB = 1ULL << 20;
+
+enum Channel : std::uint64_t { kPowerNoise = 30, kPowerMilliwatts, kEnergyStart };
+
+double QuantizeDown(double mhz) {
+  return std::floor(mhz / kClockBinMhz) * kClockBinMhz;
+}
+
+}  // namespace
+
+Device::Device(const GpuSpec& spec, std::uint64_t seed)
+    : spec_(spec), seed_(seed), lost_at_us_(LostAtUs(spec)) {
+  const GpuModel& m = model();
+  // Start in thermal equilibrium with the first 10 s of work (the server was already busy).
+  double start_load = 0;
+  for (VirtualUs t = 0; t < 100 * kStepUs; t += kStepUs) {
+    const Activity a = ActivityAt(spec, seed, t);
+    start_load += (0.85 * a.util_pct / 100 + 0.15 * a.mem_util_pct / 100) / 100;
+  }
+  const double start_power_w =
+      std::min<double>(spec.power_limit_w, DemandedPower(start_load, 1.0, 0.0));
+  temperature_c_ = spec.ambient_c + m.thermal_resistance_c_per_w * start_power_w;
+  sw_thermal_cap_mhz_ = m.max_sm_clock_mhz;
+  // The counter runs since the driver loaded: some days of idle power before t = 0.
+  const double hours_loaded =
+      24.0 + static_cast<double>(Mix(seed, spec.index, 0, kEnergyStart) % 217);
+  energy_mj_ = m.idle_power_w * hours_loaded * 3600.0 * 1000.0;
+  for (const FaultSpec& f : spec.faults)
+    if (f.type == FaultType::kHang) hangs_.push_back(HangState{.fault = &f});
+  Step(0);
+}
+
+void Device::AdvanceTo(VirtualUs t_us) {
+  const std::int64_t target = std::min(t_us, lost_at_us_) / kStepUs;
+  while (step_ < target) Step(step_ + 1);
+}
+
+double Device::DemandedPower(double activity, double clock_ratio, double noise_w) const {
+  const GpuModel& m = model();
+  return m.idle_power_w + (m.full_power_w - m.idle_power_w) * activity * clock_ratio * clock_ratio +
+         noise_w;
+}
+
+void Device::Step(std::int64_t k) {
+  const GpuModel& m = model();
+  const VirtualUs t_end = k * kStepUs;
+  activity_ = ActivityAt(spec_, seed_, std::max<VirtualUs>(0, t_end - kStepUs / 2));
+  const PhysicsFaults faults = PhysicsFaultsAt(spec_, t_end);
+  const double u = activity_.util_pct / 100, mu = activity_.mem_util_pct / 100;
+  const bool busy = u > 0 || mu > 0;
+  const double load = 0.85 * u + 0.15 * mu;
+  const double f_max = m.max_sm_clock_mhz;
+  const double limit_w = faults.power_limit_w;
+  const double noise_w =
+      Jitter(seed_, spec_.index, static_cast<std::uint64_t>(k), kPowerNoise, busy ? 3 : 1) +
+      Jitter(seed_, spec_.index, static_cast<std::uint64_t>(k), kPowerMilliwatts, 499) / 1000.0;
+  std::uint64_t reasons = 0;
+  double clock = busy ? f_max : m.idle_sm_clock_mhz;
+
+  // SW power cap: the highest clock whose demanded power stays under the limit (with margin
+  // for the noise, so that a capped board reads at or just below its limit).
+  if (busy && DemandedPower(load, 1.0, std::max(noise_w, 0.0)) > limit_w) {
+    const double dynamic_w = (m.full_power_w - m.idle_power_w) * load;
+    const double headroom_w = std::max(0.0, limit_w - m.idle_power_w - 4.0);
+    clock = std::min(clock, f_max * std::sqrt(headroom_w / dynamic_w));
+    reasons |= nvmlClocksEventReasonSwPowerCap;
+  }
+  // SW thermal slowdown: a slow controller around GPU_MAX.
+  if (temperature_c_ >= m.gpu_max_c)
+    sw_thermal_cap_mhz_ -= kSwThermalDown * f_max;
+  else if (temperature_c_ < m.gpu_max_c - 1.0)
+    sw_thermal_cap_mhz_ += kSwThermalUp * f_max;
+  sw_thermal_cap_mhz_ = std::clamp(sw_thermal_cap_mhz_, kSwThermalFloor * f_max, f_max);
+  if (busy && sw_thermal_cap_mhz_ < clock) {
+    clock = sw_thermal_cap_mhz_;
+    reasons |= nvmlClocksEventReasonSwThermalSlowdown;
+  }
+  // HW thermal slowdown at SLOWDOWN, with hysteresis.
+  if (temperature_c_ >= m.slowdown_c)
+    hw_thermal_engaged_ = true;
+  else if (temperature_c_ < m.slowdown_c - kHwThermalReleaseC)
+    hw_thermal_engaged_ = false;
+  if (hw_thermal_engaged_) {
+    clock = std::min(clock, kHwThermalRatio * f_max);
+    reasons |= nvmlClocksThrottleReasonHwThermalSlowdown | nvmlClocksThrottleReasonHwSlowdown;
+  }
+  if (faults.power_brake) {
+    clock = std::min(clock, kPowerBrakeRatio * f_max);
+    reasons |= nvmlClocksThrottleReasonHwPowerBrakeSlowdown | nvmlClocksThrottleReasonHwSlowdown;
+  }
+  clock = std::max(QuantizeDown(clock), static_cast<double>(m.idle_sm_clock_mhz));
+  if (!busy && clock <= m.idle_sm_clock_mhz) reasons |= nvmlClocksEventReasonGpuIdle;
+
+  double power_w = DemandedPower(load, busy ? clock / f_max : 0.0, noise_w);
+  if ((reasons & nvmlClocksEventReasonSwPowerCap) != 0) power_w = std::min(power_w, limit_w - 0.5);
+  power_w = std::clamp(power_w, 1.0, limit_w);
+
+  const double r = m.thermal_resistance_c_per_w * faults.thermal_factor;
+  temperature_c_ += (spec_.ambient_c + r * power_w - temperature_c_) * (kStepS / m.thermal_tau_s);
+  energy_mj_ += power_w * kStepS * 1000.0;
+  power_limit_w_ = faults.power_limit_w;
+  reasons_ = reasons;
+  pstate_ = busy ? 0 : 8;
+
+  StepSample& s = samples_[static_cast<std::size_t>(k) % kSampleSteps];
+  s.power_mw = static_cast<std::uint32_t>(std::lround(power_w * 1000.0));
+  s.sm_clock_mhz = static_cast<std::uint16_t>(clock);
+  s.mem_clock_mhz = static_cast<std::uint16_t>(busy ? m.max_mem_clock_mhz : m.idle_mem_clock_mhz);
+  s.util_pct = static_cast<std::uint8_t>(std::lround(activity_.util_pct));
+  s.mem_util_pct = static_cast<std::uint8_t>(std::lround(activity_.mem_util_pct));
+  s.enc_util_pct = static_cast<std::uint8_t>(std::lround(activity_.enc_util_pct));
+  s.dec_util_pct = static_cast<std::uint8_t>(std::lround(activity_.dec_util_pct));
+  step_ = k;
+}
+
+unsigned Device::temperature_c() const {
+  return static_cast<unsigned>(std::lround(std::max(0.0, temperature_c_)));
+}
+
+unsigned Device::memory_temperature_c() const {
+  // HBM sits a few degrees above the die, more when the memory controller is busy.
+  return static_cast<unsigned>(
+      std::lround(std::max(0.0, temperature_c_ + 3.0 + 6.0 * activity_.mem_util_pct / 100)));
+}
+
+unsigned Device::fan_speed_pct() const {
+  return static_cast<unsigned>(std::clamp(30.0 + 2.5 * (temperature_c_ - 40.0), 30.0, 100.0));
+}
+
+unsigned Device::average_power_mw() const {
+  const std::int64_t first = std::max(oldest_sample_step(), step_ - 9);
+  std::uint64_t sum = 0;
+  for (std::int64_t k = first; k <= step_; ++k) sum += Sample(k).power_mw;
+  return static_cast<unsigned>(sum / static_cast<std::uint64_t>(step_ - first + 1));
+}
+
+std::int64_t Device::oldest_sample_step() const {
+  return std::max<std::int64_t>(0, step_ - static_cast<std::int64_t>(kSampleSteps) + 1);
+}
+
+std::vector<const ProcessSpec*> Device::RunningProcesses() const {
+  std::vector<const ProcessSpec*> running;
+  for (const ProcessSpec& p : spec_.processes)
+    if (ProcessRunning(spec_, p, last_step_us())) running.push_back(&p);
+  return running;
+}
+
+std::uint64_t Device::total_memory_bytes() const {
+  return model().memory_total_mib * kMiB;
+}
+std::uint64_t Device::reserved_memory_bytes() const {
+  return model().memory_reserved_mib * kMiB;
+}
+
+std::uint64_t Device::used_memory_bytes() const {
+  double mib = activity_.extra_memory_mib;
+  for (const ProcessSpec* p : RunningProcesses()) mib += p->memory_mib;
+  const std::uint64_t usable = total_memory_bytes() - reserved_memory_bytes();
+  return std::min(usable, static_cast<std::uint64_t>(mib * static_cast<double>(kMiB)));
+}
+
+HangState* Device::HangFor(std::string_view function, VirtualUs t_us) {
+  for (HangState& h : hangs_)
+    if (h.fault->function == function && t_us >= h.fault->at_us) return &h;
+  return nullptr;
+}
+
+}  // namespace gw::sim

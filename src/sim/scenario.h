@@ -1,0 +1,146 @@
+// A scenario: the simulated fleet, its workloads, processes and faults over virtual time.
+//
+// Scenarios are YAML files (format: docs/scenarios.md). `LoadScenario` accepts either the name of
+// a scenario embedded into the library at build time ("demo", "power-cap") or a path on disk (any
+// text containing '/' or ending in ".yaml"). Every error names the file and line at fault:
+// "power-cap.yaml:12: faults[0]: unknown fault type 'power_capp'".
+//
+// All times are virtual microseconds since the scenario started (t = 0 at nvmlInit). Parsing is
+// pure: no global state, safe from any thread.
+#ifndef GPUWARDEN_SIM_SCENARIO_H_
+#define GPUWARDEN_SIM_SCENARIO_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/gpu_model.h"
+
+namespace gw::sim {
+
+using VirtualUs = std::int64_t;  // virtual microseconds since the scenario started
+inline constexpr VirtualUs kForever = INT64_MAX;
+
+enum class ClockMode { kRealtime, kStepped };
+
+enum class WorkloadType { kIdle, kIdleAllocated, kTraining, kInference, kMemoryBound, kSpikes };
+
+// One segment of a GPU's timeline: from `start_us` until the next segment starts.
+struct WorkloadSegment {
+  VirtualUs start_us = 0;
+  WorkloadType type = WorkloadType::kIdle;
+  double util_pct = 0;           // SM busy percent (training/inference bursts/spike peaks)
+  double mem_util_pct = 0;       // memory-controller busy percent
+  double base_util_pct = 0;      // inference between bursts, spikes between spikes
+  double base_mem_util_pct = 0;  // spikes between spikes
+  double enc_util_pct = 0;
+  double dec_util_pct = 0;
+  double duty = 0;              // inference: share of 500 ms slots that are bursts
+  VirtualUs period_us = 0;      // spikes: one spike per period
+  VirtualUs spike_us = 0;       // spikes: how long each spike lasts
+  double spike_memory_mib = 0;  // spikes: extra device memory held during a spike
+};
+
+struct ProcessSpec {
+  unsigned pid = 0;
+  std::string name;
+  double memory_mib = 0;
+  VirtualUs start_us = 0;
+  VirtualUs stop_us = kForever;
+  std::optional<double> sm_util_pct;   // default: an equal share of the GPU's utilization
+  std::optional<double> mem_util_pct;  // default: an equal share of the memory utilization
+};
+
+enum class FaultType {
+  kEccCorrectable,
+  kEccUncorrectable,
+  kRowRemap,
+  kRemapFailure,
+  kPageRetirement,
+  kCoolingFailure,
+  kPowerBrake,
+  kPowerCap,
+  kPcieReplays,
+  kFallOffBus,
+  kXid,
+  kHang,
+};
+
+struct FaultSpec {
+  FaultType type = FaultType::kXid;
+  int line = 0;  // where it was written, for messages
+  VirtualUs at_us = 0;
+  VirtualUs duration_us = kForever;  // ranged faults; pending_for for remap/retirement
+  double rate = 0;                   // per hour (ECC) or per minute (PCIe replays)
+  unsigned count = 1;                // DBEs, remapped rows, retired pages
+  bool double_bit = true;            // row remap / page retirement cause
+  double factor = 3.0;               // cooling failure: thermal resistance multiplier
+  unsigned limit_w = 0;              // power cap
+  unsigned xid = 0;                  // xid fault
+  std::string function;              // hang: the NVML function that blocks
+  double hang_seconds = 0;           // hang: real seconds; 0 = until nvmlShutdown
+};
+
+// One GPU of the fleet, after `count:` replication (each replica is its own GpuSpec).
+struct GpuSpec {
+  const GpuModel* model = nullptr;
+  unsigned index = 0;
+  std::string uuid;  // "GPU-..." (generated when the scenario gives none)
+  std::string serial;
+  unsigned pci_domain = 0;
+  unsigned pci_bus = 0;
+  unsigned power_limit_w = 0;  // enforced limit at t = 0
+  double ambient_c = 30;
+  VirtualUs loop_us = 0;            // timeline period; 0 = hold the last segment
+  std::uint64_t aggregate_sbe = 0;  // historical ECC counts before the driver loaded
+  std::uint64_t aggregate_dbe = 0;
+  std::vector<WorkloadSegment> workload;  // sorted by start, first at 0
+  std::vector<ProcessSpec> processes;
+  std::vector<FaultSpec> faults;
+};
+
+struct DriverSpec {
+  std::string version = "550.127.08";
+  int cuda_version = 12040;
+  unsigned process_info_v3_stride = 24;  // 32 emulates drivers 535.43-535.86
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::uint64_t seed = 1;
+  std::int64_t start_time_s = 0;  // unix seconds of virtual t = 0
+  ClockMode clock = ClockMode::kRealtime;
+  double speed = 1.0;
+  DriverSpec driver;
+  std::vector<GpuSpec> gpus;
+};
+
+// Parses scenario text. `file_label` prefixes error messages ("demo.yaml"). `default_start_s`
+// is used when the scenario has no start_time (the caller passes the wall clock).
+Expected<Scenario> ParseScenario(std::string_view text, const std::string& file_label,
+                                 std::int64_t default_start_s);
+
+// Loads by embedded name or from disk (see the file comment).
+Expected<Scenario> LoadScenario(const std::string& name_or_path, std::int64_t default_start_s);
+
+// The scenarios compiled into the library: name (file stem) -> YAML text. Generated at build time.
+struct EmbeddedScenario {
+  std::string_view name;
+  std::string_view text;
+};
+std::span<const EmbeddedScenario> EmbeddedScenarios();
+
+// Parses "1.5s", "500ms", "2m", "1h30m", "10" (seconds). False if malformed or negative.
+bool ParseDurationUs(std::string_view text, VirtualUs* out);
+
+// The NVML function names a hang fault may name (every function in GW_NVML_FUNCTIONS).
+bool IsKnownNvmlFunction(std::string_view name);
+
+}  // namespace gw::sim
+
+#endif  // GPUWARDEN_SIM_SCENARIO_H_

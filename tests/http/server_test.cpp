@@ -1,0 +1,436 @@
+#include "http/server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "test_util.h"
+
+namespace gw::http {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+std::string Gunzip(const std::string& in) {
+  z_stream zs;
+  std::memset(&zs, 0, sizeof(zs));
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) return "<inflateInit2 failed>";
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::string out;
+  char chunk[16384];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk);
+    zs.avail_out = sizeof(chunk);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(chunk, sizeof(chunk) - zs.avail_out);
+  }
+  inflateEnd(&zs);
+  return rc == Z_STREAM_END ? out : "<inflate failed>";
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  ServerTest()
+      : logger_(LogLevel::kDebug, [this](LogLevel, const std::string& line) {
+          std::lock_guard<std::mutex> lock(mu_);
+          lines_.push_back(line);
+        }) {}
+
+  // Creates a server on 127.0.0.1:0 with the routes every test uses, and starts it.
+  void Start(const std::string& web_config_yaml = "") {
+    ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.worker_threads = 4;
+    if (!web_config_yaml.empty()) options.web_config_file = dir_.Write("web.yml", web_config_yaml);
+    auto server = Server::Create(options, &logger_);
+    ASSERT_TRUE(server.ok()) << server.error().message;
+    server_ = std::move(*server);
+    server_->Get("/hello", [](const Request&, Response& res) { res.body = "hi"; });
+    server_->Get("/echo", [](const Request& req, Response& res) {
+      res.content_type = "application/json";
+      for (const auto& [k, v] : req.params) res.body += k + "=" + v + ";";
+      res.headers.emplace_back("X-Seen", req.header("x-custom"));
+      res.headers.emplace_back("X-Agent-Header", req.header("REMOTE_ADDR").empty() ? "no" : "yes");
+      res.headers.emplace_back("X-Remote", req.remote_addr);
+    });
+    server_->Post("/form", [](const Request& req, Response& res) {
+      res.body = "a=" + req.param("a") + " all=";
+      for (const auto& v : req.params_all("a")) res.body += v + ",";
+      res.body += " big=" + std::to_string(req.param("big").size());
+      res.body += " body=" + std::to_string(req.body.size());
+    });
+    server_->Get("/big", [](const Request&, Response& res) {
+      for (int i = 0; i < 500; ++i)
+        res.body += "gpu_power_watts{gpu=\"" + std::to_string(i) + "\"} 300\n";
+    });
+    server_->Get("/throw", [](const Request&, Response&) { throw std::runtime_error("boom"); });
+    server_->GetPrefix("/api/v1/label/",
+                       [](const Request& req, Response& res) { res.body = "prefix " + req.path; });
+    server_->GetPrefix("/api/v1/label/job/",
+                       [](const Request&, Response& res) { res.body = "longer prefix"; });
+    server_->Get("/api/v1/label/exact", [](const Request&, Response& res) { res.body = "exact"; });
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_GT(server_->port(), 0);
+  }
+
+  httplib::Client Client() {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_connection_timeout(5);
+    cli.set_read_timeout(10);
+    cli.set_decompress(false);  // we want to see what the server sent
+    cli.set_url_encode(false);  // and to send targets exactly as written
+    return cli;
+  }
+
+  std::vector<std::string> Lines() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+
+  testutil::TempDir dir_;
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+  gw::Logger logger_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(ServerTest, ServesRoutesAnd404And405) {
+  Start();
+  auto cli = Client();
+  auto res = cli.Get("/hello");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "hi");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain; charset=utf-8");
+
+  res = cli.Get("/nope");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(res->body, "404 page not found\n");
+
+  res = cli.Post("/hello", "x=1", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405);
+  EXPECT_EQ(res->get_header_value("Allow"), "GET, HEAD");
+
+  res = cli.Get("/form");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405);
+  EXPECT_EQ(res->get_header_value("Allow"), "POST");
+
+  res = cli.Put("/hello", "x", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405);
+
+  res = cli.Delete("/nope");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+
+  res = cli.Head("/hello");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "");
+  EXPECT_EQ(res->get_header_value("Content-Length"), "2");
+}
+
+TEST_F(ServerTest, PrefixRoutesLongestWinsExactFirst) {
+  Start();
+  auto cli = Client();
+  auto res = cli.Get("/api/v1/label/instance/values");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "prefix /api/v1/label/instance/values");
+  res = cli.Get("/api/v1/label/job/values");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "longer prefix");
+  res = cli.Get("/api/v1/label/exact");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "exact");
+  res = cli.Post("/api/v1/label/job/values", "", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405);
+}
+
+TEST_F(ServerTest, QueryParamsAndHeaders) {
+  Start();
+  auto cli = Client();
+  httplib::Headers headers = {{"X-CUSTOM", "v1"}};
+  auto res = cli.Get("/echo?match%5B%5D=a&match[]=b&q=up{job=%22x%22}&sp=a+b", headers);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "match[]=a;match[]=b;q=up{job=\"x\"};sp=a b;");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(res->get_header_value("X-Seen"), "v1");
+  EXPECT_EQ(res->get_header_value("X-Agent-Header"), "no");  // httplib's pseudo-headers hidden
+  EXPECT_EQ(res->get_header_value("X-Remote"), "127.0.0.1");
+}
+
+TEST_F(ServerTest, PostFormBodyMergesWithQueryBodyFirst) {
+  Start();
+  auto cli = Client();
+  auto res = cli.Post("/form?a=fromquery", "a=frombody&b=2", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "a=frombody all=frombody,fromquery, big=0 body=14");
+
+  // Larger than httplib's own 8 KiB limit for form bodies.
+  std::string big(20000, 'x');
+  res = cli.Post("/form", "big=" + big, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("big=20000"));
+
+  // A body that is not a form is passed through untouched.
+  res = cli.Post("/form?a=q", "a=notparsed", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "a=q all=q, big=0 body=11");
+}
+
+TEST_F(ServerTest, KeepAliveSurvivesRejectedBodies) {
+  Start();
+  auto cli = Client();
+  cli.set_keep_alive(true);
+  // Rejected requests with bodies must not leave bytes behind on the connection.
+  for (int i = 0; i < 3; ++i) {
+    auto res = cli.Post("/nope", std::string(5000, 'y'), "text/plain");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404);
+    res = cli.Put("/hello", std::string(3000, 'z'), "text/plain");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 405);
+    res = cli.Get("/hello");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->body, "hi");
+  }
+}
+
+TEST_F(ServerTest, LongPathsAreRoutedWithoutRegexRecursion) {
+  // std::regex recurses per character; a catch-all route would overflow the stack here (under
+  // ASan already at a few thousand characters).
+  Start();
+  auto cli = Client();
+  const std::string long_path = "/form" + std::string(8000, 'a');
+  auto res = cli.Get(long_path);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  res = cli.Post(long_path, "a=1", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+}
+
+TEST_F(ServerTest, MultipartBodiesAreRefused) {
+  Start();
+  auto cli = Client();
+  httplib::MultipartFormDataItems items = {{"a", "1", "", ""}};
+  auto res = cli.Post("/form", items);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 415);
+}
+
+TEST(ServerLimitsTest, OversizedBodyIs413) {
+  auto server =
+      Server::Create({.listen_address = "127.0.0.1:0", .max_request_body_bytes = 1000}, nullptr);
+  ASSERT_TRUE(server.ok());
+  (*server)->Post("/form", [](const Request&, Response& res) { res.body = "ok"; });
+  ASSERT_TRUE((*server)->Start().ok());
+  httplib::Client cli("127.0.0.1", (*server)->port());
+  auto res = cli.Post("/form", std::string(999, 'x'), "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = cli.Post("/form", std::string(5000, 'x'), "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+}
+
+TEST_F(ServerTest, GzipsLargeBodiesWhenAsked) {
+  Start();
+  auto cli = Client();
+  auto plain = cli.Get("/big", {{"Accept-Encoding", "identity"}});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->get_header_value("Content-Encoding"), "");
+  EXPECT_EQ(plain->get_header_value("Vary"), "Accept-Encoding");
+  ASSERT_GT(plain->body.size(), Server::kGzipMinBytes);
+
+  auto gz = cli.Get("/big", {{"Accept-Encoding", "gzip"}});  // what Prometheus sends
+  ASSERT_TRUE(gz);
+  EXPECT_EQ(gz->status, 200);
+  EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_LT(gz->body.size(), plain->body.size() / 4);
+  EXPECT_EQ(Gunzip(gz->body), plain->body);
+
+  auto refused = cli.Get("/big", {{"Accept-Encoding", "gzip;q=0, br"}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->get_header_value("Content-Encoding"), "");
+  EXPECT_EQ(refused->body, plain->body);
+
+  // Small bodies are never compressed, whatever the client accepts.
+  auto small = cli.Get("/hello", {{"Accept-Encoding", "gzip, br"}});
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->get_header_value("Content-Encoding"), "");
+  EXPECT_EQ(small->body, "hi");
+}
+
+TEST_F(ServerTest, RangeHeadersAreIgnored) {
+  Start();
+  auto cli = Client();
+  auto res = cli.Get("/hello", {{"Range", "bytes=0-0"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "hi");
+}
+
+TEST_F(ServerTest, HandlerExceptionIs500AndLogged) {
+  Start();
+  auto cli = Client();
+  auto res = cli.Get("/throw");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 500);
+  EXPECT_EQ(res->body, "internal server error\n");
+  EXPECT_FALSE(res->has_header("EXCEPTION_WHAT"));
+  bool logged = false;
+  for (const auto& line : Lines()) logged = logged || line.find("threw: boom") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST_F(ServerTest, AccessLogAtDebug) {
+  Start();
+  auto cli = Client();
+  ASSERT_TRUE(cli.Get("/hello"));
+  ASSERT_TRUE(cli.Get("/nope"));
+  ASSERT_TRUE(cli.Get("/x%0Alevel=error%20forged"));  // a decoded newline must not split the line
+  server_->Stop();  // joins the workers, so their log lines are in
+  std::vector<std::string> access;
+  for (const auto& line : Lines()) {
+    if (line.find("level=debug") != std::string::npos) access.push_back(line);
+  }
+  ASSERT_EQ(access.size(), 3u);
+  EXPECT_THAT(access[0], HasSubstr("http GET /hello 200 2B"));
+  EXPECT_THAT(access[0], HasSubstr("from 127.0.0.1"));
+  EXPECT_THAT(access[1], HasSubstr("http GET /nope 404"));
+  EXPECT_THAT(access[2], HasSubstr("http GET /x\\x0alevel=error forged 404"));
+  EXPECT_EQ(access[2].find('\n'), std::string::npos);
+}
+
+TEST_F(ServerTest, ConfiguredHeadersOnEveryResponse) {
+  Start(
+      "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+      "    Content-Security-Policy: default-src 'self'\n");
+  auto cli = Client();
+  for (const char* path : {"/hello", "/nope"}) {
+    auto res = cli.Get(path);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->get_header_value("X-Frame-Options"), "deny") << path;
+    EXPECT_EQ(res->get_header_value("Content-Security-Policy"), "default-src 'self'") << path;
+  }
+}
+
+class AuthServerTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    Start("basic_auth_users:\n  alice: " + testutil::BcryptHash("s3cret") + "\n");
+  }
+};
+
+TEST_F(AuthServerTest, RequiresCredentialsEverywhere) {
+  auto cli = Client();
+  auto res = cli.Get("/hello");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Basic");
+
+  res = cli.Get("/nope");  // unknown paths are not revealed to strangers
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = cli.Post("/form", "a=1", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = cli.Post("/form", httplib::MultipartFormDataItems{{"a", "1", "", ""}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+
+  cli.set_basic_auth("alice", "wrong");
+  res = cli.Get("/hello");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+
+  cli.set_basic_auth("mallory", "s3cret");
+  res = cli.Get("/hello");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+
+  cli.set_basic_auth("alice", "s3cret");
+  res = cli.Get("/hello");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "hi");
+  res = cli.Post("/form", "a=1", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = cli.Get("/nope");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+}
+
+TEST(ServerLifecycleTest, BindConflictIsAClearError) {
+  auto first = Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Start().ok());
+  const std::string address = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = Server::Create({.listen_address = address}, nullptr);
+  ASSERT_TRUE(second.ok());
+  gw::Status status = (*second)->Start();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), "listen " + address + ": address already in use");
+  EXPECT_EQ((*second)->port(), 0);
+}
+
+TEST(ServerLifecycleTest, ListenAddressValidation) {
+  for (const char* bad : {"", "9966", "127.0.0.1:99999", "127.0.0.1:http", "::1:9966", "[::1]9966",
+                          "[]:1", "host:"}) {
+    auto server = Server::Create({.listen_address = bad}, nullptr);
+    ASSERT_FALSE(server.ok()) << bad;
+    EXPECT_THAT(server.error().message, StartsWith("listen address \"" + std::string(bad) + "\""));
+  }
+  for (const char* good : {":0", "127.0.0.1:0", "localhost:0", "[::1]:0"}) {
+    EXPECT_TRUE(Server::Create({.listen_address = good}, nullptr).ok()) << good;
+  }
+}
+
+TEST(ServerLifecycleTest, CreateReportsWebConfigErrors) {
+  testutil::TempDir dir;
+  std::string path = dir.Write("web.yml", "tls_server_config:\n  cert_file: x.pem\n");
+  auto server = Server::Create({.listen_address = ":0", .web_config_file = path}, nullptr);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.error().message, path + ":1: tls_server_config: missing key_file");
+  server =
+      Server::Create({.listen_address = ":0", .web_config_file = dir.File("none.yml")}, nullptr);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.error().message, HasSubstr("none.yml: cannot read"));
+}
+
+TEST(ServerLifecycleTest, StopIsIdempotentAndFreesThePort) {
+  auto server = Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+  ASSERT_TRUE(server.ok());
+  (*server)->Stop();  // before Start: nothing to do
+  EXPECT_EQ((*server)->port(), 0);
+  ASSERT_TRUE((*server)->Start().ok());
+  int port = (*server)->port();
+  EXPECT_FALSE((*server)->Start().ok());  // one Start per Server
+  (*server)->Stop();
+  (*server)->Stop();
+  auto again = Server::Create({.listen_address = "127.0.0.1:" + std::to_string(port)}, nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE((*again)->Start().ok());
+}
+
+}  // namespace
+}  // namespace gw::http
