@@ -141,13 +141,13 @@ void GpuReader::ReadSamplePeaks() {
     nvmlSamplingType_t type;
     unsigned long long* since;
     Slot peak, current;
-    double scale;
+    double divisor;  // to base units; dividing keeps 35/100 exactly 0.35
   } peaks[] = {
       {NVML_GPU_UTILIZATION_SAMPLES, &util_since_us_, Slot::kUtilizationPeak, Slot::kUtilization,
-       0.01},
+       100},
       {NVML_MEMORY_UTILIZATION_SAMPLES, &mem_util_since_us_, Slot::kMemoryUtilizationPeak,
-       Slot::kMemoryUtilization, 0.01},
-      {NVML_TOTAL_POWER_SAMPLES, &power_since_us_, Slot::kPowerPeak, Slot::kPower, 0.001},
+       Slot::kMemoryUtilization, 100},
+      {NVML_TOTAL_POWER_SAMPLES, &power_since_us_, Slot::kPowerPeak, Slot::kPower, 1000},
   };
   for (Peak& p : peaks) {
     bool first = *p.since == 0;
@@ -160,7 +160,7 @@ void GpuReader::ReadSamplePeaks() {
     *p.since = window.value().newest_us;
     double current = snap_.values[static_cast<size_t>(p.current)];
     // The first read returns the driver's whole buffer, older than our first cycle: ignore it.
-    double peak = (!first && window.value().count > 0) ? window.value().max * p.scale : kAbsent;
+    double peak = (!first && window.value().count > 0) ? window.value().max / p.divisor : kAbsent;
     if (IsAbsent(peak) || (!IsAbsent(current) && current > peak)) peak = current;
     Set(p.peak, peak);
   }
