@@ -1,4 +1,5 @@
 #include "http/codec.h"
+#include "test_util.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,24 +14,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
-std::string Gunzip(const std::string& in) {
-  z_stream zs;
-  std::memset(&zs, 0, sizeof(zs));
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) return "<inflateInit2 failed>";
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char chunk[16384];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(chunk);
-    zs.avail_out = sizeof(chunk);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(chunk, sizeof(chunk) - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  return rc == Z_STREAM_END ? out : "<inflate failed>";
-}
 
 std::multimap<std::string, std::string> Form(std::string_view text) {
   std::multimap<std::string, std::string> out;
@@ -73,9 +56,9 @@ TEST(CodecTest, GzipRoundTrips) {
   EXPECT_LT(compressed.size(), text.size() / 10);
   EXPECT_EQ(static_cast<unsigned char>(compressed[0]), 0x1f);  // gzip magic
   EXPECT_EQ(static_cast<unsigned char>(compressed[1]), 0x8b);
-  EXPECT_EQ(Gunzip(compressed), text);
+  EXPECT_EQ(testutil::Gunzip(compressed), text);
   ASSERT_TRUE(GzipCompress("", &compressed));
-  EXPECT_EQ(Gunzip(compressed), "");
+  EXPECT_EQ(testutil::Gunzip(compressed), "");
 }
 
 TEST(CodecTest, Base64IsStrict) {

@@ -19,24 +19,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
-std::string Gunzip(const std::string& in) {
-  z_stream zs;
-  std::memset(&zs, 0, sizeof(zs));
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) return "<inflateInit2 failed>";
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char chunk[16384];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(chunk);
-    zs.avail_out = sizeof(chunk);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(chunk, sizeof(chunk) - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  return rc == Z_STREAM_END ? out : "<inflate failed>";
-}
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -265,7 +247,7 @@ TEST_F(ServerTest, GzipsLargeBodiesWhenAsked) {
   EXPECT_EQ(gz->status, 200);
   EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
   EXPECT_LT(gz->body.size(), plain->body.size() / 4);
-  EXPECT_EQ(Gunzip(gz->body), plain->body);
+  EXPECT_EQ(testutil::Gunzip(gz->body), plain->body);
 
   auto refused = cli.Get("/big", {{"Accept-Encoding", "gzip;q=0, br"}});
   ASSERT_TRUE(refused);

@@ -3,11 +3,13 @@
 #define GPUWARDEN_TESTS_HTTP_TEST_UTIL_H_
 
 #include <crypt.h>
+#include <zlib.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -66,6 +68,26 @@ inline std::string BcryptHash(const std::string& password, int cost = 4,
 // Runs a shell command quietly; true if it exited 0.
 inline bool Run(const std::string& command) {
   return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Inflates a gzip body (for checking what the server compressed).
+inline std::string Gunzip(const std::string& in) {
+  z_stream zs;
+  std::memset(&zs, 0, sizeof(zs));
+  if (inflateInit2(&zs, 15 + 16) != Z_OK) return "<inflateInit2 failed>";
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::string out;
+  char chunk[16384];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk);
+    zs.avail_out = sizeof(chunk);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(chunk, sizeof(chunk) - zs.avail_out);
+  }
+  inflateEnd(&zs);
+  return rc == Z_STREAM_END ? out : "<inflate failed>";
 }
 
 }  // namespace gw::http::testutil
