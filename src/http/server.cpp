@@ -273,7 +273,12 @@ void Server::Impl::Install() {
       std::string body;
       bool read = false;
       const bool multipart = in.is_multipart_form_data();
-      if (multipart) {
+      // RFC 9112 §6.3: a request with neither Content-Length nor Transfer-Encoding has no body.
+      // httplib would instead read until the client closes (`curl -X POST` would hang 10 s).
+      const bool has_body = in.has_header("Content-Length") || in.has_header("Transfer-Encoding");
+      if (!has_body) {
+        read = true;
+      } else if (multipart) {
         // Drained (so the connection stays usable), then refused after authentication.
         read = reader([](const httplib::MultipartFormData&) { return true; },
                       [](const char*, size_t) { return true; });

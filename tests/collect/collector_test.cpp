@@ -233,7 +233,8 @@ TEST(Collector, SubSecondSpikesShowInPeaks) {
     sim.Advance(1);
     for (const GpuSnapshot& g : sim.Latest()->gpus) {
       double peak = g.value(Slot::kUtilizationPeak);
-      // Ratios come from whole percents: exactly k/100, so /metrics shows 0.35, not 0.35000000000000003.
+      // Ratios come from whole percents: exactly k/100, so /metrics shows 0.35, not
+      // 0.35000000000000003.
       EXPECT_EQ(peak, std::round(peak * 100) / 100);
       double gap = peak - g.value(Slot::kUtilization);
       if (!IsAbsent(gap)) max_gap = std::max(max_gap, gap);

@@ -14,7 +14,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Pair;
 
-
 std::multimap<std::string, std::string> Form(std::string_view text) {
   std::multimap<std::string, std::string> out;
   ParseFormInto(text, &out);

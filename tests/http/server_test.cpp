@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstring>
@@ -18,7 +21,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -154,6 +156,30 @@ TEST_F(ServerTest, QueryParamsAndHeaders) {
   EXPECT_EQ(res->get_header_value("X-Seen"), "v1");
   EXPECT_EQ(res->get_header_value("X-Agent-Header"), "no");  // httplib's pseudo-headers hidden
   EXPECT_EQ(res->get_header_value("X-Remote"), "127.0.0.1");
+}
+
+// `curl -X POST URL` sends neither Content-Length nor a body: that is an empty body, answered at
+// once (httplib alone waited for the connection to close and answered 400 after 10 s).
+TEST_F(ServerTest, PostWithoutContentLengthHasAnEmptyBody) {
+  Start();
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval timeout{3, 0};  // far below the server's 10 s read timeout
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  const std::string request = "POST /form?a=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  char buffer[1024] = {0};
+  ssize_t n = recv(fd, buffer, sizeof buffer - 1, 0);
+  close(fd);
+  ASSERT_GT(n, 0) << "no answer within 3 s";
+  std::string reply(buffer, static_cast<size_t>(n));
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_NE(reply.find("body=0"), std::string::npos) << reply;
 }
 
 TEST_F(ServerTest, PostFormBodyMergesWithQueryBodyFirst) {

@@ -3,10 +3,10 @@
 #define GPUWARDEN_TESTS_HTTP_TEST_UTIL_H_
 
 #include <crypt.h>
-#include <zlib.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <zlib.h>
 
 #include <cstdlib>
 #include <cstring>

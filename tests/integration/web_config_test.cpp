@@ -47,15 +47,18 @@ TEST(ServeWebConfig, TlsAndBasicAuthProtectEveryEndpointAndPrometheusScrapesThro
   ASSERT_TRUE(MakeCertificate(dir));
   std::string hash = Bcrypt("s3cret");
   ASSERT_FALSE(hash.empty());
-  WriteFile(dir / "web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-                             "basic_auth_users:\n  prometheus: " + hash + "\n");
+  WriteFile(dir / "web.yml",
+            "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+            "basic_auth_users:\n  prometheus: " +
+                hash + "\n");
   AgentProcess agent({"--simulate", "demo", "--web.config.file", dir / "web.yml"});
   ASSERT_NE(agent.port(), 0);
 
   EXPECT_EQ(agent.Get("/metrics").status, 0) << "plain HTTP must not be served on a TLS port";
   EXPECT_EQ(HttpsGet(agent.port(), "/metrics", dir / "server.crt").status, 401);
   EXPECT_EQ(HttpsGet(agent.port(), "/healthz", dir / "server.crt").status, 401);
-  EXPECT_EQ(HttpsGet(agent.port(), "/metrics", dir / "server.crt", "prometheus", "wrong").status, 401);
+  EXPECT_EQ(HttpsGet(agent.port(), "/metrics", dir / "server.crt", "prometheus", "wrong").status,
+            401);
   EXPECT_EQ(HttpsGet(agent.port(), "/metrics", dir / "server.crt", "nobody", "s3cret").status, 401);
   HttpReply ok = HttpsGet(agent.port(), "/metrics", dir / "server.crt", "prometheus", "s3cret");
   ASSERT_EQ(ok.status, 200);
