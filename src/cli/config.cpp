@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -16,6 +17,21 @@ struct Context {
     return file + ":" + std::to_string(node.Mark().line + 1);
   }
 };
+
+// Text from the file, made safe for a one-line message (control bytes become \xNN).
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 using Setter = std::function<Status(const Context&, const YAML::Node&, Config*)>;
 
@@ -39,7 +55,8 @@ Setter Duration(const std::string& key, std::function<double&(Config*)> field, b
     double seconds = 0;
     if (!ParseDurationSeconds(text, &seconds) || (!allow_zero && seconds <= 0))
       return Status(Error{ctx.Where(node) + ": " + key +
-                          ": expected a duration such as 1s, 500ms or 2m, got '" + text + "'"});
+                          ": expected a duration such as 1s, 500ms or 2m, got '" + Printable(text) +
+                          "'"});
     field(c) = seconds;
     return Status::Ok();
   };
@@ -54,8 +71,8 @@ Setter Bool(const std::string& key, std::function<bool&(Config*)> field) {
     } else if (text == "false") {
       field(c) = false;
     } else {
-      return Status(
-          Error{ctx.Where(node) + ": " + key + ": expected true or false, got '" + text + "'"});
+      return Status(Error{ctx.Where(node) + ": " + key + ": expected true or false, got '" +
+                          Printable(text) + "'"});
     }
     return Status::Ok();
   };
@@ -87,7 +104,8 @@ const std::map<std::string, Setter>& Setters() {
          double v = std::strtod(text.c_str(), &end);
          if (end == text.c_str() || *end != '\0' || !(v > 0))
            return Status(Error{ctx.Where(n) +
-                               ": simulate.speed: expected a positive number, got '" + text + "'"});
+                               ": simulate.speed: expected a positive number, got '" +
+                               Printable(text) + "'"});
          c->simulate.speed = v;
          return Status::Ok();
        }},
@@ -127,7 +145,7 @@ Status Walk(const Context& ctx, const YAML::Node& node, const std::string& prefi
     for (const auto& [name, setter] : setters)
       if (name.rfind(key + ".", 0) == 0) is_section = true;
     if (!is_section)
-      return Error{ctx.Where(item.first) + ": unknown key '" + key +
+      return Error{ctx.Where(item.first) + ": unknown key '" + Printable(key) +
                    "' (see docs/configuration.md)"};
     if (Status s = Walk(ctx, item.second, key + ".", c); !s.ok()) return s;
   }
@@ -152,14 +170,14 @@ Status LoadConfigFile(const std::string& path, Config* config) {
   try {
     root = YAML::Load(in);
   } catch (const YAML::Exception& e) {
-    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + Printable(e.msg)};
   }
   if (root.IsNull()) return Status::Ok();  // an empty file keeps the defaults
   Context ctx{path};
   try {
     return Walk(ctx, root, "", config);
   } catch (const YAML::Exception& e) {
-    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + Printable(e.msg)};
   }
 }
 

@@ -244,5 +244,33 @@ TEST(Collector, SubSecondSpikesShowInPeaks) {
   EXPECT_GT(max_gap, 0.2);
 }
 
+TEST(Collector, MemorySpikesBetweenCyclesShowInTheMemoryPeak) {
+  SimCollector sim("spikes", Fast());  // memory sub-sampled every 250 ms
+  ASSERT_TRUE(sim.ok());
+  double max_extra = 0, max_power_gap = 0;
+  for (int i = 0; i < 30; ++i) {
+    sim.Advance(1);
+    for (const GpuSnapshot& g : sim.Latest()->gpus) {
+      max_extra = std::max(max_extra, g.value(Slot::kMemoryUsedPeak) - g.value(Slot::kMemoryUsed));
+      max_power_gap = std::max(max_power_gap, g.value(Slot::kPowerPeak) - g.value(Slot::kPower));
+    }
+  }
+  // spikes.yaml adds 8 GiB for 300 ms every 5 s; the 1 s reads never land inside a spike.
+  EXPECT_GE(max_extra, 7.5 * (1ull << 30));
+  EXPECT_GT(max_power_gap, 100);  // 690-700 W spikes over a lightly loaded GPU
+}
+
+TEST(Collector, MemoryPeakSubSamplerCanBeTurnedOff) {
+  CollectorOptions o = Fast();
+  o.memory_peak_interval_s = 0;
+  SimCollector sim("spikes", o);
+  ASSERT_TRUE(sim.ok());
+  for (int i = 0; i < 12; ++i) {
+    sim.Advance(1);
+    for (const GpuSnapshot& g : sim.Latest()->gpus)
+      EXPECT_EQ(g.value(Slot::kMemoryUsedPeak), g.value(Slot::kMemoryUsed));
+  }
+}
+
 }  // namespace
 }  // namespace gw::collect
