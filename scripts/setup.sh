@@ -8,7 +8,7 @@ PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git
   # libraries
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-  libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev
+  libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl
   # real peers the tests meet: Prometheus 2.42 and promtool

@@ -1,0 +1,116 @@
+// tsdb/storage.h — the read interface between the store and everything that queries it.
+//
+// PromQL (promql/), rules, diagnosis and reports read history only through `Querier`; the store
+// (tsdb/) implements it, and tests implement it in memory. Nothing here knows PromQL.
+//
+// Conventions (Prometheus'): timestamps are int64 milliseconds since the Unix epoch; a series is
+// identified by its label set, sorted by label name, with the metric name under "__name__"; a
+// *stale marker* is the NaN with bit pattern 0x7ff0000000000002, written when a series disappears
+// (a GPU lost, a process gone) so queries stop returning it at once instead of after 5 minutes.
+#ifndef GPUWARDEN_TSDB_STORAGE_H_
+#define GPUWARDEN_TSDB_STORAGE_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+
+namespace gw::tsdb {
+
+inline constexpr uint64_t kStaleNaNBits = 0x7ff0000000000002ULL;
+
+inline double StaleNaN() {
+  double d;
+  std::memcpy(&d, &kStaleNaNBits, sizeof d);
+  return d;
+}
+inline bool IsStaleNaN(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits == kStaleNaNBits;
+}
+
+struct Label {
+  std::string name, value;
+  bool operator==(const Label&) const = default;
+  auto operator<=>(const Label&) const = default;
+};
+
+// Sorted by name, names unique. "__name__" holds the metric name.
+using Labels = std::vector<Label>;
+
+// The value of `name` in `labels`, "" if absent (Prometheus treats absent and empty alike).
+std::string_view LabelValue(const Labels& labels, std::string_view name);
+
+struct Sample {
+  int64_t t_ms = 0;
+  double v = 0;
+};
+
+enum class MatchType { kEqual, kNotEqual, kRegexMatch, kRegexNoMatch };
+
+// A label matcher as in `{gpu=~"0|1"}`. Regexes are RE2 (Go's syntax), fully anchored.
+class Matcher {
+ public:
+  // Fails with Prometheus' wording when the regex does not compile.
+  static Expected<Matcher> Make(MatchType type, std::string name, std::string value);
+  bool Matches(std::string_view value) const;
+  MatchType type() const { return type_; }
+  const std::string& name() const { return name_; }
+  const std::string& value() const { return value_; }
+
+ private:
+  MatchType type_ = MatchType::kEqual;
+  std::string name_, value_;
+  std::shared_ptr<const void> regex_;  // RE2, type-erased so this header needs no re2 include
+};
+
+struct SeriesData {
+  Labels labels;
+  std::vector<Sample> samples;  // time-ordered; may contain stale markers
+};
+
+// Read access to stored samples. Implementations say whether they are thread-safe.
+class Querier {
+ public:
+  virtual ~Querier() = default;
+
+  // Every series matching all `matchers` (at least one matcher must not match the empty string,
+  // as in Prometheus), with its samples in [mint_ms, maxt_ms], in label order. Series with no
+  // sample in the range are left out.
+  virtual Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                        std::vector<SeriesData>* out) = 0;
+
+  // Label names / values of series with samples in [mint_ms, maxt_ms] matching any of the
+  // matcher sets (all series when `matcher_sets` is empty), sorted, unique.
+  virtual Status LabelNames(const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,
+                            int64_t maxt_ms, std::vector<std::string>* out) = 0;
+  virtual Status LabelValues(const std::string& name,
+                             const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,
+                             int64_t maxt_ms, std::vector<std::string>* out) = 0;
+};
+
+// A Querier over series held in memory: for tests and for small evaluations. Not thread-safe
+// while being filled; safe for concurrent reads afterwards.
+class MemoryQuerier : public Querier {
+ public:
+  // Adds one sample; keeps each series time-ordered (a sample older than the last is an error).
+  Status Append(const Labels& labels, int64_t t_ms, double v);
+  Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                std::vector<SeriesData>* out) override;
+  Status LabelNames(const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,
+                    int64_t maxt_ms, std::vector<std::string>* out) override;
+  Status LabelValues(const std::string& name, const std::vector<std::vector<Matcher>>& matcher_sets,
+                     int64_t mint_ms, int64_t maxt_ms, std::vector<std::string>* out) override;
+
+ private:
+  std::vector<SeriesData> series_;  // sorted by labels
+};
+
+}  // namespace gw::tsdb
+
+#endif  // GPUWARDEN_TSDB_STORAGE_H_
