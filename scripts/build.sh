@@ -14,7 +14,7 @@ case "$kind" in
     ;;
   asan)
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON \
-      -DGW_BUILD_BENCH=OFF >/dev/null
+      -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF >/dev/null
     cmake --build build-asan -j "$jobs"
     ;;
   *)

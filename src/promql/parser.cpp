@@ -1,0 +1,744 @@
+// Recursive-descent parser for PromQL with the operator precedence and the type checks of
+// Prometheus 2.42 (promql/parser/generated_parser.y and parse.go's checkAST).
+#include "promql/parser.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "promql/functions.h"
+#include "promql/lexer.h"
+
+namespace gw::promql {
+namespace {
+
+std::optional<AggregateOp> AggregateFromName(const std::string& lower) {
+  static const std::pair<const char*, AggregateOp> kOps[] = {
+      {"sum", AggregateOp::kSum},         {"min", AggregateOp::kMin},
+      {"max", AggregateOp::kMax},         {"avg", AggregateOp::kAvg},
+      {"group", AggregateOp::kGroup},     {"count", AggregateOp::kCount},
+      {"count_values", AggregateOp::kCountValues}, {"stddev", AggregateOp::kStddev},
+      {"stdvar", AggregateOp::kStdvar},   {"topk", AggregateOp::kTopk},
+      {"bottomk", AggregateOp::kBottomk}, {"quantile", AggregateOp::kQuantile},
+  };
+  for (const auto& [name, op] : kOps)
+    if (lower == name) return op;
+  return std::nullopt;
+}
+
+std::string Lower(const std::string& s) {
+  std::string out;
+  for (char c : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  return out;
+}
+
+// Binding power of binary operators; 0 = not a binary operator.
+int Precedence(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kOr: return 1;
+    case BinaryOp::kAnd:
+    case BinaryOp::kUnless: return 2;
+    case BinaryOp::kEq:
+    case BinaryOp::kNe:
+    case BinaryOp::kGt:
+    case BinaryOp::kLt:
+    case BinaryOp::kGe:
+    case BinaryOp::kLe: return 3;
+    case BinaryOp::kAdd:
+    case BinaryOp::kSub: return 4;
+    case BinaryOp::kMul:
+    case BinaryOp::kDiv:
+    case BinaryOp::kMod:
+    case BinaryOp::kAtan2: return 5;
+    case BinaryOp::kPow: return 6;
+  }
+  return 0;
+}
+constexpr int kUnaryPrecedence = 5;  // unary minus binds like '*' (Prometheus: %prec MUL)
+
+bool ParseNumberText(const std::string& text, double* out) {
+  std::string lower = Lower(text);
+  if (lower == "inf") {
+    *out = HUGE_VAL;
+    return true;
+  }
+  if (lower == "nan") {
+    *out = std::nan("");
+    return true;
+  }
+  // Go's strconv.ParseInt(s, 0, 64) first: hex with 0x, octal with a leading 0.
+  errno = 0;
+  char* end = nullptr;
+  long long i = std::strtoll(text.c_str(), &end, 0);
+  if (errno == 0 && end == text.c_str() + text.size() && !text.empty()) {
+    *out = static_cast<double>(i);
+    return true;
+  }
+  errno = 0;
+  double d = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || text.empty()) return false;
+  if (errno == ERANGE && std::isinf(d)) return false;
+  *out = d;
+  return true;
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view q) : query_(q), toks_(Lex(q)) {}
+
+  Expected<ExprPtr> Run() {
+    if (toks_.back().type == Tok::kError) {
+      const Token& t = toks_.back();
+      // Report lexer errors only if parsing reaches them; parse errors before them come first.
+      (void)t;
+    }
+    ExprPtr e = ParseExpr(0);
+    if (!failed_ && Peek().type != Tok::kEof) Unexpected(Peek(), "");
+    if (!failed_) Check(*e);
+    if (failed_) return Error{error_};
+    return e;
+  }
+
+ private:
+  const Token& Peek(size_t ahead = 0) const {
+    size_t i = std::min(idx_ + ahead, toks_.size() - 1);
+    return toks_[i];
+  }
+  const Token& Advance() {
+    const Token& t = toks_[idx_];
+    if (idx_ + 1 < toks_.size()) ++idx_;
+    return t;
+  }
+  bool IsIdent(const Token& t, const char* word) const {
+    return t.type == Tok::kIdentifier && Lower(t.text) == word;
+  }
+
+  void Fail(int pos, const std::string& message) {
+    if (failed_) return;
+    failed_ = true;
+    int line = 1, last_break = -1;
+    for (int i = 0; i < pos && i < static_cast<int>(query_.size()); ++i) {
+      if (query_[i] == '\n') {
+        last_break = i;
+        ++line;
+      }
+    }
+    error_ = std::to_string(line) + ":" + std::to_string(pos - last_break) +
+             ": parse error: " + message;
+  }
+  void Unexpected(const Token& t, const std::string& context) {
+    if (t.type == Tok::kError) return Fail(t.pos, t.text);
+    std::string msg = "unexpected " + DescribeToken(t);
+    if (!context.empty()) msg += " " + context;
+    Fail(t.pos, msg);
+  }
+  bool Expect(Tok type, const std::string& context) {
+    if (Peek().type == type) {
+      Advance();
+      return true;
+    }
+    Unexpected(Peek(), context);
+    return false;
+  }
+
+  std::optional<BinaryOp> PeekBinaryOp() const {
+    const Token& t = Peek();
+    switch (t.type) {
+      case Tok::kAdd: return BinaryOp::kAdd;
+      case Tok::kSub: return BinaryOp::kSub;
+      case Tok::kMul: return BinaryOp::kMul;
+      case Tok::kDiv: return BinaryOp::kDiv;
+      case Tok::kMod: return BinaryOp::kMod;
+      case Tok::kPow: return BinaryOp::kPow;
+      case Tok::kEqlc: return BinaryOp::kEq;
+      case Tok::kNeq: return BinaryOp::kNe;
+      case Tok::kGtr: return BinaryOp::kGt;
+      case Tok::kLss: return BinaryOp::kLt;
+      case Tok::kGte: return BinaryOp::kGe;
+      case Tok::kLte: return BinaryOp::kLe;
+      case Tok::kIdentifier: {
+        std::string w = Lower(t.text);
+        if (w == "and") return BinaryOp::kAnd;
+        if (w == "or") return BinaryOp::kOr;
+        if (w == "unless") return BinaryOp::kUnless;
+        if (w == "atan2") return BinaryOp::kAtan2;
+        return std::nullopt;
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  // Precedence climbing: parses operators binding tighter than `min_prec`.
+  ExprPtr ParseExpr(int min_prec) {
+    ExprPtr lhs = ParseUnary();
+    while (!failed_) {
+      std::optional<BinaryOp> op = PeekBinaryOp();
+      if (!op) break;
+      int prec = Precedence(*op);
+      if (prec <= min_prec) break;
+      int op_pos = Advance().pos;
+      auto bin = std::make_unique<BinaryExpr>();
+      bin->pos = lhs->pos;
+      bin->op = *op;
+      ParseBinaryModifiers(bin.get());
+      if (failed_) break;
+      // '^' is right-associative: its right side may hold another '^'.
+      bin->rhs = ParseExpr(*op == BinaryOp::kPow ? prec - 1 : prec);
+      bin->lhs = std::move(lhs);
+      op_positions_[bin.get()] = op_pos;
+      lhs = std::move(bin);
+    }
+    return lhs;
+  }
+
+  void ParseBinaryModifiers(BinaryExpr* bin) {
+    if (IsIdent(Peek(), "bool")) {
+      Advance();
+      bin->return_bool = true;
+    }
+    VectorMatching vm;
+    bool any = false;
+    if (IsIdent(Peek(), "on") || IsIdent(Peek(), "ignoring")) {
+      vm.on = IsIdent(Advance(), "on");
+      any = true;
+      if (!ParseLabelList(&vm.labels, "grouping opts")) return;
+      if (IsIdent(Peek(), "group_left") || IsIdent(Peek(), "group_right")) {
+        vm.card = IsIdent(Advance(), "group_left") ? Cardinality::kManyToOne
+                                                    : Cardinality::kOneToMany;
+        if (Peek().type == Tok::kLeftParen && !ParseLabelList(&vm.include, "grouping opts")) return;
+      }
+    } else if (IsIdent(Peek(), "group_left") || IsIdent(Peek(), "group_right")) {
+      // Prometheus' grammar needs on/ignoring before group_x.
+      Unexpected(Peek(), "");
+      return;
+    }
+    (void)any;
+    bin->matching = std::move(vm);
+  }
+
+  // "(a, b, c)" — label names (keywords allowed), trailing comma allowed.
+  bool ParseLabelList(std::vector<std::string>* out, const char* context) {
+    if (!Expect(Tok::kLeftParen, std::string("in ") + context + ", expected \"(\"")) return false;
+    while (Peek().type != Tok::kRightParen) {
+      const Token& t = Peek();
+      if (t.type != Tok::kIdentifier || t.text.find(':') != std::string::npos) {
+        Unexpected(t, std::string("in ") + context + ", expected label");
+        return false;
+      }
+      out->push_back(Advance().text);
+      if (Peek().type == Tok::kComma) {
+        Advance();
+      } else if (Peek().type != Tok::kRightParen) {
+        Unexpected(Peek(), std::string("in ") + context + ", expected \")\" or \",\"");
+        return false;
+      }
+    }
+    Advance();
+    return true;
+  }
+
+  ExprPtr ParseUnary() {
+    if (Peek().type == Tok::kSub || Peek().type == Tok::kAdd) {
+      const Token& t = Advance();
+      bool negate = t.type == Tok::kSub;
+      int pos = t.pos;
+      ExprPtr operand = ParseExpr(kUnaryPrecedence);
+      if (failed_) return operand;
+      if (operand->kind == ExprKind::kNumber) {
+        auto* n = static_cast<NumberLiteral*>(operand.get());
+        if (negate) n->value = -n->value;
+        n->pos = pos;
+        return operand;
+      }
+      auto u = std::make_unique<UnaryExpr>();
+      u->pos = pos;
+      u->negate = negate;
+      u->expr = std::move(operand);
+      return u;
+    }
+    ExprPtr e = ParsePrimary();
+    while (!failed_) {
+      if (Peek().type == Tok::kLeftBracket) {
+        e = ParseRangeOrSubquery(std::move(e));
+      } else if (IsIdent(Peek(), "offset")) {
+        ParseOffset(e.get());
+      } else if (Peek().type == Tok::kAt) {
+        ParseAt(e.get());
+      } else {
+        break;
+      }
+    }
+    return e;
+  }
+
+  TimeModifiers* ModifiersOf(Expr* e) {
+    switch (e->kind) {
+      case ExprKind::kVectorSelector: return &static_cast<VectorSelector*>(e)->mods;
+      case ExprKind::kMatrixSelector:
+        return &static_cast<MatrixSelector*>(e)->selector->mods;
+      case ExprKind::kSubquery: return &static_cast<Subquery*>(e)->mods;
+      default: return nullptr;
+    }
+  }
+
+  bool ParseDurationToken(int64_t* ms, const std::string& context) {
+    const Token& t = Peek();
+    if (t.type != Tok::kDuration) {
+      Unexpected(t, context);
+      return false;
+    }
+    if (!ParsePromDuration(t.text, ms)) {
+      Fail(t.pos, "bad duration syntax: \"" + t.text + "\"");
+      return false;
+    }
+    Advance();
+    return true;
+  }
+
+  void ParseOffset(Expr* e) {
+    const Token& kw = Advance();
+    TimeModifiers* mods = ModifiersOf(e);
+    if (!mods) {
+      return Fail(kw.pos,
+                  "offset modifier must be preceded by an instant vector selector or range vector "
+                  "selector or a subquery");
+    }
+    if (mods->offset_ms != 0) return Fail(kw.pos, "offset may not be set multiple times");
+    bool negative = false;
+    if (Peek().type == Tok::kSub) {
+      Advance();
+      negative = true;
+    }
+    int64_t ms = 0;
+    if (!ParseDurationToken(&ms, "in offset, expected duration")) return;
+    mods->offset_ms = negative ? -ms : ms;
+  }
+
+  void ParseAt(Expr* e) {
+    const Token& at = Advance();
+    TimeModifiers* mods = ModifiersOf(e);
+    if (!mods) {
+      return Fail(at.pos,
+                  "@ modifier must be preceded by an instant vector selector or range vector "
+                  "selector or a subquery");
+    }
+    if (mods->at != AtKind::kNone) return Fail(at.pos, "@ <timestamp> may not be set multiple times");
+    if (IsIdent(Peek(), "start") || IsIdent(Peek(), "end")) {
+      bool start = IsIdent(Advance(), "start");
+      if (!Expect(Tok::kLeftParen, "") || !Expect(Tok::kRightParen, "")) return;
+      mods->at = start ? AtKind::kStart : AtKind::kEnd;
+      return;
+    }
+    double sign = 1;
+    if (Peek().type == Tok::kSub || Peek().type == Tok::kAdd) {
+      if (Advance().type == Tok::kSub) sign = -1;
+    }
+    const Token& t = Peek();
+    double v = 0;
+    if (t.type != Tok::kNumber || !ParseNumberText(t.text, &v)) {
+      return Unexpected(t, "in @, expected timestamp");
+    }
+    Advance();
+    v *= sign;
+    if (std::isinf(v) || std::isnan(v) || v >= 9.2e15 || v <= -9.2e15) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%f", v);
+      return Fail(t.pos, std::string("timestamp out of bounds for @ modifier: ") + buf);
+    }
+    mods->at = AtKind::kTimestamp;
+    mods->at_ms = static_cast<int64_t>(std::round(v * 1000));
+  }
+
+  ExprPtr ParseRangeOrSubquery(ExprPtr e) {
+    int pos = Advance().pos;  // '['
+    int64_t range = 0;
+    if (!ParseDurationToken(&range, "in subquery or range selector, expected duration"))
+      return e;
+    if (Peek().type == Tok::kColon) {
+      Advance();
+      int64_t step = 0;
+      if (Peek().type != Tok::kRightBracket &&
+          !ParseDurationToken(&step, "in subquery, expected duration or \"]\""))
+        return e;
+      if (!Expect(Tok::kRightBracket, "in subquery, expected \"]\"")) return e;
+      auto sq = std::make_unique<Subquery>();
+      sq->pos = e->pos;
+      sq->range_ms = range;
+      sq->step_ms = step;
+      sq->expr = std::move(e);
+      return sq;
+    }
+    if (!Expect(Tok::kRightBracket, "in range selector, expected \"]\"")) return e;
+    if (e->kind != ExprKind::kVectorSelector) {
+      Fail(e->pos, "ranges only allowed for vector selectors");
+      return e;
+    }
+    auto* vs = static_cast<VectorSelector*>(e.get());
+    if (vs->mods.offset_ms != 0) {
+      Fail(pos, "no offset modifiers allowed before range");
+      return e;
+    }
+    if (vs->mods.at != AtKind::kNone) {
+      Fail(pos, "no @ modifiers allowed before range");
+      return e;
+    }
+    auto ms = std::make_unique<MatrixSelector>();
+    ms->pos = e->pos;
+    ms->range_ms = range;
+    ms->selector.reset(static_cast<VectorSelector*>(e.release()));
+    return ms;
+  }
+
+  ExprPtr ParsePrimary() {
+    const Token& t = Peek();
+    switch (t.type) {
+      case Tok::kNumber: {
+        auto n = std::make_unique<NumberLiteral>();
+        n->pos = t.pos;
+        if (!ParseNumberText(t.text, &n->value)) Fail(t.pos, "error parsing number: " + t.text);
+        Advance();
+        return n;
+      }
+      case Tok::kString: {
+        auto s = std::make_unique<StringLiteral>();
+        s->pos = t.pos;
+        s->value = t.text;
+        Advance();
+        return s;
+      }
+      case Tok::kLeftParen: {
+        auto p = std::make_unique<ParenExpr>();
+        p->pos = Advance().pos;
+        p->expr = ParseExpr(0);
+        if (!failed_) Expect(Tok::kRightParen, "");
+        return p;
+      }
+      case Tok::kLeftBrace: return ParseSelector("", t.pos);
+      case Tok::kIdentifier: return ParseIdentifierExpr();
+      default:
+        Unexpected(t, "");
+        return std::make_unique<NumberLiteral>();
+    }
+  }
+
+  ExprPtr ParseIdentifierExpr() {
+    const Token& t = Advance();
+    std::string lower = Lower(t.text);
+    std::optional<AggregateOp> agg = AggregateFromName(lower);
+    bool grouping_next = IsIdent(Peek(), "by") || IsIdent(Peek(), "without");
+    if (agg && (Peek().type == Tok::kLeftParen || grouping_next)) return ParseAggregate(*agg, t.pos);
+    if (Peek().type == Tok::kLeftParen) {
+      const FunctionInfo* f = LookupFunction(t.text);
+      if (!f) {
+        Fail(t.pos, "unknown function with name \"" + t.text + "\"");
+        return std::make_unique<NumberLiteral>();
+      }
+      return ParseCall(f, t.pos);
+    }
+    static const std::set<std::string> kKeywords = {
+        "and", "or", "unless", "atan2", "bool", "by", "without", "on", "ignoring", "group_left",
+        "group_right", "offset"};
+    if (kKeywords.count(lower) || agg) {
+      Unexpected(t, "");
+      return std::make_unique<NumberLiteral>();
+    }
+    return ParseSelector(t.text, t.pos);
+  }
+
+  ExprPtr ParseCall(const FunctionInfo* f, int pos) {
+    auto call = std::make_unique<Call>();
+    call->pos = pos;
+    call->func = f;
+    Advance();  // '('
+    if (Peek().type != Tok::kRightParen) {
+      for (;;) {
+        call->args.push_back(ParseExpr(0));
+        if (failed_) return call;
+        if (Peek().type == Tok::kComma) {
+          Advance();
+          continue;
+        }
+        break;
+      }
+    }
+    Expect(Tok::kRightParen, "");
+    return call;
+  }
+
+  ExprPtr ParseAggregate(AggregateOp op, int pos) {
+    auto agg = std::make_unique<AggregateExpr>();
+    agg->pos = pos;
+    agg->op = op;
+    bool grouped = false;
+    auto grouping = [&]() {
+      agg->without = IsIdent(Advance(), "without");
+      grouped = true;
+      return ParseLabelList(&agg->grouping, "grouping opts");
+    };
+    if ((IsIdent(Peek(), "by") || IsIdent(Peek(), "without")) && !grouping()) return agg;
+    if (!Expect(Tok::kLeftParen, "in aggregation, expected \"(\"")) return agg;
+    std::vector<ExprPtr> args;
+    if (Peek().type != Tok::kRightParen) {
+      for (;;) {
+        args.push_back(ParseExpr(0));
+        if (failed_) return agg;
+        if (Peek().type != Tok::kComma) break;
+        Advance();
+        if (Peek().type == Tok::kRightParen) break;  // trailing comma
+      }
+    }
+    if (!Expect(Tok::kRightParen, "")) return agg;
+    if (!grouped && (IsIdent(Peek(), "by") || IsIdent(Peek(), "without")) && !grouping()) return agg;
+    bool with_param = op == AggregateOp::kTopk || op == AggregateOp::kBottomk ||
+                      op == AggregateOp::kQuantile || op == AggregateOp::kCountValues;
+    size_t desired = with_param ? 2 : 1;
+    if (args.empty()) {
+      Fail(pos, "no arguments for aggregate expression provided");
+      return agg;
+    }
+    if (args.size() != desired) {
+      Fail(pos, "wrong number of arguments for aggregate expression provided, expected " +
+                    std::to_string(desired) + ", got " + std::to_string(args.size()));
+      return agg;
+    }
+    if (with_param) agg->param = std::move(args[0]);
+    agg->expr = std::move(args.back());
+    return agg;
+  }
+
+  ExprPtr ParseSelector(const std::string& name, int pos) {
+    auto vs = std::make_unique<VectorSelector>();
+    vs->pos = pos;
+    vs->name = name;
+    if (Peek().type == Tok::kLeftBrace) {
+      Advance();
+      while (!failed_ && Peek().type != Tok::kRightBrace) {
+        if (!ParseMatcher(vs.get())) break;
+        if (Peek().type == Tok::kComma) {
+          Advance();
+        } else if (Peek().type != Tok::kRightBrace) {
+          Unexpected(Peek(), "in label matching, expected \",\" or \"}\"");
+        }
+      }
+      if (failed_) return vs;
+      Advance();  // '}'
+    }
+    if (!name.empty()) {
+      for (const tsdb::Matcher& m : vs->matchers) {
+        if (m.name() == "__name__") {
+          Fail(pos, "metric name must not be set twice: \"" + name + "\" or \"" + m.value() + "\"");
+          return vs;
+        }
+      }
+      vs->matchers.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", name));
+    }
+    bool non_empty = false;
+    for (const tsdb::Matcher& m : vs->matchers) non_empty |= !m.Matches("");
+    if (!non_empty) Fail(pos, "vector selector must contain at least one non-empty matcher");
+    return vs;
+  }
+
+  bool ParseMatcher(VectorSelector* vs) {
+    const Token& name = Peek();
+    if (name.type != Tok::kIdentifier) {
+      Unexpected(name, "in label matching, expected label");
+      return false;
+    }
+    Advance();
+    tsdb::MatchType type;
+    switch (Peek().type) {
+      case Tok::kAssign: type = tsdb::MatchType::kEqual; break;
+      case Tok::kNeq: type = tsdb::MatchType::kNotEqual; break;
+      case Tok::kEqlRegex: type = tsdb::MatchType::kRegexMatch; break;
+      case Tok::kNeqRegex: type = tsdb::MatchType::kRegexNoMatch; break;
+      default:
+        Unexpected(Peek(), "in label matching, expected label matching operator");
+        return false;
+    }
+    Advance();
+    const Token& value = Peek();
+    if (value.type != Tok::kString) {
+      Unexpected(value, "in label matching, expected string");
+      return false;
+    }
+    Advance();
+    Expected<tsdb::Matcher> m = tsdb::Matcher::Make(type, name.text, value.text);
+    if (!m) {
+      Fail(value.pos, m.error().message);
+      return false;
+    }
+    vs->matchers.push_back(std::move(*m));
+    return true;
+  }
+
+  // ----- type checks (Prometheus' checkAST) -----
+
+  void ExpectType(const Expr& e, ValueType want, const std::string& context) {
+    ValueType got = TypeOf(e);
+    if (got != want) {
+      Fail(e.pos, std::string("expected type ") + ValueTypeName(want) + " in " + context +
+                      ", got " + ValueTypeName(got));
+    }
+  }
+
+  void Check(Expr& e) {
+    if (failed_) return;
+    switch (e.kind) {
+      case ExprKind::kParen: return Check(*static_cast<ParenExpr&>(e).expr);
+      case ExprKind::kUnary: {
+        auto& u = static_cast<UnaryExpr&>(e);
+        Check(*u.expr);
+        ValueType t = TypeOf(*u.expr);
+        if (t != ValueType::kScalar && t != ValueType::kVector) {
+          Fail(u.pos, std::string("unary expression only allowed on expressions of type scalar or "
+                                  "instant vector, got \"") +
+                          ValueTypeName(t) + "\"");
+        }
+        return;
+      }
+      case ExprKind::kSubquery: {
+        auto& s = static_cast<Subquery&>(e);
+        Check(*s.expr);
+        ValueType t = TypeOf(*s.expr);
+        if (t != ValueType::kVector) {
+          Fail(s.pos, std::string("subquery is only allowed on instant vector, got ") +
+                          ValueTypeName(t) + " in \"" + Format(s) + "\" instead");
+        }
+        return;
+      }
+      case ExprKind::kAggregate: {
+        auto& a = static_cast<AggregateExpr&>(e);
+        Check(*a.expr);
+        if (a.param) Check(*a.param);
+        ExpectType(*a.expr, ValueType::kVector, "aggregation expression");
+        if (a.op == AggregateOp::kTopk || a.op == AggregateOp::kBottomk ||
+            a.op == AggregateOp::kQuantile)
+          ExpectType(*a.param, ValueType::kScalar, "aggregation parameter");
+        if (a.op == AggregateOp::kCountValues)
+          ExpectType(*a.param, ValueType::kString, "aggregation parameter");
+        return;
+      }
+      case ExprKind::kCall: return CheckCall(static_cast<Call&>(e));
+      case ExprKind::kBinary: return CheckBinary(static_cast<BinaryExpr&>(e));
+      default: return;
+    }
+  }
+
+  void CheckCall(Call& c) {
+    for (auto& a : c.args) Check(*a);
+    if (failed_) return;
+    const FunctionInfo& f = *c.func;
+    size_t nargs = f.arg_types.size();
+    std::string fname = std::string("\"") + f.name + "\"";
+    if (f.variadic == 0) {
+      if (nargs != c.args.size()) {
+        return Fail(c.pos, "expected " + std::to_string(nargs) + " argument(s) in call to " +
+                               fname + ", got " + std::to_string(c.args.size()));
+      }
+    } else {
+      size_t min = nargs - 1;
+      if (min > c.args.size()) {
+        return Fail(c.pos, "expected at least " + std::to_string(min) +
+                               " argument(s) in call to " + fname + ", got " +
+                               std::to_string(c.args.size()));
+      }
+      size_t max = min + static_cast<size_t>(f.variadic);
+      if (f.variadic > 0 && max < c.args.size()) {
+        return Fail(c.pos, "expected at most " + std::to_string(max) + " argument(s) in call to " +
+                               fname + ", got " + std::to_string(c.args.size()));
+      }
+    }
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      size_t ti = i;
+      if (ti >= nargs) {
+        if (f.variadic != -1) break;
+        ti = nargs - 1;
+      }
+      ExpectType(*c.args[i], f.arg_types[ti], "call to function " + fname);
+    }
+  }
+
+  void CheckBinary(BinaryExpr& b) {
+    Check(*b.lhs);
+    Check(*b.rhs);
+    if (failed_) return;
+    int op_pos = op_positions_[&b];
+    ValueType lt = TypeOf(*b.lhs), rt = TypeOf(*b.rhs);
+    std::string op = std::string("\"") + BinaryOpName(b.op) + "\"";
+    if (b.return_bool && !IsComparison(b.op))
+      return Fail(op_pos, "bool modifier can only be used on comparison operators");
+    if (IsComparison(b.op) && !b.return_bool && lt == ValueType::kScalar &&
+        rt == ValueType::kScalar)
+      return Fail(op_pos, "comparisons between scalars must use BOOL modifier");
+    VectorMatching& vm = *b.matching;
+    if (IsSetOperator(b.op) && vm.card == Cardinality::kOneToOne)
+      vm.card = Cardinality::kManyToMany;
+    for (const std::string& l1 : vm.labels)
+      for (const std::string& l2 : vm.include)
+        if (l1 == l2 && vm.on)
+          return Fail(op_pos, "label \"" + l1 + "\" must not occur in ON and GROUP clause at once");
+    if (lt != ValueType::kScalar && lt != ValueType::kVector)
+      return Fail(b.lhs->pos, "binary expression must contain only scalar and instant vector types");
+    if (rt != ValueType::kScalar && rt != ValueType::kVector)
+      return Fail(b.rhs->pos, "binary expression must contain only scalar and instant vector types");
+    if (lt != ValueType::kVector || rt != ValueType::kVector) {
+      if (!vm.labels.empty())
+        return Fail(b.pos, "vector matching only allowed between instant vectors");
+      b.matching.reset();
+    } else if (IsSetOperator(b.op)) {
+      if (vm.card == Cardinality::kOneToMany || vm.card == Cardinality::kManyToOne)
+        return Fail(b.pos, "no grouping allowed for " + op + " operation");
+    }
+    if ((lt == ValueType::kScalar || rt == ValueType::kScalar) && IsSetOperator(b.op))
+      return Fail(b.pos, "set operator " + op + " not allowed in binary scalar expression");
+  }
+
+  std::string_view query_;
+  std::vector<Token> toks_;
+  size_t idx_ = 0;
+  bool failed_ = false;
+  std::string error_;
+  std::map<const BinaryExpr*, int> op_positions_;
+};
+
+}  // namespace
+
+Expected<ExprPtr> Parse(std::string_view query) { return Parser(query).Run(); }
+
+bool ParsePromDuration(std::string_view text, int64_t* ms) {
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"y", 365LL * 24 * 3600 * 1000}, {"w", 7LL * 24 * 3600 * 1000}, {"d", 24LL * 3600 * 1000},
+      {"h", 3600LL * 1000},            {"m", 60LL * 1000},            {"s", 1000},
+      {"ms", 1}};
+  if (text.empty()) return false;
+  // A bare number is seconds (Prometheus accepts "[300]" style only as a float duration).
+  bool all_digits = text.find_first_not_of("0123456789.") == std::string_view::npos;
+  if (all_digits) {
+    double secs = std::strtod(std::string(text).c_str(), nullptr);
+    *ms = static_cast<int64_t>(std::llround(secs * 1000));
+    return true;
+  }
+  size_t i = 0, next_unit = 0;
+  int64_t total = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == start) return false;
+    int64_t n = std::strtoll(std::string(text.substr(start, i - start)).c_str(), nullptr, 10);
+    size_t ustart = i;
+    while (i < text.size() && !(text[i] >= '0' && text[i] <= '9')) ++i;
+    std::string_view unit = text.substr(ustart, i - ustart);
+    size_t u = next_unit;
+    while (u < std::size(kUnits) && unit != kUnits[u].first) ++u;
+    if (u == std::size(kUnits)) return false;  // unknown or out of order
+    total += n * kUnits[u].second;
+    next_unit = u + 1;
+  }
+  *ms = total;
+  return true;
+}
+
+}  // namespace gw::promql

@@ -1,0 +1,50 @@
+// tsdb/chunk.h — the chunk codec: a run of one series' samples compressed into a byte string.
+//
+// Designed for GPU telemetry: NVML values are mostly integers (mW, °C, %, MHz, bytes, mJ) sampled
+// at a regular interval. A chunk picks one of two value encodings when it is cut:
+//   * kScaledInt: every value is k × 10^-s for one decimal scale s (0..15) and an integer k with
+//     |k| < 2^53, checked to round-trip bit-exactly. The integers are coded as deltas or
+//     delta-of-deltas (whichever is smaller for this chunk) with zero-runs and a per-chunk bit
+//     width. NaN, the stale marker, ±Inf and -0.0 are escaped as raw 64-bit values.
+//   * kXor: Gorilla XOR coding for anything else (the Prometheus baseline).
+// Timestamps are delta-of-delta coded with the same integer coder: a chunk of evenly spaced
+// samples costs a few bytes for all its timestamps together.
+// The exact bit layout is in docs/tsdb-format.md and commented where it is written (chunk.cpp).
+//
+// Pure functions; thread-safe.
+#ifndef GPUWARDEN_TSDB_CHUNK_H_
+#define GPUWARDEN_TSDB_CHUNK_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "tsdb/storage.h"
+
+namespace gw::tsdb {
+
+enum class ChunkEncoding : uint8_t { kScaledInt = 1, kXor = 2 };
+
+// Chunks hold at most this many samples (the decoder rejects more as corrupt).
+inline constexpr size_t kMaxChunkSamples = 1 << 16;
+
+// Encodes `samples` (any timestamps and values; at most kMaxChunkSamples) choosing the smaller
+// encoding. Every value, NaN payloads included, decodes bit-exactly.
+std::string EncodeChunk(std::span<const Sample> samples);
+
+// Encodes with Gorilla XOR values only: the baseline our codec is measured against.
+std::string EncodeXorChunk(std::span<const Sample> samples);
+
+// Appends the chunk's samples to `out`. Fails (leaving `out` possibly extended) on a malformed
+// chunk; never reads out of bounds.
+Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out);
+
+// The encoding byte of a chunk (first byte), 0 if empty.
+uint8_t ChunkEncodingOf(std::string_view chunk);
+
+}  // namespace gw::tsdb
+
+#endif  // GPUWARDEN_TSDB_CHUNK_H_
