@@ -155,6 +155,7 @@ std::string SelectorBody(const VectorSelector& vs) {
 
 }  // namespace
 
+namespace {
 // Go's fmt.Sprint(float64), i.e. %g with the shortest round-trip digits: exponent form when the
 // decimal exponent is < -4 or >= 6 ("1e+06", "123456", "1e-05").
 std::string FormatNumber(double v) {
@@ -172,6 +173,7 @@ std::string FormatNumber(double v) {
   std::snprintf(buf, sizeof buf, "%.*f", std::max(prec - 1 - exp, 0), v);
   return buf;
 }
+}  // namespace
 
 std::string Format(const Expr& e) {
   switch (e.kind) {

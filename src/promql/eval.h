@@ -1,0 +1,93 @@
+// promql/eval.h — the evaluator shared by engine.cpp, binary.cpp, aggregate.cpp and
+// functions.cpp (internal to promql/).
+//
+// Evaluation is step by step: Eval(expr, t) computes the value of `expr` at one time. Errors are
+// thrown as EvalError inside the evaluator and turned into QueryError by Engine.
+#ifndef GPUWARDEN_PROMQL_EVAL_H_
+#define GPUWARDEN_PROMQL_EVAL_H_
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "promql/engine.h"
+
+namespace gw::promql {
+
+struct EvalError {
+  QueryError::Kind kind;
+  std::string message;
+};
+
+// One element of an instant vector.
+struct Element {
+  tsdb::Labels labels;
+  double v = 0;
+  int64_t t_ms = 0;  // sample time; only timestamp() of a plain selector reads it
+};
+using Vector = std::vector<Element>;
+
+struct EvalValue {
+  ValueType type = ValueType::kVector;
+  double scalar = 0;
+  std::string str;
+  Vector vector;
+  std::vector<Series> matrix;  // range vectors: points in the window
+};
+
+class Evaluator {
+ public:
+  Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms,
+            int64_t end_ms);
+
+  // Loads the samples every selector of `root` needs for evaluations in [start, end].
+  void Prepare(const Expr& root);
+
+  EvalValue Eval(const Expr& e, int64_t t_ms);
+
+  // Throws the timeout error once the deadline has passed.
+  void CheckDeadline() const;
+  // Counts samples held by the current step; throws past max_samples.
+  void AddSamples(size_t n);
+  void ResetStepSamples() { step_samples_ = 0; }
+
+  Vector EvalBinary(const BinaryExpr& b, const EvalValue& lhs, const EvalValue& rhs,
+                    EvalValue* out);
+  Vector EvalAggregate(const AggregateExpr& a, int64_t t_ms);
+  EvalValue EvalCall(const Call& c, int64_t t_ms);
+
+  // Helpers for functions.
+  Vector EvalSelectorAt(const VectorSelector& vs, int64_t t_ms);
+  std::vector<Series> EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms);
+  int64_t start_ms() const { return start_ms_; }
+  int64_t end_ms() const { return end_ms_; }
+
+ private:
+  struct Fetched {
+    int64_t mint = 0, maxt = 0;
+    std::vector<tsdb::SeriesData> series;
+  };
+  void Walk(const Expr& e, int64_t lo, int64_t hi);
+  void Need(const VectorSelector& vs, int64_t mint, int64_t maxt);
+  int64_t RefTime(const TimeModifiers& m, int64_t t) const;
+  std::vector<Series> MatrixAt(const MatrixSelector& ms, int64_t t_ms);
+  std::vector<Series> SubqueryAt(const Subquery& sq, int64_t t_ms);
+
+  tsdb::Querier& querier_;
+  const EngineOptions& options_;
+  int64_t start_ms_, end_ms_;
+  std::chrono::steady_clock::time_point deadline_;
+  size_t step_samples_ = 0;
+  std::map<const VectorSelector*, Fetched> data_;
+};
+
+// Shared label helpers.
+tsdb::Labels DropName(const tsdb::Labels& l);
+void SetLabel(tsdb::Labels* l, const std::string& name, const std::string& value);
+std::string LabelsKey(const tsdb::Labels& l);  // an injective string form, for maps
+void CheckNoDuplicateLabelsets(const Vector& v);
+
+}  // namespace gw::promql
+
+#endif  // GPUWARDEN_PROMQL_EVAL_H_
