@@ -1,0 +1,366 @@
+// Engine entry points and the core of the evaluator: data loading, selectors, subqueries.
+#include "promql/engine.h"
+
+#include <algorithm>
+#include <map>
+
+#include "promql/eval.h"
+#include "promql/parser.h"
+
+namespace gw::promql {
+
+// ----- label helpers -----
+
+tsdb::Labels DropName(const tsdb::Labels& l) {
+  tsdb::Labels out;
+  out.reserve(l.size());
+  for (const tsdb::Label& x : l)
+    if (x.name != "__name__") out.push_back(x);
+  return out;
+}
+
+void SetLabel(tsdb::Labels* l, const std::string& name, const std::string& value) {
+  auto it = std::lower_bound(l->begin(), l->end(), name,
+                             [](const tsdb::Label& a, const std::string& n) { return a.name < n; });
+  if (it != l->end() && it->name == name) {
+    if (value.empty()) {
+      l->erase(it);
+    } else {
+      it->value = value;
+    }
+  } else if (!value.empty()) {
+    l->insert(it, tsdb::Label{name, value});
+  }
+}
+
+std::string LabelsKey(const tsdb::Labels& l) {
+  std::string key;
+  for (const tsdb::Label& x : l) {
+    key += x.name;
+    key.push_back('\xff');
+    key += x.value;
+    key.push_back('\xff');
+  }
+  return key;
+}
+
+void CheckNoDuplicateLabelsets(const Vector& v) {
+  if (v.size() < 2) return;
+  std::vector<const tsdb::Labels*> ls;
+  ls.reserve(v.size());
+  for (const Element& e : v) ls.push_back(&e.labels);
+  std::sort(ls.begin(), ls.end(), [](auto* a, auto* b) { return *a < *b; });
+  for (size_t i = 1; i < ls.size(); ++i) {
+    if (*ls[i] == *ls[i - 1])
+      throw EvalError{QueryError::Kind::kExecution,
+                      "vector cannot contain metrics with the same labelset"};
+  }
+}
+
+// ----- evaluator core -----
+
+Evaluator::Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms,
+                     int64_t end_ms)
+    : querier_(querier), options_(options), start_ms_(start_ms), end_ms_(end_ms) {
+  deadline_ = std::chrono::steady_clock::now() +
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(options.timeout_s));
+}
+
+void Evaluator::CheckDeadline() const {
+  if (std::chrono::steady_clock::now() > deadline_)
+    throw EvalError{QueryError::Kind::kTimeout, "query timed out in expression evaluation"};
+}
+
+void Evaluator::AddSamples(size_t n) {
+  step_samples_ += n;
+  if (step_samples_ > options_.max_samples) {
+    throw EvalError{QueryError::Kind::kExecution,
+                    "query processing would load too many samples into memory in query execution"};
+  }
+}
+
+int64_t Evaluator::RefTime(const TimeModifiers& m, int64_t t) const {
+  switch (m.at) {
+    case AtKind::kTimestamp: t = m.at_ms; break;
+    case AtKind::kStart: t = start_ms_; break;
+    case AtKind::kEnd: t = end_ms_; break;
+    case AtKind::kNone: break;
+  }
+  return t - m.offset_ms;
+}
+
+void Evaluator::Need(const VectorSelector& vs, int64_t mint, int64_t maxt) {
+  auto [it, inserted] = data_.try_emplace(&vs);
+  if (inserted) {
+    it->second.mint = mint;
+    it->second.maxt = maxt;
+  } else {
+    it->second.mint = std::min(it->second.mint, mint);
+    it->second.maxt = std::max(it->second.maxt, maxt);
+  }
+}
+
+// Records for every selector the time span its samples must cover when `e` is evaluated at
+// times in [lo, hi].
+void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
+  switch (e.kind) {
+    case ExprKind::kVectorSelector: {
+      const auto& vs = static_cast<const VectorSelector&>(e);
+      Need(vs, RefTime(vs.mods, lo) - options_.lookback_delta_ms, RefTime(vs.mods, hi));
+      return;
+    }
+    case ExprKind::kMatrixSelector: {
+      const auto& ms = static_cast<const MatrixSelector&>(e);
+      const TimeModifiers& m = ms.selector->mods;
+      Need(*ms.selector, RefTime(m, lo) - ms.range_ms, RefTime(m, hi));
+      return;
+    }
+    case ExprKind::kSubquery: {
+      const auto& sq = static_cast<const Subquery&>(e);
+      return Walk(*sq.expr, RefTime(sq.mods, lo) - sq.range_ms, RefTime(sq.mods, hi));
+    }
+    case ExprKind::kParen: return Walk(*static_cast<const ParenExpr&>(e).expr, lo, hi);
+    case ExprKind::kUnary: return Walk(*static_cast<const UnaryExpr&>(e).expr, lo, hi);
+    case ExprKind::kBinary: {
+      const auto& b = static_cast<const BinaryExpr&>(e);
+      Walk(*b.lhs, lo, hi);
+      return Walk(*b.rhs, lo, hi);
+    }
+    case ExprKind::kAggregate: {
+      const auto& a = static_cast<const AggregateExpr&>(e);
+      if (a.param) Walk(*a.param, lo, hi);
+      return Walk(*a.expr, lo, hi);
+    }
+    case ExprKind::kCall:
+      for (const auto& arg : static_cast<const Call&>(e).args) Walk(*arg, lo, hi);
+      return;
+    case ExprKind::kNumber:
+    case ExprKind::kString: return;
+  }
+}
+
+void Evaluator::Prepare(const Expr& root) {
+  Walk(root, start_ms_, end_ms_);
+  for (auto& [vs, f] : data_) {
+    CheckDeadline();
+    Status s = querier_.Select(vs->matchers, f.mint, f.maxt, &f.series);
+    if (!s.ok()) throw EvalError{QueryError::Kind::kInternal, s.message()};
+  }
+}
+
+Vector Evaluator::EvalSelectorAt(const VectorSelector& vs, int64_t t_ms) {
+  const Fetched& f = data_.at(&vs);
+  int64_t ref = RefTime(vs.mods, t_ms);
+  Vector out;
+  for (const tsdb::SeriesData& s : f.series) {
+    auto it = std::upper_bound(s.samples.begin(), s.samples.end(), ref,
+                               [](int64_t t, const tsdb::Sample& x) { return t < x.t_ms; });
+    if (it == s.samples.begin()) continue;
+    --it;
+    if (it->t_ms < ref - options_.lookback_delta_ms || tsdb::IsStaleNaN(it->v)) continue;
+    out.push_back(Element{s.labels, it->v, it->t_ms});
+  }
+  AddSamples(out.size());
+  return out;
+}
+
+std::vector<Series> Evaluator::MatrixAt(const MatrixSelector& ms, int64_t t_ms) {
+  const Fetched& f = data_.at(ms.selector.get());
+  int64_t maxt = RefTime(ms.selector->mods, t_ms);
+  int64_t mint = maxt - ms.range_ms;
+  std::vector<Series> out;
+  size_t n = 0;
+  for (const tsdb::SeriesData& s : f.series) {
+    auto it = std::lower_bound(s.samples.begin(), s.samples.end(), mint,
+                               [](const tsdb::Sample& x, int64_t t) { return x.t_ms < t; });
+    Series series;
+    for (; it != s.samples.end() && it->t_ms <= maxt; ++it) {
+      if (!tsdb::IsStaleNaN(it->v)) series.points.push_back(Point{it->t_ms, it->v});
+    }
+    if (series.points.empty()) continue;
+    n += series.points.size();
+    series.labels = s.labels;
+    out.push_back(std::move(series));
+  }
+  AddSamples(n);
+  return out;
+}
+
+std::vector<Series> Evaluator::SubqueryAt(const Subquery& sq, int64_t t_ms) {
+  int64_t ref = RefTime(sq.mods, t_ms);
+  int64_t step = sq.step_ms > 0 ? sq.step_ms : options_.default_subquery_step_ms;
+  int64_t lo = ref - sq.range_ms;
+  // The first multiple of the step at or after lo (epoch-aligned, as Prometheus).
+  int64_t first = (lo / step) * step;
+  if (first < lo) first += step;
+  std::map<tsdb::Labels, Series> by_labels;
+  size_t n = 0;
+  for (int64_t ts = first; ts <= ref; ts += step) {
+    CheckDeadline();
+    EvalValue v = Eval(*sq.expr, ts);
+    for (Element& e : v.vector) {
+      Series& s = by_labels[e.labels];
+      s.points.push_back(Point{ts, e.v});
+      ++n;
+    }
+  }
+  std::vector<Series> out;
+  out.reserve(by_labels.size());
+  for (auto& [labels, s] : by_labels) {
+    s.labels = labels;
+    out.push_back(std::move(s));
+  }
+  AddSamples(n);
+  return out;
+}
+
+std::vector<Series> Evaluator::EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms) {
+  const Expr* x = &e;
+  while (x->kind == ExprKind::kParen) x = static_cast<const ParenExpr*>(x)->expr.get();
+  if (x->kind == ExprKind::kMatrixSelector) {
+    const auto* ms = static_cast<const MatrixSelector*>(x);
+    *range_ms = ms->range_ms;
+    return MatrixAt(*ms, t_ms);
+  }
+  if (x->kind == ExprKind::kSubquery) {
+    const auto* sq = static_cast<const Subquery*>(x);
+    *range_ms = sq->range_ms;
+    return SubqueryAt(*sq, t_ms);
+  }
+  throw EvalError{QueryError::Kind::kInternal, "expected a range vector"};
+}
+
+EvalValue Evaluator::Eval(const Expr& e, int64_t t_ms) {
+  EvalValue out;
+  switch (e.kind) {
+    case ExprKind::kNumber:
+      out.type = ValueType::kScalar;
+      out.scalar = static_cast<const NumberLiteral&>(e).value;
+      return out;
+    case ExprKind::kString:
+      out.type = ValueType::kString;
+      out.str = static_cast<const StringLiteral&>(e).value;
+      return out;
+    case ExprKind::kParen: return Eval(*static_cast<const ParenExpr&>(e).expr, t_ms);
+    case ExprKind::kVectorSelector:
+      out.vector = EvalSelectorAt(static_cast<const VectorSelector&>(e), t_ms);
+      return out;
+    case ExprKind::kMatrixSelector:
+      out.type = ValueType::kMatrix;
+      out.matrix = MatrixAt(static_cast<const MatrixSelector&>(e), t_ms);
+      return out;
+    case ExprKind::kSubquery:
+      out.type = ValueType::kMatrix;
+      out.matrix = SubqueryAt(static_cast<const Subquery&>(e), t_ms);
+      return out;
+    case ExprKind::kUnary: {
+      const auto& u = static_cast<const UnaryExpr&>(e);
+      out = Eval(*u.expr, t_ms);
+      if (!u.negate) return out;
+      out.scalar = -out.scalar;
+      for (Element& el : out.vector) {
+        el.v = -el.v;
+        el.labels = DropName(el.labels);
+      }
+      CheckNoDuplicateLabelsets(out.vector);
+      return out;
+    }
+    case ExprKind::kBinary: {
+      const auto& b = static_cast<const BinaryExpr&>(e);
+      EvalValue lhs = Eval(*b.lhs, t_ms);
+      EvalValue rhs = Eval(*b.rhs, t_ms);
+      out.vector = EvalBinary(b, lhs, rhs, &out);
+      if (out.type == ValueType::kVector) CheckNoDuplicateLabelsets(out.vector);
+      return out;
+    }
+    case ExprKind::kAggregate:
+      out.vector = EvalAggregate(static_cast<const AggregateExpr&>(e), t_ms);
+      return out;
+    case ExprKind::kCall: {
+      out = EvalCall(static_cast<const Call&>(e), t_ms);
+      if (out.type == ValueType::kVector) CheckNoDuplicateLabelsets(out.vector);
+      return out;
+    }
+  }
+  return out;
+}
+
+// ----- Engine -----
+
+namespace {
+
+QueryError BadData(std::string message) {
+  return QueryError{QueryError::Kind::kBadData, std::move(message)};
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options) : options_(options) {}
+
+QueryResult Engine::Instant(tsdb::Querier& querier, std::string_view expr, int64_t t_ms) const {
+  Expected<ExprPtr> parsed = Parse(expr);
+  if (!parsed) return BadData(parsed.error().message);
+  try {
+    Evaluator ev(querier, options_, t_ms, t_ms);
+    ev.Prepare(**parsed);
+    EvalValue v = ev.Eval(**parsed, t_ms);
+    Value out;
+    out.type = v.type;
+    out.t_ms = t_ms;
+    out.scalar = v.scalar;
+    out.string = std::move(v.str);
+    if (v.type == ValueType::kVector) {
+      for (Element& el : v.vector)
+        out.series.push_back(Series{std::move(el.labels), {Point{t_ms, el.v}}});
+    } else if (v.type == ValueType::kMatrix) {
+      out.series = std::move(v.matrix);
+    }
+    return out;
+  } catch (const EvalError& e) {
+    return QueryError{e.kind, e.message};
+  }
+}
+
+QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t start_ms,
+                          int64_t end_ms, int64_t step_ms) const {
+  if (step_ms <= 0)
+    return BadData(
+        "zero or negative query resolution step widths are not accepted. Try a positive integer");
+  if (end_ms < start_ms) return BadData("end timestamp must not be before start time");
+  Expected<ExprPtr> parsed = Parse(expr);
+  if (!parsed) return BadData(parsed.error().message);
+  ValueType type = TypeOf(**parsed);
+  if (type != ValueType::kScalar && type != ValueType::kVector) {
+    return BadData(std::string("invalid expression type \"") + ValueTypeName(type) +
+                   "\" for range query, must be Scalar or instant Vector");
+  }
+  try {
+    Evaluator ev(querier, options_, start_ms, end_ms);
+    ev.Prepare(**parsed);
+    std::map<tsdb::Labels, std::vector<Point>> by_labels;
+    size_t total = 0;
+    for (int64_t t = start_ms; t <= end_ms; t += step_ms) {
+      ev.CheckDeadline();
+      ev.ResetStepSamples();
+      ev.AddSamples(total);
+      EvalValue v = ev.Eval(**parsed, t);
+      if (v.type == ValueType::kScalar) {
+        by_labels[{}].push_back(Point{t, v.scalar});
+        ++total;
+        continue;
+      }
+      for (Element& el : v.vector) by_labels[std::move(el.labels)].push_back(Point{t, el.v});
+      total += v.vector.size();
+    }
+    Value out;
+    out.type = ValueType::kMatrix;
+    out.t_ms = end_ms;
+    for (auto& [labels, points] : by_labels) out.series.push_back(Series{labels, std::move(points)});
+    return out;
+  } catch (const EvalError& e) {
+    return QueryError{e.kind, e.message};
+  }
+}
+
+}  // namespace gw::promql

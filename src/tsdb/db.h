@@ -1,0 +1,127 @@
+// tsdb/db.h — the store: head + write-ahead log + SQLite, behind one object.
+//
+//   auto db = DB::Open({.dir = "/var/lib/gpuwarden"});        // loads series, replays the WAL
+//   SeriesRef ref = *db->GetRef(labels);                     // once per series
+//   db->Append(ref, t_ms, v);  ...  db->Commit();            // once per collection cycle
+//   db->Flush();                                             // every few minutes to hours
+//   auto q = db->NewQuerier();  q->Select(...);              // any thread
+//
+// Data directory layout: `tsdb.sqlite` (+ SQLite's own -wal/-shm files) holds series and
+// persisted chunks; `wal/` holds the write-ahead log of everything since the last Flush. Format
+// and crash-safety guarantees: docs/tsdb-format.md.
+//
+// Threading: the *writer* methods (GetRef, Append, MarkStale, Commit, Flush, ApplyRetention) must
+// be called from one thread at a time (the collector's). NewQuerier, stats and every Querier
+// method may be called from any number of threads concurrently with the writer. A Querier must
+// not outlive its DB.
+#ifndef GPUWARDEN_TSDB_DB_H_
+#define GPUWARDEN_TSDB_DB_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "tsdb/head.h"
+#include "tsdb/storage.h"
+#include "tsdb/wal.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace gw::tsdb {
+
+struct DBOptions {
+  std::string dir;  // created if missing
+  HeadOptions head;
+  WalSync wal_sync = WalSync::kInterval;
+  double wal_sync_interval_s = 10;
+  uint64_t wal_segment_bytes = 64ULL << 20;
+  int64_t retention_ms = 15LL * 24 * 3600 * 1000;  // raw chunks older than this are deleted
+  Logger* logger = nullptr;                        // nullptr: stay silent
+};
+
+struct DBStats {
+  uint64_t series = 0;
+  uint64_t samples_appended = 0;      // accepted since open (WAL replay included)
+  uint64_t out_of_order = 0;          // rejected by Append since open (replay excluded)
+  uint64_t wal_replayed_samples = 0;  // read back from the WAL at open
+  uint64_t wal_corruptions = 0;       // torn/bad WAL segment tails found at open
+  uint64_t chunk_corruptions = 0;     // persisted chunks that failed their checksum or decode
+  uint64_t chunks_persisted = 0;      // chunks written to SQLite since open
+  uint64_t wal_bytes = 0;
+  uint64_t sqlite_bytes = 0;          // the database file and SQLite's own journal files
+  uint64_t bytes_on_disk = 0;         // wal_bytes + sqlite_bytes
+  double last_flush_seconds = 0;
+};
+
+class DB {
+ public:
+  // Opens or creates the store in options.dir: loads the series from SQLite, then replays the
+  // WAL into the head. Corruption found on the way is logged and counted, not fatal; I/O and
+  // SQLite errors are.
+  static Expected<std::unique_ptr<DB>> Open(const DBOptions& options);
+  // Commits buffered WAL records; does not Flush (the WAL keeps the head).
+  ~DB();
+  DB(const DB&) = delete;
+  DB& operator=(const DB&) = delete;
+
+  // ---- Writer (one thread). ----
+
+  // The id of the series with `labels` (sorted by name, names unique and non-empty), created if
+  // new. Use it with Append(ref, ...) to skip hashing the labels on every sample.
+  Expected<SeriesRef> GetRef(const Labels& labels);
+  // Appends a sample: visible to queriers at once, durable after the next Commit. A sample at or
+  // before the series' newest timestamp is rejected and counted (DBStats::out_of_order).
+  Status Append(SeriesRef ref, int64_t t_ms, double v);
+  Status Append(const Labels& labels, int64_t t_ms, double v);
+  // Appends the stale marker (StaleNaN) — the series has disappeared at t_ms.
+  Status MarkStale(SeriesRef ref, int64_t t_ms) { return Append(ref, t_ms, StaleNaN()); }
+  // Writes the batch appended since the last Commit to the WAL (one write). After it returns OK,
+  // the batch survives kill -9 (see wal.h for fsync).
+  Status Commit();
+  // Commits, encodes every open chunk, writes all in-memory chunks and new series to SQLite in
+  // one transaction, then drops them from memory and deletes the WAL segments they came from.
+  Status Flush();
+  // Deletes persisted chunks whose newest sample is older than now_ms - retention_ms.
+  Status ApplyRetention(int64_t now_ms);
+
+  // ---- Readers (any thread). ----
+
+  // A Querier over everything appended so far (persisted and in memory), duplicates removed.
+  // Thread-safe; reads the live store (no snapshot isolation across calls).
+  std::unique_ptr<tsdb::Querier> NewQuerier();
+  DBStats stats() const;
+
+  // The samples of one series in [mint_ms, maxt_ms], time-ordered and unique in time.
+  Status ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out);
+  const Head& head() const { return head_; }
+
+ private:
+  explicit DB(const DBOptions& options);
+  Status OpenSqlite();
+  Status LoadSeries();
+  Status ReplayWal(WalReplayStats* replay);
+  void Warn(const std::string& message) const;
+
+  DBOptions options_;
+  Head head_;
+  std::unique_ptr<Wal> wal_;
+  std::vector<SeriesRef> unpersisted_series_;  // writer only
+
+  mutable std::mutex sql_mu_;  // guards the connection and statements
+  sqlite3* sql_ = nullptr;
+  sqlite3_stmt* select_chunks_ = nullptr;
+
+  uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
+  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0};
+  std::atomic<double> last_flush_seconds_{0};
+};
+
+}  // namespace gw::tsdb
+
+#endif  // GPUWARDEN_TSDB_DB_H_

@@ -1,0 +1,97 @@
+// tsdb/head.h — the in-memory part of the store: every series, its not-yet-persisted chunks,
+// and the open chunk samples are appended to.
+//
+// Threading: ONE writer thread calls AddSeries/GetOrCreate/Append/CutAndCollect/DropPersisted;
+// any number of reader threads may call Select/LabelsOf/ReadSamples concurrently with it. Readers
+// see each series consistently (a sample is either fully visible or not). Series are never
+// removed while the Head lives, so a SeriesRef stays valid.
+#ifndef GPUWARDEN_TSDB_HEAD_H_
+#define GPUWARDEN_TSDB_HEAD_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "tsdb/index.h"
+#include "tsdb/storage.h"
+
+namespace gw::tsdb {
+
+struct HeadOptions {
+  // The open chunk is encoded ("cut") when it holds this many samples or spans this long.
+  size_t samples_per_chunk = 240;
+  int64_t chunk_range_ms = 2 * 3600 * 1000;
+};
+
+// One encoded chunk of one series (see chunk.h).
+struct EncodedChunk {
+  int64_t mint_ms = 0, maxt_ms = 0;
+  uint32_t num_samples = 0;
+  std::string data;
+};
+
+class Head {
+ public:
+  explicit Head(HeadOptions options = {});
+  Head(const Head&) = delete;
+  Head& operator=(const Head&) = delete;
+
+  // ---- Writer side. ----
+
+  // Registers a series under a known id (loading from SQLite or replaying the WAL). Fails if the
+  // id or the label set is already used by another series, or the labels are invalid.
+  // `last_t_ms` is the newest persisted timestamp (appends at or before it are out of order).
+  Status AddSeries(SeriesRef ref, const Labels& labels, int64_t last_t_ms = INT64_MIN);
+
+  // The id of the series with `labels`, creating it (with the next free id) if new; `*created`
+  // says which. Fails on invalid labels (unsorted, duplicate or empty names).
+  Expected<SeriesRef> GetOrCreate(const Labels& labels, bool* created);
+
+  // Appends one sample. Fails (and counts it) when t_ms <= the series' newest timestamp; fails
+  // for an unknown ref.
+  Status Append(SeriesRef ref, int64_t t_ms, double v);
+
+  // Encodes every open chunk (if `cut_open`) and returns, per series, the encoded chunks not yet
+  // persisted, oldest first. They stay in the Head (and visible) until DropPersisted.
+  std::vector<std::pair<SeriesRef, std::vector<EncodedChunk>>> CutAndCollect(bool cut_open);
+  // Forgets the oldest `count` encoded chunks of `ref` (they are now persisted elsewhere).
+  void DropPersisted(SeriesRef ref, size_t count);
+
+  // ---- Reader side (any thread). ----
+
+  std::vector<SeriesRef> Select(const std::vector<Matcher>& matchers) const;
+  // A copy of the labels of `ref`; empty if unknown.
+  Labels LabelsOf(SeriesRef ref) const;
+  // Appends the samples of `ref` held in memory with t in [mint_ms, maxt_ms], in time order.
+  Status ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                     std::vector<Sample>* out) const;
+
+  size_t num_series() const;
+  uint64_t samples_appended() const { return samples_appended_.load(std::memory_order_relaxed); }
+  uint64_t out_of_order() const { return out_of_order_.load(std::memory_order_relaxed); }
+
+ private:
+  struct MemSeries {
+    mutable std::mutex mu;  // guards the fields below; taken by the writer and by readers
+    std::vector<EncodedChunk> chunks;
+    std::vector<Sample> open;
+    int64_t last_t_ms = INT64_MIN;
+  };
+  MemSeries* Find(SeriesRef ref) const;
+  void CutLocked(MemSeries* s);
+
+  HeadOptions options_;
+  mutable std::shared_mutex mu_;  // guards index_ and the shape of series_
+  SeriesIndex index_;
+  std::vector<std::unique_ptr<MemSeries>> series_;  // indexed by ref; [0] unused
+  std::atomic<uint64_t> samples_appended_{0}, out_of_order_{0};
+};
+
+}  // namespace gw::tsdb
+
+#endif  // GPUWARDEN_TSDB_HEAD_H_
