@@ -94,6 +94,7 @@ struct Collector::Impl : CallGuard {
   uint64_t published = 0;
 
   std::thread worker, watchdog, events;
+  PublishListener listener;
 
   Impl(nvml::Library* lib, std::string nvml_error, CollectorOptions opts, Logger* logger)
       : library(lib), options(opts), log(logger) {
@@ -351,6 +352,7 @@ struct Collector::Impl : CallGuard {
       std::lock_guard<std::mutex> lock(pub_mu);
       latest = next;
     }
+    if (listener) listener(next);
     {
       std::lock_guard<std::mutex> lock(ctl_mu);
       first_cycle_done = true;
@@ -478,6 +480,10 @@ Collector::Collector(nvml::Library* library, std::string nvml_error, CollectorOp
 
 Collector::~Collector() {
   Stop();
+}
+
+void Collector::OnPublish(PublishListener listener) {
+  impl_->listener = std::move(listener);
 }
 
 void Collector::Start() {

@@ -19,6 +19,7 @@
 #ifndef GPUWARDEN_COLLECT_COLLECTOR_H_
 #define GPUWARDEN_COLLECT_COLLECTOR_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,11 @@ class Collector {
   ~Collector();  // Stop()s
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
+
+  // Called on the worker thread after every publish (e.g. Recorder::Offer). It must return at
+  // once. Set before Start().
+  using PublishListener = std::function<void(std::shared_ptr<const Snapshot>)>;
+  void OnPublish(PublishListener listener);
 
   // Discovers the GPUs and starts the threads. The first snapshot (one slow and one fast cycle)
   // is published before the first sleep; WaitForFirstCycle blocks until then.

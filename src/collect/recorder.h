@@ -1,0 +1,92 @@
+// collect/recorder.h — keeps every published snapshot in a store.
+//
+// The collector's worker must never wait for disk, so recording happens on a thread of its own:
+// `Offer()` (called by the collector after each publish) only swaps a shared_ptr, and the
+// recorder thread appends the newest snapshot it has not recorded yet. If the store falls behind,
+// intermediate snapshots are skipped (and counted), never queued without bound.
+//
+// Series references are cached per (GPU, slot), so steady-state recording does not hash labels
+// or allocate. A series that had a value and now has none (GPU lost, process gone, field no
+// longer supported) gets a stale marker, so queries stop returning it at once.
+#ifndef GPUWARDEN_COLLECT_RECORDER_H_
+#define GPUWARDEN_COLLECT_RECORDER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/log.h"
+#include "collect/snapshot.h"
+#include "tsdb/storage.h"
+
+namespace gw::collect {
+
+// What the recorder needs from a store. tsdb::DB provides it through an adapter; tests use a
+// memory implementation. Called from the recorder thread only.
+class SampleAppender {
+ public:
+  virtual ~SampleAppender() = default;
+  using Ref = uint64_t;
+  // A stable reference for a series (creating it if new).
+  virtual Expected<Ref> GetRef(const tsdb::Labels& labels) = 0;
+  virtual Status Append(Ref ref, int64_t t_ms, double v) = 0;
+  // Makes everything appended since the last Commit durable (one WAL write per cycle).
+  virtual Status Commit() = 0;
+};
+
+struct RecorderStats {
+  uint64_t snapshots_recorded = 0, snapshots_skipped = 0;
+  uint64_t samples_appended = 0, stale_markers = 0, append_errors = 0;
+};
+
+class Recorder {
+ public:
+  // `appender` and `log` must outlive the recorder.
+  Recorder(SampleAppender* appender, Logger* log);
+  ~Recorder();  // Stop()s
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  void Start();
+  // Records what was offered last, then stops the thread.
+  void Stop();
+  // Hands a newly published snapshot over; never blocks on the store.
+  void Offer(std::shared_ptr<const Snapshot> snapshot);
+  // Records `snapshot` on the calling thread (used by tests and by Stop for the last one).
+  void RecordNow(const Snapshot& snapshot);
+  RecorderStats stats() const;
+
+ private:
+  struct SeriesSlot {
+    SampleAppender::Ref ref = 0;
+    bool known = false;
+    bool had_value = false;
+  };
+  void Run();
+  SeriesSlot* Slot(const GpuSnapshot& gpu, size_t gpu_position, size_t slot);
+  void RecordIdentityAndXids(const GpuSnapshot& gpu, size_t position, int64_t t,
+                             RecorderStats* local);
+
+  SampleAppender* appender_;
+  Logger* log_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<const Snapshot> pending_;
+  uint64_t last_generation_ = 0;
+  bool stopping_ = false;
+  RecorderStats stats_;
+  std::thread thread_;
+  // [gpu position][slot]; identity per position to notice a re-discovered fleet.
+  std::vector<std::vector<SeriesSlot>> slots_;
+  std::vector<std::string> uuids_;
+  // gpu_info and XID counter refs per GPU position (same lifetime as slots_).
+  std::vector<SeriesSlot> info_;
+  std::vector<std::vector<std::pair<unsigned, SampleAppender::Ref>>> xids_;
+};
+
+}  // namespace gw::collect
+
+#endif  // GPUWARDEN_COLLECT_RECORDER_H_

@@ -1,0 +1,110 @@
+#include "collect/recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "support/sim_fixture.h"
+
+namespace gw::collect {
+namespace {
+
+// A SampleAppender over tsdb::MemoryQuerier, counting commits.
+class MemoryAppender : public SampleAppender {
+ public:
+  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
+    ++get_ref_calls;
+    for (size_t i = 0; i < series.size(); ++i)
+      if (series[i] == labels) return static_cast<Ref>(i);
+    series.push_back(labels);
+    return static_cast<Ref>(series.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t_ms, double v) override {
+    return store.Append(series[ref], t_ms, v);
+  }
+  Status Commit() override {
+    ++commits;
+    return Status::Ok();
+  }
+  std::vector<tsdb::SeriesData> Select(
+      std::initializer_list<std::pair<const char*, const char*>> eq) {
+    std::vector<tsdb::Matcher> ms;
+    for (auto& [n, v] : eq) ms.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kEqual, n, v));
+    std::vector<tsdb::SeriesData> out;
+    EXPECT_TRUE(store.Select(ms, 0, INT64_MAX, &out).ok());
+    return out;
+  }
+  std::vector<tsdb::Labels> series;
+  tsdb::MemoryQuerier store;
+  int commits = 0, get_ref_calls = 0;
+};
+
+TEST(Recorder, RecordsEverySnapshotAndMarksLostSeriesStale) {
+  gw::testing::SimCollector sim("fall-off-bus", {});
+  ASSERT_TRUE(sim.ok());
+  MemoryAppender appender;
+  Logger log(LogLevel::kError);
+  Recorder recorder(&appender, &log);
+  for (int i = 0; i < 50; ++i) {
+    sim.Advance(1);
+    recorder.RecordNow(*sim.Latest());
+  }
+  EXPECT_EQ(appender.commits, 50);
+  auto temp1 = appender.Select({{"__name__", "gpu_temperature_celsius"}, {"gpu", "1"}});
+  ASSERT_EQ(temp1.size(), 1u);
+  const auto& samples = temp1[0].samples;
+  // Values until the GPU fell off the bus at 30 s, then exactly one stale marker.
+  size_t stale = 0;
+  for (const auto& s : samples) stale += tsdb::IsStaleNaN(s.v);
+  EXPECT_EQ(stale, 1u);
+  EXPECT_TRUE(tsdb::IsStaleNaN(samples.back().v));
+  EXPECT_GE(samples.size(), 25u);
+  EXPECT_LE(samples.size(), 33u);
+  // gpu_up keeps going (0 after the loss); XID 79 is a counter series; gpu_info is there.
+  auto up1 = appender.Select({{"__name__", "gpu_up"}, {"gpu", "1"}});
+  ASSERT_EQ(up1.size(), 1u);
+  EXPECT_EQ(up1[0].samples.back().v, 0);
+  EXPECT_EQ(up1[0].samples.size(), 50u);
+  auto xid = appender.Select({{"__name__", "gpu_xid_errors_total"}, {"xid", "79"}});
+  ASSERT_EQ(xid.size(), 1u);
+  EXPECT_EQ(xid[0].samples.back().v, 1);
+  EXPECT_EQ(appender.Select({{"__name__", "gpu_info"}, {"gpu", "0"}}).size(), 1u);
+  // Series references are cached: GetRef is called once per series, not once per sample.
+  EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series.size());
+  // Every series of the lost GPU but gpu_up, gpu_info and its XID counter ends in one marker.
+  uint64_t ended = 0;
+  for (const auto& series : appender.Select({{"gpu", "1"}})) {
+    size_t markers = 0;
+    for (const auto& s : series.samples) markers += tsdb::IsStaleNaN(s.v);
+    EXPECT_LE(markers, 1u) << tsdb::LabelValue(series.labels, "__name__");
+    ended += markers;
+  }
+  EXPECT_GT(ended, 20u);
+  EXPECT_EQ(recorder.stats().stale_markers, ended);
+}
+
+TEST(Recorder, ThreadTakesOfferedSnapshotsWithoutBlockingThePublisher) {
+  gw::testing::SimCollector sim("demo", {});
+  ASSERT_TRUE(sim.ok());
+  MemoryAppender appender;
+  Logger log(LogLevel::kError);
+  Recorder recorder(&appender, &log);
+  recorder.Start();
+  for (int i = 0; i < 20; ++i) {
+    sim.Advance(1);
+    recorder.Offer(sim.Latest());
+  }
+  recorder.Stop();  // records what was offered last
+  RecorderStats st = recorder.stats();
+  EXPECT_EQ(st.snapshots_recorded + st.snapshots_skipped, 20u);
+  EXPECT_GE(st.snapshots_recorded, 1u);
+  auto up = appender.Select({{"__name__", "gpu_up"}, {"gpu", "0"}});
+  ASSERT_EQ(up.size(), 1u);
+  // The newest snapshot is always recorded.
+  EXPECT_EQ(up[0].samples.back().t_ms,
+            static_cast<int64_t>(std::llround(sim.Latest()->taken_unix_seconds * 1000)));
+}
+
+}  // namespace
+}  // namespace gw::collect
