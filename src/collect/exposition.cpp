@@ -365,6 +365,49 @@ ProcessFigures ReadProcessFigures() {
   return f;
 }
 
+void RenderStore(const StoreFigures& st, Format format, std::string* out) {
+  if (!st.present) return;
+  struct Row {
+    const char* name;
+    MetricType type;
+    const char* unit;
+    const char* help;
+    double value;
+  } rows[] = {
+      {"gpuwarden_tsdb_series", MetricType::kGauge, "", "Series in the history store.", st.series},
+      {"gpuwarden_tsdb_samples_appended_total", MetricType::kCounter, "",
+       "Samples accepted by the store since it was opened (WAL replay included).",
+       st.samples_appended},
+      {"gpuwarden_tsdb_out_of_order_samples_total", MetricType::kCounter, "",
+       "Samples refused because they were not newer than their series' last one.", st.out_of_order},
+      {"gpuwarden_tsdb_bytes_on_disk", MetricType::kGauge, "", "Bytes the store uses on disk (SQLite and WAL).",
+       st.bytes_on_disk},
+      {"gpuwarden_tsdb_wal_bytes", MetricType::kGauge, "", "Bytes in the write-ahead log.", st.wal_bytes},
+      {"gpuwarden_tsdb_wal_corruptions_total", MetricType::kCounter, "",
+       "Torn or corrupted WAL segment tails found at start-up (data before them was kept).",
+       st.wal_corruptions},
+      {"gpuwarden_tsdb_chunk_corruptions_total", MetricType::kCounter, "",
+       "Stored chunks that failed their checksum and were skipped.", st.chunk_corruptions},
+      {"gpuwarden_tsdb_chunks_persisted_total", MetricType::kCounter, "",
+       "Chunks written to SQLite since start-up.", st.chunks_persisted},
+      {"gpuwarden_tsdb_last_flush_duration_seconds", MetricType::kGauge, "seconds",
+       "Duration of the last flush of in-memory chunks to SQLite.", st.last_flush_seconds},
+      {"gpuwarden_recorder_snapshots_recorded_total", MetricType::kCounter, "",
+       "Collection snapshots written to the store.", st.snapshots_recorded},
+      {"gpuwarden_recorder_snapshots_skipped_total", MetricType::kCounter, "",
+       "Snapshots not written because the store was behind (a newer one was written instead).",
+       st.snapshots_skipped},
+      {"gpuwarden_recorder_stale_markers_total", MetricType::kCounter, "",
+       "Stale markers written for series that disappeared.", st.stale_markers},
+      {"gpuwarden_recorder_append_errors_total", MetricType::kCounter, "",
+       "Samples the store refused.", st.append_errors},
+  };
+  for (const Row& r : rows) {
+    AppendHeader(out, format, r.name, r.type, r.unit, r.help);
+    AppendSample(out, r.name, "", "", r.value);
+  }
+}
+
 void Render(const Snapshot& snapshot, Format format, const RenderOptions& options,
             const ProcessFigures& process, std::string* out) {
   RenderDevice(snapshot, format, options, out);
@@ -377,7 +420,10 @@ std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
   Entry& e = cache_[format == Format::kOpenMetrics ? 1 : 0];
   if (e.generation != snapshot.generation) {
     e.body.clear();
-    Render(snapshot, format, options_, ReadProcessFigures(), &e.body);
+    RenderDevice(snapshot, format, options_, &e.body);
+    RenderSelf(snapshot, format, options_, ReadProcessFigures(), &e.body);
+    if (store_) RenderStore(store_(), format, &e.body);
+    if (format == Format::kOpenMetrics) e.body += "# EOF\n";
     e.generation = snapshot.generation;
   }
   return e.body;

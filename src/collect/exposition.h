@@ -6,6 +6,7 @@
 #ifndef GPUWARDEN_COLLECT_EXPOSITION_H_
 #define GPUWARDEN_COLLECT_EXPOSITION_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,18 @@ struct ProcessFigures {
 };
 ProcessFigures ReadProcessFigures();
 
+// Figures about the history store and the recorder feeding it, for /metrics.
+struct StoreFigures {
+  bool present = false;  // false: no store (nothing rendered)
+  double series = 0, samples_appended = 0, out_of_order = 0, bytes_on_disk = 0, wal_bytes = 0;
+  double wal_corruptions = 0, chunk_corruptions = 0, chunks_persisted = 0;
+  double last_flush_seconds = 0;
+  double snapshots_recorded = 0, snapshots_skipped = 0, stale_markers = 0, append_errors = 0;
+};
+
+// Appends the store's own families (gpuwarden_tsdb_*, gpuwarden_recorder_*).
+void RenderStore(const StoreFigures& store, Format format, std::string* out);
+
 // Appends the whole exposition of `snapshot` to `out`.
 void Render(const Snapshot& snapshot, Format format, const RenderOptions& options,
             const ProcessFigures& process, std::string* out);
@@ -44,12 +57,15 @@ void AppendValue(std::string* out, double value);
 // Thread-safe cache of the rendered page.
 class MetricsPage {
  public:
-  explicit MetricsPage(RenderOptions options) : options_(std::move(options)) {}
+  using StoreSource = std::function<StoreFigures()>;
+  explicit MetricsPage(RenderOptions options, StoreSource store = nullptr)
+      : options_(std::move(options)), store_(std::move(store)) {}
   // The page for `snapshot` in `format`; re-rendered only when the snapshot is newer.
   std::string Get(const Snapshot& snapshot, Format format);
 
  private:
   RenderOptions options_;
+  StoreSource store_;
   std::mutex mu_;
   struct Entry {
     uint64_t generation = ~uint64_t{0};

@@ -18,6 +18,9 @@ std::set<std::string> RenderedFamilies() {
   o.per_process_metrics = true;
   std::string text;
   Render(FullSnapshot(), Format::kText, o, ProcessFigures{1, 1, 1}, &text);
+  StoreFigures store;
+  store.present = true;
+  RenderStore(store, Format::kText, &text);
   std::set<std::string> names;
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);)
