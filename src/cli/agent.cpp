@@ -40,7 +40,7 @@ Agent::~Agent() {
   Stop();
 }
 
-void Agent::Start() {
+void Agent::Start(collect::Collector::PublishListener on_publish) {
   const bool simulate = !config_.simulate.scenario.empty();
   simulated_ = simulate;
   std::string path = config_.nvml_library;
@@ -72,6 +72,7 @@ void Agent::Start() {
     }
   }
   collector_ = std::make_unique<collect::Collector>(library_.get(), nvml_error_, options, log_);
+  if (on_publish) collector_->OnPublish(std::move(on_publish));
   collector_->Start();
 }
 

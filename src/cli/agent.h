@@ -25,8 +25,9 @@ class Agent {
   Agent(const Config& config, Logger* logger);
   ~Agent();
 
-  // Loads NVML and starts the collector. Never fails: see nvml_error().
-  void Start();
+  // Loads NVML and starts the collector. Never fails: see nvml_error(). `on_publish` (may be
+  // null) gets every published snapshot on the collector's thread and must return at once.
+  void Start(collect::Collector::PublishListener on_publish = nullptr);
   void Stop();
 
   const std::string& nvml_error() const { return nvml_error_; }

@@ -7,7 +7,9 @@
 
 #include "cli/agent.h"
 #include "cli/snapshot_view.h"
+#include "cli/store.h"
 #include "collect/exposition.h"
+#include "http/prom_api.h"
 #include "http/server.h"
 
 namespace gw::cli {
@@ -92,15 +94,40 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
     logger->Error(server.error().message);
     return 1;
   }
+  // History: the store, fed by a recorder thread, read by the Prometheus API.
+  std::unique_ptr<tsdb::DB> db;
+  std::unique_ptr<StoreAppender> appender;
+  std::unique_ptr<collect::Recorder> recorder;
+  if (auto opened = OpenStore(config.storage, logger); !opened.ok()) {
+    logger->Error(opened.error().message + "; running without history");
+  } else {
+    db = std::move(*opened);
+    appender = std::make_unique<StoreAppender>(db.get(), config.storage, logger);
+    recorder = std::make_unique<collect::Recorder>(appender.get(), logger);
+    recorder->Start();
+  }
   Agent agent(config, logger);
-  agent.Start();
+  collect::Recorder* rec = recorder.get();
+  agent.Start(rec ? collect::Collector::PublishListener(
+                        [rec](std::shared_ptr<const collect::Snapshot> s) { rec->Offer(s); })
+                  : nullptr);
   if (!agent.nvml_error().empty())
     logger->Error(agent.nvml_error() + "; serving self-metrics only, no GPU is being watched");
   collect::RenderOptions render;
   render.per_process_metrics = config.collect.per_process_metrics;
   render.version = version;
-  collect::MetricsPage page(render);
+  tsdb::DB* store = db.get();
+  collect::MetricsPage page(render, store ? collect::MetricsPage::StoreSource([store, rec] {
+                              return StoreFiguresOf(*store, rec);
+                            })
+                                          : nullptr);
   RegisterRoutes(server->get(), &agent, &page);
+  if (store) {
+    http::PromApiOptions api;
+    api.version = version;
+    http::RegisterPromApi(
+        server->get(), [store] { return store->NewQuerier(); }, api);
+  }
   if (Status s = (*server)->Start(); !s.ok()) {
     logger->Error(s.message());
     return 1;
@@ -115,6 +142,10 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                ", shutting down");
   (*server)->Stop();
   agent.Stop();
+  if (recorder) recorder->Stop();  // records the last snapshot
+  if (db) {
+    if (Status s = db->Flush(); !s.ok()) logger->Error("store: final flush failed: " + s.message());
+  }
   return 0;
 }
 

@@ -109,6 +109,20 @@ const std::map<std::string, Setter>& Setters() {
          c->simulate.speed = v;
          return Status::Ok();
        }},
+      {"storage.path", [](const Context& ctx, const YAML::Node& n,
+                          Config* c) { return Scalar(ctx, n, "storage.path", &c->storage.path); }},
+      {"storage.retention",
+       Duration(
+           "storage.retention", [](Config* c) -> double& { return c->storage.retention_s; },
+           false)},
+      {"storage.rollup_retention",
+       Duration(
+           "storage.rollup_retention",
+           [](Config* c) -> double& { return c->storage.rollup_retention_s; }, false)},
+      {"storage.flush_interval",
+       Duration(
+           "storage.flush_interval",
+           [](Config* c) -> double& { return c->storage.flush_interval_s; }, false)},
       {"collect.interval",
        Duration(
            "collect.interval", [](Config* c) -> double& { return c->collect.fast_interval_s; },
@@ -190,6 +204,9 @@ Status Validate(const Config& c) {
                  FormatDuration(o.fast_interval_s) + ")"};
   if (o.memory_peak_interval_s < 0) return Error{"collect.memory_peak_interval must be >= 0"};
   if (!(o.call_timeout_s > 0)) return Error{"nvml.call_timeout must be positive"};
+  if (c.storage.path.empty()) return Error{"storage.path must not be empty"};
+  if (c.storage.rollup_retention_s < c.storage.retention_s)
+    return Error{"storage.rollup_retention must not be shorter than storage.retention"};
   if (c.simulate.clock != "realtime" && c.simulate.clock != "stepped")
     return Error{"simulate.clock must be realtime or stepped, not '" + c.simulate.clock + "'"};
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&

@@ -24,12 +24,20 @@ struct SimulateConfig {
   double speed = 0;                // <= 0: as the scenario says
 };
 
+struct StorageConfig {
+  std::string path = "data";                  // the data directory (created if missing)
+  double retention_s = 15 * 86400.0;          // raw samples
+  double rollup_retention_s = 365 * 86400.0;  // 5-minute rollups
+  double flush_interval_s = 600;              // in-memory chunks to SQLite
+};
+
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
   std::string log_level = "info";
   std::string nvml_library;  // "" = libnvidia-ml.so.1, or the simulator when simulating
   SimulateConfig simulate;
+  StorageConfig storage;
   collect::CollectorOptions collect;
 };
 

@@ -26,6 +26,10 @@ struct Flags {
   // snapshot only
   bool json = false;
   std::string sim_time;
+  // history
+  std::string data_dir;
+  gw::cli::QueryArgs query;
+  std::string import_file, export_match;
 };
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
@@ -71,6 +75,7 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
   if (!f.sim_clock.empty()) c->simulate.clock = f.sim_clock;
   if (f.sim_speed > 0) c->simulate.speed = f.sim_speed;
   if (!f.log_level.empty()) c->log_level = f.log_level;
+  if (!f.data_dir.empty()) c->storage.path = f.data_dir;
   if (f.per_process) c->collect.per_process_metrics = true;
   struct DurationFlag {
     const std::string& text;
@@ -113,12 +118,38 @@ int main(int argc, char** argv) {
                     "address to listen on, host:port (default " + defaults.listen + ")");
   serve->add_option("--web.config.file", flags.web_config,
                     "Prometheus web configuration file: TLS and basic auth (default: plain HTTP)");
+  serve->add_option("--data-dir", flags.data_dir,
+                    "history store directory (default " + defaults.storage.path + ")");
 
   CLI::App* snapshot = app.add_subcommand("snapshot", "print every GPU's state now");
   AddCommonFlags(snapshot, &flags, defaults);
   snapshot->add_flag("--json", flags.json, "JSON instead of a table");
   snapshot->add_option("--sim-time", flags.sim_time,
                        "with --simulate: step the simulated clock this far first (e.g. 90s)");
+
+  CLI::App* query = app.add_subcommand("query", "evaluate a PromQL expression over the history");
+  query->add_option("expr", flags.query.expr, "the PromQL expression")->required();
+  query->add_option("--time", flags.query.time, "instant query time (default now)");
+  query->add_option("--start", flags.query.start, "range query start (Unix seconds or RFC 3339)");
+  query->add_option("--end", flags.query.end, "range query end");
+  query->add_option("--step", flags.query.step, "range query step (e.g. 60 or 1m)");
+  query->add_flag("--json", flags.query.json, "print Prometheus' API JSON");
+  query->add_option("--url", flags.query.url,
+                    "ask a running gpuwarden (or Prometheus) at this URL instead of the data dir");
+  query->add_option("--data-dir", flags.data_dir,
+                    "history store directory (default " + defaults.storage.path + ")");
+  query->add_option("--config", flags.config_file, "YAML configuration file");
+
+  CLI::App* tsdb = app.add_subcommand("tsdb", "manage the history store");
+  tsdb->require_subcommand(1);
+  CLI::App* import = tsdb->add_subcommand("import", "load OpenMetrics text (with timestamps)");
+  import->add_option("file", flags.import_file, "the OpenMetrics file")->required();
+  import->add_option("--data-dir", flags.data_dir, "history store directory");
+  import->add_option("--config", flags.config_file, "YAML configuration file");
+  CLI::App* export_cmd = tsdb->add_subcommand("export", "write the history as OpenMetrics text");
+  export_cmd->add_option("--match", flags.export_match, "only series matching this selector");
+  export_cmd->add_option("--data-dir", flags.data_dir, "history store directory");
+  export_cmd->add_option("--config", flags.config_file, "YAML configuration file");
 
   app.add_subcommand("version", "print the version");
 
@@ -137,9 +168,14 @@ int main(int argc, char** argv) {
   gw::LogLevel level = gw::LogLevel::kInfo;
   gw::ParseLogLevel(config.log_level, &level);
   // snapshot prints its own result; its log shows only warnings unless asked for more.
-  if (app.got_subcommand("snapshot") && flags.log_level.empty()) level = gw::LogLevel::kWarn;
+  if (!app.got_subcommand("serve") && flags.log_level.empty()) level = gw::LogLevel::kWarn;
   gw::Logger logger(level);
 
   if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
+  if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
+  if (app.got_subcommand("tsdb")) {
+    if (import->parsed()) return gw::cli::RunTsdbImport(config, flags.import_file, &logger);
+    return gw::cli::RunTsdbExport(config, flags.export_match, &logger);
+  }
   return gw::cli::RunSnapshot(config, flags.json, flags.sim_time, &logger);
 }

@@ -65,7 +65,7 @@ struct TimeModifiers {
 
 struct VectorSelector : Expr {
   VectorSelector() : Expr(ExprKind::kVectorSelector) {}
-  std::string name;  // metric name if written before the braces, else ""
+  std::string name;                     // metric name if written before the braces, else ""
   std::vector<tsdb::Matcher> matchers;  // includes __name__="name" when `name` is set
   TimeModifiers mods;
 };
@@ -96,9 +96,22 @@ struct UnaryExpr : Expr {
 };
 
 enum class BinaryOp {
-  kAdd, kSub, kMul, kDiv, kMod, kPow, kAtan2,
-  kEq, kNe, kGt, kLt, kGe, kLe,
-  kAnd, kOr, kUnless,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kPow,
+  kAtan2,
+  kEq,
+  kNe,
+  kGt,
+  kLt,
+  kGe,
+  kLe,
+  kAnd,
+  kOr,
+  kUnless,
 };
 const char* BinaryOpName(BinaryOp op);
 bool IsComparison(BinaryOp op);
@@ -108,9 +121,9 @@ enum class Cardinality { kOneToOne, kManyToOne, kOneToMany, kManyToMany };
 
 struct VectorMatching {
   Cardinality card = Cardinality::kOneToOne;
-  bool on = false;                     // on(...) rather than ignoring(...)
-  std::vector<std::string> labels;     // the on/ignoring list
-  std::vector<std::string> include;    // the group_left/group_right list
+  bool on = false;                   // on(...) rather than ignoring(...)
+  std::vector<std::string> labels;   // the on/ignoring list
+  std::vector<std::string> include;  // the group_left/group_right list
 };
 
 struct BinaryExpr : Expr {
@@ -122,7 +135,17 @@ struct BinaryExpr : Expr {
 };
 
 enum class AggregateOp {
-  kSum, kMin, kMax, kAvg, kGroup, kCount, kCountValues, kStddev, kStdvar, kTopk, kBottomk,
+  kSum,
+  kMin,
+  kMax,
+  kAvg,
+  kGroup,
+  kCount,
+  kCountValues,
+  kStddev,
+  kStdvar,
+  kTopk,
+  kBottomk,
   kQuantile,
 };
 const char* AggregateOpName(AggregateOp op);

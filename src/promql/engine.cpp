@@ -82,10 +82,17 @@ void Evaluator::AddSamples(size_t n) {
 
 int64_t Evaluator::RefTime(const TimeModifiers& m, int64_t t) const {
   switch (m.at) {
-    case AtKind::kTimestamp: t = m.at_ms; break;
-    case AtKind::kStart: t = start_ms_; break;
-    case AtKind::kEnd: t = end_ms_; break;
-    case AtKind::kNone: break;
+    case AtKind::kTimestamp:
+      t = m.at_ms;
+      break;
+    case AtKind::kStart:
+      t = start_ms_;
+      break;
+    case AtKind::kEnd:
+      t = end_ms_;
+      break;
+    case AtKind::kNone:
+      break;
   }
   return t - m.offset_ms;
 }
@@ -120,8 +127,10 @@ void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
       const auto& sq = static_cast<const Subquery&>(e);
       return Walk(*sq.expr, RefTime(sq.mods, lo) - sq.range_ms, RefTime(sq.mods, hi));
     }
-    case ExprKind::kParen: return Walk(*static_cast<const ParenExpr&>(e).expr, lo, hi);
-    case ExprKind::kUnary: return Walk(*static_cast<const UnaryExpr&>(e).expr, lo, hi);
+    case ExprKind::kParen:
+      return Walk(*static_cast<const ParenExpr&>(e).expr, lo, hi);
+    case ExprKind::kUnary:
+      return Walk(*static_cast<const UnaryExpr&>(e).expr, lo, hi);
     case ExprKind::kBinary: {
       const auto& b = static_cast<const BinaryExpr&>(e);
       Walk(*b.lhs, lo, hi);
@@ -136,7 +145,8 @@ void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
       for (const auto& arg : static_cast<const Call&>(e).args) Walk(*arg, lo, hi);
       return;
     case ExprKind::kNumber:
-    case ExprKind::kString: return;
+    case ExprKind::kString:
+      return;
   }
 }
 
@@ -215,17 +225,20 @@ std::vector<Series> Evaluator::SubqueryAt(const Subquery& sq, int64_t t_ms) {
   return out;
 }
 
-std::vector<Series> Evaluator::EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms) {
+std::vector<Series> Evaluator::EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms,
+                                         int64_t* ref_ms) {
   const Expr* x = &e;
   while (x->kind == ExprKind::kParen) x = static_cast<const ParenExpr*>(x)->expr.get();
   if (x->kind == ExprKind::kMatrixSelector) {
     const auto* ms = static_cast<const MatrixSelector*>(x);
     *range_ms = ms->range_ms;
+    *ref_ms = RefTime(ms->selector->mods, t_ms);
     return MatrixAt(*ms, t_ms);
   }
   if (x->kind == ExprKind::kSubquery) {
     const auto* sq = static_cast<const Subquery*>(x);
     *range_ms = sq->range_ms;
+    *ref_ms = RefTime(sq->mods, t_ms);
     return SubqueryAt(*sq, t_ms);
   }
   throw EvalError{QueryError::Kind::kInternal, "expected a range vector"};
@@ -242,7 +255,8 @@ EvalValue Evaluator::Eval(const Expr& e, int64_t t_ms) {
       out.type = ValueType::kString;
       out.str = static_cast<const StringLiteral&>(e).value;
       return out;
-    case ExprKind::kParen: return Eval(*static_cast<const ParenExpr&>(e).expr, t_ms);
+    case ExprKind::kParen:
+      return Eval(*static_cast<const ParenExpr&>(e).expr, t_ms);
     case ExprKind::kVectorSelector:
       out.vector = EvalSelectorAt(static_cast<const VectorSelector&>(e), t_ms);
       return out;
@@ -356,7 +370,8 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
     Value out;
     out.type = ValueType::kMatrix;
     out.t_ms = end_ms;
-    for (auto& [labels, points] : by_labels) out.series.push_back(Series{labels, std::move(points)});
+    for (auto& [labels, points] : by_labels)
+      out.series.push_back(Series{labels, std::move(points)});
     return out;
   } catch (const EvalError& e) {
     return QueryError{e.kind, e.message};

@@ -38,8 +38,7 @@ struct EvalValue {
 
 class Evaluator {
  public:
-  Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms,
-            int64_t end_ms);
+  Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms, int64_t end_ms);
 
   // Loads the samples every selector of `root` needs for evaluations in [start, end].
   void Prepare(const Expr& root);
@@ -59,7 +58,9 @@ class Evaluator {
 
   // Helpers for functions.
   Vector EvalSelectorAt(const VectorSelector& vs, int64_t t_ms);
-  std::vector<Series> EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms);
+  // The series of a range-vector argument (a matrix selector or a subquery, maybe in parens) at
+  // t_ms, its range, and the end of its window (t_ms after @ and offset).
+  std::vector<Series> EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms, int64_t* ref_ms);
   int64_t start_ms() const { return start_ms_; }
   int64_t end_ms() const { return end_ms_; }
 
@@ -87,6 +88,10 @@ tsdb::Labels DropName(const tsdb::Labels& l);
 void SetLabel(tsdb::Labels* l, const std::string& name, const std::string& value);
 std::string LabelsKey(const tsdb::Labels& l);  // an injective string form, for maps
 void CheckNoDuplicateLabelsets(const Vector& v);
+// Go's strconv.FormatFloat(v, 'f', -1, 64).
+std::string FormatFloatPlain(double v);
+// Prometheus' quantile(): linear interpolation between the closest ranks.
+double Quantile(double q, std::vector<double> values);
 
 }  // namespace gw::promql
 

@@ -9,6 +9,9 @@
 
 namespace gw::promql {
 
+class Evaluator;
+struct EvalValue;
+
 struct FunctionInfo {
   const char* name;
   std::vector<ValueType> arg_types;
@@ -16,6 +19,7 @@ struct FunctionInfo {
   // there; -1 the last argument repeats without limit.
   int variadic;
   ValueType return_type;
+  EvalValue (*eval)(Evaluator& ev, const Call& call, int64_t t_ms);
 };
 
 // nullptr if there is no such function.

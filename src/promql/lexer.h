@@ -18,10 +18,30 @@ enum class Tok {
   kNumber,      // text: as written (also inf / nan)
   kDuration,    // text: as written, e.g. "1h30m"
   kString,      // text: unquoted value
-  kLeftParen, kRightParen, kLeftBrace, kRightBrace, kLeftBracket, kRightBracket,
-  kComma, kColon, kAt, kAssign,  // "="
-  kAdd, kSub, kMul, kDiv, kMod, kPow,
-  kEqlc, kNeq, kLte, kLss, kGte, kGtr, kEqlRegex, kNeqRegex,
+  kLeftParen,
+  kRightParen,
+  kLeftBrace,
+  kRightBrace,
+  kLeftBracket,
+  kRightBracket,
+  kComma,
+  kColon,
+  kAt,
+  kAssign,  // "="
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMod,
+  kPow,
+  kEqlc,
+  kNeq,
+  kLte,
+  kLss,
+  kGte,
+  kGtr,
+  kEqlRegex,
+  kNeqRegex,
 };
 
 struct Token {
@@ -29,9 +49,13 @@ struct Token {
   std::string text;
   int pos = 0;  // byte offset in the query
   int end = 0;
+  bool in_braces = false;
+  std::string raw;  // kString: the literal as written, quotes included  // inside {...}, where
+                    // keywords are plain label names
 };
 
-// Tokenizes the whole query; the last token is kEof or kError.
+// Tokenizes the whole query; the last token is kEof or kError. Errors are those of Prometheus'
+// lexer, at the same positions: unbalanced brackets, unknown characters, bad escapes.
 std::vector<Token> Lex(std::string_view query);
 
 // How Prometheus describes a token in "unexpected ..." errors.

@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 
+#include <re2/re2.h>
+
 #include "promql/functions.h"
 #include "promql/lexer.h"
 
@@ -17,12 +19,18 @@ namespace {
 
 std::optional<AggregateOp> AggregateFromName(const std::string& lower) {
   static const std::pair<const char*, AggregateOp> kOps[] = {
-      {"sum", AggregateOp::kSum},         {"min", AggregateOp::kMin},
-      {"max", AggregateOp::kMax},         {"avg", AggregateOp::kAvg},
-      {"group", AggregateOp::kGroup},     {"count", AggregateOp::kCount},
-      {"count_values", AggregateOp::kCountValues}, {"stddev", AggregateOp::kStddev},
-      {"stdvar", AggregateOp::kStdvar},   {"topk", AggregateOp::kTopk},
-      {"bottomk", AggregateOp::kBottomk}, {"quantile", AggregateOp::kQuantile},
+      {"sum", AggregateOp::kSum},
+      {"min", AggregateOp::kMin},
+      {"max", AggregateOp::kMax},
+      {"avg", AggregateOp::kAvg},
+      {"group", AggregateOp::kGroup},
+      {"count", AggregateOp::kCount},
+      {"count_values", AggregateOp::kCountValues},
+      {"stddev", AggregateOp::kStddev},
+      {"stdvar", AggregateOp::kStdvar},
+      {"topk", AggregateOp::kTopk},
+      {"bottomk", AggregateOp::kBottomk},
+      {"quantile", AggregateOp::kQuantile},
   };
   for (const auto& [name, op] : kOps)
     if (lower == name) return op;
@@ -38,22 +46,28 @@ std::string Lower(const std::string& s) {
 // Binding power of binary operators; 0 = not a binary operator.
 int Precedence(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kOr: return 1;
+    case BinaryOp::kOr:
+      return 1;
     case BinaryOp::kAnd:
-    case BinaryOp::kUnless: return 2;
+    case BinaryOp::kUnless:
+      return 2;
     case BinaryOp::kEq:
     case BinaryOp::kNe:
     case BinaryOp::kGt:
     case BinaryOp::kLt:
     case BinaryOp::kGe:
-    case BinaryOp::kLe: return 3;
+    case BinaryOp::kLe:
+      return 3;
     case BinaryOp::kAdd:
-    case BinaryOp::kSub: return 4;
+    case BinaryOp::kSub:
+      return 4;
     case BinaryOp::kMul:
     case BinaryOp::kDiv:
     case BinaryOp::kMod:
-    case BinaryOp::kAtan2: return 5;
-    case BinaryOp::kPow: return 6;
+    case BinaryOp::kAtan2:
+      return 5;
+    case BinaryOp::kPow:
+      return 6;
   }
   return 0;
 }
@@ -83,6 +97,60 @@ bool ParseNumberText(const std::string& text, double* out) {
   if (errno == ERANGE && std::isinf(d)) return false;
   *out = d;
   return true;
+}
+
+// Go's regexp/syntax wording for a regex that does not compile, "" if it compiles. Prometheus
+// compiles matchers as ^(?:re)$.
+std::string RegexError(const std::string& re) {
+  RE2::Options opts;
+  opts.set_log_errors(false);
+  RE2 compiled("^(?:" + re + ")$", opts);
+  if (compiled.ok()) return "";
+  const char* what = "invalid regular expression";
+  switch (compiled.error_code()) {
+    case RE2::ErrorMissingParen:
+      what = "missing closing )";
+      break;
+    case RE2::ErrorMissingBracket:
+      what = "missing closing ]";
+      break;
+    case RE2::ErrorBadEscape:
+      what = "invalid escape sequence";
+      break;
+    case RE2::ErrorBadCharClass:
+      what = "invalid character class";
+      break;
+    case RE2::ErrorBadCharRange:
+      what = "invalid character class range";
+      break;
+    case RE2::ErrorRepeatArgument:
+      what = "missing argument to repetition operator";
+      break;
+    case RE2::ErrorRepeatSize:
+      what = "invalid repeat count";
+      break;
+    case RE2::ErrorRepeatOp:
+      what = "invalid nested repetition operator";
+      break;
+    case RE2::ErrorBadPerlOp:
+      what = "invalid or unsupported Perl syntax";
+      break;
+    case RE2::ErrorBadUTF8:
+      what = "invalid UTF-8";
+      break;
+    case RE2::ErrorBadNamedCapture:
+      what = "invalid named capture";
+      break;
+    case RE2::ErrorUnexpectedParen:
+      what = "unexpected )";
+      break;
+    case RE2::ErrorTrailingBackslash:
+      what = "trailing backslash at end of expression";
+      break;
+    default:
+      break;
+  }
+  return std::string("error parsing regexp: ") + what + ": `" + compiled.error_arg() + "`";
 }
 
 class Parser {
@@ -126,8 +194,8 @@ class Parser {
         ++line;
       }
     }
-    error_ = std::to_string(line) + ":" + std::to_string(pos - last_break) +
-             ": parse error: " + message;
+    error_ =
+        std::to_string(line) + ":" + std::to_string(pos - last_break) + ": parse error: " + message;
   }
   void Unexpected(const Token& t, const std::string& context) {
     if (t.type == Tok::kError) return Fail(t.pos, t.text);
@@ -147,18 +215,30 @@ class Parser {
   std::optional<BinaryOp> PeekBinaryOp() const {
     const Token& t = Peek();
     switch (t.type) {
-      case Tok::kAdd: return BinaryOp::kAdd;
-      case Tok::kSub: return BinaryOp::kSub;
-      case Tok::kMul: return BinaryOp::kMul;
-      case Tok::kDiv: return BinaryOp::kDiv;
-      case Tok::kMod: return BinaryOp::kMod;
-      case Tok::kPow: return BinaryOp::kPow;
-      case Tok::kEqlc: return BinaryOp::kEq;
-      case Tok::kNeq: return BinaryOp::kNe;
-      case Tok::kGtr: return BinaryOp::kGt;
-      case Tok::kLss: return BinaryOp::kLt;
-      case Tok::kGte: return BinaryOp::kGe;
-      case Tok::kLte: return BinaryOp::kLe;
+      case Tok::kAdd:
+        return BinaryOp::kAdd;
+      case Tok::kSub:
+        return BinaryOp::kSub;
+      case Tok::kMul:
+        return BinaryOp::kMul;
+      case Tok::kDiv:
+        return BinaryOp::kDiv;
+      case Tok::kMod:
+        return BinaryOp::kMod;
+      case Tok::kPow:
+        return BinaryOp::kPow;
+      case Tok::kEqlc:
+        return BinaryOp::kEq;
+      case Tok::kNeq:
+        return BinaryOp::kNe;
+      case Tok::kGtr:
+        return BinaryOp::kGt;
+      case Tok::kLss:
+        return BinaryOp::kLt;
+      case Tok::kGte:
+        return BinaryOp::kGe;
+      case Tok::kLte:
+        return BinaryOp::kLe;
       case Tok::kIdentifier: {
         std::string w = Lower(t.text);
         if (w == "and") return BinaryOp::kAnd;
@@ -167,7 +247,8 @@ class Parser {
         if (w == "atan2") return BinaryOp::kAtan2;
         return std::nullopt;
       }
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -206,8 +287,8 @@ class Parser {
       any = true;
       if (!ParseLabelList(&vm.labels, "grouping opts")) return;
       if (IsIdent(Peek(), "group_left") || IsIdent(Peek(), "group_right")) {
-        vm.card = IsIdent(Advance(), "group_left") ? Cardinality::kManyToOne
-                                                    : Cardinality::kOneToMany;
+        vm.card =
+            IsIdent(Advance(), "group_left") ? Cardinality::kManyToOne : Cardinality::kOneToMany;
         if (Peek().type == Tok::kLeftParen && !ParseLabelList(&vm.include, "grouping opts")) return;
       }
     } else if (IsIdent(Peek(), "group_left") || IsIdent(Peek(), "group_right")) {
@@ -232,7 +313,7 @@ class Parser {
       if (Peek().type == Tok::kComma) {
         Advance();
       } else if (Peek().type != Tok::kRightParen) {
-        Unexpected(Peek(), std::string("in ") + context + ", expected \")\" or \",\"");
+        Unexpected(Peek(), std::string("in ") + context + ", expected \",\" or \")\"");
         return false;
       }
     }
@@ -276,22 +357,29 @@ class Parser {
 
   TimeModifiers* ModifiersOf(Expr* e) {
     switch (e->kind) {
-      case ExprKind::kVectorSelector: return &static_cast<VectorSelector*>(e)->mods;
+      case ExprKind::kVectorSelector:
+        return &static_cast<VectorSelector*>(e)->mods;
       case ExprKind::kMatrixSelector:
         return &static_cast<MatrixSelector*>(e)->selector->mods;
-      case ExprKind::kSubquery: return &static_cast<Subquery*>(e)->mods;
-      default: return nullptr;
+      case ExprKind::kSubquery:
+        return &static_cast<Subquery*>(e)->mods;
+      default:
+        return nullptr;
     }
   }
 
-  bool ParseDurationToken(int64_t* ms, const std::string& context) {
+  bool ParseDurationToken(int64_t* ms, const std::string& context, bool allow_zero = false) {
     const Token& t = Peek();
     if (t.type != Tok::kDuration) {
       Unexpected(t, context);
       return false;
     }
     if (!ParsePromDuration(t.text, ms)) {
-      Fail(t.pos, "bad duration syntax: \"" + t.text + "\"");
+      Fail(t.pos, "not a valid duration string: \"" + t.text + "\"");
+      return false;
+    }
+    if (*ms == 0 && !allow_zero) {
+      Fail(t.pos, "duration must be greater than 0");
       return false;
     }
     Advance();
@@ -299,36 +387,40 @@ class Parser {
   }
 
   void ParseOffset(Expr* e) {
-    const Token& kw = Advance();
+    Advance();  // "offset"
     TimeModifiers* mods = ModifiersOf(e);
     if (!mods) {
-      return Fail(kw.pos,
+      return Fail(e->pos,
                   "offset modifier must be preceded by an instant vector selector or range vector "
                   "selector or a subquery");
     }
-    if (mods->offset_ms != 0) return Fail(kw.pos, "offset may not be set multiple times");
+    if (mods->offset_ms != 0 || offset_set_.count(e))
+      return Fail(e->pos, "offset may not be set multiple times");
+    offset_set_.insert(e);
     bool negative = false;
     if (Peek().type == Tok::kSub) {
       Advance();
       negative = true;
     }
     int64_t ms = 0;
-    if (!ParseDurationToken(&ms, "in offset, expected duration")) return;
+    if (!ParseDurationToken(&ms, "in offset, expected duration", /*allow_zero=*/true)) return;
     mods->offset_ms = negative ? -ms : ms;
   }
 
   void ParseAt(Expr* e) {
-    const Token& at = Advance();
+    Advance();  // "@"
     TimeModifiers* mods = ModifiersOf(e);
     if (!mods) {
-      return Fail(at.pos,
+      return Fail(e->pos,
                   "@ modifier must be preceded by an instant vector selector or range vector "
                   "selector or a subquery");
     }
-    if (mods->at != AtKind::kNone) return Fail(at.pos, "@ <timestamp> may not be set multiple times");
+    if (mods->at != AtKind::kNone)
+      return Fail(e->pos, "@ <timestamp> may not be set multiple times");
     if (IsIdent(Peek(), "start") || IsIdent(Peek(), "end")) {
       bool start = IsIdent(Advance(), "start");
-      if (!Expect(Tok::kLeftParen, "") || !Expect(Tok::kRightParen, "")) return;
+      if (!Expect(Tok::kLeftParen, "in @, expected timestamp") || !Expect(Tok::kRightParen, ""))
+        return;
       mods->at = start ? AtKind::kStart : AtKind::kEnd;
       return;
     }
@@ -343,10 +435,12 @@ class Parser {
     }
     Advance();
     v *= sign;
-    if (std::isinf(v) || std::isnan(v) || v >= 9.2e15 || v <= -9.2e15) {
-      char buf[64];
+    if (std::isinf(v) || std::isnan(v) || v >= 9.223372036854775807e18 ||
+        v <= -9.223372036854775808e18) {
+      char buf[400];
       std::snprintf(buf, sizeof buf, "%f", v);
-      return Fail(t.pos, std::string("timestamp out of bounds for @ modifier: ") + buf);
+      std::string text = std::isnan(v) ? "NaN" : std::isinf(v) ? (v > 0 ? "+Inf" : "-Inf") : buf;
+      return Fail(e->pos, "timestamp out of bounds for @ modifier: " + text);
     }
     mods->at = AtKind::kTimestamp;
     mods->at_ms = static_cast<int64_t>(std::round(v * 1000));
@@ -355,15 +449,14 @@ class Parser {
   ExprPtr ParseRangeOrSubquery(ExprPtr e) {
     int pos = Advance().pos;  // '['
     int64_t range = 0;
-    if (!ParseDurationToken(&range, "in subquery or range selector, expected duration"))
-      return e;
+    if (!ParseDurationToken(&range, "in subquery selector, expected duration")) return e;
     if (Peek().type == Tok::kColon) {
       Advance();
       int64_t step = 0;
       if (Peek().type != Tok::kRightBracket &&
-          !ParseDurationToken(&step, "in subquery, expected duration or \"]\""))
+          !ParseDurationToken(&step, "in subquery selector, expected duration or \"]\""))
         return e;
-      if (!Expect(Tok::kRightBracket, "in subquery, expected \"]\"")) return e;
+      if (!Expect(Tok::kRightBracket, "in subquery selector, expected \"]\"")) return e;
       auto sq = std::make_unique<Subquery>();
       sq->pos = e->pos;
       sq->range_ms = range;
@@ -371,9 +464,9 @@ class Parser {
       sq->expr = std::move(e);
       return sq;
     }
-    if (!Expect(Tok::kRightBracket, "in range selector, expected \"]\"")) return e;
+    if (!Expect(Tok::kRightBracket, "in subquery or range, expected \":\" or \"]\"")) return e;
     if (e->kind != ExprKind::kVectorSelector) {
-      Fail(e->pos, "ranges only allowed for vector selectors");
+      Fail(pos, "ranges only allowed for vector selectors");
       return e;
     }
     auto* vs = static_cast<VectorSelector*>(e.get());
@@ -398,7 +491,10 @@ class Parser {
       case Tok::kNumber: {
         auto n = std::make_unique<NumberLiteral>();
         n->pos = t.pos;
-        if (!ParseNumberText(t.text, &n->value)) Fail(t.pos, "error parsing number: " + t.text);
+        if (!ParseNumberText(t.text, &n->value)) {
+          Fail(t.pos, "error parsing number: strconv.ParseFloat: parsing \"" + t.text +
+                          "\": invalid syntax");
+        }
         Advance();
         return n;
       }
@@ -416,8 +512,10 @@ class Parser {
         if (!failed_) Expect(Tok::kRightParen, "");
         return p;
       }
-      case Tok::kLeftBrace: return ParseSelector("", t.pos);
-      case Tok::kIdentifier: return ParseIdentifierExpr();
+      case Tok::kLeftBrace:
+        return ParseSelector("", t.pos);
+      case Tok::kIdentifier:
+        return ParseIdentifierExpr();
       default:
         Unexpected(t, "");
         return std::make_unique<NumberLiteral>();
@@ -429,7 +527,8 @@ class Parser {
     std::string lower = Lower(t.text);
     std::optional<AggregateOp> agg = AggregateFromName(lower);
     bool grouping_next = IsIdent(Peek(), "by") || IsIdent(Peek(), "without");
-    if (agg && (Peek().type == Tok::kLeftParen || grouping_next)) return ParseAggregate(*agg, t.pos);
+    if (agg && (Peek().type == Tok::kLeftParen || grouping_next))
+      return ParseAggregate(*agg, t.pos);
     if (Peek().type == Tok::kLeftParen) {
       const FunctionInfo* f = LookupFunction(t.text);
       if (!f) {
@@ -438,10 +537,11 @@ class Parser {
       }
       return ParseCall(f, t.pos);
     }
-    static const std::set<std::string> kKeywords = {
-        "and", "or", "unless", "atan2", "bool", "by", "without", "on", "ignoring", "group_left",
-        "group_right", "offset"};
-    if (kKeywords.count(lower) || agg) {
+    // Prometheus' metric_identifier admits aggregators, and/or/unless, by, without, offset,
+    // start and end as metric names; these keywords it does not.
+    static const std::set<std::string> kNotNames = {"atan2",    "bool",       "on",
+                                                    "ignoring", "group_left", "group_right"};
+    if (kNotNames.count(lower)) {
       Unexpected(t, "");
       return std::make_unique<NumberLiteral>();
     }
@@ -457,11 +557,12 @@ class Parser {
       for (;;) {
         call->args.push_back(ParseExpr(0));
         if (failed_) return call;
-        if (Peek().type == Tok::kComma) {
-          Advance();
-          continue;
+        if (Peek().type != Tok::kComma) break;
+        const Token& comma = Advance();
+        if (Peek().type == Tok::kRightParen) {
+          Fail(comma.pos, "trailing commas not allowed in function call args");
+          return call;
         }
-        break;
       }
     }
     Expect(Tok::kRightParen, "");
@@ -479,19 +580,23 @@ class Parser {
       return ParseLabelList(&agg->grouping, "grouping opts");
     };
     if ((IsIdent(Peek(), "by") || IsIdent(Peek(), "without")) && !grouping()) return agg;
-    if (!Expect(Tok::kLeftParen, "in aggregation, expected \"(\"")) return agg;
+    if (!Expect(Tok::kLeftParen, "in aggregation")) return agg;
     std::vector<ExprPtr> args;
     if (Peek().type != Tok::kRightParen) {
       for (;;) {
         args.push_back(ParseExpr(0));
         if (failed_) return agg;
         if (Peek().type != Tok::kComma) break;
-        Advance();
-        if (Peek().type == Tok::kRightParen) break;  // trailing comma
+        const Token& comma = Advance();
+        if (Peek().type == Tok::kRightParen) {
+          Fail(comma.pos, "trailing commas not allowed in function call args");
+          return agg;
+        }
       }
     }
     if (!Expect(Tok::kRightParen, "")) return agg;
-    if (!grouped && (IsIdent(Peek(), "by") || IsIdent(Peek(), "without")) && !grouping()) return agg;
+    if (!grouped && (IsIdent(Peek(), "by") || IsIdent(Peek(), "without")) && !grouping())
+      return agg;
     bool with_param = op == AggregateOp::kTopk || op == AggregateOp::kBottomk ||
                       op == AggregateOp::kQuantile || op == AggregateOp::kCountValues;
     size_t desired = with_param ? 2 : 1;
@@ -544,16 +649,24 @@ class Parser {
   bool ParseMatcher(VectorSelector* vs) {
     const Token& name = Peek();
     if (name.type != Tok::kIdentifier) {
-      Unexpected(name, "in label matching, expected label");
+      Unexpected(name, "in label matching, expected identifier or \"}\"");
       return false;
     }
     Advance();
     tsdb::MatchType type;
     switch (Peek().type) {
-      case Tok::kAssign: type = tsdb::MatchType::kEqual; break;
-      case Tok::kNeq: type = tsdb::MatchType::kNotEqual; break;
-      case Tok::kEqlRegex: type = tsdb::MatchType::kRegexMatch; break;
-      case Tok::kNeqRegex: type = tsdb::MatchType::kRegexNoMatch; break;
+      case Tok::kAssign:
+        type = tsdb::MatchType::kEqual;
+        break;
+      case Tok::kNeq:
+        type = tsdb::MatchType::kNotEqual;
+        break;
+      case Tok::kEqlRegex:
+        type = tsdb::MatchType::kRegexMatch;
+        break;
+      case Tok::kNeqRegex:
+        type = tsdb::MatchType::kRegexNoMatch;
+        break;
       default:
         Unexpected(Peek(), "in label matching, expected label matching operator");
         return false;
@@ -565,6 +678,13 @@ class Parser {
       return false;
     }
     Advance();
+    if (type == tsdb::MatchType::kRegexMatch || type == tsdb::MatchType::kRegexNoMatch) {
+      std::string err = RegexError(value.text);
+      if (!err.empty()) {
+        Fail(name.pos, err);
+        return false;
+      }
+    }
     Expected<tsdb::Matcher> m = tsdb::Matcher::Make(type, name.text, value.text);
     if (!m) {
       Fail(value.pos, m.error().message);
@@ -587,7 +707,8 @@ class Parser {
   void Check(Expr& e) {
     if (failed_) return;
     switch (e.kind) {
-      case ExprKind::kParen: return Check(*static_cast<ParenExpr&>(e).expr);
+      case ExprKind::kParen:
+        return Check(*static_cast<ParenExpr&>(e).expr);
       case ExprKind::kUnary: {
         auto& u = static_cast<UnaryExpr&>(e);
         Check(*u.expr);
@@ -604,8 +725,9 @@ class Parser {
         Check(*s.expr);
         ValueType t = TypeOf(*s.expr);
         if (t != ValueType::kVector) {
+          static const char* kGoNames[] = {"scalar", "string", "vector", "matrix"};
           Fail(s.pos, std::string("subquery is only allowed on instant vector, got ") +
-                          ValueTypeName(t) + " in \"" + Format(s) + "\" instead");
+                          kGoNames[static_cast<int>(t)] + " instead");
         }
         return;
       }
@@ -621,9 +743,12 @@ class Parser {
           ExpectType(*a.param, ValueType::kString, "aggregation parameter");
         return;
       }
-      case ExprKind::kCall: return CheckCall(static_cast<Call&>(e));
-      case ExprKind::kBinary: return CheckBinary(static_cast<BinaryExpr&>(e));
-      default: return;
+      case ExprKind::kCall:
+        return CheckCall(static_cast<Call&>(e));
+      case ExprKind::kBinary:
+        return CheckBinary(static_cast<BinaryExpr&>(e));
+      default:
+        return;
     }
   }
 
@@ -641,9 +766,8 @@ class Parser {
     } else {
       size_t min = nargs - 1;
       if (min > c.args.size()) {
-        return Fail(c.pos, "expected at least " + std::to_string(min) +
-                               " argument(s) in call to " + fname + ", got " +
-                               std::to_string(c.args.size()));
+        return Fail(c.pos, "expected at least " + std::to_string(min) + " argument(s) in call to " +
+                               fname + ", got " + std::to_string(c.args.size()));
       }
       size_t max = min + static_cast<size_t>(f.variadic);
       if (f.variadic > 0 && max < c.args.size()) {
@@ -681,9 +805,11 @@ class Parser {
         if (l1 == l2 && vm.on)
           return Fail(op_pos, "label \"" + l1 + "\" must not occur in ON and GROUP clause at once");
     if (lt != ValueType::kScalar && lt != ValueType::kVector)
-      return Fail(b.lhs->pos, "binary expression must contain only scalar and instant vector types");
+      return Fail(b.lhs->pos,
+                  "binary expression must contain only scalar and instant vector types");
     if (rt != ValueType::kScalar && rt != ValueType::kVector)
-      return Fail(b.rhs->pos, "binary expression must contain only scalar and instant vector types");
+      return Fail(b.rhs->pos,
+                  "binary expression must contain only scalar and instant vector types");
     if (lt != ValueType::kVector || rt != ValueType::kVector) {
       if (!vm.labels.empty())
         return Fail(b.pos, "vector matching only allowed between instant vectors");
@@ -702,17 +828,23 @@ class Parser {
   bool failed_ = false;
   std::string error_;
   std::map<const BinaryExpr*, int> op_positions_;
+  std::set<const Expr*> offset_set_;  // nodes with an explicit offset (even "offset 0s")
 };
 
 }  // namespace
 
-Expected<ExprPtr> Parse(std::string_view query) { return Parser(query).Run(); }
+Expected<ExprPtr> Parse(std::string_view query) {
+  return Parser(query).Run();
+}
 
 bool ParsePromDuration(std::string_view text, int64_t* ms) {
-  static const std::pair<const char*, int64_t> kUnits[] = {
-      {"y", 365LL * 24 * 3600 * 1000}, {"w", 7LL * 24 * 3600 * 1000}, {"d", 24LL * 3600 * 1000},
-      {"h", 3600LL * 1000},            {"m", 60LL * 1000},            {"s", 1000},
-      {"ms", 1}};
+  static const std::pair<const char*, int64_t> kUnits[] = {{"y", 365LL * 24 * 3600 * 1000},
+                                                           {"w", 7LL * 24 * 3600 * 1000},
+                                                           {"d", 24LL * 3600 * 1000},
+                                                           {"h", 3600LL * 1000},
+                                                           {"m", 60LL * 1000},
+                                                           {"s", 1000},
+                                                           {"ms", 1}};
   if (text.empty()) return false;
   // A bare number is seconds (Prometheus accepts "[300]" style only as a float duration).
   bool all_digits = text.find_first_not_of("0123456789.") == std::string_view::npos;

@@ -13,47 +13,62 @@ namespace gw::promql {
 
 const char* ValueTypeName(ValueType type) {
   switch (type) {
-    case ValueType::kScalar: return "scalar";
-    case ValueType::kString: return "string";
-    case ValueType::kVector: return "instant vector";
-    case ValueType::kMatrix: return "range vector";
+    case ValueType::kScalar:
+      return "scalar";
+    case ValueType::kString:
+      return "string";
+    case ValueType::kVector:
+      return "instant vector";
+    case ValueType::kMatrix:
+      return "range vector";
   }
   return "?";
 }
 
 const char* BinaryOpName(BinaryOp op) {
-  static const char* kNames[] = {"+",  "-",  "*", "/", "%",  "^",  "atan2", "==", "!=",
-                                 ">",  "<",  ">=", "<=", "and", "or", "unless"};
+  static const char* kNames[] = {"+",  "-", "*", "/",  "%",  "^",   "atan2", "==",
+                                 "!=", ">", "<", ">=", "<=", "and", "or",    "unless"};
   return kNames[static_cast<int>(op)];
 }
 
-bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEq && op <= BinaryOp::kLe; }
-bool IsSetOperator(BinaryOp op) { return op >= BinaryOp::kAnd; }
+bool IsComparison(BinaryOp op) {
+  return op >= BinaryOp::kEq && op <= BinaryOp::kLe;
+}
+bool IsSetOperator(BinaryOp op) {
+  return op >= BinaryOp::kAnd;
+}
 
 const char* AggregateOpName(AggregateOp op) {
-  static const char* kNames[] = {"sum",   "min",    "max",    "avg",  "group",   "count",
-                                 "count_values", "stddev", "stdvar", "topk", "bottomk",
-                                 "quantile"};
+  static const char* kNames[] = {"sum",          "min",    "max",    "avg",  "group",   "count",
+                                 "count_values", "stddev", "stdvar", "topk", "bottomk", "quantile"};
   return kNames[static_cast<int>(op)];
 }
 
 ValueType TypeOf(const Expr& e) {
   switch (e.kind) {
-    case ExprKind::kNumber: return ValueType::kScalar;
-    case ExprKind::kString: return ValueType::kString;
-    case ExprKind::kVectorSelector: return ValueType::kVector;
+    case ExprKind::kNumber:
+      return ValueType::kScalar;
+    case ExprKind::kString:
+      return ValueType::kString;
+    case ExprKind::kVectorSelector:
+      return ValueType::kVector;
     case ExprKind::kMatrixSelector:
-    case ExprKind::kSubquery: return ValueType::kMatrix;
-    case ExprKind::kParen: return TypeOf(*static_cast<const ParenExpr&>(e).expr);
-    case ExprKind::kUnary: return TypeOf(*static_cast<const UnaryExpr&>(e).expr);
+    case ExprKind::kSubquery:
+      return ValueType::kMatrix;
+    case ExprKind::kParen:
+      return TypeOf(*static_cast<const ParenExpr&>(e).expr);
+    case ExprKind::kUnary:
+      return TypeOf(*static_cast<const UnaryExpr&>(e).expr);
     case ExprKind::kBinary: {
       const auto& b = static_cast<const BinaryExpr&>(e);
       return TypeOf(*b.lhs) == ValueType::kScalar && TypeOf(*b.rhs) == ValueType::kScalar
                  ? ValueType::kScalar
                  : ValueType::kVector;
     }
-    case ExprKind::kAggregate: return ValueType::kVector;
-    case ExprKind::kCall: return static_cast<const Call&>(e).func->return_type;
+    case ExprKind::kAggregate:
+      return ValueType::kVector;
+    case ExprKind::kCall:
+      return static_cast<const Call&>(e).func->return_type;
   }
   return ValueType::kScalar;
 }
@@ -86,15 +101,33 @@ std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\v': out += "\\v"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -110,10 +143,14 @@ std::string Quote(const std::string& s) {
 
 const char* MatchOpText(tsdb::MatchType t) {
   switch (t) {
-    case tsdb::MatchType::kEqual: return "=";
-    case tsdb::MatchType::kNotEqual: return "!=";
-    case tsdb::MatchType::kRegexMatch: return "=~";
-    case tsdb::MatchType::kRegexNoMatch: return "!~";
+    case tsdb::MatchType::kEqual:
+      return "=";
+    case tsdb::MatchType::kNotEqual:
+      return "!=";
+    case tsdb::MatchType::kRegexMatch:
+      return "=~";
+    case tsdb::MatchType::kRegexNoMatch:
+      return "!~";
   }
   return "?";
 }
@@ -177,8 +214,10 @@ std::string FormatNumber(double v) {
 
 std::string Format(const Expr& e) {
   switch (e.kind) {
-    case ExprKind::kNumber: return FormatNumber(static_cast<const NumberLiteral&>(e).value);
-    case ExprKind::kString: return Quote(static_cast<const StringLiteral&>(e).value);
+    case ExprKind::kNumber:
+      return FormatNumber(static_cast<const NumberLiteral&>(e).value);
+    case ExprKind::kString:
+      return Quote(static_cast<const StringLiteral&>(e).value);
     case ExprKind::kVectorSelector: {
       const auto& vs = static_cast<const VectorSelector&>(e);
       return SelectorBody(vs) + ModifiersSuffix(vs.mods);
@@ -193,7 +232,8 @@ std::string Format(const Expr& e) {
       return Format(*sq.expr) + "[" + FormatPromDuration(sq.range_ms) + ":" +
              (sq.step_ms ? FormatPromDuration(sq.step_ms) : "") + "]" + ModifiersSuffix(sq.mods);
     }
-    case ExprKind::kParen: return "(" + Format(*static_cast<const ParenExpr&>(e).expr) + ")";
+    case ExprKind::kParen:
+      return "(" + Format(*static_cast<const ParenExpr&>(e).expr) + ")";
     case ExprKind::kUnary: {
       const auto& u = static_cast<const UnaryExpr&>(e);
       return (u.negate ? "-" : "+") + Format(*u.expr);
@@ -211,8 +251,8 @@ std::string Format(const Expr& e) {
                       Join(b.matching->include, ", ") + ")";
         }
       }
-      return Format(*b.lhs) + " " + BinaryOpName(b.op) + (b.return_bool ? " bool" : "") +
-             matching + " " + Format(*b.rhs);
+      return Format(*b.lhs) + " " + BinaryOpName(b.op) + (b.return_bool ? " bool" : "") + matching +
+             " " + Format(*b.rhs);
     }
     case ExprKind::kAggregate: {
       const auto& a = static_cast<const AggregateExpr&>(e);

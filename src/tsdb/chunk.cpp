@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -12,17 +12,23 @@
 namespace gw::tsdb {
 namespace {
 
-constexpr int kMaxScale = 15;  // 10^15 is still exact as a double
+constexpr int kMaxScale = 15;                        // 10^15 is still exact as a double
 constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53
 
 constexpr std::array<double, kMaxScale + 1> kPow10 = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 
-uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
-double FromBits(uint64_t b) { return std::bit_cast<double>(b); }
+uint64_t Bits(double v) {
+  return std::bit_cast<uint64_t>(v);
+}
+double FromBits(uint64_t b) {
+  return std::bit_cast<double>(b);
+}
 
 // Values the integer coder escapes: NaN (any payload, the stale marker included), ±Inf, -0.0.
-bool IsEscaped(double v) { return !std::isfinite(v) || (v == 0 && std::signbit(v)); }
+bool IsEscaped(double v) {
+  return !std::isfinite(v) || (v == 0 && std::signbit(v));
+}
 
 // ---- The integer coder, shared by timestamps and scaled-integer values. ----
 //
@@ -66,6 +72,7 @@ uint64_t FromCode(int order, uint64_t code) {
 uint64_t Residuals(std::span<const int64_t> xs, std::span<const uint8_t> escaped, int order,
                    std::vector<IntItem>* items) {
   items->clear();
+  items->reserve(xs.size());
   int64_t min = INT64_MAX;
   for (size_t i = 0; i < xs.size(); ++i)
     if (escaped.empty() || !escaped[i]) min = std::min(min, xs[i]);
@@ -89,10 +96,10 @@ uint64_t Residuals(std::span<const int64_t> xs, std::span<const uint8_t> escaped
 // Picks the width and run/packed prefixes that minimise the stream's size.
 IntPlan PlanWidth(const std::vector<IntItem>& items, int order, uint64_t base) {
   std::array<size_t, 65> hist{};
-  size_t fixed_bits = 10 + (order == 0 ? 7 + static_cast<size_t>(BitLength(ZigZag(
-                                                 static_cast<int64_t>(base))))
-                                       : 0);
-  size_t runs = 0, packed = 0;
+  size_t fixed_bits =
+      10 +
+      (order == 0 ? 7 + static_cast<size_t>(BitLength(ZigZag(static_cast<int64_t>(base)))) : 0);
+  size_t runs = 0;
   for (size_t i = 0; i < items.size();) {
     if (items[i].escaped) {
       fixed_bits += 3 + 64;
@@ -107,22 +114,29 @@ IntPlan PlanWidth(const std::vector<IntItem>& items, int order, uint64_t base) {
       ++i;
     }
   }
+  // Size for width w: codes of at most w bits cost w (+ prefix), longer ones 10 + their length.
+  // One pass over w with running sums instead of re-summing the histogram for every w.
+  size_t long_bits = 0, long_count = 0;
+  for (int len = 1; len <= 64; ++len) {
+    long_bits += hist[static_cast<size_t>(len)] * (10 + static_cast<size_t>(len));
+    long_count += hist[static_cast<size_t>(len)];
+  }
   IntPlan best{order, false, 0, base, SIZE_MAX};
+  size_t fits = 0;
   for (int w = 0; w <= 64; ++w) {
-    size_t bits = fixed_bits, fits = 0;
-    for (int len = 1; len <= 64; ++len) {
-      const size_t n = hist[static_cast<size_t>(len)];
-      if (len <= w)
-        bits += n * static_cast<size_t>(w), fits += n;
-      else
-        bits += n * (10 + static_cast<size_t>(len));
+    const size_t n = hist[static_cast<size_t>(w)];
+    if (w > 0) {
+      fits += n;
+      long_bits -= n * (10 + static_cast<size_t>(w));
+      long_count -= n;
     }
+    const size_t bits = fixed_bits + long_bits + fits * static_cast<size_t>(w);
     for (bool dense : {false, true}) {
       const size_t total = bits + (dense ? 2 * runs + fits : runs + 2 * fits);
       if (total < best.bits) best = {order, dense, w, base, total};
     }
+    if (long_count == 0) break;  // wider only costs more
   }
-  (void)packed;
   return best;
 }
 
@@ -308,9 +322,8 @@ std::string EncodeScaledInt(std::span<const Sample> samples, int scale) {
   for (const Sample& s : samples) {
     const bool esc = IsEscaped(s.v);
     escaped.push_back(esc ? 1 : 0);
-    ks.push_back(esc ? 0
-                     : static_cast<int64_t>(
-                           std::nearbyint(s.v * kPow10[static_cast<size_t>(scale)])));
+    ks.push_back(
+        esc ? 0 : static_cast<int64_t>(std::nearbyint(s.v * kPow10[static_cast<size_t>(scale)])));
   }
   // Try each predictor order; keep the smallest stream.
   std::vector<IntItem> items[3];
@@ -386,8 +399,9 @@ Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
   ks.reserve(n);
   if (!ReadInts(&r, n, &ks, &raw, &escaped)) return Error{"chunk: truncated integer values"};
   for (size_t i = 0; i < n; ++i)
-    (*out)[first + i].v = escaped[i] ? FromBits(raw[i])
-                                     : static_cast<double>(ks[i]) / kPow10[static_cast<size_t>(scale)];
+    (*out)[first + i].v = escaped[i]
+                              ? FromBits(raw[i])
+                              : static_cast<double>(ks[i]) / kPow10[static_cast<size_t>(scale)];
   return Status::Ok();
 }
 

@@ -20,7 +20,9 @@ inline int64_t UnZigZag(uint64_t u) {
 }
 
 // Number of significant bits in `v` (0 for 0, 64 for values with the top bit set).
-inline int BitLength(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
+inline int BitLength(uint64_t v) {
+  return v == 0 ? 0 : 64 - __builtin_clzll(v);
+}
 
 // Appends bits to a byte string, MSB first. The last byte is zero-padded.
 class BitWriter {
@@ -59,7 +61,9 @@ class BitReader {
 
 // LEB128 unsigned varints in bytes.
 void PutUvarint(std::string* out, uint64_t v);
-inline void PutVarint(std::string* out, int64_t v) { PutUvarint(out, ZigZag(v)); }
+inline void PutVarint(std::string* out, int64_t v) {
+  PutUvarint(out, ZigZag(v));
+}
 void PutFixed32(std::string* out, uint32_t v);
 void PutFixed64(std::string* out, uint64_t v);
 void PutString(std::string* out, std::string_view s);  // uvarint length + bytes

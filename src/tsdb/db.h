@@ -27,6 +27,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "tsdb/head.h"
+#include "tsdb/rollup.h"
 #include "tsdb/storage.h"
 #include "tsdb/wal.h"
 
@@ -41,8 +42,9 @@ struct DBOptions {
   WalSync wal_sync = WalSync::kInterval;
   double wal_sync_interval_s = 10;
   uint64_t wal_segment_bytes = 64ULL << 20;
-  int64_t retention_ms = 15LL * 24 * 3600 * 1000;  // raw chunks older than this are deleted
-  Logger* logger = nullptr;                        // nullptr: stay silent
+  int64_t retention_ms = 15LL * 24 * 3600 * 1000;          // raw chunks older than this are deleted
+  int64_t rollup_retention_ms = 365LL * 24 * 3600 * 1000;  // and 5-minute rollups older than this
+  Logger* logger = nullptr;                                // nullptr: stay silent
 };
 
 struct DBStats {
@@ -54,8 +56,8 @@ struct DBStats {
   uint64_t chunk_corruptions = 0;     // persisted chunks that failed their checksum or decode
   uint64_t chunks_persisted = 0;      // chunks written to SQLite since open
   uint64_t wal_bytes = 0;
-  uint64_t sqlite_bytes = 0;          // the database file and SQLite's own journal files
-  uint64_t bytes_on_disk = 0;         // wal_bytes + sqlite_bytes
+  uint64_t sqlite_bytes = 0;   // the database file and SQLite's own journal (-wal)
+  uint64_t bytes_on_disk = 0;  // wal_bytes + sqlite_bytes
   double last_flush_seconds = 0;
 };
 
@@ -84,10 +86,13 @@ class DB {
   // Writes the batch appended since the last Commit to the WAL (one write). After it returns OK,
   // the batch survives kill -9 (see wal.h for fsync).
   Status Commit();
-  // Commits, encodes every open chunk, writes all in-memory chunks and new series to SQLite in
-  // one transaction, then drops them from memory and deletes the WAL segments they came from.
+  // Commits, encodes every open chunk, writes all in-memory chunks, their 5-minute rollups and
+  // new series to SQLite in one transaction, then drops the chunks from memory and deletes the
+  // WAL segments they came from. Call every few minutes (each Flush ends every open chunk, so
+  // much more often costs compression).
   Status Flush();
-  // Deletes persisted chunks whose newest sample is older than now_ms - retention_ms.
+  // Deletes persisted chunks whose newest sample is older than now_ms - retention_ms, and
+  // rollups whose window starts before now_ms - rollup_retention_ms.
   Status ApplyRetention(int64_t now_ms);
 
   // ---- Readers (any thread). ----
@@ -99,6 +104,9 @@ class DB {
 
   // The samples of one series in [mint_ms, maxt_ms], time-ordered and unique in time.
   Status ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out);
+  // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
+  // ascending. Rollups cover flushed data only (the head's samples are summarised at Flush).
+  Status ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out);
   const Head& head() const { return head_; }
 
  private:
@@ -107,6 +115,7 @@ class DB {
   Status LoadSeries();
   Status ReplayWal(WalReplayStats* replay);
   void Warn(const std::string& message) const;
+  bool InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<EncodedChunk>& chunks);
 
   DBOptions options_;
   Head head_;

@@ -19,6 +19,8 @@ Head::MemSeries* Head::Find(SeriesRef ref) const {
 
 Status Head::AddSeries(SeriesRef ref, const Labels& labels, int64_t last_t_ms) {
   if (ref == 0) return Error{"tsdb: series id 0 is reserved"};
+  // Ids are dense; a far-off id can only come from a damaged file and would waste memory.
+  if (ref > series_.size() + (1U << 24)) return Error{"tsdb: implausible series id"};
   if (!LabelsAreValid(labels)) return Error{"tsdb: invalid label set"};
   std::unique_lock lock(mu_);
   if (Find(ref) != nullptr) return Error{"tsdb: series id " + std::to_string(ref) + " in use"};
@@ -65,7 +67,9 @@ Status Head::Append(SeriesRef ref, int64_t t_ms, double v) {
   if (s->open.capacity() == 0) s->open.reserve(options_.samples_per_chunk);
   s->open.push_back({t_ms, v});
   s->last_t_ms = t_ms;
-  samples_appended_.fetch_add(1, std::memory_order_relaxed);
+  // Only the writer changes the counter: a plain store avoids a locked read-modify-write.
+  samples_appended_.store(samples_appended_.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -167,8 +167,8 @@ Expected<std::unique_ptr<Wal>> Wal::Open(const WalOptions& options, Logger* logg
       ++stats->corruptions;
       if (logger)
         logger->Warn("wal: " + path + ": " + problem + " at offset " + std::to_string(good) +
-                     "; replayed what precedes it, dropping " +
-                     std::to_string(data.size() - good) + " bytes");
+                     "; replayed what precedes it, dropping " + std::to_string(data.size() - good) +
+                     " bytes");
       if (::truncate(path.c_str(), static_cast<off_t>(good)) != 0)
         return Error{"wal: cannot truncate " + path + ": " + std::strerror(errno)};
     }
@@ -205,10 +205,19 @@ void Wal::AddSeries(SeriesRef ref, const Labels& labels) {
 }
 
 void Wal::AddSample(SeriesRef ref, int64_t t_ms, double v) {
-  PutUvarint(&samples_, ref);
-  PutVarint(&samples_,
-            static_cast<int64_t>(static_cast<uint64_t>(t_ms) - static_cast<uint64_t>(samples_prev_t_)));
-  PutFixed64(&samples_, std::bit_cast<uint64_t>(v));
+  // Built in a local buffer and appended once: this runs for every sample.
+  char buf[28];
+  size_t n = 0;
+  auto put_uvarint = [&](uint64_t x) {
+    while (x >= 0x80) buf[n++] = static_cast<char>(x | 0x80), x >>= 7;
+    buf[n++] = static_cast<char>(x);
+  };
+  put_uvarint(ref);
+  put_uvarint(ZigZag(
+      static_cast<int64_t>(static_cast<uint64_t>(t_ms) - static_cast<uint64_t>(samples_prev_t_))));
+  const uint64_t bits = std::bit_cast<uint64_t>(v);
+  for (int i = 0; i < 8; ++i) buf[n++] = static_cast<char>(bits >> (8 * i));
+  samples_.append(buf, n);
   samples_prev_t_ = t_ms;
   if (++samples_count_ >= 100000) FlushSamplesRecord();  // bound the record size
 }
@@ -233,10 +242,9 @@ Status Wal::Commit() {
     pending_.clear();
   }
   const auto now = std::chrono::steady_clock::now();
-  const bool sync =
-      options_.sync == WalSync::kAlways ||
-      (options_.sync == WalSync::kInterval &&
-       now - last_sync_ >= std::chrono::duration<double>(options_.sync_interval_s));
+  const bool sync = options_.sync == WalSync::kAlways ||
+                    (options_.sync == WalSync::kInterval &&
+                     now - last_sync_ >= std::chrono::duration<double>(options_.sync_interval_s));
   if (sync) {
     if (::fdatasync(fd_) != 0) return Error{std::string("wal: fsync: ") + std::strerror(errno)};
     last_sync_ = now;

@@ -30,8 +30,8 @@ namespace gw::tsdb {
 enum class WalSync { kNever, kInterval, kAlways };
 
 struct WalOptions {
-  std::string dir;                        // created if missing
-  uint64_t segment_bytes = 64ULL << 20;   // a new segment starts past this size
+  std::string dir;                       // created if missing
+  uint64_t segment_bytes = 64ULL << 20;  // a new segment starts past this size
   WalSync sync = WalSync::kInterval;
   double sync_interval_s = 10;
 };
@@ -82,8 +82,8 @@ class Wal {
   Logger* logger_;
   int fd_ = -1;
   uint64_t segment_ = 0, segment_size_ = 0;
-  std::string pending_;        // framed records awaiting Commit
-  std::string samples_;        // payload of the samples record being built
+  std::string pending_;  // framed records awaiting Commit
+  std::string samples_;  // payload of the samples record being built
   uint64_t samples_count_ = 0;
   int64_t samples_prev_t_ = 0;
   std::chrono::steady_clock::time_point last_sync_;

@@ -115,15 +115,17 @@ TEST(PromqlCompat, AgreesWithPrometheus242) {
                        &out),
             0)
       << out;
+  // The data set is from 2023: keep it, as Prometheus is told to below.
+  WriteFile(dir / "gpuwarden.yaml", "storage:\n  retention: 100y\n  rollup_retention: 100y\n");
   ASSERT_EQ(RunCommand({"promtool", "tsdb", "create-blocks-from", "openmetrics", dir / "data.om",
                         dir / "prom"},
                        &out, 300),
             0)
       << out;
-  ASSERT_EQ(
-      RunCommand({GpuwardenBinary(), "tsdb", "import", dir / "data.om", "--data-dir", dir / "gw"},
-                 &out, 300),
-      0)
+  ASSERT_EQ(RunCommand({GpuwardenBinary(), "tsdb", "import", dir / "data.om", "--data-dir",
+                        dir / "gw", "--config", dir / "gpuwarden.yaml"},
+                       &out, 300),
+            0)
       << out;
 
   int prom_port = FreePort();
@@ -132,7 +134,8 @@ TEST(PromqlCompat, AgreesWithPrometheus242) {
                 "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
                dir / "prometheus.log");
   ASSERT_TRUE(WaitFor([&] { return HttpGet(prom_port, "/-/ready").status == 200; }, 60));
-  AgentProcess agent({"--data-dir", dir / "gw", "--nvml-lib", "/nonexistent/libnvml.so"});
+  AgentProcess agent({"--data-dir", dir / "gw", "--config", dir / "gpuwarden.yaml", "--nvml-lib",
+                      "/nonexistent/libnvml.so"});
   ASSERT_NE(agent.port(), 0);
 
   const std::vector<std::string> times = {std::to_string(kStart + 600),

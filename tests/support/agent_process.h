@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -24,6 +25,11 @@ class AgentProcess {
   // Starts `gpuwarden serve ARGS --listen 127.0.0.1:0` and waits until it says its port.
   explicit AgentProcess(std::vector<std::string> args) {
     std::vector<std::string> argv = {GpuwardenBinary(), "serve", "--listen", "127.0.0.1:0"};
+    // Each agent gets its own history directory unless the test names one.
+    if (std::find(args.begin(), args.end(), "--data-dir") == args.end()) {
+      argv.push_back("--data-dir");
+      argv.push_back(dir_ / "data");
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     process_ = std::make_unique<Process>(argv, dir_ / "gpuwarden.log");
     const std::regex port_re(R"(\(port ([0-9]+)\))");

@@ -58,7 +58,8 @@ TEST(Chunk, SpecialValuesRoundTripBitExactly) {
   ExpectBitExact(s);
   // Integers with a few escaped values stay in the integer encoding.
   std::vector<Sample> ints;
-  for (int i = 0; i < 200; ++i) ints.push_back({kStart + i * 1000, static_cast<double>(60 + i % 3)});
+  for (int i = 0; i < 200; ++i)
+    ints.push_back({kStart + i * 1000, static_cast<double>(60 + i % 3)});
   ints[50].v = StaleNaN();
   ints[51].v = -0.0;
   ints[52].v = std::numeric_limits<double>::infinity();
@@ -74,17 +75,29 @@ TEST(Chunk, RandomRoundTrips) {
     int64_t t = static_cast<int64_t>(rng()) >> (rng() % 64);
     const int kind = static_cast<int>(rng() % 5);
     for (size_t i = 0; i < n; ++i) {
-      // Irregular steps, sometimes huge; timestamps may even wrap: the codec is arithmetic mod 2^64.
+      // Irregular steps, sometimes huge; timestamps may even wrap: the codec is arithmetic mod
+      // 2^64.
       const uint64_t step_kind = rng() % 10;
-      t = static_cast<int64_t>(static_cast<uint64_t>(t) +
-                               (step_kind < 6 ? 1000 : step_kind < 9 ? rng() % 5000 : rng()));
+      t = static_cast<int64_t>(static_cast<uint64_t>(t) + (step_kind < 6   ? 1000
+                                                           : step_kind < 9 ? rng() % 5000
+                                                                           : rng()));
       double v = 0;
       switch (kind) {
-        case 0: v = std::bit_cast<double>(rng()); break;  // anything, NaNs included
-        case 1: v = static_cast<double>(static_cast<int64_t>(rng() % 2000) - 1000); break;
-        case 2: v = static_cast<double>(rng() % 100000) / 1000.0; break;
-        case 3: v = (rng() % 7 == 0) ? StaleNaN() : static_cast<double>(rng() % 5); break;
-        default: v = static_cast<double>(static_cast<int64_t>(rng())) * 1e10; break;
+        case 0:
+          v = std::bit_cast<double>(rng());
+          break;  // anything, NaNs included
+        case 1:
+          v = static_cast<double>(static_cast<int64_t>(rng() % 2000) - 1000);
+          break;
+        case 2:
+          v = static_cast<double>(rng() % 100000) / 1000.0;
+          break;
+        case 3:
+          v = (rng() % 7 == 0) ? StaleNaN() : static_cast<double>(rng() % 5);
+          break;
+        default:
+          v = static_cast<double>(static_cast<int64_t>(rng())) * 1e10;
+          break;
       }
       s.push_back({t, v});
     }
@@ -143,24 +156,29 @@ TEST(Chunk, SizeOnGpuTelemetryBeatsXor) {
   double temp = 60, energy_mj = 1e9;
   const Case cases[] = {
       {"constant", [](int, auto&) { return 1.0; }, 0, 0.10},
-      {"temperature_celsius", [&](int, auto& r) {
+      {"temperature_celsius",
+       [&](int, auto& r) {
          if (r() % 10 == 0) temp += (r() % 2) ? 1 : -1;
          return temp;
-       }, 0, 0.24},
-      {"power_mw_noisy", [](int i, auto& r) {
+       },
+       0, 0.24},
+      {"power_mw_noisy",
+       [](int i, auto& r) {
          return std::round(300000 + 50000 * std::sin(i / 600.0) + static_cast<double>(r() % 4000));
-       }, 0, 1.95},
-      {"energy_mj_counter", [&](int, auto& r) {
+       },
+       0, 1.95},
+      {"energy_mj_counter",
+       [&](int, auto& r) {
          energy_mj += 300000 + static_cast<double>(r() % 4000);
          return energy_mj;
-       }, 0, 1.95},
+       },
+       0, 1.95},
       {"utilization_percent", [](int, auto& r) { return static_cast<double>(r() % 101); }, 0, 1.15},
-      {"ratio_0.01_steps", [](int i, auto& r) {
-         return static_cast<double>((i / 30 + r() % 3) % 101) / 100.0;
-       }, 0, 0.6},
-      {"power_watts_3_decimals", [](int, auto& r) {
-         return static_cast<double>(600000 + r() % 100000) / 1000.0;
-       }, 0, 2.45},
+      {"ratio_0.01_steps",
+       [](int i, auto& r) { return static_cast<double>((i / 30 + r() % 3) % 101) / 100.0; }, 0,
+       0.6},
+      {"power_watts_3_decimals",
+       [](int, auto& r) { return static_cast<double>(600000 + r() % 100000) / 1000.0; }, 0, 2.45},
       {"constant_jitter_5ms", [](int, auto&) { return 1.0; }, 5, 0.95},
   };
   for (const Case& c : cases) {

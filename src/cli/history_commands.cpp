@@ -1,0 +1,234 @@
+// `gpuwarden query`, `gpuwarden tsdb import` and `gpuwarden tsdb export`.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "cli/commands.h"
+#include "cli/store.h"
+#include "http/client.h"
+#include "http/prom_api.h"
+#include "http/prom_format.h"
+#include "promql/engine.h"
+#include "promql/parser.h"
+#include "tsdb/openmetrics.h"
+
+namespace gw::cli {
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string LabelsText(const nlohmann::json& metric) {
+  std::string name, rest;
+  for (auto it = metric.begin(); it != metric.end(); ++it) {
+    if (it.key() == "__name__") {
+      name = it.value();
+      continue;
+    }
+    rest += (rest.empty() ? "" : ", ") + it.key() + "=\"" + it.value().get<std::string>() + "\"";
+  }
+  return name + "{" + rest + "}";
+}
+
+// Prints an API reply ({"status":…,"data":…}) for people.
+void PrintReadable(const nlohmann::json& data) {
+  const std::string type = data["resultType"];
+  const auto& result = data["result"];
+  if (type == "scalar" || type == "string") {
+    std::printf("%s\n", result[1].get<std::string>().c_str());
+    return;
+  }
+  if (result.empty()) {
+    std::printf("(no data)\n");
+    return;
+  }
+  for (const auto& s : result) {
+    if (type == "vector") {
+      std::printf("%s => %s @%s\n", LabelsText(s["metric"]).c_str(),
+                  s["value"][1].get<std::string>().c_str(), s["value"][0].dump().c_str());
+      continue;
+    }
+    std::printf("%s =>\n", LabelsText(s["metric"]).c_str());
+    for (const auto& p : s["values"])
+      std::printf("  %s @%s\n", p[1].get<std::string>().c_str(), p[0].dump().c_str());
+  }
+}
+
+int Print(int http_status, const std::string& body, bool json) {
+  nlohmann::json reply;
+  try {
+    reply = nlohmann::json::parse(body);
+  } catch (...) {
+    std::fprintf(stderr, "gpuwarden: unexpected reply (HTTP %d): %.200s\n", http_status,
+                 body.c_str());
+    return 1;
+  }
+  if (reply.value("status", "") != "success") {
+    std::fprintf(stderr, "gpuwarden: %s: %s\n", reply.value("errorType", "error").c_str(),
+                 reply.value("error", "").c_str());
+    return 1;
+  }
+  if (json) {
+    std::printf("%s\n", body.c_str());
+  } else {
+    PrintReadable(reply["data"]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunQuery(const Config& config, const QueryArgs& args, Logger* logger) {
+  const bool range = !args.start.empty() || !args.end.empty() || !args.step.empty();
+  if (range && (args.start.empty() || args.end.empty() || args.step.empty())) {
+    std::fprintf(stderr, "gpuwarden: a range query needs --start, --end and --step\n");
+    return 2;
+  }
+  if (!args.url.empty()) {
+    std::string path = range ? "/api/v1/query_range?query=" : "/api/v1/query?query=";
+    path += http::UrlEncode(args.expr);
+    if (range) {
+      path += "&start=" + http::UrlEncode(args.start) + "&end=" + http::UrlEncode(args.end) +
+              "&step=" + http::UrlEncode(args.step);
+    } else if (!args.time.empty()) {
+      path += "&time=" + http::UrlEncode(args.time);
+    }
+    std::string base = args.url;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    auto reply = http::GetUrl(base + path);
+    if (!reply.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", reply.error().message.c_str());
+      return 1;
+    }
+    return Print(reply->status, reply->body, args.json);
+  }
+
+  auto db = OpenStore(config.storage, logger);
+  if (!db.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
+    return 1;
+  }
+  auto querier = (*db)->NewQuerier();
+  promql::Engine engine;
+  promql::QueryResult result = [&]() -> promql::QueryResult {
+    if (!range) {
+      int64_t t = NowMs();
+      if (!args.time.empty() && !http::ParsePromTime(args.time, &t))
+        return promql::QueryError{promql::QueryError::Kind::kBadData,
+                                  "--time: cannot parse \"" + args.time + "\""};
+      return engine.Instant(*querier, args.expr, t);
+    }
+    int64_t start = 0, end = 0, step = 0;
+    if (!http::ParsePromTime(args.start, &start) || !http::ParsePromTime(args.end, &end) ||
+        !http::ParsePromDuration(args.step, &step) || step <= 0)
+      return promql::QueryError{promql::QueryError::Kind::kBadData,
+                                "--start/--end/--step: expected times (Unix seconds or RFC 3339) "
+                                "and a positive duration"};
+    return engine.Range(*querier, args.expr, start, end, step);
+  }();
+  if (!result.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", result.error().message.c_str());
+    return 1;
+  }
+  return Print(200,
+               "{\"status\":\"success\",\"data\":" + http::QueryResultJson(result.value()) + "}",
+               args.json);
+}
+
+int RunTsdbImport(const Config& config, const std::string& file, Logger* logger) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "gpuwarden: %s: cannot read the file\n", file.c_str());
+    return 1;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  auto db = OpenStore(config.storage, logger);
+  if (!db.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
+    return 1;
+  }
+  std::unordered_map<std::string, tsdb::SeriesRef> refs;
+  tsdb::Labels labels;
+  uint64_t samples = 0, refused = 0;
+  auto start = std::chrono::steady_clock::now();
+  Status parsed = tsdb::ParseText(text, file, {},
+                                  [&](std::string_view series, int64_t t_ms, double v) -> Status {
+                                    auto it = refs.find(std::string(series));
+                                    if (it == refs.end()) {
+                                      if (Status s = tsdb::ParseSeries(series, &labels); !s.ok())
+                                        return s;
+                                      auto ref = (*db)->GetRef(labels);
+                                      if (!ref.ok()) return Status(ref.error());
+                                      it = refs.emplace(std::string(series), *ref).first;
+                                    }
+                                    if ((*db)->Append(it->second, t_ms, v).ok()) {
+                                      ++samples;
+                                    } else {
+                                      ++refused;
+                                    }
+                                    if (samples % 1000000 == 0) return (*db)->Commit();
+                                    return Status::Ok();
+                                  });
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", parsed.message().c_str());
+    return 1;
+  }
+  if (Status s = (*db)->Flush(); !s.ok()) {
+    std::fprintf(stderr, "gpuwarden: flush: %s\n", s.message().c_str());
+    return 1;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr,
+               "imported %llu samples of %zu series in %.2f s (%.0f samples/s); %llu refused as "
+               "out of order\n",
+               static_cast<unsigned long long>(samples), refs.size(), seconds,
+               static_cast<double>(samples) / std::max(seconds, 1e-9),
+               static_cast<unsigned long long>(refused));
+  return 0;
+}
+
+int RunTsdbExport(const Config& config, const std::string& match, Logger* logger) {
+  auto db = OpenStore(config.storage, logger);
+  if (!db.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
+    return 1;
+  }
+  std::vector<tsdb::Matcher> matchers;
+  if (match.empty()) {
+    matchers.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "__name__", ".+"));
+  } else {
+    auto expr = promql::Parse(match);
+    if (!expr.ok() || (*expr)->kind != promql::ExprKind::kVectorSelector) {
+      std::fprintf(stderr,
+                   "gpuwarden: --match: expected a series selector such as "
+                   "gpu_power_watts{gpu=\"0\"}\n");
+      return 2;
+    }
+    matchers = static_cast<promql::VectorSelector&>(**expr).matchers;
+  }
+  std::vector<tsdb::SeriesData> series;
+  auto querier = (*db)->NewQuerier();
+  if (Status s = querier->Select(matchers, INT64_MIN / 2, INT64_MAX / 2, &series); !s.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::string out;
+  for (const tsdb::SeriesData& s : series) {
+    out.clear();
+    tsdb::AppendOpenMetricsSeries(s, &out);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  std::fputs("# EOF\n", stdout);
+  return 0;
+}
+
+}  // namespace gw::cli

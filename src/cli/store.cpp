@@ -1,0 +1,83 @@
+#include "cli/store.h"
+
+#include <cmath>
+
+namespace gw::cli {
+
+namespace {
+int64_t Ms(double seconds) {
+  return static_cast<int64_t>(std::llround(seconds * 1000));
+}
+}  // namespace
+
+StoreAppender::StoreAppender(tsdb::DB* db, const StorageConfig& config, Logger* log)
+    : db_(db),
+      config_(config),
+      log_(log),
+      last_flush_(std::chrono::steady_clock::now()),
+      last_retention_(std::chrono::steady_clock::time_point{}) {}
+
+Expected<collect::SampleAppender::Ref> StoreAppender::GetRef(const tsdb::Labels& labels) {
+  auto ref = db_->GetRef(labels);
+  if (!ref.ok()) return ref.error();
+  return static_cast<Ref>(*ref);
+}
+
+Status StoreAppender::Append(Ref ref, int64_t t_ms, double v) {
+  return db_->Append(static_cast<tsdb::SeriesRef>(ref), t_ms, v);
+}
+
+Status StoreAppender::Commit() {
+  if (Status s = db_->Commit(); !s.ok()) return s;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_flush_ >= std::chrono::duration<double>(config_.flush_interval_s)) {
+    last_flush_ = now;
+    if (Status s = db_->Flush(); !s.ok()) log_->Error("store: flush failed: " + s.message());
+  }
+  if (now - last_retention_ >= std::chrono::hours(1)) {
+    last_retention_ = now;
+    auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+    if (Status s = db_->ApplyRetention(wall); !s.ok())
+      log_->Error("store: retention failed: " + s.message());
+  }
+  return Status::Ok();
+}
+
+Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log) {
+  tsdb::DBOptions options;
+  options.dir = config.path;
+  options.retention_ms = Ms(config.retention_s);
+  options.rollup_retention_ms = Ms(config.rollup_retention_s);
+  options.logger = log;
+  auto db = tsdb::DB::Open(options);
+  if (!db.ok())
+    return Error{"cannot open the store in '" + config.path + "': " + db.error().message};
+  return std::move(*db);
+}
+
+collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder* recorder) {
+  collect::StoreFigures f;
+  f.present = true;
+  tsdb::DBStats s = db.stats();
+  f.series = static_cast<double>(s.series);
+  f.samples_appended = static_cast<double>(s.samples_appended);
+  f.out_of_order = static_cast<double>(s.out_of_order);
+  f.bytes_on_disk = static_cast<double>(s.bytes_on_disk);
+  f.wal_bytes = static_cast<double>(s.wal_bytes);
+  f.wal_corruptions = static_cast<double>(s.wal_corruptions);
+  f.chunk_corruptions = static_cast<double>(s.chunk_corruptions);
+  f.chunks_persisted = static_cast<double>(s.chunks_persisted);
+  f.last_flush_seconds = s.last_flush_seconds;
+  if (recorder != nullptr) {
+    collect::RecorderStats r = recorder->stats();
+    f.snapshots_recorded = static_cast<double>(r.snapshots_recorded);
+    f.snapshots_skipped = static_cast<double>(r.snapshots_skipped);
+    f.stale_markers = static_cast<double>(r.stale_markers);
+    f.append_errors = static_cast<double>(r.append_errors);
+  }
+  return f;
+}
+
+}  // namespace gw::cli

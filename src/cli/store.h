@@ -1,0 +1,42 @@
+// cli/store.h — the agent's history: the tsdb::DB in the data directory, fed by the collector's
+// Recorder and read by the Prometheus API and `gpuwarden query`.
+#ifndef GPUWARDEN_CLI_STORE_H_
+#define GPUWARDEN_CLI_STORE_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/log.h"
+#include "cli/config.h"
+#include "collect/exposition.h"
+#include "collect/recorder.h"
+#include "tsdb/db.h"
+
+namespace gw::cli {
+
+// Writes snapshots into a DB: the Recorder's only writer. Flushes chunks to SQLite every
+// storage.flush_interval and applies retention every hour, both on the recorder thread.
+class StoreAppender : public collect::SampleAppender {
+ public:
+  StoreAppender(tsdb::DB* db, const StorageConfig& config, Logger* log);
+  Expected<Ref> GetRef(const tsdb::Labels& labels) override;
+  Status Append(Ref ref, int64_t t_ms, double v) override;
+  Status Commit() override;
+
+ private:
+  tsdb::DB* db_;
+  StorageConfig config_;
+  Logger* log_;
+  std::chrono::steady_clock::time_point last_flush_, last_retention_;
+};
+
+// Opens the DB under config.path (creating it), reporting problems in one line.
+Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log);
+
+// The figures /metrics shows for the store and its recorder.
+collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder* recorder);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_STORE_H_

@@ -1,0 +1,571 @@
+#include "tsdb/db.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "support/mutate.h"
+#include "support/process.h"
+
+namespace gw::tsdb {
+namespace {
+
+namespace fs = std::filesystem;
+using gw::testing::TempDir;
+
+Labels Series(int gpu, const char* name = "gpu_temperature_celsius") {
+  return {{"__name__", name}, {"gpu", std::to_string(gpu)}};
+}
+
+Matcher M(MatchType type, const char* name, const char* value) {
+  return Matcher::Make(type, name, value).value();
+}
+
+std::unique_ptr<DB> OpenDb(const std::string& dir, Logger* logger = nullptr) {
+  DBOptions o;
+  o.dir = dir;
+  o.head.samples_per_chunk = 50;
+  o.logger = logger;
+  auto db = DB::Open(o);
+  EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
+  return db.ok() ? std::move(db).value() : nullptr;
+}
+
+std::vector<Sample> ReadAll(DB* db, const Labels& labels) {
+  std::vector<SeriesData> out;
+  std::vector<Matcher> ms;
+  for (const Label& l : labels) ms.push_back(M(MatchType::kEqual, l.name.c_str(), l.value.c_str()));
+  EXPECT_TRUE(db->NewQuerier()->Select(ms, INT64_MIN, INT64_MAX, &out).ok());
+  return out.empty() ? std::vector<Sample>{} : out[0].samples;
+}
+
+std::string LastWalSegment(const std::string& dir) {
+  std::string last;
+  for (const auto& e : fs::directory_iterator(dir + "/wal"))
+    if (fs::file_size(e.path()) > 0 && e.path().string() > last) last = e.path().string();
+  return last;
+}
+
+TEST(DB, ReopenWithoutFlushReplaysTheWal) {
+  TempDir tmp;
+  {
+    auto db = OpenDb(tmp.path());
+    SeriesRef ref = *db->GetRef(Series(0));
+    for (int i = 0; i < 120; ++i) ASSERT_TRUE(db->Append(ref, i * 1000, 40 + i % 7).ok());
+    ASSERT_TRUE(db->MarkStale(ref, 120'000).ok());
+    ASSERT_TRUE(db->Append(Series(1), 5, 0.25).ok());
+    ASSERT_TRUE(db->Commit().ok());
+  }
+  auto db = OpenDb(tmp.path());
+  auto s0 = ReadAll(db.get(), Series(0));
+  ASSERT_EQ(s0.size(), 121u);
+  EXPECT_EQ(s0[7].v, 40);
+  EXPECT_TRUE(IsStaleNaN(s0.back().v));
+  EXPECT_EQ(ReadAll(db.get(), Series(1)).at(0).v, 0.25);
+  EXPECT_EQ(db->stats().wal_replayed_samples, 122u);
+  EXPECT_EQ(db->stats().series, 2u);
+  // Refs survive the restart, and order is still enforced.
+  EXPECT_EQ(*db->GetRef(Series(1)), 2u);
+  EXPECT_FALSE(db->Append(*db->GetRef(Series(0)), 5'000, 1).ok());
+  EXPECT_EQ(db->stats().out_of_order, 1u);
+}
+
+// A child process appends and commits batches, reports each commit through a pipe, and is
+// killed with SIGKILL in the middle of the next batch. Every reported batch must be there.
+TEST(DB, KillNineLosesNoCommittedSample) {
+  TempDir tmp;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    DBOptions o;
+    o.dir = tmp.path();
+    o.wal_sync = WalSync::kNever;  // kill -9 must not need fsync
+    auto db = std::move(DB::Open(o)).value();
+    for (int cycle = 0;; ++cycle) {
+      for (int gpu = 0; gpu < 8; ++gpu)
+        (void)db->Append(Series(gpu), cycle * 1000, cycle * 10 + gpu);
+      if (cycle == 300) raise(SIGKILL);  // mid-batch: appended, not committed
+      if (!db->Commit().ok()) _exit(3);
+      if (cycle == 150) (void)db->Flush();
+      const int done = cycle;
+      if (write(fds[1], &done, sizeof done) != sizeof done) _exit(4);
+    }
+  }
+  close(fds[1]);
+  int last = -1, v;
+  while (read(fds[0], &v, sizeof v) == sizeof v) last = v;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ASSERT_EQ(last, 299);
+  auto db = OpenDb(tmp.path());
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    auto s = ReadAll(db.get(), Series(gpu));
+    ASSERT_GE(s.size(), 300u) << gpu;
+    for (int c = 0; c < 300; ++c) {
+      ASSERT_EQ(s[static_cast<size_t>(c)].t_ms, c * 1000);
+      ASSERT_EQ(s[static_cast<size_t>(c)].v, c * 10 + gpu);
+    }
+  }
+  EXPECT_EQ(db->stats().wal_corruptions, 0u);
+}
+
+TEST(DB, WalReplaysAcrossManySegments) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  o.wal_segment_bytes = 2000;
+  o.wal_sync = WalSync::kAlways;
+  {
+    auto db = std::move(DB::Open(o)).value();
+    for (int c = 0; c < 200; ++c) {
+      for (int gpu = 0; gpu < 4; ++gpu) ASSERT_TRUE(db->Append(Series(gpu), c, c + gpu).ok());
+      ASSERT_TRUE(db->Commit().ok());
+    }
+  }
+  size_t segments = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path() + "/wal")) segments += e.is_regular_file();
+  EXPECT_GT(segments, 5u);
+  auto db = std::move(DB::Open(o)).value();
+  for (int gpu = 0; gpu < 4; ++gpu) EXPECT_EQ(ReadAll(db.get(), Series(gpu)).size(), 200u);
+  EXPECT_EQ(db->stats().wal_replayed_samples, 800u);
+}
+
+TEST(DB, TruncatedWalTailIsDetectedAndTheRestKept) {
+  TempDir tmp;
+  std::vector<std::string> lines;
+  Logger logger(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  {
+    auto db = OpenDb(tmp.path());
+    SeriesRef ref = *db->GetRef(Series(0));
+    for (int batch = 0; batch < 10; ++batch) {
+      for (int i = 0; i < 10; ++i) ASSERT_TRUE(db->Append(ref, batch * 10 + i, i).ok());
+      ASSERT_TRUE(db->Commit().ok());
+    }
+  }
+  const std::string seg = LastWalSegment(tmp.path());
+  fs::resize_file(seg, fs::file_size(seg) - 5);  // a torn last write
+  {
+    auto db = OpenDb(tmp.path(), &logger);
+    EXPECT_EQ(ReadAll(db.get(), Series(0)).size(), 90u);
+    EXPECT_EQ(db->stats().wal_corruptions, 1u);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("truncated record"), std::string::npos) << lines[0];
+    ASSERT_TRUE(db->Append(*db->GetRef(Series(0)), 1000, 1).ok());
+    ASSERT_TRUE(db->Commit().ok());
+  }
+  auto db = OpenDb(tmp.path());
+  EXPECT_EQ(ReadAll(db.get(), Series(0)).size(), 91u);
+  EXPECT_EQ(db->stats().wal_corruptions, 0u);  // the bad tail was cut off once
+}
+
+// Mutated WAL segments (flips, cuts, insertions) never crash the replay, and what is replayed is
+// always a prefix of what was written: CRCs keep damaged records out.
+TEST(DB, MutatedWalReplaysAPrefixAndNeverCrashes) {
+  TempDir tmp;
+  const std::string dir = tmp / "src";
+  {
+    auto db = OpenDb(dir);
+    for (int c = 0; c < 30; ++c) {
+      for (int gpu = 0; gpu < 3; ++gpu) ASSERT_TRUE(db->Append(Series(gpu), c, c * 3 + gpu).ok());
+      ASSERT_TRUE(db->Commit().ok());
+    }
+  }
+  const std::string seg_name = fs::path(LastWalSegment(dir)).filename().string();
+  const std::string original = gw::testing::ReadFile(dir + "/wal/" + seg_name);
+  gw::testing::Mutator mutator(5);
+  for (int i = 0; i < 25; ++i) {
+    const std::string run = tmp / ("m" + std::to_string(i));
+    fs::create_directories(run + "/wal");
+    gw::testing::WriteFile(run + "/wal/" + seg_name, mutator.Mutate(original));
+    auto db = OpenDb(run);
+    ASSERT_NE(db, nullptr);
+    for (int gpu = 0; gpu < 3; ++gpu) {
+      const auto s = ReadAll(db.get(), Series(gpu));
+      ASSERT_LE(s.size(), 30u);
+      for (size_t c = 0; c < s.size(); ++c) {
+        ASSERT_EQ(s[c].t_ms, static_cast<int64_t>(c)) << i;
+        ASSERT_EQ(s[c].v, static_cast<double>(c * 3) + gpu) << i;
+      }
+    }
+    db.reset();
+    fs::remove_all(run);
+  }
+}
+
+TEST(DB, BadWalCrcStopsReplayOfThatSegment) {
+  TempDir tmp;
+  {
+    auto db = OpenDb(tmp.path());
+    SeriesRef ref = *db->GetRef(Series(0));
+    for (int batch = 0; batch < 4; ++batch) {
+      ASSERT_TRUE(db->Append(ref, batch, batch).ok());
+      ASSERT_TRUE(db->Commit().ok());
+    }
+  }
+  const std::string seg = LastWalSegment(tmp.path());
+  std::string data = gw::testing::ReadFile(seg);
+  data[data.size() - 3] ^= 0x40;  // inside the last record's value
+  gw::testing::WriteFile(seg, data);
+  auto db = OpenDb(tmp.path());
+  EXPECT_EQ(ReadAll(db.get(), Series(0)).size(), 3u);
+  EXPECT_EQ(db->stats().wal_corruptions, 1u);
+}
+
+TEST(DB, FlushPersistsToSqliteAndCheckpointsTheWal) {
+  TempDir tmp;
+  {
+    auto db = OpenDb(tmp.path());
+    SeriesRef ref = *db->GetRef(Series(0));
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(db->Append(ref, i * 1000, i % 13).ok());
+    ASSERT_TRUE(db->Flush().ok());
+    EXPECT_EQ(db->stats().chunks_persisted, 10u);
+    EXPECT_EQ(db->stats().wal_bytes, 0u);
+    for (int i = 500; i < 520; ++i) ASSERT_TRUE(db->Append(ref, i * 1000, i % 13).ok());
+    ASSERT_TRUE(db->Commit().ok());
+    EXPECT_GT(db->stats().wal_bytes, 0u);
+    EXPECT_GT(db->stats().sqlite_bytes, 0u);
+  }
+  auto db = OpenDb(tmp.path());
+  auto s = ReadAll(db.get(), Series(0));
+  ASSERT_EQ(s.size(), 520u);
+  for (int i = 0; i < 520; ++i) ASSERT_EQ(s[static_cast<size_t>(i)].v, i % 13);
+  EXPECT_EQ(db->stats().wal_replayed_samples, 20u);
+  EXPECT_FALSE(db->Append(*db->GetRef(Series(0)), 400'000, 1).ok());  // before persisted data
+}
+
+TEST(DB, CorruptChunkIsReportedSkippedAndTheRestServed) {
+  TempDir tmp;
+  {
+    auto db = OpenDb(tmp.path());
+    for (int i = 0; i < 150; ++i) {
+      ASSERT_TRUE(db->Append(Series(0), i * 1000, i).ok());
+      ASSERT_TRUE(db->Append(Series(1), i * 1000, i).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  sqlite3* sql = nullptr;
+  ASSERT_EQ(sqlite3_open((tmp.path() + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(sql,
+                         "UPDATE chunks SET data = CAST(zeroblob(length(data)) AS BLOB) "
+                         "WHERE series_id = 1 AND mint = 50000",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(sql), 1);
+  sqlite3_close(sql);
+  std::vector<std::string> lines;
+  Logger logger(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  auto db = OpenDb(tmp.path(), &logger);
+  auto s0 = ReadAll(db.get(), Series(0));
+  ASSERT_EQ(s0.size(), 100u);  // chunks [0,50) and [100,150)
+  EXPECT_EQ(s0[50].t_ms, 100'000);
+  EXPECT_EQ(ReadAll(db.get(), Series(1)).size(), 150u);
+  EXPECT_EQ(db->stats().chunk_corruptions, 1u);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("corrupt chunk"), std::string::npos);
+}
+
+TEST(DB, RetentionDeletesOldChunks) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  o.head.samples_per_chunk = 10;
+  o.retention_ms = 50'000;
+  auto db = std::move(DB::Open(o)).value();
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Append(Series(0), i * 1000, i).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(db->ApplyRetention(100'000).ok());
+  auto s = ReadAll(db.get(), Series(0));
+  ASSERT_EQ(s.size(), 50u);  // chunks ending before 50 s are gone, later ones stay whole
+  EXPECT_EQ(s[0].t_ms, 50'000);
+}
+
+TEST(DB, FlushWritesFiveMinuteRollupsMergedAcrossFlushes) {
+  TempDir tmp;
+  auto db = OpenDb(tmp.path());
+  SeriesRef ref = *db->GetRef(Series(0));
+  std::vector<Sample> all;
+  for (int i = 0; i < 1200; ++i) {  // 20 minutes at 1 s, starting 2 minutes into a window
+    const int64_t t = 120'000 + i * 1000LL;
+    const double v = i % 97 == 0 ? std::nan("") : static_cast<double>((i * 37) % 101);
+    ASSERT_TRUE(db->Append(ref, t, v).ok());
+    all.push_back({t, v});
+    if (i == 400) {
+      ASSERT_TRUE(db->Flush().ok());  // splits the window [300 s, 600 s) across two flushes
+    }
+  }
+  ASSERT_TRUE(db->MarkStale(ref, 2'000'000).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  std::vector<Rollup> want;
+  AddToRollups(all, &want);
+  std::vector<Rollup> got;
+  ASSERT_TRUE(db->ReadRollups(ref, 0, INT64_MAX, &got).ok());
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(got.size(), 5u);  // [0,300) partial ... [1200,1500) partial
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].t_ms, want[i].t_ms);
+    EXPECT_EQ(got[i].min, want[i].min);
+    EXPECT_EQ(got[i].max, want[i].max);
+    EXPECT_EQ(got[i].sum, want[i].sum);
+    EXPECT_EQ(got[i].count, want[i].count);
+    EXPECT_EQ(got[i].last, want[i].last);
+  }
+  EXPECT_EQ(got[0].count, 180u - 2);  // 120..299 s; the NaNs at i = 0 and 97 are not counted
+  ASSERT_TRUE(db->ReadRollups(ref, 650'000, 700'000, &got).ok());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].t_ms, 600'000);
+  DBOptions o;
+  ASSERT_TRUE(db->ApplyRetention(o.rollup_retention_ms + 600'000).ok());
+  ASSERT_TRUE(db->ReadRollups(ref, 0, INT64_MAX, &got).ok());
+  EXPECT_EQ(got.size(), 3u);
+}
+
+TEST(Rollup, WindowsAreFloorAligned) {
+  EXPECT_EQ(RollupWindowStart(0), 0);
+  EXPECT_EQ(RollupWindowStart(299'999), 0);
+  EXPECT_EQ(RollupWindowStart(300'000), 300'000);
+  EXPECT_EQ(RollupWindowStart(-1), -300'000);
+}
+
+// Readers running while the writer appends and flushes always see every sample up to some
+// point, with no gap where chunks move from memory to SQLite.
+TEST(DB, ReadersNeverMissDataDuringFlush) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  o.head.samples_per_chunk = 20;
+  auto db = std::move(DB::Open(o)).value();
+  SeriesRef ref = *db->GetRef(Series(0));
+  ASSERT_TRUE(db->Append(ref, 0, 0).ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0}, reads{0};
+  std::thread reader([&] {
+    auto q = db->NewQuerier();
+    const std::vector<Matcher> ms = {M(MatchType::kEqual, "gpu", "0")};
+    while (!done) {
+      std::vector<SeriesData> out;
+      if (!q->Select(ms, 0, INT64_MAX, &out).ok() || out.size() != 1) {
+        ++bad;
+        continue;
+      }
+      const auto& s = out[0].samples;
+      for (size_t i = 0; i < s.size(); ++i)
+        if (s[i].t_ms != static_cast<int64_t>(i) || s[i].v != static_cast<double>(i)) {
+          ++bad;
+          break;
+        }
+      ++reads;
+    }
+  });
+  for (int i = 1; i < 3000; ++i) {
+    ASSERT_TRUE(db->Append(ref, i, i).ok());
+    if (i % 50 == 0) {
+      ASSERT_TRUE(db->Commit().ok());
+    }
+    if (i % 300 == 0) {
+      ASSERT_TRUE(db->Flush().ok());
+    }
+  }
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+}
+
+bool SameSeries(const std::vector<SeriesData>& a, const std::vector<SeriesData>& b,
+                std::string* why) {
+  if (a.size() != b.size()) return *why = "series count", false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].labels != b[i].labels) return *why = "labels", false;
+    if (a[i].samples.size() != b[i].samples.size()) return *why = "sample count", false;
+    for (size_t k = 0; k < a[i].samples.size(); ++k)
+      if (a[i].samples[k].t_ms != b[i].samples[k].t_ms ||
+          std::bit_cast<uint64_t>(a[i].samples[k].v) != std::bit_cast<uint64_t>(b[i].samples[k].v))
+        return *why = "sample " + std::to_string(k), false;
+  }
+  return true;
+}
+
+// Random data through the DB (with flushes and reopens at random points) answers every query
+// exactly as MemoryQuerier fed the same data.
+TEST(DB, QuerierAgreesWithMemoryQuerierOnRandomData) {
+  TempDir tmp;
+  std::mt19937_64 rng(42);
+  MemoryQuerier oracle;
+  auto db = OpenDb(tmp.path());
+  const char* names[] = {"gpu_temperature_celsius", "gpu_power_watts", "up"};
+  int64_t t = 1'000'000;
+  for (int step = 0; step < 3000; ++step) {
+    t += 1 + static_cast<int64_t>(rng() % 2000);
+    for (int k = 0; k < 3; ++k) {
+      Labels labels = {{"__name__", names[rng() % 3]}, {"gpu", std::to_string(rng() % 4)}};
+      if (rng() % 3 == 0) labels.push_back({"job", rng() % 2 ? "a" : "b"});
+      const double vs[] = {static_cast<double>(rng() % 100),
+                           static_cast<double>(rng() % 1000) / 100,
+                           StaleNaN(),
+                           std::nan(""),
+                           -0.0,
+                           std::bit_cast<double>(rng())};
+      const double v = vs[rng() % 10 < 7 ? rng() % 2 : 2 + rng() % 4];
+      const int64_t ts = t - static_cast<int64_t>(rng() % 3);  // sometimes out of order
+      const bool db_ok = db->Append(labels, ts, v).ok();
+      const bool oracle_ok = oracle.Append(labels, ts, v).ok();
+      ASSERT_EQ(db_ok, oracle_ok) << step;
+    }
+    ASSERT_TRUE(db->Commit().ok());
+    if (rng() % 700 == 0 || step == 1000 || step == 2200) {
+      ASSERT_TRUE(db->Flush().ok());
+    }
+    if (rng() % 900 == 0 || step == 1500 || step == 2201) {
+      db.reset();
+      db = OpenDb(tmp.path());
+    }
+  }
+  std::vector<std::vector<Matcher>> queries = {
+      {M(MatchType::kEqual, "__name__", "up")},
+      {M(MatchType::kRegexMatch, "__name__", "gpu_.*"), M(MatchType::kNotEqual, "gpu", "1")},
+      {M(MatchType::kEqual, "job", "a")},
+      {M(MatchType::kRegexMatch, "job", "|b"), M(MatchType::kRegexMatch, "gpu", "[02]")},
+      {M(MatchType::kRegexNoMatch, "__name__", "up")},
+  };
+  auto q = db->NewQuerier();
+  for (int iter = 0; iter < 60; ++iter) {
+    const auto& ms = queries[static_cast<size_t>(iter) % queries.size()];
+    const int64_t mint = 1'000'000 + static_cast<int64_t>(rng() % 3'000'000);
+    const int64_t maxt = mint + static_cast<int64_t>(rng() % 2'000'000);
+    std::vector<SeriesData> got, want;
+    ASSERT_TRUE(q->Select(ms, mint, maxt, &got).ok());
+    ASSERT_TRUE(oracle.Select(ms, mint, maxt, &want).ok());
+    std::string why;
+    ASSERT_TRUE(SameSeries(got, want, &why)) << iter << ": " << why;
+    std::vector<std::string> a, b;
+    ASSERT_TRUE(q->LabelNames({ms}, mint, maxt, &a).ok());
+    ASSERT_TRUE(oracle.LabelNames({ms}, mint, maxt, &b).ok());
+    EXPECT_EQ(a, b);
+    ASSERT_TRUE(q->LabelValues("gpu", {}, mint, maxt, &a).ok());
+    ASSERT_TRUE(oracle.LabelValues("gpu", {}, mint, maxt, &b).ok());
+    EXPECT_EQ(a, b);
+  }
+}
+
+// Prints bytes per sample for NVML-like telemetry (8 GPUs x 23 series x 1 h at 1 s, busy/idle
+// phases): the encoded chunks alone and the whole SQLite file (rollups and indexes included).
+TEST(DB, NvmlLikeFootprint) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  auto db = std::move(DB::Open(o)).value();
+  std::mt19937_64 rng(1);
+  auto noise = [&](int span) {
+    return static_cast<double>(static_cast<int>(rng() % (2 * span + 1)) - span);
+  };
+  constexpr int kGpus = 8, kSeconds = 3600;
+  uint64_t samples = 0;
+  for (int gpu = 0; gpu < kGpus; ++gpu) {
+    std::vector<SeriesRef> refs;
+    for (int k = 0; k < 23; ++k)
+      refs.push_back(
+          *db->GetRef({{"__name__", "m" + std::to_string(k)}, {"gpu", std::to_string(gpu)}}));
+    double temp = 35, energy = 1e9, mem_used = 1 << 30;
+    for (int t = 0; t < kSeconds; ++t) {
+      const bool busy = ((t + gpu * 97) / 600) % 2 == 0;
+      const double util = busy ? std::min(100.0, 97 + noise(3)) : 0;
+      if (rng() % 8 == 0) temp += (busy ? 70 : 35) > temp ? 1 : (busy ? 70 : 35) < temp ? -1 : 0;
+      const double power_mw = std::round(busy ? 650000 + noise(6000) : 85000 + noise(800));
+      energy += power_mw;
+      if ((t + gpu * 97) % 600 == 0) mem_used = static_cast<double>((1 + rng() % 70000)) * 1048576;
+      const double values[23] = {util,
+                                 busy ? std::min(100.0, 60 + noise(5)) : 0,
+                                 temp,
+                                 temp + 8,
+                                 power_mw,
+                                 energy,
+                                 busy ? 1980.0 : 345.0,
+                                 busy ? 1980.0 : 345.0,
+                                 2619,
+                                 1500,
+                                 mem_used,
+                                 85899345920 - mem_used,
+                                 85899345920,
+                                 busy ? 30000 + noise(3000) : 0,
+                                 busy ? 12000 + noise(2000) : 0,
+                                 busy ? 0.0 : 1.0,
+                                 0,
+                                 0,
+                                 busy ? 0.0 : 8.0,
+                                 700000,
+                                 std::round(util) / 100,
+                                 0,
+                                 1};
+      for (int k = 0; k < 23; ++k) {
+        ASSERT_TRUE(
+            db->Append(refs[static_cast<size_t>(k)], 1'764'000'000'000 + t * 1000LL, values[k])
+                .ok());
+        ++samples;
+      }
+    }
+    ASSERT_TRUE(db->Commit().ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  sqlite3* sql = nullptr;
+  ASSERT_EQ(sqlite3_open((tmp.path() + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(sql, "SELECT sum(length(data)), sum(num_samples) FROM chunks", -1,
+                               &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const double chunk_bytes = static_cast<double>(sqlite3_column_int64(st, 0));
+  EXPECT_EQ(static_cast<uint64_t>(sqlite3_column_int64(st, 1)), samples);
+  sqlite3_finalize(st);
+  sqlite3_close(sql);
+  const double per_sample = chunk_bytes / static_cast<double>(samples);
+  std::printf("nvml-like: %llu samples; chunks %.3f B/sample; on disk %.3f B/sample\n",
+              static_cast<unsigned long long>(samples), per_sample,
+              static_cast<double>(db->stats().bytes_on_disk) / static_cast<double>(samples));
+  EXPECT_LT(per_sample, 0.5);
+}
+
+// Prints the append rate through the ref fast path (one core, WAL commit per 1000-sample cycle).
+TEST(DB, AppendRate) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  auto db = std::move(DB::Open(o)).value();
+  constexpr int kSeries = 1000, kCycles = 300;
+  std::vector<SeriesRef> refs;
+  for (int i = 0; i < kSeries; ++i)
+    refs.push_back(*db->GetRef({{"__name__", "gpu_power_milliwatts"}, {"i", std::to_string(i)}}));
+  const auto start = std::chrono::steady_clock::now();
+  for (int c = 0; c < kCycles; ++c) {
+    for (int i = 0; i < kSeries; ++i)
+      ASSERT_TRUE(
+          db->Append(refs[static_cast<size_t>(i)], c * 1000LL, 300000 + (c * 7 + i) % 900).ok());
+    ASSERT_TRUE(db->Commit().ok());
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto flush_start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(db->Flush().ok());
+  const double fs_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - flush_start).count();
+  std::printf("append: %.2f M samples/s (%d samples); flush %.3f s; %.3f bytes/sample in SQLite\n",
+              kSeries * kCycles / s / 1e6, kSeries * kCycles, fs_s,
+              static_cast<double>(db->stats().sqlite_bytes) / (kSeries * kCycles));
+}
+
+}  // namespace
+}  // namespace gw::tsdb
