@@ -380,9 +380,10 @@ void RenderStore(const StoreFigures& st, Format format, std::string* out) {
        st.samples_appended},
       {"gpuwarden_tsdb_out_of_order_samples_total", MetricType::kCounter, "",
        "Samples refused because they were not newer than their series' last one.", st.out_of_order},
-      {"gpuwarden_tsdb_bytes_on_disk", MetricType::kGauge, "", "Bytes the store uses on disk (SQLite and WAL).",
-       st.bytes_on_disk},
-      {"gpuwarden_tsdb_wal_bytes", MetricType::kGauge, "", "Bytes in the write-ahead log.", st.wal_bytes},
+      {"gpuwarden_tsdb_bytes_on_disk", MetricType::kGauge, "",
+       "Bytes the store uses on disk (SQLite and WAL).", st.bytes_on_disk},
+      {"gpuwarden_tsdb_wal_bytes", MetricType::kGauge, "", "Bytes in the write-ahead log.",
+       st.wal_bytes},
       {"gpuwarden_tsdb_wal_corruptions_total", MetricType::kCounter, "",
        "Torn or corrupted WAL segment tails found at start-up (data before them was kept).",
        st.wal_corruptions},
@@ -416,17 +417,22 @@ void Render(const Snapshot& snapshot, Format format, const RenderOptions& option
 }
 
 std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = cache_[format == Format::kOpenMetrics ? 1 : 0];
-  if (e.generation != snapshot.generation) {
-    e.body.clear();
-    RenderDevice(snapshot, format, options_, &e.body);
-    RenderSelf(snapshot, format, options_, ReadProcessFigures(), &e.body);
-    if (store_) RenderStore(store_(), format, &e.body);
-    if (format == Format::kOpenMetrics) e.body += "# EOF\n";
-    e.generation = snapshot.generation;
+  std::string page;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = cache_[format == Format::kOpenMetrics ? 1 : 0];
+    if (e.generation != snapshot.generation) {
+      e.body.clear();
+      RenderDevice(snapshot, format, options_, &e.body);
+      RenderSelf(snapshot, format, options_, ReadProcessFigures(), &e.body);
+      e.generation = snapshot.generation;
+    }
+    page = e.body;
   }
-  return e.body;
+  // The store moves on its own thread, between snapshots: its figures are always current.
+  if (store_) RenderStore(store_(), format, &page);
+  if (format == Format::kOpenMetrics) page += "# EOF\n";
+  return page;
 }
 
 }  // namespace gw::collect

@@ -60,7 +60,8 @@ class MetricsPage {
   using StoreSource = std::function<StoreFigures()>;
   explicit MetricsPage(RenderOptions options, StoreSource store = nullptr)
       : options_(std::move(options)), store_(std::move(store)) {}
-  // The page for `snapshot` in `format`; re-rendered only when the snapshot is newer.
+  // The page for `snapshot` in `format`; the snapshot part is re-rendered only when the
+  // snapshot is newer, the store figures (which move between snapshots) every time.
   std::string Get(const Snapshot& snapshot, Format format);
 
  private:

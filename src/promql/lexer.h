@@ -58,6 +58,14 @@ struct Token {
 // lexer, at the same positions: unbalanced brackets, unknown characters, bad escapes.
 std::vector<Token> Lex(std::string_view query);
 
+// A number token's value as Go's strconv.ParseInt(s, 0, 64) then ParseFloat read it (0x1F, 010
+// octal, 1e3, Inf, NaN); false if malformed.
+bool ParseNumberLiteral(const std::string& text, double* out);
+
+// Go's regexp wording for a matcher regex that does not compile ("error parsing regexp: missing
+// closing ): `^(?:()$`"), or "" if it compiles. Prometheus compiles matchers as ^(?:re)$.
+std::string RegexError(const std::string& re);
+
 // How Prometheus describes a token in "unexpected ..." errors.
 std::string DescribeToken(const Token& t);
 

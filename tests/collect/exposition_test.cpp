@@ -135,3 +135,28 @@ TEST(Exposition, ProcessFiguresComeFromProc) {
 
 }  // namespace
 }  // namespace gw::collect
+
+namespace gw::collect {
+namespace {
+
+TEST(Exposition, StoreFiguresAreCurrentEvenWithinOneSnapshot) {
+  double recorded = 1;
+  MetricsPage page(RenderOptions{}, [&] {
+    StoreFigures f;
+    f.present = true;
+    f.snapshots_recorded = recorded;
+    return f;
+  });
+  Snapshot s = FullSnapshot(1);
+  EXPECT_NE(page.Get(s, Format::kText).find("gpuwarden_recorder_snapshots_recorded_total 1\n"),
+            std::string::npos);
+  recorded = 2;  // the recorder caught up; the snapshot did not change
+  EXPECT_NE(page.Get(s, Format::kText).find("gpuwarden_recorder_snapshots_recorded_total 2\n"),
+            std::string::npos);
+  std::string om = page.Get(s, Format::kOpenMetrics);
+  EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
+  EXPECT_EQ(om.find("# EOF"), om.size() - 6);  // once, at the very end
+}
+
+}  // namespace
+}  // namespace gw::collect

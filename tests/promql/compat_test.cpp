@@ -176,6 +176,87 @@ TEST_F(CompatTest, MatchesPrometheus242) {
   EXPECT_EQ(failures, 0) << "of " << cases_.size() << " cases";
 }
 
+// Range queries against Prometheus 2.42's /api/v1/query_range on the same series (without
+// stale markers), from testdata/range_compat.txt (see gen_range_compat.py).
+TEST(RangeCompatTest, MatchesPrometheus242) {
+  std::ifstream in(std::string(GW_SOURCE_DIR) + "/tests/promql/testdata/range_compat.txt");
+  ASSERT_TRUE(in) << "missing testdata/range_compat.txt";
+  tsdb::MemoryQuerier querier;
+  struct RangeCase {
+    int line;
+    int64_t start, end, step;
+    std::string expr;
+    std::vector<std::string> expected;
+  };
+  std::vector<RangeCase> cases;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.rfind("series ", 0) == 0) {
+      std::istringstream ss(line.substr(7));
+      std::string labels, token;
+      ss >> labels;
+      tsdb::Labels l = ParseLabels(labels);
+      for (int64_t t = 0; ss >> token; t += 30000) {
+        if (token != "_") {
+          ASSERT_TRUE(querier.Append(l, t, std::strtod(token.c_str(), nullptr)).ok());
+        }
+      }
+    } else if (line.rfind("range ", 0) == 0) {
+      std::istringstream ss(line.substr(6));
+      RangeCase c{n, 0, 0, 0, "", {}};
+      ss >> c.start >> c.end >> c.step;
+      std::getline(ss >> std::ws, c.expr);
+      cases.push_back(c);
+    } else if (line.rfind("  ", 0) == 0 && !cases.empty()) {
+      cases.back().expected.push_back(line.substr(2));
+    }
+  }
+  ASSERT_GT(cases.size(), 100u);
+  Engine engine;
+  for (const RangeCase& c : cases) {
+    std::string where = "range_compat.txt:" + std::to_string(c.line) + ": " + c.expr;
+    QueryResult r = engine.Range(querier, c.expr, c.start * 1000, c.end * 1000, c.step * 1000);
+    if (!c.expected.empty() && c.expected[0].rfind("error ", 0) == 0) {
+      EXPECT_FALSE(r.ok()) << where;
+      if (!r.ok()) {
+        EXPECT_EQ(NormalizeError(r.error().message), NormalizeError(c.expected[0].substr(6)))
+            << where;
+      }
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << where << ": " << r.error().message;
+    std::map<std::string, std::vector<Point>> want;
+    for (const std::string& e : c.expected) {
+      size_t close = e.find("} ");
+      std::vector<Point>& points = want[LabelsText(ParseLabels(e.substr(0, close + 1)))];
+      std::istringstream ss(e.substr(close + 2));
+      std::string tv;
+      while (ss >> tv) {
+        size_t eq = tv.find('=');
+        points.push_back(
+            Point{std::stoll(tv.substr(0, eq)), std::strtod(tv.c_str() + eq + 1, nullptr)});
+      }
+    }
+    std::map<std::string, std::vector<Point>> got;
+    for (const Series& s : r.value().series) got[LabelsText(s.labels)] = s.points;
+    EXPECT_EQ(got.size(), want.size()) << where;
+    for (const auto& [labels, points] : want) {
+      auto it = got.find(labels);
+      if (it == got.end()) {
+        ADD_FAILURE() << where << ": missing series " << labels;
+        continue;
+      }
+      ASSERT_EQ(it->second.size(), points.size()) << where << " " << labels;
+      for (size_t i = 0; i < points.size(); ++i) {
+        EXPECT_EQ(it->second[i].t_ms, points[i].t_ms) << where << " " << labels;
+        EXPECT_TRUE(SameValue(it->second[i].v, points[i].v))
+            << where << " " << labels << " at " << points[i].t_ms << ": want " << points[i].v
+            << " got " << it->second[i].v;
+      }
+    }
+  }
+}
+
 // A range query is the instant query at every step, merged by label set.
 TEST_F(CompatTest, RangeQueriesAgreeWithInstantQueries) {
   const char* exprs[] = {

@@ -268,5 +268,65 @@ TEST_F(EngineTest, HistogramQuantile) {
   EXPECT_EQ(One("histogram_quantile(2, h_bucket)", 0), HUGE_VAL);
 }
 
+// Random well-formed-ish queries over a little data: evaluation must succeed or fail with a
+// QueryError, never crash (run under ASan/UBSan in CI).
+TEST_F(EngineTest, RandomQueriesEvaluateOrFailCleanly) {
+  for (int t = 0; t <= 600; t += 15) {
+    Add(L({{"__name__", "foo"}, {"a", "x"}}), t, t % 7 == 0 ? std::nan("") : t / 3.0);
+    Add(L({{"__name__", "foo"}, {"a", "y"}}), t, t == 300 ? tsdb::StaleNaN() : 600 - t);
+    Add(L({{"__name__", "bar"}, {"a", "x"}, {"le", t % 2 ? "1" : "+Inf"}}), t, t);
+  }
+  const char* pieces[] = {"foo",
+                          "bar",
+                          "foo[1m]",
+                          "bar[5m:30s]",
+                          "(",
+                          ")",
+                          " + ",
+                          " / ",
+                          " > ",
+                          " and ",
+                          " or ",
+                          " * on(a) group_left ",
+                          "sum by (a) (",
+                          "topk(2, ",
+                          "rate(",
+                          "max_over_time(",
+                          "abs(",
+                          "histogram_quantile(0.5, ",
+                          "label_replace(",
+                          ", \"b\", \"$1\", \"a\", \"(.)\")",
+                          "2",
+                          " offset 1m",
+                          " @ 300",
+                          "-",
+                          "count_values(\"v\", ",
+                          "scalar(",
+                          "vector(",
+                          "time()",
+                          "absent(",
+                          "sort(",
+                          ", 1)",
+                          "quantile(0.5, "};
+  uint64_t seed = 99;
+  auto next = [&seed]() {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(seed >> 33);
+  };
+  int evaluated = 0;
+  for (int i = 0; i < 20000 && evaluated < 1500; ++i) {
+    std::string q;
+    size_t n = 1 + next() % 6;
+    for (size_t k = 0; k < n; ++k) q += pieces[next() % std::size(pieces)];
+    QueryResult r = engine_.Range(q_, q, 0, 600000, 45000);
+    if (r.ok() || r.error().kind != QueryError::Kind::kBadData) ++evaluated;
+    QueryResult instant = engine_.Instant(q_, q, 310000);
+    if (!instant.ok()) {
+      EXPECT_NE(instant.error().kind, QueryError::Kind::kInternal) << q;
+    }
+  }
+  EXPECT_GT(evaluated, 200);
+}
+
 }  // namespace
 }  // namespace gw::promql

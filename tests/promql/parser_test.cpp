@@ -203,5 +203,95 @@ TEST(ParserTest, NumberLiterals) {
   EXPECT_TRUE(std::isnan(value("nan")));
 }
 
+// A deterministic fuzz pass: random token soups must parse or fail cleanly (no crash, no
+// sanitizer report), and whatever parses must print to text that parses to the same text.
+TEST(ParserTest, RandomInputsParseOrFailCleanly) {
+  const char* pieces[] = {"foo",
+                          "bar:baz",
+                          "{",
+                          "}",
+                          "(",
+                          ")",
+                          "[",
+                          "]",
+                          "5m",
+                          ":",
+                          "1m30s",
+                          ",",
+                          "a=\"b\"",
+                          "a=~\".*x\"",
+                          "b!=\"\"",
+                          "+",
+                          "-",
+                          "*",
+                          "/",
+                          "%",
+                          "^",
+                          "==",
+                          "!=",
+                          ">",
+                          "<=",
+                          "and",
+                          "or",
+                          "unless",
+                          "atan2",
+                          "bool",
+                          "on(a)",
+                          "ignoring(b)",
+                          "group_left",
+                          "group_right(c)",
+                          "by (a)",
+                          "without (b)",
+                          "sum",
+                          "topk",
+                          "count_values",
+                          "rate",
+                          "abs",
+                          "label_join",
+                          "offset",
+                          "@",
+                          "start()",
+                          "end()",
+                          "1",
+                          "-2.5",
+                          "0x1f",
+                          "Inf",
+                          "NaN",
+                          "\"s\"",
+                          "'q'",
+                          "`r`",
+                          " ",
+                          "#c\n",
+                          "quantile_over_time",
+                          "histogram_quantile",
+                          "time()",
+                          "$",
+                          "!",
+                          "=",
+                          "~"};
+  uint64_t seed = 12345;
+  auto next = [&seed]() {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<size_t>(seed >> 33);
+  };
+  int parsed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string q;
+    size_t n = 1 + next() % 12;
+    for (size_t k = 0; k < n; ++k) q += pieces[next() % std::size(pieces)];
+    auto e = Parse(q);
+    if (!e) {
+      EXPECT_NE(e.error().message.find("parse error: "), std::string::npos) << q;
+      continue;
+    }
+    ++parsed;
+    std::string once = Format(**e);
+    auto again = Parse(once);
+    ASSERT_TRUE(again.ok()) << q << " -> " << once << ": " << again.error().message;
+    EXPECT_EQ(Format(**again), once) << q;
+  }
+  EXPECT_GT(parsed, 100);
+}
+
 }  // namespace
 }  // namespace gw::promql
