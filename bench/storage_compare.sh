@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 duration="${1:-6h}"
 step="${2:-1s}"
 work="$(mktemp -d /tmp/gw-storage-bench.XXXXXX)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 command -v victoria-metrics >/dev/null || apt-get install -y -qq victoria-metrics >/dev/null
 start=1700000000
 
@@ -51,7 +51,7 @@ vm_pid=$!
 for _ in $(seq 100); do curl -sf localhost:19303/health >/dev/null && break; sleep 0.1; done
 grep -v '^#' "$work/data.om" | sed -E 's/ ([0-9]+)\.([0-9]{3})$/ \1\2/' >"$work/data.prom"
 t0=$(now_ms)
-curl -sf --data-binary @"$work/data.prom" localhost:19303/api/v1/import/prometheus
+curl -sf -X POST -T "$work/data.prom" localhost:19303/api/v1/import/prometheus
 curl -sf localhost:19303/internal/force_flush >/dev/null
 t1=$(now_ms)
 vm_import_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
