@@ -8,23 +8,11 @@
 
 #include <string>
 
+#include "http/client.h"
+
 namespace gw::testing {
 
-// Percent-encodes a query parameter value.
-inline std::string UrlEncode(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
+using gw::http::UrlEncode;  // the agent's own, from http/client.h
 
 struct HttpReply {
   int status = 0;  // 0: no connection
