@@ -175,14 +175,27 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
 
   std::unordered_map<std::string, size_t> index;
   std::vector<Group> groups;
+  const bool one_group = !a.without && grouping.empty();
+  std::string key;
   for (Element& s : input) {
     if (op == AggregateOp::kCountValues) SetLabel(&s.labels, value_label, FormatFloatPlain(s.v));
-    tsdb::Labels gl = GroupLabels(s.labels, grouping, a.without);
-    if (!a.without && grouping.empty()) gl.clear();
-    auto [it, inserted] = index.emplace(LabelsKey(gl), groups.size());
+    // The key is LabelsKey(GroupLabels(...)), built without the intermediate label set.
+    key.clear();
+    if (!one_group) {
+      for (const tsdb::Label& x : s.labels) {
+        bool listed = std::find(grouping.begin(), grouping.end(), x.name) != grouping.end();
+        if (a.without ? (!listed && x.name != "__name__") : listed) {
+          key += x.name;
+          key.push_back('\xff');
+          key += x.value;
+          key.push_back('\xff');
+        }
+      }
+    }
+    auto [it, inserted] = index.try_emplace(key, groups.size());
     if (inserted) {
       Group g;
-      g.labels = std::move(gl);
+      if (!one_group) g.labels = GroupLabels(s.labels, grouping, a.without);
       g.value = s.v;
       g.mean = s.v;
       switch (op) {

@@ -61,8 +61,19 @@ tsdb::Labels MatchLabels(const tsdb::Labels& l, bool on, const std::vector<std::
   return out;
 }
 
+// LabelsKey(MatchLabels(l, m.on, m.labels)), built without the intermediate label set.
 std::string Signature(const tsdb::Labels& l, const VectorMatching& m) {
-  return LabelsKey(MatchLabels(l, m.on, m.labels));
+  std::string key;
+  for (const tsdb::Label& x : l) {
+    bool listed = std::find(m.labels.begin(), m.labels.end(), x.name) != m.labels.end();
+    if (m.on == listed && (m.on || x.name != "__name__")) {
+      key += x.name;
+      key.push_back('\xff');
+      key += x.value;
+      key.push_back('\xff');
+    }
+  }
+  return key;
 }
 
 std::string LabelsString(const tsdb::Labels& l) {
@@ -81,23 +92,33 @@ std::string LabelsString(const tsdb::Labels& l) {
 
 tsdb::Labels ResultLabels(const tsdb::Labels& lhs, const tsdb::Labels& rhs, BinaryOp op,
                           const VectorMatching& m) {
-  tsdb::Labels out = DropsName(op) ? DropName(lhs) : lhs;
-  if (m.card == Cardinality::kOneToOne) {
-    tsdb::Labels kept;
-    for (const tsdb::Label& x : out) {
+  // In one pass: drop the metric name for arithmetic, then keep the matching labels one-to-one.
+  const bool drop_name = DropsName(op);
+  const bool one_to_one = m.card == Cardinality::kOneToOne;
+  tsdb::Labels out;
+  out.reserve(lhs.size());
+  for (const tsdb::Label& x : lhs) {
+    if (drop_name && x.name == "__name__") continue;
+    if (one_to_one) {
       bool listed = std::find(m.labels.begin(), m.labels.end(), x.name) != m.labels.end();
-      if (listed == m.on) kept.push_back(x);
+      if (listed != m.on) continue;
     }
-    out = std::move(kept);
+    out.push_back(x);
   }
   for (const std::string& name : m.include)
     SetLabel(&out, name, std::string(LabelValue(rhs, name)));
   return out;
 }
 
-Vector VectorBinop(BinaryOp op, Vector lhs, Vector rhs, const VectorMatching& m, bool return_bool) {
-  if (m.card == Cardinality::kOneToMany) std::swap(lhs, rhs);
+Vector VectorBinop(BinaryOp op, const Vector& lhs_in, const Vector& rhs_in, const VectorMatching& m,
+                   bool return_bool) {
+  const Vector* lp = &lhs_in;
+  const Vector* rp = &rhs_in;
+  if (m.card == Cardinality::kOneToMany) std::swap(lp, rp);
+  const Vector& lhs = *lp;
+  const Vector& rhs = *rp;
   std::unordered_map<std::string, const Element*> right;
+  right.reserve(rhs.size());
   for (const Element& r : rhs) {
     std::string sig = Signature(r.labels, m);
     auto [it, inserted] = right.emplace(sig, &r);
@@ -114,6 +135,7 @@ Vector VectorBinop(BinaryOp op, Vector lhs, Vector rhs, const VectorMatching& m,
   }
   std::unordered_map<std::string, std::unordered_set<std::string>> matched;
   Vector out;
+  out.reserve(lhs.size());
   for (const Element& l : lhs) {
     std::string sig = Signature(l.labels, m);
     auto it = right.find(sig);
@@ -148,20 +170,20 @@ Vector VectorBinop(BinaryOp op, Vector lhs, Vector rhs, const VectorMatching& m,
   return out;
 }
 
-Vector SetOp(BinaryOp op, Vector lhs, Vector rhs, const VectorMatching& m) {
+Vector SetOp(BinaryOp op, const Vector& lhs, const Vector& rhs, const VectorMatching& m) {
   std::unordered_set<std::string> sigs;
   Vector out;
   if (op == BinaryOp::kOr) {
     for (const Element& l : lhs) sigs.insert(Signature(l.labels, m));
-    out = std::move(lhs);
-    for (Element& r : rhs)
-      if (!sigs.count(Signature(r.labels, m))) out.push_back(std::move(r));
+    out = lhs;
+    for (const Element& r : rhs)
+      if (!sigs.count(Signature(r.labels, m))) out.push_back(r);
     return out;
   }
   for (const Element& r : rhs) sigs.insert(Signature(r.labels, m));
-  for (Element& l : lhs) {
+  for (const Element& l : lhs) {
     bool found = sigs.count(Signature(l.labels, m)) > 0;
-    if (found == (op == BinaryOp::kAnd)) out.push_back(std::move(l));
+    if (found == (op == BinaryOp::kAnd)) out.push_back(l);
   }
   return out;
 }
@@ -190,6 +212,7 @@ Vector Evaluator::EvalBinary(const BinaryExpr& b, const EvalValue& lhs, const Ev
   const Vector& vec = swap ? rhs.vector : lhs.vector;
   double scalar = swap ? lhs.scalar : rhs.scalar;
   Vector result;
+  result.reserve(vec.size());
   for (const Element& el : vec) {
     double lv = el.v, rv = scalar;
     if (swap) std::swap(lv, rv);

@@ -2,6 +2,7 @@
 #include "promql/engine.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 
 #include "promql/eval.h"
@@ -159,13 +160,44 @@ void Evaluator::Prepare(const Expr& root) {
   }
 }
 
+void Evaluator::Seek(const std::vector<tsdb::SeriesData>& series, int64_t t, bool strict,
+                     Cursor* c) {
+  // Positions found for an earlier time are at or before the answer for t; otherwise restart.
+  if (c->pos.size() != series.size() || t < c->t) c->pos.assign(series.size(), 0);
+  c->t = t;
+  for (size_t i = 0; i < series.size(); ++i) {
+    const std::vector<tsdb::Sample>& samples = series[i].samples;
+    auto before = [t, strict](const tsdb::Sample& x) { return strict ? x.t_ms <= t : x.t_ms < t; };
+    size_t p = c->pos[i];
+    const size_t n = samples.size();
+    if (p < n && before(samples[p])) {
+      // Gallop forward from the old position (steps usually advance it a little), then binary
+      // search the last gap: the answer lies in (lo, hi].
+      size_t lo = p, hi = p + 1, gap = 1;
+      while (hi < n && before(samples[hi])) {
+        lo = hi;
+        gap *= 2;
+        hi = lo + gap;
+      }
+      if (hi > n) hi = n;
+      p = static_cast<size_t>(
+          std::partition_point(samples.begin() + static_cast<std::ptrdiff_t>(lo + 1),
+                               samples.begin() + static_cast<std::ptrdiff_t>(hi), before) -
+          samples.begin());
+    }
+    c->pos[i] = p;
+  }
+}
+
 Vector Evaluator::EvalSelectorAt(const VectorSelector& vs, int64_t t_ms) {
-  const Fetched& f = data_.at(&vs);
+  Fetched& f = data_.at(&vs);
   int64_t ref = RefTime(vs.mods, t_ms);
+  Seek(f.series, ref, /*strict=*/true, &f.at);
   Vector out;
-  for (const tsdb::SeriesData& s : f.series) {
-    auto it = std::upper_bound(s.samples.begin(), s.samples.end(), ref,
-                               [](int64_t t, const tsdb::Sample& x) { return t < x.t_ms; });
+  out.reserve(f.series.size());
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    const tsdb::SeriesData& s = f.series[i];
+    auto it = s.samples.begin() + static_cast<std::ptrdiff_t>(f.at.pos[i]);
     if (it == s.samples.begin()) continue;
     --it;
     if (it->t_ms < ref - options_.lookback_delta_ms || tsdb::IsStaleNaN(it->v)) continue;
@@ -176,16 +208,21 @@ Vector Evaluator::EvalSelectorAt(const VectorSelector& vs, int64_t t_ms) {
 }
 
 std::vector<Series> Evaluator::MatrixAt(const MatrixSelector& ms, int64_t t_ms) {
-  const Fetched& f = data_.at(ms.selector.get());
+  Fetched& f = data_.at(ms.selector.get());
   int64_t maxt = RefTime(ms.selector->mods, t_ms);
   int64_t mint = maxt - ms.range_ms;
+  Seek(f.series, mint, /*strict=*/false, &f.lo);
+  Seek(f.series, maxt, /*strict=*/true, &f.hi);
   std::vector<Series> out;
   size_t n = 0;
-  for (const tsdb::SeriesData& s : f.series) {
-    auto it = std::lower_bound(s.samples.begin(), s.samples.end(), mint,
-                               [](const tsdb::Sample& x, int64_t t) { return x.t_ms < t; });
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    const tsdb::SeriesData& s = f.series[i];
+    auto it = s.samples.begin() + static_cast<std::ptrdiff_t>(f.lo.pos[i]);
+    auto end = s.samples.begin() + static_cast<std::ptrdiff_t>(f.hi.pos[i]);
+    if (it >= end) continue;
     Series series;
-    for (; it != s.samples.end() && it->t_ms <= maxt; ++it) {
+    series.points.reserve(static_cast<size_t>(end - it));
+    for (; it != end; ++it) {
       if (!tsdb::IsStaleNaN(it->v)) series.points.push_back(Point{it->t_ms, it->v});
     }
     if (series.points.empty()) continue;
@@ -352,7 +389,11 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
   try {
     Evaluator ev(querier, options_, start_ms, end_ms);
     ev.Prepare(**parsed);
-    std::map<tsdb::Labels, std::vector<Point>> by_labels;
+    using ByLabels = std::map<tsdb::Labels, std::vector<Point>>;
+    ByLabels by_labels;
+    // The output series of the previous step's elements, by position: steps usually yield the
+    // same label sets in the same order, so one comparison finds the series without a map search.
+    std::vector<ByLabels::iterator> prev, cur;
     size_t total = 0;
     for (int64_t t = start_ms; t <= end_ms; t += step_ms) {
       ev.CheckDeadline();
@@ -364,7 +405,19 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
         ++total;
         continue;
       }
-      for (Element& el : v.vector) by_labels[std::move(el.labels)].push_back(Point{t, el.v});
+      cur.clear();
+      for (size_t i = 0; i < v.vector.size(); ++i) {
+        Element& el = v.vector[i];
+        ByLabels::iterator it;
+        if (i < prev.size() && prev[i]->first == el.labels) {
+          it = prev[i];
+        } else {
+          it = by_labels.try_emplace(std::move(el.labels)).first;
+        }
+        it->second.push_back(Point{t, el.v});
+        cur.push_back(it);
+      }
+      std::swap(prev, cur);
       total += v.vector.size();
     }
     Value out;

@@ -65,10 +65,20 @@ class Evaluator {
   int64_t end_ms() const { return end_ms_; }
 
  private:
+  // Per-series positions in the samples of a selector, for one time that only grows in range
+  // evaluations, so that each step searches forward from the previous step's position.
+  struct Cursor {
+    int64_t t = 0;
+    std::vector<size_t> pos;
+  };
   struct Fetched {
     int64_t mint = 0, maxt = 0;
     std::vector<tsdb::SeriesData> series;
+    Cursor at;      // instant selectors: first sample after the reference time
+    Cursor lo, hi;  // range selectors: first sample at or after the window start / after its end
   };
+  // Moves c's positions to the first sample with t_ms > t (strict) or t_ms >= t (not strict).
+  static void Seek(const std::vector<tsdb::SeriesData>& series, int64_t t, bool strict, Cursor* c);
   void Walk(const Expr& e, int64_t lo, int64_t hi);
   void Need(const VectorSelector& vs, int64_t mint, int64_t maxt);
   int64_t RefTime(const TimeModifiers& m, int64_t t) const;
