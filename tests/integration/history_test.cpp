@@ -50,7 +50,7 @@ TEST(History, EveryCommittedSampleSurvivesKill9AndATornWalTailIsReported) {
           30));
     }
     json r =
-        Query(agent, "/api/v1/query?query=" + UrlEncode("count_over_time(gpu_up{gpu=\"0\"}[1h])") +
+        Query(agent, "/api/v1/query?query=" + UrlEncode("count_over_time(gpu_up{gpu=\"0\"}[2h])") +
                          "&time=" + std::to_string(time(nullptr) + 3600));
     recorded = OneValue(r);
     ASSERT_EQ(recorded, 13) << r.dump();   // t = 0, 2, ..., 24 s
@@ -77,7 +77,7 @@ TEST(History, EveryCommittedSampleSurvivesKill9AndATornWalTailIsReported) {
   AgentProcess again({"--nvml-lib", "/nonexistent/libnvml.so", "--data-dir", data});
   ASSERT_NE(again.port(), 0);
   json r =
-      Query(again, "/api/v1/query?query=" + UrlEncode("count_over_time(gpu_up{gpu=\"0\"}[1h])") +
+      Query(again, "/api/v1/query?query=" + UrlEncode("count_over_time(gpu_up{gpu=\"0\"}[2h])") +
                        "&time=" + std::to_string(time(nullptr) + 3600));
   EXPECT_EQ(OneValue(r), recorded) << r.dump();
   auto samples = ParseExposition(again.Get("/metrics").body);
