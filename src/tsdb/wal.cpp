@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <vector>
 
@@ -27,12 +28,19 @@ constexpr uint8_t kSamplesRecord = 2;  // uvarint n, n × (uvarint ref, varint t
 constexpr size_t kFrameHeader = 8;
 constexpr uint32_t kMaxRecordBytes = 256U << 20;
 
-void Frame(std::string* out, uint8_t type, std::string_view payload) {
-  std::string body(1, static_cast<char>(type));
-  body.append(payload);
-  PutFixed32(out, static_cast<uint32_t>(body.size()));
-  PutFixed32(out, Crc32(body));
-  out->append(body);
+// Appends one framed record to `out`: length and CRC-32 of (type, pieces...), then those bytes.
+// The pieces are copied once, straight into `out`; the header is patched in place afterwards.
+void Frame(std::string* out, uint8_t type, std::initializer_list<std::string_view> pieces) {
+  const size_t header = out->size();
+  out->append(8, '\0');
+  const size_t body = out->size();
+  out->push_back(static_cast<char>(type));
+  for (std::string_view piece : pieces) out->append(piece);
+  const std::string_view bytes(out->data() + body, out->size() - body);
+  std::string fixed;
+  PutFixed32(&fixed, static_cast<uint32_t>(bytes.size()));
+  PutFixed32(&fixed, Crc32(bytes));
+  out->replace(header, 8, fixed);
 }
 
 std::string SegmentName(uint64_t n) {
@@ -201,7 +209,7 @@ void Wal::AddSeries(SeriesRef ref, const Labels& labels) {
   PutUvarint(&p, ref);
   PutUvarint(&p, labels.size());
   for (const Label& l : labels) PutString(&p, l.name), PutString(&p, l.value);
-  Frame(&pending_, kSeriesRecord, p);
+  Frame(&pending_, kSeriesRecord, {p});
 }
 
 void Wal::AddSample(SeriesRef ref, int64_t t_ms, double v) {
@@ -224,10 +232,9 @@ void Wal::AddSample(SeriesRef ref, int64_t t_ms, double v) {
 
 void Wal::FlushSamplesRecord() {
   if (samples_count_ == 0) return;
-  std::string p;
-  PutUvarint(&p, samples_count_);
-  p.append(samples_);
-  Frame(&pending_, kSamplesRecord, p);
+  std::string count;
+  PutUvarint(&count, samples_count_);
+  Frame(&pending_, kSamplesRecord, {count, samples_});
   samples_.clear();
   samples_count_ = 0;
   samples_prev_t_ = 0;
