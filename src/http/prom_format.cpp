@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "base/error.h"
+#include "promql/parser.h"
 
 namespace gw::http {
 
@@ -142,11 +142,8 @@ bool ParsePromDuration(std::string_view text, int64_t* ms) {
     *ms = static_cast<int64_t>(std::llround(v));
     return true;
   }
-  double parsed = 0;
-  // Prometheus durations: no bare number here (handled above), units ms s m h d w y.
-  if (!ParseDurationSeconds(std::string(text), &parsed)) return false;
-  *ms = static_cast<int64_t>(std::llround(parsed * 1000));
-  return true;
+  // Units (ms s m h d w y): the PromQL lexer's own parser, so the API and the language agree.
+  return promql::ParsePromDuration(text, ms) && *ms >= 0;
 }
 
 }  // namespace gw::http
