@@ -11,8 +11,8 @@ PACKAGES=(
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl
-  # real peers the tests meet: Prometheus 2.42 and promtool
-  prometheus
+  # real peers the tests meet: Prometheus 2.42 and promtool, Alertmanager 0.25
+  prometheus prometheus-alertmanager
 )
 
 missing=()
