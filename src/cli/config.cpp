@@ -78,6 +78,96 @@ Setter Bool(const std::string& key, std::function<bool&(Config*)> field) {
   };
 }
 
+// A sequence of strings (or one string).
+Status StringList(const Context& ctx, const YAML::Node& node, const std::string& key,
+                  std::vector<std::string>* out) {
+  out->clear();
+  if (node.IsScalar()) {
+    out->push_back(node.Scalar());
+    return Status::Ok();
+  }
+  if (!node.IsSequence())
+    return Error{ctx.Where(node) + ": " + key + ": expected a list of strings"};
+  for (const auto& item : node) {
+    if (!item.IsScalar()) return Error{ctx.Where(item) + ": " + key + ": expected a string"};
+    out->push_back(item.Scalar());
+  }
+  return Status::Ok();
+}
+
+bool ValidLabelName(const std::string& name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return name.rfind("__", 0) != 0;
+}
+
+// A list of receivers: each a URL string, or a mapping with url and options.
+Status Receivers(const Context& ctx, const YAML::Node& node, const std::string& key,
+                 std::vector<ReceiverConfig>* out) {
+  out->clear();
+  if (!node.IsSequence())
+    return Error{ctx.Where(node) + ": " + key + ": expected a list of receivers"};
+  for (const auto& item : node) {
+    ReceiverConfig r;
+    if (item.IsScalar()) {
+      r.url = item.Scalar();
+    } else if (item.IsMap()) {
+      for (const auto& field : item) {
+        const std::string name = field.first.as<std::string>();
+        const YAML::Node& v = field.second;
+        std::string text;
+        if (name == "basic_auth") {
+          if (!v.IsMap())
+            return Error{ctx.Where(v) + ": " + key + ".basic_auth: expected username and password_file"};
+          for (const auto& a : v) {
+            const std::string an = a.first.as<std::string>();
+            if (an == "username") {
+              if (Status s = Scalar(ctx, a.second, key + ".basic_auth.username", &r.basic_auth_username); !s.ok()) return s;
+            } else if (an == "password_file") {
+              if (Status s = Scalar(ctx, a.second, key + ".basic_auth.password_file", &r.basic_auth_password_file); !s.ok()) return s;
+            } else {
+              return Error{ctx.Where(a.first) + ": " + key + ".basic_auth: unknown key '" +
+                           Printable(an) + "' (username, password_file)"};
+            }
+          }
+          continue;
+        }
+        if (Status s = Scalar(ctx, v, key + "." + name, &text); !s.ok()) return s;
+        if (name == "url") {
+          r.url = text;
+        } else if (name == "timeout") {
+          if (!ParseDurationSeconds(text, &r.timeout_s) || !(r.timeout_s > 0))
+            return Error{ctx.Where(v) + ": " + key + ".timeout: expected a duration such as 10s, got '" + Printable(text) + "'"};
+        } else if (name == "bearer_token_file") {
+          r.bearer_token_file = text;
+        } else if (name == "tls_ca_file") {
+          r.tls_ca_file = text;
+        } else if (name == "tls_insecure_skip_verify") {
+          if (text != "true" && text != "false")
+            return Error{ctx.Where(v) + ": " + key + ".tls_insecure_skip_verify: expected true or false"};
+          r.tls_insecure_skip_verify = text == "true";
+        } else {
+          return Error{ctx.Where(field.first) + ": " + key + ": unknown key '" + Printable(name) +
+                       "' (url, timeout, basic_auth, bearer_token_file, tls_ca_file, "
+                       "tls_insecure_skip_verify)"};
+        }
+      }
+    } else {
+      return Error{ctx.Where(item) + ": " + key + ": expected a URL or a mapping with url"};
+    }
+    if (r.url.rfind("http://", 0) != 0 && r.url.rfind("https://", 0) != 0)
+      return Error{ctx.Where(item) + ": " + key + ": url must start with http:// or https://, got '" +
+                   Printable(r.url) + "'"};
+    out->push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
 const std::map<std::string, Setter>& Setters() {
   static const std::map<std::string, Setter> setters = {
       {"listen", String(&Config::listen)},
@@ -135,6 +225,50 @@ const std::map<std::string, Setter>& Setters() {
        Duration(
            "collect.memory_peak_interval",
            [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
+      {"rules.builtin",
+       Bool("rules.builtin", [](Config* c) -> bool& { return c->rules.builtin; })},
+      {"rules.files",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return StringList(ctx, n, "rules.files", &c->rules.files);
+       }},
+      {"rules.evaluation_interval",
+       Duration(
+           "rules.evaluation_interval",
+           [](Config* c) -> double& { return c->rules.evaluation_interval_s; }, false)},
+      {"rules.external_url",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "rules.external_url", &c->rules.external_url);
+       }},
+      {"rules.external_labels",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         if (!n.IsMap())
+           return Status(Error{ctx.Where(n) + ": rules.external_labels: expected a mapping of label names to values"});
+         c->rules.external_labels.clear();
+         for (const auto& item : n) {
+           std::string name = item.first.as<std::string>(), value;
+           if (!ValidLabelName(name))
+             return Status(Error{ctx.Where(item.first) + ": rules.external_labels: invalid label name '" + Printable(name) + "'"});
+           if (Status s = Scalar(ctx, item.second, "rules.external_labels." + name, &value); !s.ok()) return s;
+           c->rules.external_labels.emplace_back(name, value);
+         }
+         return Status::Ok();
+       }},
+      {"alerting.alertmanagers",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Receivers(ctx, n, "alerting.alertmanagers", &c->alerting.alertmanagers);
+       }},
+      {"alerting.webhooks",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Receivers(ctx, n, "alerting.webhooks", &c->alerting.webhooks);
+       }},
+      {"alerting.resend_delay",
+       Duration(
+           "alerting.resend_delay", [](Config* c) -> double& { return c->alerting.resend_delay_s; },
+           false)},
+      {"alerting.queue_dir",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "alerting.queue_dir", &c->alerting.queue_dir);
+       }},
       {"collect.per_process_metrics",
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},

@@ -31,6 +31,31 @@ struct StorageConfig {
   double flush_interval_s = 600;              // in-memory chunks to SQLite
 };
 
+// An Alertmanager (v2 API) or webhook receiver that alerts are sent to.
+struct ReceiverConfig {
+  std::string url;  // http(s)://host:port[/path]; Alertmanager: the base URL (/api/v2/alerts is added)
+  double timeout_s = 10;
+  std::string basic_auth_username, basic_auth_password_file, bearer_token_file;
+  bool tls_insecure_skip_verify = false;
+  std::string tls_ca_file;
+};
+
+// Rule evaluation (Prometheus rule files) and where alerts go.
+struct RulesConfig {
+  bool builtin = true;                   // load the built-in pack (deploy/rules/, in the binary)
+  std::vector<std::string> files;        // more rule files, globs allowed
+  double evaluation_interval_s = 15;     // groups without their own `interval`
+  std::string external_url;              // "" = http://HOSTNAME:PORT
+  std::vector<std::pair<std::string, std::string>> external_labels;
+};
+
+struct AlertingConfig {
+  std::vector<ReceiverConfig> alertmanagers;
+  std::vector<ReceiverConfig> webhooks;
+  double resend_delay_s = 60;
+  std::string queue_dir;  // "" = STORAGE_PATH/notify
+};
+
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
@@ -39,6 +64,8 @@ struct Config {
   SimulateConfig simulate;
   StorageConfig storage;
   collect::CollectorOptions collect;
+  RulesConfig rules;
+  AlertingConfig alerting;
 };
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.

@@ -431,6 +431,7 @@ std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
   }
   // The store moves on its own thread, between snapshots: its figures are always current.
   if (store_) RenderStore(store_(), format, &page);
+  if (extra_) extra_(format, &page);
   if (format == Format::kOpenMetrics) page += "# EOF\n";
   return page;
 }

@@ -63,10 +63,15 @@ class MetricsPage {
   // The page for `snapshot` in `format`; the snapshot part is re-rendered only when the
   // snapshot is newer, the store figures (which move between snapshots) every time.
   std::string Get(const Snapshot& snapshot, Format format);
+  // More families rendered fresh on every request, after the store's (rules, notifications).
+  // Set before the page is served.
+  using ExtraSource = std::function<void(Format, std::string*)>;
+  void SetExtra(ExtraSource extra) { extra_ = std::move(extra); }
 
  private:
   RenderOptions options_;
   StoreSource store_;
+  ExtraSource extra_;
   std::mutex mu_;
   struct Entry {
     uint64_t generation = ~uint64_t{0};

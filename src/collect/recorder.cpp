@@ -178,11 +178,14 @@ void Recorder::RecordNow(const Snapshot& snap) {
     ++local.append_errors;
     if (log_) log_->Error("store: commit failed: " + st.message());
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.snapshots_recorded;
-  stats_.samples_appended += local.samples_appended;
-  stats_.stale_markers += local.stale_markers;
-  stats_.append_errors += local.append_errors;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.snapshots_recorded;
+    stats_.samples_appended += local.samples_appended;
+    stats_.stale_markers += local.stale_markers;
+    stats_.append_errors += local.append_errors;
+  }
+  if (after_record_) after_record_(t);
 }
 
 }  // namespace gw::collect

@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -50,6 +51,13 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
+  // Called after each recorded snapshot is committed, on the thread that recorded it, with the
+  // snapshot's time (ms): the store now holds everything up to that time, so this is where
+  // work that reads it at "now" is triggered (rule evaluation). Set before Start; must not block
+  // for long (the next snapshot waits).
+  using AfterRecord = std::function<void(int64_t t_ms)>;
+  void SetAfterRecord(AfterRecord after) { after_record_ = std::move(after); }
+
   void Start();
   // Records what was offered last, then stops the thread.
   void Stop();
@@ -72,6 +80,7 @@ class Recorder {
 
   SampleAppender* appender_;
   Logger* log_;
+  AfterRecord after_record_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const Snapshot> pending_;

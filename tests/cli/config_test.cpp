@@ -41,6 +41,50 @@ TEST(Config, FileOverridesDefaults) {
   EXPECT_TRUE(Validate(c).ok());
 }
 
+TEST(Config, RulesAndAlerting) {
+  TempDir dir;
+  WriteFile(dir / "c.yaml",
+            "rules:\n  builtin: false\n  files: [a.yml, 'more/*.yml']\n"
+            "  evaluation_interval: 30s\n  external_labels:\n    node: n1\n"
+            "alerting:\n  alertmanagers:\n    - http://127.0.0.1:9093\n"
+            "    - url: https://am.example:9093\n      timeout: 5s\n"
+            "      basic_auth: {username: u, password_file: /p}\n"
+            "  webhooks: [http://127.0.0.1:8080/hook]\n  resend_delay: 2m\n");
+  Config c;
+  Status s = LoadConfigFile(dir / "c.yaml", &c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(c.rules.builtin);
+  EXPECT_EQ(c.rules.files, (std::vector<std::string>{"a.yml", "more/*.yml"}));
+  EXPECT_EQ(c.rules.evaluation_interval_s, 30);
+  ASSERT_EQ(c.rules.external_labels.size(), 1u);
+  EXPECT_EQ(c.rules.external_labels[0].second, "n1");
+  ASSERT_EQ(c.alerting.alertmanagers.size(), 2u);
+  EXPECT_EQ(c.alerting.alertmanagers[0].url, "http://127.0.0.1:9093");
+  EXPECT_EQ(c.alerting.alertmanagers[1].timeout_s, 5);
+  EXPECT_EQ(c.alerting.alertmanagers[1].basic_auth_username, "u");
+  ASSERT_EQ(c.alerting.webhooks.size(), 1u);
+  EXPECT_EQ(c.alerting.resend_delay_s, 120);
+
+  struct Case {
+    std::string text, expected;
+  } bad[] = {
+      {"alerting:\n  alertmanagers:\n    - ftp://x\n",
+       ":3: alerting.alertmanagers: url must start with http:// or https://"},
+      {"alerting:\n  webhooks:\n    - url: http://x\n      colour: red\n",
+       ":4: alerting.webhooks: unknown key 'colour'"},
+      {"rules:\n  external_labels:\n    9bad: x\n",
+       ":3: rules.external_labels: invalid label name '9bad'"},
+      {"rules:\n  files: {a: b}\n", ":2: rules.files: expected a list of strings"},
+  };
+  for (const Case& k : bad) {
+    WriteFile(dir / "bad.yaml", k.text);
+    Config b;
+    Status e = LoadConfigFile(dir / "bad.yaml", &b);
+    ASSERT_FALSE(e.ok()) << k.text;
+    EXPECT_NE(e.message().find(k.expected), std::string::npos) << e.message();
+  }
+}
+
 TEST(Config, UnknownKeyNamesFileAndLine) {
   TempDir dir;
   WriteFile(dir / "c.yaml", "listen: \":1\"\ncollect:\n  intervall: 1s\n");
