@@ -13,6 +13,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl
   # real peers the tests meet: Prometheus 2.42 and promtool, Alertmanager 0.25
   prometheus prometheus-alertmanager
+  # Slurm 22.05 with munge (the task-layer tests start their own on loopback)
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()
