@@ -108,6 +108,31 @@ Recorder::SeriesSlot* Recorder::Slot(const GpuSnapshot& gpu, size_t position, si
   return &s;
 }
 
+void Recorder::RecordSelf(const Snapshot& snap, int64_t t, RecorderStats* local) {
+  const double values[kSelfSeries] = {
+      snap.stats.nvml_up ? 1.0 : 0.0, static_cast<double>(snap.gpus.size()),
+      snap.stats.nvml_up ? snap.stats.last_success_unix_seconds : kAbsent};
+  static constexpr const char* kNames[kSelfSeries] = {
+      "gpuwarden_nvml_up", "gpuwarden_gpus", "gpuwarden_collect_last_success_timestamp_seconds"};
+  for (size_t i = 0; i < kSelfSeries; ++i) {
+    SeriesSlot& slot = self_[i];
+    const bool present = !IsAbsent(values[i]);
+    if (!present && !slot.had_value) continue;
+    if (!slot.known) {
+      auto ref = appender_->GetRef(tsdb::Labels{{"__name__", kNames[i]}});
+      if (!ref.ok()) {
+        ++local->append_errors;
+        continue;
+      }
+      slot.ref = *ref;
+      slot.known = true;
+    }
+    if (appender_->Append(slot.ref, t, present ? values[i] : tsdb::StaleNaN()).ok())
+      ++(present ? local->samples_appended : local->stale_markers);
+    slot.had_value = present;
+  }
+}
+
 void Recorder::RecordIdentityAndXids(const GpuSnapshot& gpu, size_t position, int64_t t,
                                      RecorderStats* local) {
   Slot(gpu, position, 0);  // sizes the per-position tables and checks the identity
@@ -174,6 +199,7 @@ void Recorder::RecordNow(const Snapshot& snap) {
     }
     RecordIdentityAndXids(gpu, g, t, &local);
   }
+  RecordSelf(snap, t, &local);
   if (Status st = appender_->Commit(); !st.ok()) {
     ++local.append_errors;
     if (log_) log_->Error("store: commit failed: " + st.message());

@@ -75,6 +75,10 @@ class Recorder {
   };
   void Run();
   SeriesSlot* Slot(const GpuSnapshot& gpu, size_t gpu_position, size_t slot);
+  // The agent's own state that rules need (gpuwarden_nvml_up, gpuwarden_gpus,
+  // gpuwarden_collect_last_success_timestamp_seconds), so that the built-in pack works in the
+  // agent as it does in Prometheus.
+  void RecordSelf(const Snapshot& snap, int64_t t, RecorderStats* local);
   void RecordIdentityAndXids(const GpuSnapshot& gpu, size_t position, int64_t t,
                              RecorderStats* local);
 
@@ -93,6 +97,8 @@ class Recorder {
   std::vector<std::string> uuids_;
   // gpu_info and XID counter refs per GPU position (same lifetime as slots_).
   std::vector<SeriesSlot> info_;
+  static constexpr size_t kSelfSeries = 3;
+  SeriesSlot self_[kSelfSeries];
   std::vector<std::vector<std::pair<unsigned, SampleAppender::Ref>>> xids_;
 };
 

@@ -70,6 +70,15 @@ TEST(Recorder, RecordsEverySnapshotAndMarksLostSeriesStale) {
   ASSERT_EQ(xid.size(), 1u);
   EXPECT_EQ(xid[0].samples.back().v, 1);
   EXPECT_EQ(appender.Select({{"__name__", "gpu_info"}, {"gpu", "0"}}).size(), 1u);
+  // The agent's own state, for rules that run in the agent (gpuwarden_nvml_up, ...).
+  auto gpus = appender.Select({{"__name__", "gpuwarden_gpus"}});
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].samples.size(), 50u);
+  EXPECT_EQ(gpus[0].samples.back().v, 2);
+  auto nvml_up = appender.Select({{"__name__", "gpuwarden_nvml_up"}});
+  ASSERT_EQ(nvml_up.size(), 1u);
+  EXPECT_EQ(nvml_up[0].samples.back().v, 1);
+  EXPECT_EQ(appender.Select({{"__name__", "gpuwarden_collect_last_success_timestamp_seconds"}}).size(), 1u);
   // Series references are cached: GetRef is called once per series, not once per sample.
   EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series.size());
   // Every series of the lost GPU but gpu_up, gpu_info and its XID counter ends in one marker.
