@@ -10,7 +10,7 @@ PACKAGES=(
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl
+  libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl python3 python3-yaml
   # real peers the tests meet: Prometheus 2.42 and promtool, Alertmanager 0.25
   prometheus prometheus-alertmanager
   # Slurm 22.05 with munge (the task-layer tests start their own on loopback)
