@@ -135,6 +135,7 @@ nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle
   const std::optional<unsigned> index = DecodeDevice(lib, handle);
   if (!index) return NVML_ERROR_INVALID_ARGUMENT;
   VirtualUs now = Now(lib);
+  lib.fleet->RefreshHostProcesses(std::chrono::steady_clock::now(), now);
   lib.fleet->DeliverEvents(now);
   if (lib.fleet->DeviceInfo(*index).LostAt(now)) return NVML_ERROR_GPU_IS_LOST;
   if (HangState* hang = lib.fleet->DeviceAt(*index, now).HangFor(function, now)) {

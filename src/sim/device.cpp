@@ -63,7 +63,9 @@ double Device::DemandedPower(double activity, double clock_ratio, double noise_w
 void Device::Step(std::int64_t k) {
   const GpuModel& m = model();
   const VirtualUs t_end = k * kStepUs;
-  activity_ = ActivityAt(spec_, seed_, std::max<VirtualUs>(0, t_end - kStepUs / 2));
+  const VirtualUs mid = std::max<VirtualUs>(0, t_end - kStepUs / 2);
+  activity_ = host_workload_ ? SegmentActivity(spec_, seed_, mid, mid, *host_workload_)
+                             : ActivityAt(spec_, seed_, mid);
   const PhysicsFaults faults = PhysicsFaultsAt(spec_, t_end);
   const double u = activity_.util_pct / 100, mu = activity_.mem_util_pct / 100;
   const bool busy = u > 0 || mu > 0;
@@ -161,7 +163,14 @@ std::vector<const ProcessSpec*> Device::RunningProcesses() const {
   std::vector<const ProcessSpec*> running;
   for (const ProcessSpec& p : spec_.processes)
     if (ProcessRunning(spec_, p, last_step_us())) running.push_back(&p);
+  for (const ProcessSpec& p : host_processes_) running.push_back(&p);
   return running;
+}
+
+void Device::SetHostProcesses(std::vector<ProcessSpec> processes,
+                              std::optional<WorkloadSegment> workload) {
+  host_processes_ = std::move(processes);
+  host_workload_ = workload;
 }
 
 std::uint64_t Device::total_memory_bytes() const {

@@ -19,6 +19,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -80,8 +81,13 @@ class Device {
   std::uint64_t used_memory_bytes() const;
   std::uint64_t total_memory_bytes() const;
   std::uint64_t reserved_memory_bytes() const;
-  // Processes alive at the last step, in scenario order.
+  // Processes alive at the last step: the scenario's in scenario order, then host processes.
   std::vector<const ProcessSpec*> RunningProcesses() const;
+
+  // Host processes (sim/host_processes.h) on this GPU from now on: they are listed as running,
+  // and `workload` (if set) replaces the timeline's activity in later steps.
+  void SetHostProcesses(std::vector<ProcessSpec> processes,
+                        std::optional<WorkloadSegment> workload);
 
   // ---- the sample buffer ----
   // Steps [oldest_sample_step(), last_step()] are buffered.
@@ -109,6 +115,8 @@ class Device {
   Activity activity_;
   std::array<StepSample, kSampleSteps> samples_{};
   std::vector<HangState> hangs_;
+  std::vector<ProcessSpec> host_processes_;
+  std::optional<WorkloadSegment> host_workload_;
 };
 
 }  // namespace gw::sim

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nvml/abi.h"
+#include "sim/host_processes.h"
 
 namespace gw::sim {
 namespace {
@@ -40,6 +41,31 @@ Device& Fleet::DeviceAt(unsigned index, VirtualUs now) {
   Device& device = *devices_[index];
   device.AdvanceTo(now);
   return device;
+}
+
+bool Fleet::RefreshHostProcesses(RealTime real_now, VirtualUs now) {
+  if (!scenario_.host_processes) return false;
+  if (last_host_scan_ &&
+      real_now - *last_host_scan_ < std::chrono::duration<double>(scenario_.host_scan_interval_s))
+    return false;
+  last_host_scan_ = real_now;
+  const std::vector<HostProcess> found =
+      ScanHostProcesses(scenario_.host_proc_root, scenario_.gpus);
+  std::vector<std::vector<ProcessSpec>> per_gpu(devices_.size());
+  std::vector<std::optional<WorkloadSegment>> workload(devices_.size());
+  for (const HostProcess& p : found) {
+    for (unsigned gpu : p.gpus) {
+      per_gpu[gpu].push_back(ProcessSpec{.pid = p.pid, .name = p.name, .memory_mib = p.memory_mib});
+      // Several host processes on one GPU: the busiest workload sets the pace.
+      if (!workload[gpu] || p.workload.util_pct > workload[gpu]->util_pct)
+        workload[gpu] = p.workload;
+    }
+  }
+  for (unsigned i = 0; i < devices_.size(); ++i) {
+    devices_[i]->AdvanceTo(now);
+    devices_[i]->SetHostProcesses(std::move(per_gpu[i]), workload[i]);
+  }
+  return true;
 }
 
 void Fleet::DeliverEvents(VirtualUs now) {

@@ -73,6 +73,12 @@ class Fleet {
   // The device without stepping it (identity, fault times).
   const Device& DeviceInfo(unsigned index) const { return *devices_[index]; }
 
+  // ---- host processes (scenario host_processes: true) ----
+  // Rescans the proc root when host_scan_interval_s of real time has passed since the last scan
+  // (or none happened): every device is first caught up to `now` under the old state, so the
+  // change applies from `now` on. Returns true when a scan ran.
+  bool RefreshHostProcesses(RealTime real_now, VirtualUs now);
+
   // ---- events ----
   // Hands every fault event due at or before `now` to the sets registered for it.
   void DeliverEvents(VirtualUs now);
@@ -108,6 +114,7 @@ class Fleet {
   std::uint64_t next_sequence_ = 0;
   std::map<std::uint32_t, EventSet> event_sets_;
   std::uint32_t next_set_id_ = 1;
+  std::optional<RealTime> last_host_scan_;
 };
 
 }  // namespace gw::sim

@@ -118,6 +118,11 @@ struct Scenario {
   double speed = 1.0;
   DriverSpec driver;
   std::vector<GpuSpec> gpus;
+  // Real processes on this machine that declare GPUWARDEN_SIM_WORKLOAD drive the GPUs named by
+  // their CUDA_VISIBLE_DEVICES / SLURM_JOB_GPUS (sim/host_processes.h). Off by default.
+  bool host_processes = false;
+  double host_scan_interval_s = 1.0;  // real seconds between scans of host_proc_root
+  std::string host_proc_root = "/proc";
 };
 
 // Parses scenario text. `file_label` prefixes error messages ("demo.yaml"). `default_start_s`
@@ -134,6 +139,11 @@ struct EmbeddedScenario {
   std::string_view text;
 };
 std::span<const EmbeddedScenario> EmbeddedScenarios();
+
+// The segment a workload type name stands for with its default parameters ("training",
+// "inference", "idle", "idle_allocated", "memory_bound", "spikes"; '-' may stand for '_').
+// False if the name is unknown.
+bool DefaultWorkloadSegment(std::string_view type, WorkloadSegment* segment);
 
 // Parses "1.5s", "500ms", "2m", "1h30m", "10" (seconds). False if malformed or negative.
 bool ParseDurationUs(std::string_view text, VirtualUs* out);

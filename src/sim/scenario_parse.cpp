@@ -358,7 +358,7 @@ Scenario ParseDocument(const YAML::Node& root, const std::string& file_label,
                        std::int64_t default_start_s) {
   MapReader r(root, "", 1,
               {"name", "description", "seed", "start_time", "clock", "speed", "ambient_c", "driver",
-               "gpus"});
+               "gpus", "host_processes", "host_scan_interval", "host_proc_root"});
   Scenario s;
   const std::string stem = file_label.substr(file_label.find_last_of('/') + 1);
   s.name = r.String("name", stem.substr(0, stem.rfind(".yaml")));
@@ -372,6 +372,16 @@ Scenario ParseDocument(const YAML::Node& root, const std::string& file_label,
   s.clock = clock == "stepped" ? ClockMode::kStepped : ClockMode::kRealtime;
   s.speed = r.Number("speed", 1.0, 0.001, 10000);
   const double ambient = r.Number("ambient_c", 30, -20, 60);
+  if (r.Has("host_processes")) {
+    const std::string on = r.String("host_processes", "false");
+    if (on != "true" && on != "false")
+      r.Fail("host_processes", "expected true or false, got '" + on + "'");
+    s.host_processes = on == "true";
+  }
+  const VirtualUs scan_us = r.Duration("host_scan_interval", 1'000'000);
+  if (scan_us < 10'000) r.Fail("host_scan_interval", "must be at least 10ms");
+  s.host_scan_interval_s = static_cast<double>(scan_us) / 1e6;
+  s.host_proc_root = r.String("host_proc_root", "/proc");
   if (r.Has("driver")) {
     MapReader d(r.Get("driver"), "driver", r.LineOfKey("driver"),
                 {"version", "cuda_version", "process_info_v3_stride"});
@@ -392,6 +402,28 @@ Scenario ParseDocument(const YAML::Node& root, const std::string& file_label,
 }
 
 }  // namespace
+
+bool DefaultWorkloadSegment(std::string_view type, WorkloadSegment* segment) {
+  std::string name(type);
+  for (char& c : name)
+    if (c == '-') c = '_';
+  for (const WorkloadDefaults& d : kWorkloadTypes) {
+    if (d.name != name) continue;
+    WorkloadSegment s;
+    s.type = d.type;
+    s.util_pct = d.util;
+    s.mem_util_pct = d.mem_util;
+    s.base_util_pct = d.base_util;
+    s.base_mem_util_pct = d.base_mem_util;
+    s.duty = d.duty;
+    s.period_us = 5'000'000;
+    s.spike_us = 300'000;
+    s.spike_memory_mib = 4096;
+    *segment = s;
+    return true;
+  }
+  return false;
+}
 
 Expected<Scenario> ParseScenario(std::string_view text, const std::string& file_label,
                                  std::int64_t default_start_s) {

@@ -32,7 +32,11 @@ VirtualUs TimelineUs(const GpuSpec& gpu, VirtualUs t_us) {
 
 Activity ActivityAt(const GpuSpec& gpu, std::uint64_t seed, VirtualUs t_us) {
   const VirtualUs local = TimelineUs(gpu, t_us);
-  const WorkloadSegment& s = SegmentAt(gpu, local);
+  return SegmentActivity(gpu, seed, t_us, local, SegmentAt(gpu, local));
+}
+
+Activity SegmentActivity(const GpuSpec& gpu, std::uint64_t seed, VirtualUs t_us, VirtualUs local,
+                         const WorkloadSegment& s) {
   const std::uint64_t tick = static_cast<std::uint64_t>(t_us / kTickUs);
   auto jitter = [&](Channel channel, int amplitude) {
     return static_cast<double>(Jitter(seed, gpu.index, tick, channel, amplitude));

@@ -28,6 +28,11 @@ VirtualUs TimelineUs(const GpuSpec& gpu, VirtualUs t_us);
 // The activity during the 100 ms physics step whose midpoint is `t_us`.
 Activity ActivityAt(const GpuSpec& gpu, std::uint64_t seed, VirtualUs t_us);
 
+// The activity of one given segment (a host process's workload, or the timeline's); `local` is
+// the time on the segment's timeline (spikes are phased from the segment's start).
+Activity SegmentActivity(const GpuSpec& gpu, std::uint64_t seed, VirtualUs t_us, VirtualUs local,
+                         const WorkloadSegment& segment);
+
 // Whether a process is alive at virtual time `t_us` (on the looped timeline).
 bool ProcessRunning(const GpuSpec& gpu, const ProcessSpec& process, VirtualUs t_us);
 

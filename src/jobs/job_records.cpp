@@ -1,0 +1,278 @@
+#include "jobs/job_records.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace gw::jobs {
+namespace {
+
+using nlohmann::json;
+
+json StatsToJson(const JobGpuStats& s) {
+  json j = {{"gpus", s.gpus},
+            {"start_s", s.start_s},
+            {"end_s", s.end_s},
+            {"gpu_seconds", s.gpu_seconds},
+            {"observed_gpu_seconds", s.observed_gpu_seconds},
+            {"energy_j", s.energy_j},
+            {"power_integral_j", s.power_integral_j},
+            {"util_avg_pct", s.util_avg_pct},
+            {"util_max_pct", s.util_max_pct},
+            {"memory_peak_bytes", s.memory_peak_bytes},
+            {"throttle_s", s.throttle_s},
+            {"ecc_corrected", s.ecc_corrected},
+            {"ecc_uncorrected", s.ecc_uncorrected},
+            {"xid_count", s.xid_count},
+            {"idle_gpu_seconds", s.idle_gpu_seconds},
+            {"idle_while_allocated", s.idle_while_allocated}};
+  if (s.first_activity_s) j["first_activity_s"] = *s.first_activity_s;
+  if (s.start_latency_s) j["start_latency_s"] = *s.start_latency_s;
+  return j;
+}
+
+JobGpuStats StatsFromJson(const json& j, const std::string& job_id) {
+  JobGpuStats s;
+  s.job_id = job_id;
+  s.gpus = j.value("gpus", std::vector<unsigned>{});
+  s.start_s = j.value("start_s", 0.0);
+  s.end_s = j.value("end_s", 0.0);
+  s.gpu_seconds = j.value("gpu_seconds", 0.0);
+  s.observed_gpu_seconds = j.value("observed_gpu_seconds", 0.0);
+  s.energy_j = j.value("energy_j", 0.0);
+  s.power_integral_j = j.value("power_integral_j", 0.0);
+  s.util_avg_pct = j.value("util_avg_pct", 0.0);
+  s.util_max_pct = j.value("util_max_pct", 0.0);
+  s.memory_peak_bytes = j.value("memory_peak_bytes", std::uint64_t{0});
+  s.throttle_s = j.value("throttle_s", std::map<std::string, double>{});
+  s.ecc_corrected = j.value("ecc_corrected", std::uint64_t{0});
+  s.ecc_uncorrected = j.value("ecc_uncorrected", std::uint64_t{0});
+  s.xid_count = j.value("xid_count", std::uint64_t{0});
+  s.idle_gpu_seconds = j.value("idle_gpu_seconds", 0.0);
+  s.idle_while_allocated = j.value("idle_while_allocated", false);
+  if (j.contains("first_activity_s")) s.first_activity_s = j["first_activity_s"].get<double>();
+  if (j.contains("start_latency_s")) s.start_latency_s = j["start_latency_s"].get<double>();
+  return s;
+}
+
+}  // namespace
+
+std::string JobRecordToJson(const JobRecord& r) {
+  json j = {{"job_id", r.job_id},
+            {"source", r.source},
+            {"name", r.name},
+            {"user", r.user},
+            {"account", r.account},
+            {"partition", r.partition},
+            {"team", r.team},
+            {"state", r.state},
+            {"state_reason", r.state_reason},
+            {"submit_time", r.submit_time},
+            {"eligible_time", r.eligible_time},
+            {"start_time", r.start_time},
+            {"end_time", r.end_time}};
+  if (r.exit_code) j["exit_code"] = *r.exit_code;
+  if (r.queue_wait_s) j["queue_wait_s"] = *r.queue_wait_s;
+  if (r.submit_wait_s) j["submit_wait_s"] = *r.submit_wait_s;
+  if (r.gpu) j["gpu"] = StatsToJson(*r.gpu);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Expected<JobRecord> JobRecordFromJson(std::string_view line) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("job_id")) return Error{"not a job record"};
+  try {
+    JobRecord r;
+    r.job_id = j.value("job_id", "");
+    r.source = j.value("source", "");
+    r.name = j.value("name", "");
+    r.user = j.value("user", "");
+    r.account = j.value("account", "");
+    r.partition = j.value("partition", "");
+    r.team = j.value("team", "");
+    r.state = j.value("state", "");
+    r.state_reason = j.value("state_reason", "");
+    r.submit_time = j.value("submit_time", std::int64_t{0});
+    r.eligible_time = j.value("eligible_time", std::int64_t{0});
+    r.start_time = j.value("start_time", std::int64_t{0});
+    r.end_time = j.value("end_time", std::int64_t{0});
+    if (j.contains("exit_code")) r.exit_code = j["exit_code"].get<int>();
+    if (j.contains("queue_wait_s")) r.queue_wait_s = j["queue_wait_s"].get<std::int64_t>();
+    if (j.contains("submit_wait_s")) r.submit_wait_s = j["submit_wait_s"].get<std::int64_t>();
+    if (j.contains("gpu") && j["gpu"].is_object()) r.gpu = StatsFromJson(j["gpu"], r.job_id);
+    return r;
+  } catch (const json::exception& e) {
+    return Error{std::string("malformed job record: ") + e.what()};
+  }
+}
+
+Expected<std::unique_ptr<JobRecordStore>> JobRecordStore::Open(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{dir + ": " + ec.message()};
+  return std::unique_ptr<JobRecordStore>(new JobRecordStore(dir + "/jobs.jsonl"));
+}
+
+Status JobRecordStore::Append(const JobRecord& record) {
+  const std::string line = JobRecordToJson(record) + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd < 0) return Error{path_ + ": " + std::strerror(errno)};
+  // A torn previous line (crash) must not swallow this record: start on a fresh line.
+  struct stat st {};
+  std::string data = line;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    char last = '\n';
+    const int rfd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (rfd >= 0) {
+      if (pread(rfd, &last, 1, st.st_size - 1) != 1) last = '\n';
+      close(rfd);
+    }
+    if (last != '\n') data = "\n" + line;
+  }
+  std::size_t written = 0;
+  while (written < data.size()) {
+    const ssize_t n = write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      return Error{path_ + ": " + std::strerror(err)};
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  const bool synced = fsync(fd) == 0;
+  close(fd);
+  if (!synced) return Error{path_ + ": fsync failed"};
+  return Status::Ok();
+}
+
+Expected<std::vector<JobRecord>> JobRecordStore::ReadAll() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<JobRecord> out;
+  std::ifstream in(path_);
+  if (!in) return out;  // no jobs finished yet
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    Expected<JobRecord> r = JobRecordFromJson(line);
+    if (r.ok()) out.push_back(std::move(r.value()));
+  }
+  return out;
+}
+
+Expected<std::optional<JobRecord>> JobRecordStore::Find(const std::string& job_id) const {
+  Expected<std::vector<JobRecord>> all = ReadAll();
+  if (!all.ok()) return all.error();
+  std::optional<JobRecord> found;
+  for (JobRecord& r : *all)
+    if (r.job_id == job_id) found = std::move(r);
+  return found;
+}
+
+JobLedger::JobLedger(TeamMap teams, JobRecordStore* store, JobStatsOptions options)
+    : teams_(std::move(teams)), store_(store), stats_(options) {}
+
+JobRecord JobLedger::MakeRecord(const SlurmJob& job, std::string_view final_state,
+                                std::optional<JobGpuStats> gpu) const {
+  JobRecord r;
+  r.job_id = job.id;
+  r.source = "slurm";
+  r.name = job.name;
+  r.user = job.user;
+  r.account = job.account;
+  r.partition = job.partition;
+  r.team = teams_.TeamOf(job.account, job.user);
+  r.state = std::string(final_state);
+  r.state_reason = job.state_reason;
+  r.exit_code = job.exit_code;
+  r.submit_time = job.submit_time;
+  r.eligible_time = job.eligible_time;
+  if (job.started()) {
+    r.start_time = job.start_time;
+    r.end_time = job.end_time;
+    r.queue_wait_s = job.QueueWaitS();
+    if (job.submit_time > 0) r.submit_wait_s = job.start_time - job.submit_time;
+  } else {
+    r.end_time = job.end_time;
+  }
+  r.gpu = std::move(gpu);
+  return r;
+}
+
+Status JobLedger::OnEvent(const JobEvent& event) {
+  switch (event.kind) {
+    case JobEventKind::kStarted:
+      if (!event.job.gpu_indices.empty())
+        stats_.Begin(event.job_id, event.job.gpu_indices, static_cast<double>(event.time));
+      return Status::Ok();
+    case JobEventKind::kFinished:
+    case JobEventKind::kVanished: {
+      std::optional<JobGpuStats> gpu = stats_.End(event.job_id, static_cast<double>(event.time));
+      const std::string state =
+          event.kind == JobEventKind::kVanished ? "VANISHED" : event.job.state_text;
+      JobRecord record = MakeRecord(event.job, state, std::move(gpu));
+      if (event.kind == JobEventKind::kVanished && record.start_time > 0)
+        record.end_time = event.time;  // the projected end is not an end
+      return store_ ? store_->Append(record) : Status::Ok();
+    }
+    default:
+      return Status::Ok();
+  }
+}
+
+Status JobLedger::OnProcesses(const std::vector<AttributedGpuProcess>& processes, double now_s) {
+  // Process jobs live in the stats tracker under a prefixed key, apart from Slurm ids.
+  std::map<std::string, std::vector<unsigned>> seen;
+  std::map<std::string, const ProcessAttribution*> first;
+  for (const AttributedGpuProcess& p : processes) {
+    if (p.process.job_source != "gpuwarden-env") continue;
+    const std::string key = "process:" + p.process.job_id;
+    seen[key].push_back(p.gpu);
+    first.emplace(key, &p.process);
+  }
+  for (auto& [key, gpus] : seen) {
+    if (process_jobs_.count(key)) continue;
+    const ProcessAttribution& p = *first[key];
+    process_jobs_[key] = ProcessJob{p.user, teams_.TeamOf("", p.user, p.gpuwarden_team), now_s};
+    stats_.Begin(key, gpus, now_s);
+  }
+  Status status = Status::Ok();
+  for (auto it = process_jobs_.begin(); it != process_jobs_.end();) {
+    if (seen.count(it->first)) {
+      ++it;
+      continue;
+    }
+    JobRecord r;
+    r.job_id = it->first.substr(8);
+    r.source = "process";
+    r.user = it->second.user;
+    r.team = it->second.team;
+    r.state = "ENDED";
+    r.start_time = static_cast<std::int64_t>(it->second.start_s);
+    r.end_time = static_cast<std::int64_t>(now_s);
+    r.gpu = stats_.End(it->first, now_s);
+    if (r.gpu) r.gpu->job_id = r.job_id;
+    if (store_) {
+      Status s = store_->Append(r);
+      if (!s.ok()) status = s;
+    }
+    it = process_jobs_.erase(it);
+  }
+  return status;
+}
+
+std::vector<JobGpuStats> JobLedger::Running(double now_s) const {
+  std::vector<JobGpuStats> out;
+  for (const std::string& id : stats_.RunningJobs())
+    if (auto s = stats_.Current(id, now_s)) out.push_back(std::move(*s));
+  return out;
+}
+
+}  // namespace gw::jobs

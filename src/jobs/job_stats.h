@@ -1,0 +1,125 @@
+// Per-job GPU statistics — DCGM's job statistics without accounting mode — accumulated from the
+// collector's readings, one `CycleInput` per collection cycle.
+//
+// Per job (GPUs given at allocation, e.g. from Slurm's gres_detail):
+//   gpu_seconds         allocated GPUs x (end - start)  (the definition, not sampled)
+//   energy_j            energy-counter deltas summed over the job's GPUs and lifetime; where a
+//                       GPU has no counter (or it went backwards) the trapezoid of power is used
+//   power_integral_j    the trapezoid of power alone (a cross-check of energy_j)
+//   util avg/max        time-weighted SM utilization over the job's GPUs; max of the samples
+//   memory_peak_bytes   max device memory used on any of the job's GPUs
+//   throttle_s[reason]  seconds during which each clock-event reason was active
+//   ecc / xid           counter deltas during the job
+//   start latency       allocation start -> first sample with utilization > idle threshold
+//   idle_gpu_seconds    GPU-seconds during which a job GPU was at or below the idle threshold;
+//                       a job whose GPUs were never active is flagged idle_while_allocated
+//
+// An interval between two samples of a GPU is charged to the job for its overlap with
+// [start, end]. Because the end is often learnt late (the scheduler is polled), the last
+// `retention_s` of intervals stay uncommitted and are clipped at `End`.
+//
+// Threading: none (one owner, e.g. the collector's thread or a task-layer thread).
+#ifndef GPUWARDEN_JOBS_JOB_STATS_H_
+#define GPUWARDEN_JOBS_JOB_STATS_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gw::jobs {
+
+// One GPU's readings in one collection cycle. Counters are cumulative as NVML reports them.
+struct GpuCycleSample {
+  unsigned index = 0;
+  double time_s = 0;    // when the readings were taken (unix seconds)
+  double util_pct = 0;  // SM utilization 0-100
+  double power_w = 0;
+  std::optional<double>
+      energy_j;  // total energy counter (nvmlDeviceGetTotalEnergyConsumption / 1000)
+  std::uint64_t memory_used_bytes = 0;
+  std::uint64_t throttle_reasons = 0;  // nvmlClocksEventReason* bits
+  std::uint64_t ecc_corrected_total = 0;
+  std::uint64_t ecc_uncorrected_total = 0;
+  std::uint64_t xid_total = 0;  // XID events seen on this GPU so far
+};
+
+struct CycleInput {
+  std::vector<GpuCycleSample> gpus;
+};
+
+// "sw_power_cap", "hw_slowdown", ... for one nvmlClocksEventReason bit; "bit_<n>" if unnamed.
+std::string ThrottleReasonName(std::uint64_t bit);
+
+struct JobGpuStats {
+  std::string job_id;
+  std::vector<unsigned> gpus;
+  double start_s = 0;
+  double end_s = 0;  // 0 while running
+  double gpu_seconds = 0;
+  double observed_gpu_seconds = 0;  // sum of charged sample intervals
+  double energy_j = 0;
+  double power_integral_j = 0;
+  double util_avg_pct = 0;
+  double util_max_pct = 0;
+  std::uint64_t memory_peak_bytes = 0;
+  std::map<std::string, double> throttle_s;
+  std::uint64_t ecc_corrected = 0;
+  std::uint64_t ecc_uncorrected = 0;
+  std::uint64_t xid_count = 0;
+  std::optional<double> first_activity_s;
+  std::optional<double> start_latency_s;
+  double idle_gpu_seconds = 0;
+  bool idle_while_allocated = false;
+};
+
+struct JobStatsOptions {
+  double idle_util_pct = 0;  // at or below this a GPU is idle
+  double retention_s = 300;  // uncommitted tail (must exceed how late job ends are learnt)
+  double max_gap_s = 120;    // a longer gap between two samples of a GPU is not charged
+};
+
+class JobStatsTracker {
+ public:
+  explicit JobStatsTracker(JobStatsOptions options = {}) : options_(options) {}
+
+  // Starts accounting a job from `start_s` (allocation start) on the given GPU indices. A job
+  // already known is left as is.
+  void Begin(const std::string& job_id, std::vector<unsigned> gpus, double start_s);
+  // Feeds one cycle to every running job.
+  void Observe(const CycleInput& cycle);
+  // Finishes a job at `end_s`; nullopt if unknown. The job is forgotten afterwards.
+  std::optional<JobGpuStats> End(const std::string& job_id, double end_s);
+  // The statistics so far of a running job (uncommitted tail included, not clipped).
+  std::optional<JobGpuStats> Current(const std::string& job_id, double now_s) const;
+  std::vector<std::string> RunningJobs() const;
+
+ private:
+  struct Interval {
+    unsigned gpu = 0;
+    double t0 = 0, t1 = 0;
+    double energy_j = 0, power_j = 0;
+    double util_pct = 0;  // at t1
+    std::uint64_t memory = 0;
+    std::uint64_t throttle = 0;
+    std::uint64_t ecc_corrected = 0, ecc_uncorrected = 0, xid = 0;  // deltas
+  };
+  struct Job {
+    JobGpuStats stats;
+    double util_time_pct_s = 0;  // sum of util x dt
+    std::deque<Interval> recent;
+  };
+  // Charges the part of `iv` inside [start, until_s] to the job.
+  static void Commit(const Interval& iv, double until_s, Job* job, const JobStatsOptions& o);
+  static JobGpuStats Finish(Job job, double until_s, const JobStatsOptions& o);
+
+  JobStatsOptions options_;
+  std::map<std::string, Job> jobs_;
+  std::map<unsigned, GpuCycleSample> last_;  // per GPU, the previous sample (any job)
+};
+
+}  // namespace gw::jobs
+
+#endif  // GPUWARDEN_JOBS_JOB_STATS_H_

@@ -1,0 +1,199 @@
+// The Slurm adapter: what `squeue --json` says about jobs, turned into a job table with lifecycle
+// events stamped with Slurm's own times, kept through slurmctld outages.
+//
+// Three layers, each usable alone:
+//   ParseSqueueJson     text -> jobs (pure; tolerant of 22.05's plain numbers and the
+//                        {"set","number"} objects of later versions)
+//   SlurmJobTable       successive polls -> current jobs + events (submitted, eligible, started,
+//                        completed/failed/cancelled/timed out); a failed poll keeps the last known
+//                        state and only moves the staleness figure
+//   SlurmPoller         a thread running the squeue command as a child process with a timeout
+//                        every `interval_s`, feeding a SlurmJobTable; never on the collector's
+//                        thread
+//
+// Edge cases (reference: jobs-and-governance.md §2): a pending job's start_time (0, or the
+// backfill scheduler's estimate — seen with Slurm 22.05) is "not started"; a running job's end_time
+// is a projection (time limit, or start + 365 d) and is used only once the job is finished; a job
+// cancelled while pending has start = end = cancel time and no nodes — it gets no "started" event;
+// a job rejected at submission (FAILED with start = submit = end) gets "submitted" and "failed"
+// only; a job that vanishes from squeue (MinJobAge passed, or never seen finishing) while it was
+// last seen running or pending is closed with a "vanished" event at the poll time.
+//
+// Threading: SlurmJobTable is not synchronised (one owner). SlurmPoller is thread-safe: `Jobs()`,
+// `TakeEvents()` and `Health()` may be called from any thread.
+#ifndef GPUWARDEN_JOBS_SLURM_H_
+#define GPUWARDEN_JOBS_SLURM_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace gw::jobs {
+
+enum class JobState {
+  kPending,
+  kRunning,
+  kSuspended,
+  kCompleting,
+  kCompleted,
+  kFailed,
+  kCancelled,
+  kTimeout,
+  kNodeFail,
+  kPreempted,
+  kOutOfMemory,
+  kBootFail,
+  kDeadline,
+  kOther,
+};
+std::string_view JobStateName(JobState state);  // "RUNNING", "COMPLETED", ...
+JobState ParseJobState(std::string_view text);
+bool IsFinished(JobState state);  // every state after which the job holds nothing
+
+// How GPUs were requested: `--gres=gpu:N`, `--gpus-per-node=N` (both show as tres_per_node),
+// `--gpus=N` (tres_per_job).
+struct GpuRequest {
+  unsigned per_node = 0;  // from tres_per_node "gres:gpu:N" / "gres/gpu:N" / "gres:gpu:type:N"
+  unsigned per_job = 0;   // from tres_per_job "gres:gpu:N" / "gres/gpu=N"
+  unsigned total = 0;     // from tres_req_str / tres_alloc_str "gres/gpu=N" (0 if absent)
+};
+
+struct SlurmJob {
+  std::string id;  // job id as text ("1234"; array tasks keep their own id)
+  std::string name;
+  JobState state = JobState::kOther;
+  std::string state_text;  // as Slurm wrote it
+  std::string state_reason;
+  std::string user;
+  std::string account;
+  std::string partition;
+  std::string nodes;
+  std::int64_t submit_time = 0;  // epoch seconds; 0 = unknown / not yet
+  std::int64_t eligible_time = 0;
+  std::int64_t accrue_time = 0;
+  std::int64_t start_time = 0;
+  std::int64_t end_time = 0;  // projected while running; real once finished
+  std::optional<int> exit_code;
+  std::vector<unsigned> gpu_indices;  // from gres_detail, per node concatenated
+  GpuRequest gpus;
+  std::string tres_alloc;
+
+  // start_time set and the job really ran (not pending, not cancelled while pending, not rejected).
+  bool started() const;
+  // start − eligible (seconds) once started; nullopt before or when never started.
+  std::optional<std::int64_t> QueueWaitS() const;
+};
+
+// Parses squeue --json output. Errors: malformed JSON, no "jobs" array, or a non-empty "errors".
+Expected<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text);
+
+// "gpu:2(IDX:0-1)", "gpu:a100:2(IDX:0,2)", "gpu(IDX:1,3-4)" -> indices; empty if no IDX part.
+std::vector<unsigned> ParseGresIndices(std::string_view gres_detail);
+
+// GPU count in a TRES string: "gres:gpu:2", "gres/gpu:a100:2", "cpu=1,gres/gpu=3" -> 2, 2, 3.
+unsigned ParseTresGpuCount(std::string_view tres);
+
+enum class JobEventKind { kSubmitted, kEligible, kStarted, kFinished, kVanished };
+std::string_view JobEventKindName(JobEventKind kind);
+
+struct JobEvent {
+  JobEventKind kind = JobEventKind::kSubmitted;
+  std::string job_id;
+  std::int64_t time = 0;                // Slurm's timestamp (poll time for kVanished)
+  JobState state = JobState::kPending;  // the job's state with this event (kFinished: final)
+  SlurmJob job;                         // the job as last seen
+};
+
+struct SlurmHealth {
+  bool ever_succeeded = false;
+  bool up = false;            // the last poll succeeded
+  double last_success_s = 0;  // caller's clock (seconds) of the last successful poll
+  double last_attempt_s = 0;
+  double first_attempt_s = 0;
+  std::uint64_t failures_total = 0;
+  std::uint64_t polls_total = 0;
+  std::string last_error;
+  // Seconds since the last successful poll, at `now_s` (0 when up; since the first attempt if never
+  // up).
+  double StalenessS(double now_s) const;
+};
+
+class SlurmJobTable {
+ public:
+  // Applies one successful poll taken at `now_s`; returns the events it produced, in time order.
+  std::vector<JobEvent> Apply(const std::vector<SlurmJob>& jobs, double now_s);
+  // Records a failed poll: the table keeps its jobs; only health changes.
+  void Failed(const std::string& error, double now_s);
+
+  // Jobs as last known: present in squeue, plus jobs that finished and are still listed.
+  const std::map<std::string, SlurmJob>& jobs() const { return jobs_; }
+  const SlurmHealth& health() const { return health_; }
+
+ private:
+  struct Seen {
+    bool submitted = false, eligible = false, started = false, finished = false;
+  };
+  std::map<std::string, SlurmJob> jobs_;
+  std::map<std::string, Seen> seen_;
+  SlurmHealth health_;
+};
+
+struct SlurmPollerOptions {
+  std::vector<std::string> command = {"squeue", "--json"};
+  std::vector<std::string> extra_env;  // "SLURM_CONF=/x/slurm.conf" etc. added to the child's
+  double interval_s = 15;
+  double timeout_s = 10;
+  std::size_t max_output_bytes = 64u << 20;
+};
+
+// Runs argv as a child process (no shell), collecting stdout; kills it after timeout_s.
+// Errors: cannot start, timed out, non-zero exit (with the start of its stderr), output too big.
+Expected<std::string> RunCommandCapture(const std::vector<std::string>& argv,
+                                        const std::vector<std::string>& extra_env, double timeout_s,
+                                        std::size_t max_output_bytes);
+
+class SlurmPoller {
+ public:
+  using Clock = std::function<double()>;  // seconds (unix time in production)
+  SlurmPoller(SlurmPollerOptions options, Logger* logger, Clock clock = {});
+  ~SlurmPoller();
+  SlurmPoller(const SlurmPoller&) = delete;
+  SlurmPoller& operator=(const SlurmPoller&) = delete;
+
+  void Start();  // first poll right away, then every interval
+  void Stop();
+  // Polls once on the calling thread (tests, and Start's thread).
+  void PollOnce();
+
+  std::map<std::string, SlurmJob> Jobs() const;
+  SlurmHealth Health() const;
+  std::vector<JobEvent> TakeEvents();  // events since the last call (bounded: oldest dropped)
+
+ private:
+  void Loop();
+
+  SlurmPollerOptions options_;
+  Logger* logger_;
+  Clock clock_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  SlurmJobTable table_;
+  std::vector<JobEvent> events_;
+  std::thread thread_;
+};
+
+}  // namespace gw::jobs
+
+#endif  // GPUWARDEN_JOBS_SLURM_H_

@@ -1,0 +1,40 @@
+// Host processes as simulated GPU processes: a real process on this machine that declares
+// GPUWARDEN_SIM_WORKLOAD=<workload type> ("training", "inference", "idle", "memory_bound",
+// "spikes", "idle_allocated") runs, as far as libnvml-sim.so tells, on the GPUs in its
+// CUDA_VISIBLE_DEVICES (else SLURM_JOB_GPUS): global indices ("0,2") or GPU UUIDs (a unique
+// prefix is enough, as CUDA accepts). While it lives, those GPUs show the workload's activity
+// (utilization, memory, power) and list the process (its real pid) among their compute processes.
+//
+// Only with scenario `host_processes: true`. The scan reads, for each pid under the proc root,
+// its environ file through a fixed scratch buffer, keeping only those three keys' values — as the
+// simulated driver this is its role; nothing else of another process's environment is kept.
+// Pure functions of the file tree: any thread.
+#ifndef GPUWARDEN_SIM_HOST_PROCESSES_H_
+#define GPUWARDEN_SIM_HOST_PROCESSES_H_
+
+#include <string>
+#include <vector>
+
+#include "sim/scenario.h"
+
+namespace gw::sim {
+
+struct HostProcess {
+  unsigned pid = 0;
+  std::string name;  // /proc/<pid>/comm
+  WorkloadSegment workload;
+  double memory_mib = 0;       // device memory it holds on each of its GPUs
+  std::vector<unsigned> gpus;  // fleet indices
+};
+
+// Device memory a host process of each workload type holds per GPU (MiB).
+double HostProcessMemoryMib(WorkloadType type);
+
+// Every process under `proc_root` that declares a known workload and names at least one GPU of
+// `gpus`. Unreadable or vanished processes are skipped.
+std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
+                                           const std::vector<GpuSpec>& gpus);
+
+}  // namespace gw::sim
+
+#endif  // GPUWARDEN_SIM_HOST_PROCESSES_H_
