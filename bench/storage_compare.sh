@@ -6,6 +6,7 @@
 # after the queries, and the latency (best of 3) of a fixed set of dashboard/alert queries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bin="${GW_BUILD_DIR:-build}/bin"  # the build to measure
 duration="${1:-6h}"
 step="${2:-1s}"
 work="$(mktemp -d /tmp/gw-storage-bench.XXXXXX)"
@@ -14,7 +15,7 @@ command -v victoria-metrics >/dev/null || apt-get install -y -qq victoria-metric
 start=1700000000
 
 echo "== data set: demo fleet, $duration at $step"
-build/bin/make_dataset --scenario demo --duration "$duration" --step "$step" --start "$start" \
+"$bin"/make_dataset --scenario demo --duration "$duration" --step "$step" --start "$start" \
   --out "$work/data.om"
 samples=$(grep -vc '^#' "$work/data.om")
 end=$(grep -v '^#' "$work/data.om" | tail -1 | awk '{print int($NF)}')
@@ -27,11 +28,11 @@ du_bytes() { du -sb "$1" | cut -f1; }
 # --- gpuwarden
 printf 'storage:\n  retention: 100y\n  rollup_retention: 100y\n' >"$work/gw.yaml"
 t0=$(now_ms)
-build/bin/gpuwarden tsdb import "$work/data.om" --data-dir "$work/gw" --config "$work/gw.yaml" 2>"$work/gw-import.log"
+"$bin"/gpuwarden tsdb import "$work/data.om" --data-dir "$work/gw" --config "$work/gw.yaml" 2>"$work/gw-import.log"
 t1=$(now_ms)
 gw_import_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
 gw_bytes=$(du_bytes "$work/gw")
-build/bin/gpuwarden serve --data-dir "$work/gw" --config "$work/gw.yaml" --nvml-lib /nonexistent \
+"$bin"/gpuwarden serve --data-dir "$work/gw" --config "$work/gw.yaml" --nvml-lib /nonexistent \
   --listen 127.0.0.1:19301 --log-level error &
 gw_pid=$!
 

@@ -6,14 +6,27 @@
 //   db->Flush();                                             // every few minutes to hours
 //   auto q = db->NewQuerier();  q->Select(...);              // any thread
 //
-// Data directory layout: `tsdb.sqlite` (+ SQLite's own -wal/-shm files) holds series and
-// persisted chunks; `wal/` holds the write-ahead log of everything since the last Flush. Format
-// and crash-safety guarantees: docs/tsdb-format.md.
+// Data directory layout: `tsdb.sqlite` (+ SQLite's own -wal/-shm files) holds series, persisted
+// chunks and compacted blocks; `wal/` holds the write-ahead log of everything since the last
+// Flush. Format (version 2; older data directories are refused) and crash-safety guarantees:
+// docs/tsdb-format.md.
 //
-// Threading: the *writer* methods (GetRef, Append, MarkStale, Commit, Flush, ApplyRetention) must
-// be called from one thread at a time (the collector's). NewQuerier, stats and every Querier
-// method may be called from any number of threads concurrently with the writer. A Querier must
-// not outlive its DB.
+// Compaction: Flush (with DBOptions::compact_on_flush, the default) or Compact() re-encodes a
+// series' flushed data into one *block* per aligned window of block_range_ms (6 h), zstd'd, in
+// the same SQLite transaction — a crash at any point loses nothing. 5-minute rollups are
+// computed from a block's samples while they exist and stored when retention deletes them.
+// Reads decode blocks through a bounded cache (block_cache_bytes).
+//
+// Rollups in queries: where raw data has aged out (before the newest ApplyRetention cutoff), a
+// Querier's Select returns one sample per 5-minute window — the window's last numeric sample
+// (value and timestamp) — so long-range dashboards still see a (coarser) series.
+//
+// Threading: the *writer* methods (GetRef, Append, MarkStale, Commit, Flush, Compact,
+// ApplyRetention) must be called from one thread at a time (the collector's). NewQuerier, stats
+// and every Querier method may be called from any number of threads concurrently with the
+// writer; they wait for the SQLite part of a Flush/Compact (one transaction) and otherwise see
+// the data before or after it, never a mix that loses samples. A Querier must not outlive its
+// DB.
 #ifndef GPUWARDEN_TSDB_DB_H_
 #define GPUWARDEN_TSDB_DB_H_
 
@@ -45,6 +58,15 @@ struct DBOptions {
   int64_t retention_ms = 15LL * 24 * 3600 * 1000;          // raw chunks older than this are deleted
   int64_t rollup_retention_ms = 365LL * 24 * 3600 * 1000;  // and 5-minute rollups older than this
   Logger* logger = nullptr;                                // nullptr: stay silent
+  // Compaction window (fixed when the data directory is created; later values are ignored).
+  int64_t block_range_ms = 6LL * 3600 * 1000;
+  bool compact_on_flush = true;  // Flush writes blocks directly (else chunk rows; see Compact)
+  int zstd_level = 3;
+  size_t block_cache_bytes = 64ULL << 20;  // decoded blocks kept for queries (0: no cache)
+  // false: Append/Commit do not write the WAL; only Flush makes data durable. For bulk imports
+  // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
+  // Flush loses the import, never older data.
+  bool write_wal = true;
 };
 
 struct DBStats {
@@ -59,6 +81,16 @@ struct DBStats {
   uint64_t sqlite_bytes = 0;   // the database file and SQLite's own journal (-wal)
   uint64_t bytes_on_disk = 0;  // wal_bytes + sqlite_bytes
   double last_flush_seconds = 0;
+  // Compaction (Flush with compact_on_flush, or Compact()).
+  uint64_t compactions = 0;          // compaction passes that wrote at least one block
+  uint64_t blocks_written = 0;
+  double compaction_seconds_total = 0;
+  double last_compaction_seconds = 0;
+  // Queries through NewQuerier()'s Select.
+  uint64_t selects = 0;
+  double select_seconds_total = 0;
+  uint64_t block_cache_hits = 0, block_cache_misses = 0;
+  uint64_t block_cache_bytes = 0;  // decoded samples held now
 };
 
 class DB {
@@ -91,8 +123,12 @@ class DB {
   // WAL segments they came from. Call every few minutes (each Flush ends every open chunk, so
   // much more often costs compression).
   Status Flush();
-  // Deletes persisted chunks whose newest sample is older than now_ms - retention_ms, and
-  // rollups whose window starts before now_ms - rollup_retention_ms.
+  // Re-encodes every series' chunk rows (left by a Flush without compact_on_flush) into blocks,
+  // merged with the blocks already there, in one SQLite transaction.
+  Status Compact();
+  // Deletes persisted chunks (and the samples of blocks) whose newest sample is older than
+  // now_ms - retention_ms, and rollups whose window starts before now_ms - rollup_retention_ms.
+  // A block's rollups outlive its samples.
   Status ApplyRetention(int64_t now_ms);
 
   // ---- Readers (any thread). ----
@@ -104,6 +140,12 @@ class DB {
 
   // The samples of one series in [mint_ms, maxt_ms], time-ordered and unique in time.
   Status ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out);
+  // ReadSeries, preceded where raw data has aged out (before the newest retention cutoff) by one
+  // sample per 5-minute rollup window: (last_t, last). What Select returns.
+  Status ReadSeriesWithRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                               std::vector<Sample>* out);
+  // Counts one Select of `seconds` in stats() (called by the Querier).
+  void RecordSelect(double seconds);
   // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
   // ascending. Rollups cover flushed data only (the head's samples are summarised at Flush).
   Status ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out);
@@ -116,6 +158,18 @@ class DB {
   Status ReplayWal(WalReplayStats* replay);
   void Warn(const std::string& message) const;
   bool InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<EncodedChunk>& chunks);
+  struct BlockJob;
+  // Writes blocks for `jobs` (fresh samples per series) merged with what SQLite holds for their
+  // windows; sql_mu_ held, inside a transaction.
+  Status CompactLocked(std::vector<BlockJob>* jobs);
+  Status LoadMeta();
+  Status SetMetaLocked(const char* key, int64_t value);
+  using Decoded = std::shared_ptr<const std::vector<Sample>>;
+  Decoded CacheGet(uint64_t id, uint32_t crc);
+  void CachePut(uint64_t id, uint32_t crc, Decoded samples);
+  // The decoded block of the current row of `s` (columns id, crc32, data), through the cache;
+  // nullptr (counted, logged) when corrupt. sql_mu_ held.
+  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s);
 
   DBOptions options_;
   Head head_;
@@ -125,10 +179,20 @@ class DB {
   mutable std::mutex sql_mu_;  // guards the connection and statements
   sqlite3* sql_ = nullptr;
   sqlite3_stmt* select_chunks_ = nullptr;
+  sqlite3_stmt* select_blocks_ = nullptr;
+  int64_t block_range_ms_ = 0;
+  std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
+  std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted
+
+  struct BlockCache;  // LRU of decoded blocks, own mutex (db.cpp)
+  std::unique_ptr<BlockCache> cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
   std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0};
   std::atomic<double> last_flush_seconds_{0};
+  std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
+  std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},
+      select_seconds_total_{0};
 };
 
 }  // namespace gw::tsdb

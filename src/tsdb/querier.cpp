@@ -1,5 +1,6 @@
 // DB::NewQuerier: the tsdb::Querier over a DB (head + SQLite), merged per series by DB::ReadSeries.
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "tsdb/db.h"
@@ -13,10 +14,11 @@ class DBQuerier : public Querier {
 
   Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                 std::vector<SeriesData>* out) override {
+    const auto start = std::chrono::steady_clock::now();
     out->clear();
     for (SeriesRef ref : db_->head().Select(matchers)) {
       SeriesData sd;
-      Status st = db_->ReadSeries(ref, mint_ms, maxt_ms, &sd.samples);
+      Status st = db_->ReadSeriesWithRollups(ref, mint_ms, maxt_ms, &sd.samples);
       if (!st.ok()) return st;
       if (sd.samples.empty()) continue;
       sd.labels = db_->head().LabelsOf(ref);
@@ -24,6 +26,8 @@ class DBQuerier : public Querier {
     }
     std::sort(out->begin(), out->end(),
               [](const SeriesData& a, const SeriesData& b) { return a.labels < b.labels; });
+    db_->RecordSelect(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return Status::Ok();
   }
 

@@ -32,11 +32,13 @@ Matcher M(MatchType type, const char* name, const char* value) {
   return Matcher::Make(type, name, value).value();
 }
 
-std::unique_ptr<DB> OpenDb(const std::string& dir, Logger* logger = nullptr) {
+std::unique_ptr<DB> OpenDb(const std::string& dir, Logger* logger = nullptr,
+                           bool compact_on_flush = true) {
   DBOptions o;
   o.dir = dir;
   o.head.samples_per_chunk = 50;
   o.logger = logger;
+  o.compact_on_flush = compact_on_flush;
   auto db = DB::Open(o);
   EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
   return db.ok() ? std::move(db).value() : nullptr;
@@ -252,7 +254,7 @@ TEST(DB, FlushPersistsToSqliteAndCheckpointsTheWal) {
 TEST(DB, CorruptChunkIsReportedSkippedAndTheRestServed) {
   TempDir tmp;
   {
-    auto db = OpenDb(tmp.path());
+    auto db = OpenDb(tmp.path(), nullptr, /*compact_on_flush=*/false);
     for (int i = 0; i < 150; ++i) {
       ASSERT_TRUE(db->Append(Series(0), i * 1000, i).ok());
       ASSERT_TRUE(db->Append(Series(1), i * 1000, i).ok());
@@ -270,7 +272,7 @@ TEST(DB, CorruptChunkIsReportedSkippedAndTheRestServed) {
   sqlite3_close(sql);
   std::vector<std::string> lines;
   Logger logger(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
-  auto db = OpenDb(tmp.path(), &logger);
+  auto db = OpenDb(tmp.path(), &logger, /*compact_on_flush=*/false);
   auto s0 = ReadAll(db.get(), Series(0));
   ASSERT_EQ(s0.size(), 100u);  // chunks [0,50) and [100,150)
   EXPECT_EQ(s0[50].t_ms, 100'000);
@@ -286,6 +288,7 @@ TEST(DB, RetentionDeletesOldChunks) {
   o.dir = tmp.path();
   o.head.samples_per_chunk = 10;
   o.retention_ms = 50'000;
+  o.compact_on_flush = false;  // chunk rows; blocks: RetentionKeepsRollupsOfBlocks...
   auto db = std::move(DB::Open(o)).value();
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Append(Series(0), i * 1000, i).ok());
   ASSERT_TRUE(db->Flush().ok());
@@ -349,6 +352,7 @@ TEST(DB, ReadersNeverMissDataDuringFlush) {
   DBOptions o;
   o.dir = tmp.path();
   o.head.samples_per_chunk = 20;
+  o.block_range_ms = 300'000;  // every flush compacts into one or two of many blocks
   auto db = std::move(DB::Open(o)).value();
   SeriesRef ref = *db->GetRef(Series(0));
   ASSERT_TRUE(db->Append(ref, 0, 0).ok());
@@ -365,7 +369,7 @@ TEST(DB, ReadersNeverMissDataDuringFlush) {
       }
       const auto& s = out[0].samples;
       for (size_t i = 0; i < s.size(); ++i)
-        if (s[i].t_ms != static_cast<int64_t>(i) || s[i].v != static_cast<double>(i)) {
+        if (s[i].t_ms != static_cast<int64_t>(i) * 1000 || s[i].v != static_cast<double>(i)) {
           ++bad;
           break;
         }
@@ -373,7 +377,7 @@ TEST(DB, ReadersNeverMissDataDuringFlush) {
     }
   });
   for (int i = 1; i < 3000; ++i) {
-    ASSERT_TRUE(db->Append(ref, i, i).ok());
+    ASSERT_TRUE(db->Append(ref, i * 1000LL, i).ok());
     if (i % 50 == 0) {
       ASSERT_TRUE(db->Commit().ok());
     }
@@ -525,7 +529,7 @@ TEST(DB, NvmlLikeFootprint) {
   sqlite3* sql = nullptr;
   ASSERT_EQ(sqlite3_open((tmp.path() + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
   sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(sql, "SELECT sum(length(data)), sum(num_samples) FROM chunks", -1,
+  ASSERT_EQ(sqlite3_prepare_v2(sql, "SELECT sum(length(data)), sum(num_samples) FROM blocks", -1,
                                &st, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
@@ -534,10 +538,279 @@ TEST(DB, NvmlLikeFootprint) {
   sqlite3_finalize(st);
   sqlite3_close(sql);
   const double per_sample = chunk_bytes / static_cast<double>(samples);
-  std::printf("nvml-like: %llu samples; chunks %.3f B/sample; on disk %.3f B/sample\n",
+  std::printf("nvml-like: %llu samples; blocks %.3f B/sample; on disk %.3f B/sample\n",
               static_cast<unsigned long long>(samples), per_sample,
               static_cast<double>(db->stats().bytes_on_disk) / static_cast<double>(samples));
   EXPECT_LT(per_sample, 0.5);
+}
+
+void ExpectSameRollups(const std::vector<Rollup>& want, const std::vector<Rollup>& got) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].t_ms, want[i].t_ms) << i;
+    EXPECT_EQ(got[i].min, want[i].min) << i;
+    EXPECT_EQ(got[i].max, want[i].max) << i;
+    EXPECT_EQ(got[i].sum, want[i].sum) << i;
+    EXPECT_EQ(got[i].count, want[i].count) << i;
+    EXPECT_EQ(got[i].last, want[i].last) << i;
+    EXPECT_EQ(got[i].last_t_ms, want[i].last_t_ms) << i;
+  }
+}
+
+int64_t CountRows(const std::string& dir, const char* sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open((dir + "/tsdb.sqlite").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, nullptr), SQLITE_OK);
+  int64_t n = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+// Chunk rows from flushes without compaction, then Compact(), then more flushes with compaction
+// into the same windows: the data and the rollups are those of every sample appended.
+TEST(DB, CompactionMergesChunkRowsAndBlocksExactly) {
+  TempDir tmp;
+  std::vector<Sample> all;
+  std::mt19937_64 rng(5);
+  int64_t t = 1'700'000'000'000;
+  auto append_some = [&](DB* db, int n) {
+    SeriesRef ref = *db->GetRef(Series(0));
+    for (int i = 0; i < n; ++i) {
+      t += 1000 + static_cast<int64_t>(rng() % 3);
+      const double v = rng() % 50 == 0 ? StaleNaN() : static_cast<double>(rng() % 5000) / 1000;
+      ASSERT_TRUE(db->Append(ref, t, v).ok());
+      all.push_back({t, v});
+    }
+  };
+  {
+    DBOptions o;
+    o.dir = tmp.path();
+    o.compact_on_flush = false;
+    o.block_range_ms = 3'600'000;
+    auto db = std::move(DB::Open(o)).value();
+    for (int f = 0; f < 3; ++f) {
+      append_some(db.get(), 2000);
+      ASSERT_TRUE(db->Flush().ok());
+    }
+    EXPECT_GT(CountRows(tmp.path(), "SELECT count(*) FROM chunks"), 0);
+    EXPECT_GT(CountRows(tmp.path(), "SELECT count(*) FROM rollups"), 0);
+    ASSERT_TRUE(db->Compact().ok());
+    EXPECT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM chunks"), 0);
+    EXPECT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM rollups"), 0);
+    EXPECT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM blocks"), 2);  // 6000 s: 2 windows
+    EXPECT_EQ(db->stats().compactions, 1u);
+    append_some(db.get(), 500);  // chunk rows again, in the newest window
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  DBOptions o;
+  o.dir = tmp.path();
+  o.block_range_ms = 24 * 3'600'000;  // ignored: fixed when the directory was created
+  auto db = std::move(DB::Open(o)).value();
+  append_some(db.get(), 3000);  // merged with the chunk rows and the blocks at this flush
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM chunks"), 0);
+  EXPECT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM blocks"), 3);
+  EXPECT_EQ(CountRows(tmp.path(), "SELECT sum(num_samples) FROM blocks"),
+            static_cast<int64_t>(all.size()));
+  auto got = ReadAll(db.get(), Series(0));
+  ASSERT_EQ(got.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    ASSERT_EQ(got[i].t_ms, all[i].t_ms) << i;
+    ASSERT_EQ(std::bit_cast<uint64_t>(got[i].v), std::bit_cast<uint64_t>(all[i].v)) << i;
+  }
+  std::vector<Rollup> want, rollups;
+  AddToRollups(all, &want);
+  ASSERT_TRUE(db->ReadRollups(*db->GetRef(Series(0)), 0, INT64_MAX, &rollups).ok());
+  ExpectSameRollups(want, rollups);
+  // A window in the middle: reads only what overlaps, from the cache the second time.
+  const int64_t mid = all[all.size() / 2].t_ms;
+  std::vector<Sample> part;
+  ASSERT_TRUE(db->ReadSeries(*db->GetRef(Series(0)), mid, mid + 60'000, &part).ok());
+  ASSERT_TRUE(db->ReadSeries(*db->GetRef(Series(0)), mid, mid + 60'000, &part).ok());
+  ASSERT_FALSE(part.empty());
+  EXPECT_EQ(part.front().t_ms, mid);
+  EXPECT_LE(part.back().t_ms, mid + 60'000);
+  EXPECT_GT(db->stats().block_cache_hits, 0u);
+  EXPECT_EQ(db->stats().chunk_corruptions, 0u);
+}
+
+TEST(DB, CorruptBlockIsReportedSkippedAndTheRestServed) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  o.block_range_ms = 300'000;
+  {
+    auto db = std::move(DB::Open(o)).value();
+    for (int i = 0; i < 900; ++i) {  // 15 minutes: 3 blocks per series
+      ASSERT_TRUE(db->Append(Series(0), i * 1000, i).ok());
+      ASSERT_TRUE(db->Append(Series(1), i * 1000, i).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  sqlite3* sql = nullptr;
+  ASSERT_EQ(sqlite3_open((tmp.path() + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(sql,
+                         "UPDATE blocks SET data = CAST(zeroblob(length(data)) AS BLOB) "
+                         "WHERE id >> 32 = 1 AND mint = 300000",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(sql), 1);
+  sqlite3_close(sql);
+  std::vector<std::string> lines;
+  Logger logger(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  o.logger = &logger;
+  auto db = std::move(DB::Open(o)).value();
+  auto s0 = ReadAll(db.get(), Series(0));
+  ASSERT_EQ(s0.size(), 600u);  // blocks [0,300) and [600,900) s
+  EXPECT_EQ(s0[300].t_ms, 600'000);
+  EXPECT_EQ(ReadAll(db.get(), Series(1)).size(), 900u);
+  EXPECT_EQ(db->stats().chunk_corruptions, 1u);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("corrupt block"), std::string::npos);
+}
+
+// Raw samples past retention are deleted block by block; the block keeps its 5-minute rollups,
+// and Select serves the aged-out part as one sample per window: its last.
+TEST(DB, RetentionKeepsRollupsOfBlocksAndSelectFallsBackToThem) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  o.block_range_ms = 3'600'000;
+  o.retention_ms = 5'400'000;  // 1.5 h
+  std::vector<Sample> all;
+  {
+    auto db = std::move(DB::Open(o)).value();
+    for (int i = 0; i < 3 * 3600; ++i) {
+      const double v = static_cast<double>((i * 7) % 311);
+      ASSERT_TRUE(db->Append(Series(0), i * 1000LL, v).ok());
+      all.push_back({i * 1000LL, v});
+    }
+    ASSERT_TRUE(db->Flush().ok());
+    const uint64_t before = db->stats().sqlite_bytes;
+    ASSERT_TRUE(db->ApplyRetention(3 * 3'600'000).ok());  // cutoff 1.5 h: the first block goes
+    EXPECT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM blocks WHERE data IS NULL"), 1);
+    EXPECT_LE(db->stats().sqlite_bytes, before);
+  }
+  auto db = std::move(DB::Open(o)).value();  // the horizon survives a reopen
+  auto got = ReadAll(db.get(), Series(0));
+  std::vector<Rollup> want;
+  AddToRollups(all, &want);
+  ASSERT_EQ(got.size(), 12u + 2 * 3600);
+  for (size_t w = 0; w < 12; ++w) {
+    EXPECT_EQ(got[w].t_ms, want[w].last_t_ms);
+    EXPECT_EQ(got[w].v, want[w].last);
+  }
+  EXPECT_EQ(got[12].t_ms, 3'600'000);
+  std::vector<Rollup> rollups;
+  ASSERT_TRUE(db->ReadRollups(*db->GetRef(Series(0)), 0, INT64_MAX, &rollups).ok());
+  ExpectSameRollups(want, rollups);
+  // Rollup retention: whole windows before the cutoff disappear.
+  o.rollup_retention_ms = 600'000;
+  db.reset();
+  db = std::move(DB::Open(o)).value();
+  ASSERT_TRUE(db->ApplyRetention(3'600'000 + 600'000).ok());
+  ASSERT_TRUE(db->ReadRollups(*db->GetRef(Series(0)), 0, INT64_MAX, &rollups).ok());
+  ASSERT_FALSE(rollups.empty());
+  EXPECT_EQ(rollups.front().t_ms, 3'600'000);
+}
+
+TEST(DB, OtherFormatVersionsAreRefusedClearly) {
+  TempDir tmp;
+  { ASSERT_NE(OpenDb(tmp.path()), nullptr); }
+  sqlite3* sql = nullptr;
+  ASSERT_EQ(sqlite3_open((tmp.path() + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(sql, "UPDATE meta SET value = '1' WHERE key = 'format_version'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(sql);
+  DBOptions o;
+  o.dir = tmp.path();
+  auto db = DB::Open(o);
+  ASSERT_FALSE(db.ok());
+  EXPECT_NE(db.error().message.find("format version 1"), std::string::npos) << db.error().message;
+}
+
+// kill -9 at random points of a Flush that compacts: every committed sample is there after.
+TEST(DB, KillNineDuringCompactionLosesNothing) {
+  for (int round = 0; round < 4; ++round) {
+    TempDir tmp;
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      DBOptions o;
+      o.dir = tmp.path();
+      o.wal_sync = WalSync::kNever;
+      o.block_range_ms = 300'000;
+      auto db = std::move(DB::Open(o)).value();
+      for (int cycle = 0;; ++cycle) {
+        for (int gpu = 0; gpu < 50; ++gpu)
+          (void)db->Append(Series(gpu), cycle * 1000LL, cycle * 10 + gpu);
+        if (!db->Commit().ok()) _exit(3);
+        const int done = cycle;
+        if (write(fds[1], &done, sizeof done) != sizeof done) _exit(4);
+        if (cycle % 100 == 99) (void)db->Flush();
+      }
+    }
+    close(fds[1]);
+    // Kill once the child is past a few flushes, at whatever it is doing then (often a Flush:
+    // it is most of the child's time).
+    int last = -1, v;
+    while (last < 250 + 70 * round && read(fds[0], &v, sizeof v) == sizeof v) last = v;
+    kill(pid, SIGKILL);
+    while (read(fds[0], &v, sizeof v) == sizeof v) last = v;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_GE(last, 0);
+    auto db = OpenDb(tmp.path());
+    for (int gpu = 0; gpu < 50; gpu += 7) {
+      auto s = ReadAll(db.get(), Series(gpu));
+      ASSERT_GE(s.size(), static_cast<size_t>(last + 1)) << gpu;
+      for (int c = 0; c <= last; ++c) {
+        ASSERT_EQ(s[static_cast<size_t>(c)].t_ms, c * 1000LL);
+        ASSERT_EQ(s[static_cast<size_t>(c)].v, c * 10 + gpu);
+      }
+    }
+    EXPECT_EQ(db->stats().chunk_corruptions, 0u);
+  }
+}
+
+TEST(DB, ImportWithoutWalIsDurableAfterFlush) {
+  TempDir tmp;
+  DBOptions o;
+  o.dir = tmp.path();
+  o.write_wal = false;
+  {
+    auto db = std::move(DB::Open(o)).value();
+    for (int i = 0; i < 1000; ++i) ASSERT_TRUE(db->Append(Series(0), i * 1000LL, i).ok());
+    ASSERT_TRUE(db->Commit().ok());
+    EXPECT_EQ(db->stats().wal_bytes, 0u);
+    ASSERT_TRUE(db->Flush().ok());
+    ASSERT_TRUE(db->Append(Series(0), 2'000'000, 1).ok());  // not flushed: lost at close
+  }
+  auto db = OpenDb(tmp.path());
+  EXPECT_EQ(ReadAll(db.get(), Series(0)).size(), 1000u);
+}
+
+TEST(DB, StatsCountSelectsAndCompactions) {
+  TempDir tmp;
+  auto db = OpenDb(tmp.path());
+  ASSERT_TRUE(db->Append(Series(0), 1000, 1).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  ReadAll(db.get(), Series(0));
+  ReadAll(db.get(), Series(0));
+  const DBStats s = db->stats();
+  EXPECT_EQ(s.selects, 2u);
+  EXPECT_GT(s.select_seconds_total, 0);
+  EXPECT_EQ(s.compactions, 1u);
+  EXPECT_EQ(s.blocks_written, 1u);
+  EXPECT_GT(s.compaction_seconds_total, 0);
 }
 
 // Prints the append rate through the ref fast path (one core, WAL commit per 1000-sample cycle).

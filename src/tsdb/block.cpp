@@ -1,0 +1,324 @@
+#include "tsdb/block.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "tsdb/chunk.h"
+#include "tsdb/coding.h"
+
+namespace gw::tsdb {
+namespace {
+
+enum ContainerKind : char { kPlain = 1, kZstd = 2 };
+
+// Frames `parts` as uvarint k, k × (uvarint length, bytes), then picks plain or zstd.
+std::string Pack(const std::vector<std::string>& parts, int zstd_level) {
+  std::string plain;
+  PutUvarint(&plain, parts.size());
+  for (const std::string& p : parts) PutString(&plain, p);
+  std::string out(1, kPlain);
+  if (zstd_level > 0 && plain.size() > 32) {
+    std::string z;
+    PutUvarint(&z, plain.size());
+    const size_t head = z.size();
+    z.resize(head + ZSTD_compressBound(plain.size()));
+    const size_t n =
+        ZSTD_compress(z.data() + head, z.size() - head, plain.data(), plain.size(), zstd_level);
+    if (!ZSTD_isError(n) && head + n < plain.size()) {
+      z.resize(head + n);
+      out[0] = kZstd;
+      out += z;
+      return out;
+    }
+  }
+  out += plain;
+  return out;
+}
+
+// Undoes Pack: the parts as views into `*storage` (or into `in`).
+Status Unpack(std::string_view in, std::string* storage, std::vector<std::string_view>* parts) {
+  if (in.empty()) return Error{"block: empty"};
+  const char kind = in[0];
+  in.remove_prefix(1);
+  if (kind == kZstd) {
+    uint64_t plain_size;
+    // A block is at most a few MB; refuse absurd sizes rather than allocate them.
+    if (!GetUvarint(&in, &plain_size) || plain_size > (1ULL << 31))
+      return Error{"block: bad length"};
+    storage->resize(plain_size);
+    const size_t n = ZSTD_decompress(storage->data(), storage->size(), in.data(), in.size());
+    if (ZSTD_isError(n) || n != plain_size) return Error{"block: zstd frame does not decode"};
+    in = *storage;
+  } else if (kind != kPlain) {
+    return Error{"block: unknown container " + std::to_string(static_cast<int>(kind))};
+  }
+  uint64_t k;
+  if (!GetUvarint(&in, &k) || k > in.size()) return Error{"block: bad part count"};
+  parts->clear();
+  for (uint64_t i = 0; i < k; ++i) {
+    uint64_t len;
+    if (!GetUvarint(&in, &len) || len > in.size()) return Error{"block: truncated part"};
+    parts->push_back(in.substr(0, len));
+    in.remove_prefix(len);
+  }
+  if (!in.empty()) return Error{"block: trailing bytes"};
+  return Status::Ok();
+}
+
+// ---- Byte planes: a part encoding for blocks only (chunks are 1 and 2). ----
+//
+// Bit-packed chunks are near-incompressible for zstd; noisy integer series (power in mW at
+// millisecond resolution) compress better as *byte planes*: every residual written with the same
+// number of bytes W, plane j holding byte j of every residual, each plane zstd'd on its own (the
+// high plane has few distinct values, which zstd's Huffman stage codes in a few bits).
+//   byte 3, uvarint n, section timestamps (varint t0, then varint delta-of-delta per sample),
+//   byte scale s (v = k / 10^s), byte order (0: k - base, 1: delta, 2: delta of delta; 1 and 2
+//   zigzagged), [order 0: varint base], byte W, W × section plane
+//   section = byte 0 (raw) | 1 (zstd), uvarint length, bytes (a zstd frame of the raw bytes)
+constexpr char kPlanes = 3;
+constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53
+constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                             1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+void PutSection(std::string* out, const std::string& raw, int level) {
+  std::string z(ZSTD_compressBound(raw.size()), '\0');
+  const size_t n = ZSTD_compress(z.data(), z.size(), raw.data(), raw.size(), level);
+  if (!ZSTD_isError(n) && n + 4 < raw.size()) {
+    out->push_back(1);
+    PutUvarint(out, raw.size());
+    PutUvarint(out, n);
+    out->append(z.data(), n);
+  } else {
+    out->push_back(0);
+    PutString(out, raw);
+  }
+}
+
+bool GetSection(std::string_view* in, std::string* raw) {
+  if (in->empty()) return false;
+  const char kind = (*in)[0];
+  in->remove_prefix(1);
+  if (kind == 0) return GetString(in, raw);
+  uint64_t raw_len, len;
+  if (kind != 1 || !GetUvarint(in, &raw_len) || !GetUvarint(in, &len) || len > in->size() ||
+      raw_len > (1ULL << 31))
+    return false;
+  raw->resize(raw_len);
+  const size_t n = ZSTD_decompress(raw->data(), raw->size(), in->data(), len);
+  in->remove_prefix(len);
+  return !ZSTD_isError(n) && n == raw_len;
+}
+
+// The smallest decimal scale at which every value is an exact integer below 2^53; -1 if none
+// (or a value is NaN, ±Inf or -0.0: those stay with the chunk codec).
+int FindPlaneScale(std::span<const Sample> samples) {
+  for (const Sample& s : samples)
+    if (!std::isfinite(s.v) || (s.v == 0 && std::signbit(s.v))) return -1;
+  for (int scale = 0; scale <= 15; ++scale) {
+    bool ok = true;
+    for (const Sample& s : samples) {
+      const double k = std::nearbyint(s.v * kPow10[scale]);
+      if (std::fabs(k) >= kMaxExactInt || k / kPow10[scale] != s.v) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return scale;
+  }
+  return -1;
+}
+
+std::string EncodePlanes(std::span<const Sample> samples, int level) {
+  const int scale = FindPlaneScale(samples);
+  if (scale < 0 || samples.size() < 2) return {};
+  const double pow10 = kPow10[scale];
+  const size_t n = samples.size();
+  std::vector<int64_t> k(n);
+  for (size_t i = 0; i < n; ++i) k[i] = static_cast<int64_t>(std::nearbyint(samples[i].v * pow10));
+  // Residuals per order; pick the one with the fewest significant bits in total.
+  const int64_t base = *std::min_element(k.begin(), k.end());
+  std::vector<uint64_t> codes[3];
+  uint64_t cost[3] = {0, 0, 0};
+  for (int order = 0; order < 3; ++order) {
+    codes[order].resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t x = static_cast<uint64_t>(k[i]);
+      const uint64_t p1 = i >= 1 ? static_cast<uint64_t>(k[i - 1]) : 0;
+      const uint64_t p2 = i >= 2 ? static_cast<uint64_t>(k[i - 2]) : 0;
+      uint64_t c;
+      if (order == 0) c = x - static_cast<uint64_t>(base);
+      else if (order == 1) c = ZigZag(static_cast<int64_t>(x - p1));
+      else c = ZigZag(static_cast<int64_t>(x - (2 * p1 - p2)));
+      codes[order][i] = c;
+      cost[order] += static_cast<uint64_t>(std::bit_width(c));
+    }
+  }
+  const int order = static_cast<int>(std::min_element(cost, cost + 3) - cost);
+  uint64_t max_code = 0;
+  for (uint64_t c : codes[order]) max_code = std::max(max_code, c);
+  const int width = (std::bit_width(max_code) + 7) / 8;
+
+  std::string out(1, kPlanes);
+  PutUvarint(&out, n);
+  std::string ts;
+  int64_t prev = 0, prev_delta = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t t = samples[i].t_ms;
+    const int64_t delta = static_cast<int64_t>(static_cast<uint64_t>(t) - static_cast<uint64_t>(prev));
+    PutVarint(&ts, i == 0 ? t : static_cast<int64_t>(static_cast<uint64_t>(delta) - static_cast<uint64_t>(prev_delta)));
+    prev_delta = i == 0 ? 0 : delta;
+    prev = t;
+  }
+  PutSection(&out, ts, level);
+  out.push_back(static_cast<char>(scale));
+  out.push_back(static_cast<char>(order));
+  if (order == 0) PutVarint(&out, base);
+  out.push_back(static_cast<char>(width));
+  std::string plane(n, '\0');
+  for (int j = 0; j < width; ++j) {
+    for (size_t i = 0; i < n; ++i) plane[i] = static_cast<char>(codes[order][i] >> (8 * j));
+    PutSection(&out, plane, level);
+  }
+  return out;
+}
+
+Status DecodePlanes(std::string_view in, std::vector<Sample>* out) {
+  in.remove_prefix(1);
+  uint64_t n;
+  if (!GetUvarint(&in, &n) || n > kMaxChunkSamples) return Error{"block: bad sample count"};
+  std::string ts;
+  if (!GetSection(&in, &ts)) return Error{"block: bad timestamps"};
+  std::string_view tv = ts;
+  const size_t first = out->size();
+  out->resize(first + n);
+  Sample* s = out->data() + first;
+  uint64_t prev = 0, prev_delta = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x;
+    if (!GetVarint(&tv, &x)) return Error{"block: truncated timestamps"};
+    if (i == 0) {
+      prev = static_cast<uint64_t>(x);
+    } else {
+      const uint64_t delta = (i == 1 ? 0 : prev_delta) + static_cast<uint64_t>(x);
+      prev += delta;
+      prev_delta = delta;
+    }
+    s[i].t_ms = static_cast<int64_t>(prev);
+  }
+  if (in.size() < 3) return Error{"block: truncated header"};
+  const int scale = in[0], order = in[1];
+  in.remove_prefix(2);
+  int64_t base = 0;
+  if (scale < 0 || scale > 15 || order < 0 || order > 2) return Error{"block: bad header"};
+  if (order == 0 && !GetVarint(&in, &base)) return Error{"block: bad base"};
+  if (in.empty()) return Error{"block: truncated header"};
+  const int width = in[0];
+  in.remove_prefix(1);
+  if (width < 0 || width > 8) return Error{"block: bad width"};
+  std::vector<uint64_t> codes(n, 0);
+  std::string plane;
+  for (int j = 0; j < width; ++j) {
+    if (!GetSection(&in, &plane) || plane.size() != n) return Error{"block: bad plane"};
+    for (size_t i = 0; i < n; ++i)
+      codes[i] |= static_cast<uint64_t>(static_cast<unsigned char>(plane[i])) << (8 * j);
+  }
+  if (!in.empty()) return Error{"block: trailing bytes"};
+  const double pow10 = kPow10[scale];
+  uint64_t p1 = 0, p2 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t x;
+    if (order == 0) x = codes[i] + static_cast<uint64_t>(base);
+    else if (order == 1) x = p1 + static_cast<uint64_t>(UnZigZag(codes[i]));
+    else x = 2 * p1 - p2 + static_cast<uint64_t>(UnZigZag(codes[i]));
+    p2 = p1;
+    p1 = x;
+    s[i].v = static_cast<double>(static_cast<int64_t>(x)) / pow10;
+  }
+  return Status::Ok();
+}
+
+// The smaller of the chunk codec (as zstd would leave it) and byte planes.
+std::string EncodePart(std::span<const Sample> samples, int level) {
+  std::string chunk = EncodeChunk(samples);
+  std::string planes = EncodePlanes(samples, level);
+  if (planes.empty() || planes.size() >= chunk.size()) return chunk;
+  std::string z(ZSTD_compressBound(chunk.size()), '\0');
+  const size_t zn = ZSTD_compress(z.data(), z.size(), chunk.data(), chunk.size(), level);
+  const size_t chunk_cost = ZSTD_isError(zn) ? chunk.size() : std::min(zn, chunk.size());
+  return planes.size() < chunk_cost ? planes : chunk;
+}
+
+}  // namespace
+
+std::string EncodeBlock(std::span<const Sample> samples, int zstd_level) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < samples.size(); i += kMaxChunkSamples)
+    parts.push_back(
+        EncodePart(samples.subspan(i, std::min(kMaxChunkSamples, samples.size() - i)), zstd_level));
+  return Pack(parts, zstd_level);
+}
+
+Status DecodeBlock(std::string_view block, std::vector<Sample>* out) {
+  std::string storage;
+  std::vector<std::string_view> parts;
+  if (Status st = Unpack(block, &storage, &parts); !st.ok()) return st;
+  for (std::string_view p : parts) {
+    Status st = !p.empty() && p[0] == kPlanes ? DecodePlanes(p, out) : DecodeChunk(p, out);
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+std::string EncodeRollups(std::span<const Rollup> rollups, int zstd_level) {
+  std::vector<std::string> parts;
+  std::vector<Sample> col(rollups.size());
+  for (size_t off = 0; off < rollups.size(); off += kMaxChunkSamples) {
+    const auto part = rollups.subspan(off, std::min(kMaxChunkSamples, rollups.size() - off));
+    col.resize(part.size());
+    auto column = [&](auto field, bool at_last) {
+      for (size_t i = 0; i < part.size(); ++i)
+        col[i] = {at_last ? part[i].last_t_ms : part[i].t_ms, field(part[i])};
+      parts.push_back(EncodeChunk(col));
+    };
+    column([](const Rollup& r) { return r.min; }, false);
+    column([](const Rollup& r) { return r.max; }, false);
+    column([](const Rollup& r) { return r.sum; }, false);
+    column([](const Rollup& r) { return static_cast<double>(r.count); }, false);
+    column([](const Rollup& r) { return r.last; }, true);
+  }
+  return Pack(parts, zstd_level);
+}
+
+Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out) {
+  std::string storage;
+  std::vector<std::string_view> parts;
+  if (Status st = Unpack(encoded, &storage, &parts); !st.ok()) return st;
+  if (parts.size() % 5 != 0) return Error{"rollups: bad column count"};
+  std::vector<Sample> cols[5];
+  for (size_t g = 0; g < parts.size(); g += 5) {
+    for (size_t c = 0; c < 5; ++c) {
+      cols[c].clear();
+      if (Status st = DecodeChunk(parts[g + c], &cols[c]); !st.ok()) return st;
+      if (cols[c].size() != cols[0].size()) return Error{"rollups: columns differ in length"};
+    }
+    for (size_t i = 0; i < cols[0].size(); ++i) {
+      const double count = cols[3][i].v;
+      if (!(count >= 0 && count < 1e18)) return Error{"rollups: bad count"};
+      Rollup r;
+      r.t_ms = cols[0][i].t_ms;
+      r.min = cols[0][i].v;
+      r.max = cols[1][i].v;
+      r.sum = cols[2][i].v;
+      r.count = static_cast<uint64_t>(count);
+      r.last = cols[4][i].v;
+      r.last_t_ms = cols[4][i].t_ms;
+      out->push_back(r);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gw::tsdb
