@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/agent.h"
+#include "cli/alerting.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
 #include "collect/exposition.h"
@@ -78,12 +79,21 @@ void RegisterRoutes(http::Server* server, Agent* agent, collect::MetricsPage* pa
 
 }  // namespace
 
+// The port in a listen address (":9966", "127.0.0.1:0", "[::1]:80"); 0 if none.
+int ListenPort(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return 0;
+  return std::atoi(listen.c_str() + colon + 1);
+}
+
 int RunServe(const Config& config, const std::string& version, Logger* logger) {
-  // SIGINT/SIGTERM are taken by sigwait below; block them before any thread starts.
+  // SIGINT/SIGTERM stop, SIGHUP reloads the rules; all taken by sigwait below, so block them
+  // before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   http::ServerOptions options;
@@ -94,25 +104,42 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
     logger->Error(server.error().message);
     return 1;
   }
-  // History: the store, fed by a recorder thread, read by the Prometheus API.
+  // History: the store, fed by the recorder, read by the Prometheus API and the rules.
   std::unique_ptr<tsdb::DB> db;
   std::unique_ptr<StoreAppender> appender;
   std::unique_ptr<collect::Recorder> recorder;
   if (auto opened = OpenStore(config.storage, logger); !opened.ok()) {
-    logger->Error(opened.error().message + "; running without history");
+    logger->Error(opened.error().message + "; running without history (and without rules)");
   } else {
     db = std::move(*opened);
     appender = std::make_unique<StoreAppender>(db.get(), config.storage, logger);
     recorder = std::make_unique<collect::Recorder>(appender.get(), logger);
-    recorder->Start();
+  }
+  // Alerting: rules evaluated right after each recorded snapshot, at its time.
+  Alerting alerting(config, db.get(), ListenPort(config.listen), logger);
+  alerting.StartNotifier();
+  (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
+  // A stepped simulator records synchronously, so that /-/sim/advance returns with every
+  // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
+  const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
+  collect::Recorder* rec = recorder.get();
+  if (rec) {
+    rec->SetAfterRecord(
+        [&alerting](const collect::Snapshot&, int64_t t_ms) { alerting.Tick(t_ms); });
+    if (!stepped) rec->Start();
   }
   Agent agent(config, logger);
-  collect::Recorder* rec = recorder.get();
-  agent.Start(rec ? collect::Collector::PublishListener(
-                        [rec](std::shared_ptr<const collect::Snapshot> s) { rec->Offer(s); })
-                  : nullptr);
-  if (!agent.nvml_error().empty())
+  collect::Collector::PublishListener listener = nullptr;
+  if (rec && stepped) {
+    listener = [rec](std::shared_ptr<const collect::Snapshot> s) { rec->RecordNow(*s); };
+  } else if (rec) {
+    listener = [rec](std::shared_ptr<const collect::Snapshot> s) { rec->Offer(s); };
+  }
+  agent.Start(listener);
+  if (!agent.nvml_error().empty()) {
     logger->Error(agent.nvml_error() + "; serving self-metrics only, no GPU is being watched");
+    alerting.StartWallClock();  // nothing is recorded, so rules follow the wall clock
+  }
   collect::RenderOptions render;
   render.per_process_metrics = config.collect.per_process_metrics;
   render.version = version;
@@ -121,7 +148,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
+  page.SetExtra([&alerting](collect::Format f, std::string* out) { alerting.RenderMetrics(f, out); });
   RegisterRoutes(server->get(), &agent, &page);
+  alerting.RegisterRoutes(server->get());
   if (store) {
     http::PromApiOptions api;
     api.version = version;
@@ -137,7 +166,12 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                (agent.simulated() ? ", simulated fleet '" + config.simulate.scenario + "'" : "") +
                (config.web_config_file.empty() ? "" : ", web config " + config.web_config_file));
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (true) {
+    sigwait(&signals, &signal_number);
+    if (signal_number != SIGHUP) break;
+    logger->Info("received SIGHUP, reloading the rules");
+    (void)alerting.Load();
+  }
   logger->Info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
                ", shutting down");
   (*server)->Stop();

@@ -12,6 +12,7 @@
 #include "cli/agent.h"
 #include "cli/commands.h"
 #include "cli/config.h"
+#include "cli/rules_commands.h"
 
 namespace {
 
@@ -30,6 +31,7 @@ struct Flags {
   std::string data_dir;
   gw::cli::QueryArgs query;
   std::string import_file, export_match;
+  std::vector<std::string> rule_files;  // rules check|test
 };
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
@@ -151,6 +153,14 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--data-dir", flags.data_dir, "history store directory");
   export_cmd->add_option("--config", flags.config_file, "YAML configuration file");
 
+  CLI::App* rules =
+      app.add_subcommand("rules", "check rule files and run their unit tests (as promtool)");
+  rules->require_subcommand(1);
+  CLI::App* rules_check = rules->add_subcommand("check", "check Prometheus rule files");
+  rules_check->add_option("files", flags.rule_files, "rule files")->required();
+  CLI::App* rules_test = rules->add_subcommand("test", "run promtool-format rule unit tests");
+  rules_test->add_option("files", flags.rule_files, "unit-test files")->required();
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -163,6 +173,8 @@ int main(int argc, char** argv) {
     std::printf("gpuwarden %s\n", kVersion);
     return 0;
   }
+  if (rules_check->parsed()) return gw::cli::RunRulesCheck(flags.rule_files);
+  if (rules_test->parsed()) return gw::cli::RunRulesTest(flags.rule_files);
   gw::cli::Config config;
   if (!BuildConfig(flags, &config)) return 2;
   gw::LogLevel level = gw::LogLevel::kInfo;

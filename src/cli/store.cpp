@@ -45,8 +45,10 @@ Status StoreAppender::Commit() {
   return Status::Ok();
 }
 
-Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log) {
+Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log,
+                                              bool bulk_import) {
   tsdb::DBOptions options;
+  options.write_wal = !bulk_import;
   options.dir = config.path;
   options.retention_ms = Ms(config.retention_s);
   options.rollup_retention_ms = Ms(config.rollup_retention_s);

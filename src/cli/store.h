@@ -31,8 +31,10 @@ class StoreAppender : public collect::SampleAppender {
   std::chrono::steady_clock::time_point last_flush_, last_retention_;
 };
 
-// Opens the DB under config.path (creating it), reporting problems in one line.
-Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log);
+// Opens the DB under config.path (creating it), reporting problems in one line. `bulk_import`:
+// no write-ahead log (an import is made durable by its final Flush and can be re-run).
+Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log,
+                                              bool bulk_import = false);
 
 // The figures /metrics shows for the store and its recorder.
 collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder* recorder);

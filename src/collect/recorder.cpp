@@ -211,7 +211,7 @@ void Recorder::RecordNow(const Snapshot& snap) {
     stats_.stale_markers += local.stale_markers;
     stats_.append_errors += local.append_errors;
   }
-  if (after_record_) after_record_(t);
+  if (after_record_) after_record_(snap, t);
 }
 
 }  // namespace gw::collect

@@ -52,10 +52,10 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   // Called after each recorded snapshot is committed, on the thread that recorded it, with the
-  // snapshot's time (ms): the store now holds everything up to that time, so this is where
-  // work that reads it at "now" is triggered (rule evaluation). Set before Start; must not block
-  // for long (the next snapshot waits).
-  using AfterRecord = std::function<void(int64_t t_ms)>;
+  // snapshot and its time (ms): the store now holds everything up to that time, so this is where
+  // work that reads it at "now" is triggered (rule evaluation, job statistics). Set before
+  // Start; must not block for long (the next snapshot waits).
+  using AfterRecord = std::function<void(const Snapshot& snapshot, int64_t t_ms)>;
   void SetAfterRecord(AfterRecord after) { after_record_ = std::move(after); }
 
   void Start();
