@@ -72,6 +72,15 @@ collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder
   f.chunk_corruptions = static_cast<double>(s.chunk_corruptions);
   f.chunks_persisted = static_cast<double>(s.chunks_persisted);
   f.last_flush_seconds = s.last_flush_seconds;
+  f.compactions = static_cast<double>(s.compactions);
+  f.blocks_written = static_cast<double>(s.blocks_written);
+  f.compaction_seconds = s.compaction_seconds_total;
+  f.last_compaction_seconds = s.last_compaction_seconds;
+  f.selects = static_cast<double>(s.selects);
+  f.select_seconds = s.select_seconds_total;
+  f.block_cache_hits = static_cast<double>(s.block_cache_hits);
+  f.block_cache_misses = static_cast<double>(s.block_cache_misses);
+  f.block_cache_bytes = static_cast<double>(s.block_cache_bytes);
   if (recorder != nullptr) {
     collect::RecorderStats r = recorder->stats();
     f.snapshots_recorded = static_cast<double>(r.snapshots_recorded);

@@ -39,6 +39,9 @@ struct StoreFigures {
   double series = 0, samples_appended = 0, out_of_order = 0, bytes_on_disk = 0, wal_bytes = 0;
   double wal_corruptions = 0, chunk_corruptions = 0, chunks_persisted = 0;
   double last_flush_seconds = 0;
+  double compactions = 0, blocks_written = 0, compaction_seconds = 0, last_compaction_seconds = 0;
+  double selects = 0, select_seconds = 0, block_cache_hits = 0, block_cache_misses = 0;
+  double block_cache_bytes = 0;
   double snapshots_recorded = 0, snapshots_skipped = 0, stale_markers = 0, append_errors = 0;
 };
 
