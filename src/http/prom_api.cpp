@@ -178,16 +178,6 @@ void AppendStringList(std::string* out, const std::vector<std::string>& values) 
   *out += ']';
 }
 
-bool ValidLabelName(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -372,7 +362,7 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
       return;
     }
     std::string name = rest.substr(0, rest.size() - suffix.size());
-    if (!ValidLabelName(name)) {
+    if (!tsdb::IsValidLabelName(name)) {
       Fail(res, "bad_data", "invalid label name: \"" + name + "\"");
       return;
     }

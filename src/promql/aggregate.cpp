@@ -63,17 +63,6 @@ double Quantile(double q, std::vector<double> values) {
 
 namespace {
 
-bool ValidLabelName(const std::string& s) {
-  if (s.empty()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    bool ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // A binary heap with Go's container/heap algorithms; `less` as Prometheus' vectorByValueHeap
 // (topk: NaN counts as smallest) or vectorByReverseValueHeap (bottomk: NaN counts as largest).
 class GoHeap {
@@ -168,7 +157,7 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
     q = Eval(*a.param, t_ms).scalar;
   } else if (op == AggregateOp::kCountValues) {
     value_label = Eval(*a.param, t_ms).str;
-    if (!ValidLabelName(value_label))
+    if (!tsdb::IsValidLabelName(value_label))
       throw EvalError{QueryError::Kind::kExecution, "invalid label name \"" + value_label + "\""};
     if (!a.without) grouping.push_back(value_label);
   }

@@ -43,17 +43,6 @@ double GoMin(double a, double b) {
   return a < b ? a : b;
 }
 
-bool ValidLabelName(const std::string& s) {
-  if (s.empty()) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-          (i > 0 && c >= '0' && c <= '9')))
-      return false;
-  }
-  return true;
-}
-
 Vector ArgVector(Evaluator& ev, const Call& c, size_t i, int64_t t) {
   return ev.Eval(*c.args[i], t).vector;
 }
@@ -206,7 +195,7 @@ EvalValue LabelReplace(Evaluator& ev, const Call& c, int64_t t) {
   opts.set_log_errors(false);
   RE2 re("^(?:" + regex + ")$", opts);
   if (!re.ok()) throw ExecError("invalid regular expression in label_replace(): " + regex);
-  if (!ValidLabelName(dst))
+  if (!tsdb::IsValidLabelName(dst))
     throw ExecError("invalid destination label name in label_replace(): " + dst);
   std::vector<re2::StringPiece> groups(static_cast<size_t>(re.NumberOfCapturingGroups()) + 1);
   for (Element& el : v) {
@@ -225,10 +214,10 @@ EvalValue LabelJoin(Evaluator& ev, const Call& c, int64_t t) {
   std::vector<std::string> srcs;
   for (size_t i = 3; i < c.args.size(); ++i) {
     srcs.push_back(ArgString(ev, c, i, t));
-    if (!ValidLabelName(srcs.back()))
+    if (!tsdb::IsValidLabelName(srcs.back()))
       throw ExecError("invalid source label name in label_join(): " + srcs.back());
   }
-  if (!ValidLabelName(dst))
+  if (!tsdb::IsValidLabelName(dst))
     throw ExecError("invalid destination label name in label_join(): " + dst);
   for (Element& el : v) {
     std::string joined;

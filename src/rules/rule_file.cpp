@@ -205,15 +205,15 @@ class FileParser {
       if (spec.for_ms != 0) fail(r["for"], "invalid field 'for' in recording rule");
       if (spec.keep_firing_for_ms != 0)
         fail(r["keep_firing_for"], "invalid field 'keep_firing_for' in recording rule");
-      if (!IsValidMetricName(spec.record))
+      if (!tsdb::IsValidMetricName(spec.record))
         fail(record_node, "invalid recording rule name: " + spec.record);
     }
     for (const auto& l : spec.labels) {
-      if (!IsValidLabelName(l.name) || l.name == "__name__")
+      if (!tsdb::IsValidLabelName(l.name) || l.name == "__name__")
         fail_at("labels/" + l.name, "invalid label name: " + l.name);
     }
     for (const auto& a : spec.annotations)
-      if (!IsValidLabelName(a.name))
+      if (!tsdb::IsValidLabelName(a.name))
         fail_at("annotations/" + a.name, "invalid annotation name: " + a.name);
     if (!spec.alert.empty()) {
       for (const auto& l : spec.labels)
@@ -232,28 +232,6 @@ class FileParser {
 };
 
 }  // namespace
-
-bool IsValidMetricName(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
-
-bool IsValidLabelName(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
 
 Expected<RuleFile> ParseRuleText(std::string_view text, const std::string& path) {
   return FileParser(path).Run(text);

@@ -66,8 +66,6 @@ Expected<RuleFile> ParseRuleFile(const std::string& path);
 Expected<RuleFile> ParseRuleText(std::string_view text, const std::string& path);
 
 // Prometheus' name rules.
-bool IsValidMetricName(std::string_view name);  // [a-zA-Z_:][a-zA-Z0-9_:]*
-bool IsValidLabelName(std::string_view name);   // [a-zA-Z_][a-zA-Z0-9_]*
 
 }  // namespace gw::rules
 

@@ -43,6 +43,11 @@ struct Label {
 // Sorted by name, names unique. "__name__" holds the metric name.
 using Labels = std::vector<Label>;
 
+// Prometheus' name rules: a label name is [a-zA-Z_][a-zA-Z0-9_]*, a metric name
+// [a-zA-Z_:][a-zA-Z0-9_:]*. Names starting with "__" are reserved but valid here.
+bool IsValidLabelName(std::string_view name);
+bool IsValidMetricName(std::string_view name);
+
 // The value of `name` in `labels`, "" if absent (Prometheus treats absent and empty alike).
 std::string_view LabelValue(const Labels& labels, std::string_view name);
 
