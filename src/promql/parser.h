@@ -20,6 +20,10 @@ Expected<ExprPtr> Parse(std::string_view query);
 
 std::string Format(const Expr& e);
 
+// Go's strconv.Quote as PromQL prints strings (\a \b \f \n \r \t \v, other control bytes as
+// \xNN); bytes >= 0x80 pass through.
+std::string GoQuote(std::string_view s);
+
 // Prometheus' duration syntax ("1h30m", "5m", "250ms"): milliseconds, or false if malformed.
 bool ParsePromDuration(std::string_view text, int64_t* ms);
 // The shortest Prometheus spelling of a duration, e.g. 5400000 → "1h30m".

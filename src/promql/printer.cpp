@@ -94,10 +94,7 @@ std::string FormatPromDuration(int64_t ms) {
   return out;
 }
 
-namespace {
-
-// Go's %q for the strings PromQL handles.
-std::string Quote(const std::string& s) {
+std::string GoQuote(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
@@ -141,6 +138,9 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
+namespace {
+
+
 const char* MatchOpText(tsdb::MatchType t) {
   switch (t) {
     case tsdb::MatchType::kEqual:
@@ -183,7 +183,7 @@ std::string SelectorBody(const VectorSelector& vs) {
   for (const tsdb::Matcher& m : vs.matchers) {
     if (m.name() == "__name__" && m.type() == tsdb::MatchType::kEqual && m.value() == vs.name)
       continue;
-    parts.push_back(m.name() + MatchOpText(m.type()) + Quote(m.value()));
+    parts.push_back(m.name() + MatchOpText(m.type()) + GoQuote(m.value()));
   }
   if (parts.empty()) return vs.name;
   std::sort(parts.begin(), parts.end());
@@ -217,7 +217,7 @@ std::string Format(const Expr& e) {
     case ExprKind::kNumber:
       return FormatNumber(static_cast<const NumberLiteral&>(e).value);
     case ExprKind::kString:
-      return Quote(static_cast<const StringLiteral&>(e).value);
+      return GoQuote(static_cast<const StringLiteral&>(e).value);
     case ExprKind::kVectorSelector: {
       const auto& vs = static_cast<const VectorSelector&>(e);
       return SelectorBody(vs) + ModifiersSuffix(vs.mods);

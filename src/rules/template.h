@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "promql/parser.h"
 #include "tsdb/storage.h"
 
 namespace gw::rules {
@@ -75,7 +76,7 @@ std::string HumanizeDuration(double v);
 std::string HumanizeTimestamp(double v);
 
 // Go's strconv.Quote for UTF-8 text (labels print with it).
-std::string GoQuote(std::string_view s);
+using promql::GoQuote;  // promql/parser.h
 
 }  // namespace gw::rules
 
