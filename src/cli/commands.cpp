@@ -7,6 +7,7 @@
 
 #include "cli/agent.h"
 #include "cli/alerting.h"
+#include "cli/jobs_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
 #include "collect/exposition.h"
@@ -119,13 +120,18 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   Alerting alerting(config, db.get(), ListenPort(config.listen), logger);
   alerting.StartNotifier();
   (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
+  JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
+  jobs.Start();
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
   if (rec) {
     rec->SetAfterRecord(
-        [&alerting](const collect::Snapshot&, int64_t t_ms) { alerting.Tick(t_ms); });
+        [&alerting, &jobs](const collect::Snapshot& s, int64_t t_ms) {
+          jobs.OnSnapshot(s);
+          alerting.Tick(t_ms);
+        });
     if (!stepped) rec->Start();
   }
   Agent agent(config, logger);
@@ -148,9 +154,13 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting](collect::Format f, std::string* out) { alerting.RenderMetrics(f, out); });
+  page.SetExtra([&alerting, &jobs](collect::Format f, std::string* out) {
+    alerting.RenderMetrics(f, out);
+    jobs.RenderMetrics(f, out);
+  });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
+  jobs.RegisterRoutes(server->get());
   if (store) {
     http::PromApiOptions api;
     api.version = version;
@@ -177,6 +187,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   (*server)->Stop();
   agent.Stop();
   if (recorder) recorder->Stop();  // records the last snapshot
+  jobs.Stop();
   if (db) {
     if (Status s = db->Flush(); !s.ok()) logger->Error("store: final flush failed: " + s.message());
   }

@@ -95,6 +95,37 @@ Status StringList(const Context& ctx, const YAML::Node& node, const std::string&
   return Status::Ok();
 }
 
+// A mapping of names to string values (teams.accounts: account -> team).
+Status StringMap(const Context& ctx, const YAML::Node& node, const std::string& key,
+                 std::map<std::string, std::string>* out) {
+  out->clear();
+  if (node.IsNull()) return Status::Ok();
+  if (!node.IsMap())
+    return Error{ctx.Where(node) + ": " + key + ": expected a mapping of names to teams"};
+  for (const auto& item : node) {
+    std::string name = item.first.as<std::string>(), value;
+    if (Status s = Scalar(ctx, item.second, key + "." + name, &value); !s.ok()) return s;
+    (*out)[name] = value;
+  }
+  return Status::Ok();
+}
+
+// "squeue --json" -> {"squeue", "--json"}; runs of spaces and tabs separate words.
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char ch : text) {
+    if (ch == ' ' || ch == '\t') {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+    } else {
+      word += ch;
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
 bool ValidLabelName(const std::string& name) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -269,6 +300,57 @@ const std::map<std::string, Setter>& Setters() {
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          return Scalar(ctx, n, "alerting.queue_dir", &c->alerting.queue_dir);
        }},
+      {"jobs.scheduler",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         std::string text;
+         if (Status s = Scalar(ctx, n, "jobs.scheduler", &text); !s.ok()) return s;
+         if (text != "none" && text != "slurm")
+           return Status(Error{ctx.Where(n) + ": jobs.scheduler: expected none or slurm, got '" +
+                               Printable(text) + "'"});
+         c->jobs.scheduler = text;
+         return Status::Ok();
+       }},
+      {"jobs.squeue_command",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         // A list is the argv; one string is split on spaces (no shell, no quoting).
+         std::vector<std::string> words;
+         if (Status s = StringList(ctx, n, "jobs.squeue_command", &words); !s.ok()) return s;
+         if (n.IsScalar()) words = SplitWords(n.Scalar());
+         if (words.empty() || words[0].empty())
+           return Status(Error{ctx.Where(n) + ": jobs.squeue_command: expected a command"});
+         c->jobs.squeue_command = words;
+         return Status::Ok();
+       }},
+      {"jobs.poll_interval",
+       Duration(
+           "jobs.poll_interval", [](Config* c) -> double& { return c->jobs.poll_interval_s; },
+           false)},
+      {"jobs.records_dir",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "jobs.records_dir", &c->jobs.records_dir);
+       }},
+      {"jobs.idle_threshold",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         std::string text;
+         if (Status s = Scalar(ctx, n, "jobs.idle_threshold", &text); !s.ok()) return s;
+         char* end = nullptr;
+         double v = std::strtod(text.c_str(), &end);
+         if (end == text.c_str() || *end != '\0' || !(v >= 0 && v <= 1))
+           return Status(Error{ctx.Where(n) +
+                               ": jobs.idle_threshold: expected a utilization ratio 0-1, got '" +
+                               Printable(text) + "'"});
+         c->jobs.idle_threshold = v;
+         return Status::Ok();
+       }},
+      {"jobs.idle_window",
+       Duration(
+           "jobs.idle_window", [](Config* c) -> double& { return c->jobs.idle_window_s; }, false)},
+      {"teams.accounts",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return StringMap(ctx, n, "teams.accounts", &c->teams.accounts);
+       }},
+      {"teams.users", [](const Context& ctx, const YAML::Node& n,
+                         Config* c) { return StringMap(ctx, n, "teams.users", &c->teams.users); }},
       {"collect.per_process_metrics",
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
@@ -343,6 +425,10 @@ Status Validate(const Config& c) {
     return Error{"storage.rollup_retention must not be shorter than storage.retention"};
   if (c.simulate.clock != "realtime" && c.simulate.clock != "stepped")
     return Error{"simulate.clock must be realtime or stepped, not '" + c.simulate.clock + "'"};
+  if (c.jobs.scheduler != "none" && c.jobs.scheduler != "slurm")
+    return Error{"jobs.scheduler must be none or slurm, not '" + c.jobs.scheduler + "'"};
+  if (!(c.jobs.poll_interval_s > 0)) return Error{"jobs.poll_interval must be positive"};
+  if (!(c.jobs.idle_window_s > 0)) return Error{"jobs.idle_window must be positive"};
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")
     return Error{"log_level must be debug, info, warn or error, not '" + c.log_level + "'"};

@@ -7,6 +7,7 @@
 #ifndef GPUWARDEN_CLI_CONFIG_H_
 #define GPUWARDEN_CLI_CONFIG_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,22 @@ struct AlertingConfig {
   std::string queue_dir;  // "" = STORAGE_PATH/notify
 };
 
+// The task layer: which scheduler says what about jobs, and where job records go.
+struct JobsConfig {
+  std::string scheduler = "none";                                  // none | slurm
+  std::vector<std::string> squeue_command = {"squeue", "--json"};  // argv, no shell
+  double poll_interval_s = 10;
+  std::string records_dir;           // "" = STORAGE_PATH/jobs
+  double idle_threshold = 0.05;      // utilization ratio at or below which an allocated GPU is idle
+  double idle_window_s = 30 * 60.0;  // idle this long: a job holding GPUs idle
+};
+
+// Teams (jobs/teams.h): Slurm account -> team, user -> team.
+struct TeamsConfig {
+  std::map<std::string, std::string> accounts;
+  std::map<std::string, std::string> users;
+};
+
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
@@ -66,6 +83,8 @@ struct Config {
   collect::CollectorOptions collect;
   RulesConfig rules;
   AlertingConfig alerting;
+  JobsConfig jobs;
+  TeamsConfig teams;
 };
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.

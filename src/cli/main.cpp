@@ -12,6 +12,7 @@
 #include "cli/agent.h"
 #include "cli/commands.h"
 #include "cli/config.h"
+#include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
 
 namespace {
@@ -32,6 +33,7 @@ struct Flags {
   gw::cli::QueryArgs query;
   std::string import_file, export_match;
   std::vector<std::string> rule_files;  // rules check|test
+  gw::cli::JobsArgs jobs;                // jobs, jobs show
 };
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
@@ -161,6 +163,23 @@ int main(int argc, char** argv) {
   CLI::App* rules_test = rules->add_subcommand("test", "run promtool-format rule unit tests");
   rules_test->add_option("files", flags.rule_files, "unit-test files")->required();
 
+  CLI::App* jobs = app.add_subcommand("jobs", "list jobs: finished ones from the records, running "
+                                               "ones from an agent (--url)");
+  jobs->add_flag("--running", flags.jobs.running, "only jobs running now (needs --url)");
+  jobs->add_option("--since", flags.jobs.since, "jobs that ended within this long (e.g. 24h)");
+  jobs->add_option("--team", flags.jobs.team, "only this team's jobs");
+  jobs->add_flag("--json", flags.jobs.json, "JSON instead of a table");
+  jobs->add_option("--url", flags.jobs.url, "ask a running gpuwarden at this URL");
+  jobs->add_option("--data-dir", flags.data_dir,
+                   "storage directory; records in DIR/jobs unless jobs.records_dir says");
+  jobs->add_option("--config", flags.config_file, "YAML configuration file");
+  CLI::App* jobs_show = jobs->add_subcommand("show", "one job in detail");
+  jobs_show->add_option("id", flags.jobs.id, "the job id")->required();
+  jobs_show->add_flag("--json", flags.jobs.json, "JSON instead of text");
+  jobs_show->add_option("--url", flags.jobs.url, "ask a running gpuwarden at this URL");
+  jobs_show->add_option("--data-dir", flags.data_dir, "storage directory");
+  jobs_show->add_option("--config", flags.config_file, "YAML configuration file");
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -185,6 +204,8 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
+  if (jobs_show->parsed()) return gw::cli::RunJobsShow(config, flags.jobs, &logger);
+  if (jobs->parsed()) return gw::cli::RunJobs(config, flags.jobs, &logger);
   if (app.got_subcommand("tsdb")) {
     if (import->parsed()) return gw::cli::RunTsdbImport(config, flags.import_file, &logger);
     return gw::cli::RunTsdbExport(config, flags.export_match, &logger);

@@ -35,8 +35,10 @@ std::set<std::string> DocumentedFamilies() {
   const std::regex row(R"(^\| `([a-z_:]+)` \|)");
   std::smatch m;
   for (std::string l; std::getline(in, l);) {
-    // The rules/notify families come from serve's alerting, checked by the alerts integration test.
-    if (l.rfind("## Rules and alert notifications", 0) == 0) break;
+    // The task-layer and rules/notify families come from serve's task layer and alerting, checked
+    // by the jobs and alerts integration tests.
+    if (l.rfind("## Task layer", 0) == 0 || l.rfind("## Rules and alert notifications", 0) == 0)
+      break;
     if (std::regex_search(l, m, row)) names.insert(m[1]);
   }
   return names;

@@ -1,0 +1,280 @@
+#include "cli/jobs_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/jobs_service.h"
+#include "http/client.h"
+
+namespace gw::cli {
+
+namespace {
+
+std::string Fmt(const char* format, double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, v);
+  return buffer;
+}
+
+std::string Timestamp(std::int64_t unix_seconds) {
+  if (unix_seconds <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string OrDash(const std::string& s) {
+  return s.empty() ? "-" : s;
+}
+
+std::string Elapsed(const jobs::JobRecord& r) {
+  if (r.start_time <= 0) return "-";
+  if (r.end_time > 0) return FormatDuration(double(r.end_time - r.start_time));
+  if (r.gpu && r.gpu->gpu_seconds > 0 && !r.gpu->gpus.empty())
+    return FormatDuration(r.gpu->gpu_seconds / double(r.gpu->gpus.size()));
+  return "-";
+}
+
+std::string GpuList(const jobs::JobRecord& r) {
+  if (!r.gpu || r.gpu->gpus.empty()) return "-";
+  std::string out;
+  for (size_t i = 0; i < r.gpu->gpus.size(); ++i)
+    out += (i ? "," : "") + std::to_string(r.gpu->gpus[i]);
+  return out;
+}
+
+// The records of an API reply ({"data":{"jobs":[...]}}, or one job under "data").
+Expected<std::vector<jobs::JobRecord>> RecordsOf(const nlohmann::json& data) {
+  std::vector<jobs::JobRecord> out;
+  const nlohmann::json* list = &data;
+  nlohmann::json one = nlohmann::json::array();
+  if (data.is_object() && data.contains("jobs")) {
+    list = &data["jobs"];
+  } else {
+    one.push_back(data);
+    list = &one;
+  }
+  if (!list->is_array()) return Error{"unexpected reply: no job list"};
+  for (const nlohmann::json& j : *list) {
+    auto r = jobs::JobRecordFromJson(j.dump());
+    if (!r.ok()) return Error{"unexpected reply: " + r.error().message};
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+// GET base + path; the reply's "data", or the API's error.
+Expected<nlohmann::json> AskAgent(const std::string& url, const std::string& path) {
+  std::string base = url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  auto reply = http::GetUrl(base + path, 30);
+  if (!reply.ok()) return Error{reply.error().message};
+  nlohmann::json body = nlohmann::json::parse(reply->body, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return Error{base + path + ": HTTP " + std::to_string(reply->status) + ": not a JSON reply"};
+  if (reply->status != 200 || body.value("status", "") != "success")
+    return Error{body.value("error", "HTTP " + std::to_string(reply->status))};
+  return body["data"];
+}
+
+Expected<std::vector<jobs::JobRecord>> ReadRecords(const Config& config) {
+  const std::string dir = JobRecordsDir(config);
+  if (!std::filesystem::exists(dir + "/jobs.jsonl")) return std::vector<jobs::JobRecord>{};
+  auto store = jobs::JobRecordStore::Open(dir);
+  if (!store.ok()) return store.error();
+  return (*store)->ReadAll();
+}
+
+double NowS() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void PrintJson(const std::vector<jobs::JobRecord>& records) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const jobs::JobRecord& r : records)
+    list.push_back(nlohmann::json::parse(jobs::JobRecordToJson(r)));
+  std::string text = nlohmann::json{{"jobs", list}}.dump(2) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+}  // namespace
+
+std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
+  if (records.empty()) return "no jobs\n";
+  std::string out = Pad("JOB", 14) + Pad("USER", 12) + Pad("TEAM", 14) + Pad("PARTITION", 11) +
+                    Pad("STATE", 11) + Pad("START", 22) + Pad("ELAPSED", 10) + Pad("GPUS", 10) +
+                    Pad("GPU-H", 8) + Pad("ENERGY", 10) + Pad("UTIL AVG/MAX", 14) + "MEM PEAK\n";
+  for (const jobs::JobRecord& r : records) {
+    out += Pad(r.job_id, 13) + " " + Pad(OrDash(r.user), 11) + " " + Pad(OrDash(r.team), 13) + " " +
+           Pad(OrDash(r.partition), 10) + " " + Pad(r.state, 10) + " " +
+           Pad(Timestamp(r.start_time), 21) + " " + Pad(Elapsed(r), 9) + " " + Pad(GpuList(r), 9) +
+           " ";
+    if (r.gpu) {
+      out +=
+          Pad(Fmt("%.2f", r.gpu->gpu_seconds / 3600), 7) + " " +
+          Pad(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
+          Pad(Fmt("%.0f%%", r.gpu->util_avg_pct) + "/" + Fmt("%.0f%%", r.gpu->util_max_pct), 13) +
+          " " + Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30));
+    } else {
+      out += Pad("-", 7) + " " + Pad("-", 9) + " " + Pad("-", 13) + " -";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string JobDetail(const jobs::JobRecord& r) {
+  std::string out;
+  auto line = [&out](const char* key, const std::string& value) {
+    out += Pad(std::string(key) + ":", 20) + value + "\n";
+  };
+  line("job", r.job_id + (r.name.empty() ? "" : " (" + r.name + ")"));
+  line("source", r.source);
+  line("user", OrDash(r.user));
+  line("account", OrDash(r.account));
+  line("team", OrDash(r.team));
+  line("partition", OrDash(r.partition));
+  line("state",
+       r.state +
+           (r.state_reason.empty() || r.state_reason == "None" ? "" : " (" + r.state_reason + ")"));
+  if (r.exit_code) line("exit code", std::to_string(*r.exit_code));
+  line("submitted", Timestamp(r.submit_time));
+  line("eligible", Timestamp(r.eligible_time));
+  line("started", Timestamp(r.start_time));
+  line("ended", Timestamp(r.end_time));
+  if (r.queue_wait_s) line("queue wait", FormatDuration(double(*r.queue_wait_s)));
+  if (r.submit_wait_s) line("since submit", FormatDuration(double(*r.submit_wait_s)));
+  line("elapsed", Elapsed(r));
+  if (!r.gpu) {
+    line("GPUs", "none recorded");
+    return out;
+  }
+  const jobs::JobGpuStats& g = *r.gpu;
+  line("GPUs", GpuList(r));
+  line("GPU-hours", Fmt("%.3f", g.gpu_seconds / 3600));
+  line("energy", Fmt("%.1f kJ", g.energy_j / 1000) +
+                     Fmt(" (power integral %.1f kJ)", g.power_integral_j / 1000));
+  line("SM utilization", Fmt("avg %.1f%%", g.util_avg_pct) + Fmt(", max %.1f%%", g.util_max_pct));
+  line("memory peak", Fmt("%.2f GiB", double(g.memory_peak_bytes) / (1 << 30)));
+  line("start latency", g.start_latency_s ? FormatDuration(*g.start_latency_s) : "-");
+  line("idle GPU-seconds",
+       Fmt("%.0f", g.idle_gpu_seconds) + (g.idle_while_allocated ? " (never active)" : ""));
+  std::string throttle;
+  for (const auto& [reason, seconds] : g.throttle_s)
+    throttle += (throttle.empty() ? "" : ", ") + reason + " " + FormatDuration(seconds);
+  line("throttled", throttle.empty() ? "none" : throttle);
+  line("ECC errors", std::to_string(g.ecc_corrected) + " corrected, " +
+                         std::to_string(g.ecc_uncorrected) + " uncorrected");
+  line("XID events", std::to_string(g.xid_count));
+  return out;
+}
+
+int RunJobs(const Config& config, const JobsArgs& args, Logger* logger) {
+  (void)logger;
+  double since_s = 0;
+  if (!args.since.empty() && (!ParseDurationSeconds(args.since, &since_s) || since_s <= 0)) {
+    std::fprintf(stderr, "gpuwarden: --since: expected a duration such as 1h or 30m, got '%s'\n",
+                 args.since.c_str());
+    return 2;
+  }
+  if (args.running && !args.since.empty()) {
+    std::fprintf(stderr, "gpuwarden: --running and --since exclude each other\n");
+    return 2;
+  }
+  std::vector<jobs::JobRecord> records;
+  if (!args.url.empty()) {
+    std::string path = "/api/gw/v1/jobs?";
+    if (args.running) path += "running=1&";
+    if (!args.since.empty()) path += "since=" + http::UrlEncode(args.since) + "&";
+    if (!args.team.empty()) path += "team=" + http::UrlEncode(args.team) + "&";
+    path.pop_back();
+    auto data = AskAgent(args.url, path);
+    if (!data.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", data.error().message.c_str());
+      return 1;
+    }
+    auto parsed = RecordsOf(*data);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", parsed.error().message.c_str());
+      return 1;
+    }
+    records = std::move(*parsed);
+  } else {
+    if (args.running) {
+      std::fprintf(stderr,
+                   "gpuwarden: --running needs --url: the records hold finished jobs; running "
+                   "ones are known to the agent\n");
+      return 2;
+    }
+    auto all = ReadRecords(config);
+    if (!all.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", all.error().message.c_str());
+      return 1;
+    }
+    const double now = NowS();
+    for (auto it = all->rbegin(); it != all->rend(); ++it) {
+      if (!args.team.empty() && it->team != args.team) continue;
+      if (since_s > 0 && double(it->end_time) < now - since_s) continue;
+      records.push_back(std::move(*it));
+    }
+  }
+  if (args.json) {
+    PrintJson(records);
+  } else {
+    std::string text = JobsTable(records);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return 0;
+}
+
+int RunJobsShow(const Config& config, const JobsArgs& args, Logger* logger) {
+  (void)logger;
+  std::optional<jobs::JobRecord> record;
+  if (!args.url.empty()) {
+    auto data = AskAgent(args.url, "/api/gw/v1/jobs/" + http::UrlEncode(args.id));
+    if (!data.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", data.error().message.c_str());
+      return 1;
+    }
+    auto parsed = RecordsOf(*data);
+    if (!parsed.ok() || parsed->empty()) {
+      std::fprintf(stderr, "gpuwarden: %s\n",
+                   parsed.ok() ? "empty reply" : parsed.error().message.c_str());
+      return 1;
+    }
+    record = std::move(parsed->front());
+  } else {
+    auto all = ReadRecords(config);
+    if (!all.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", all.error().message.c_str());
+      return 1;
+    }
+    for (auto it = all->rbegin(); it != all->rend() && !record; ++it)
+      if (it->job_id == args.id) record = *it;
+  }
+  if (!record) {
+    std::fprintf(stderr, "gpuwarden: no such job: %s\n", args.id.c_str());
+    return 1;
+  }
+  if (args.json) {
+    std::string text = nlohmann::json::parse(jobs::JobRecordToJson(*record)).dump(2) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    std::string text = JobDetail(*record);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace gw::cli

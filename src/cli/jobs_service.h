@@ -1,0 +1,151 @@
+// cli/jobs_service.h — the serve command's task layer: who holds each GPU, what the scheduler says
+// about jobs, per-job GPU figures on /metrics, job records on disk, and the jobs API.
+//
+//   JobsService jobs(config, logger);
+//   jobs.Start();                                        // polls squeue when jobs.scheduler: slurm
+//   recorder.SetAfterRecord([&](const Snapshot& s, int64_t) { jobs.OnSnapshot(s); });
+//   page.SetExtra([&](Format f, std::string* out) { jobs.RenderMetrics(f, out); });
+//   jobs.RegisterRoutes(server);                         // GET /api/gw/v1/jobs[/<id>]
+//   ...
+//   jobs.Stop();                                         // also done by the destructor
+//
+// Each snapshot: the GPU processes NVML reported are attributed through /proc (jobs/attribution.h,
+// cached per pid and start time, so a steady state reads only stat files); the scheduler's events
+// taken since the last snapshot (jobs/slurm.h) and the processes' GPUWARDEN_JOB names feed the
+// JobLedger (jobs/job_records.h), which accumulates per-job statistics and appends a record to
+// `jobs.records_dir`/jobs.jsonl when a job ends. Time is the snapshot's (simulated time under
+// --simulate); Slurm's event times are its own.
+//
+// Metrics (docs/metrics.md, "Task layer"): allocation info per GPU and job (job labels go on job
+// series only, never on device series), per running job figures (labels job_id, user, team,
+// partition), queue-wait / start-latency / run-time histograms by partition, jobs by state, idle
+// allocated GPUs, and the Slurm poller's health. Nothing read from a process' environment beyond
+// the allow-list of jobs/environ.h reaches metrics, the API, the log or the disk.
+//
+// Threading: OnSnapshot runs on the recorder's thread; RenderMetrics and the API handlers on the
+// HTTP server's threads. One mutex guards the state; OnSnapshot holds it for one attribution pass
+// (a few microseconds per cached process). Errors (records dir not writable, squeue failing) are
+// logged and shown in metrics; the service keeps running.
+#ifndef GPUWARDEN_CLI_JOBS_SERVICE_H_
+#define GPUWARDEN_CLI_JOBS_SERVICE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/log.h"
+#include "cli/config.h"
+#include "collect/exposition.h"
+#include "collect/snapshot.h"
+#include "jobs/attribution.h"
+#include "jobs/job_records.h"
+#include "jobs/slurm.h"
+
+namespace gw::http {
+class Server;
+}
+
+namespace gw::cli {
+
+struct JobsServiceOptions {
+  std::string proc_root = "/proc";  // tests point it at a fake tree
+  // This machine's name in Slurm's node lists ("" = the host name, short form). Only jobs
+  // running on it are attributed, accounted and recorded here.
+  std::string node_name;
+};
+
+// Whether a Slurm host list ("gpu[01-04,07],login1") names `host`.
+bool HostListContains(std::string_view list, std::string_view host);
+
+// The records directory a configuration names (jobs.records_dir, else STORAGE_PATH/jobs).
+std::string JobRecordsDir(const Config& config);
+
+// Which jobs GET /api/gw/v1/jobs and `gpuwarden jobs` list.
+struct JobsQuery {
+  bool running_only = false;
+  double since_s = 0;  // > 0: finished jobs that ended within this long before now (running kept)
+  std::string team;    // "" = every team
+};
+
+class JobsService {
+ public:
+  // `logger` must outlive this object. Opens (creates) the records directory; if that fails, the
+  // error is logged and jobs are tracked without records.
+  JobsService(const Config& config, Logger* logger, JobsServiceOptions options = {});
+  ~JobsService();
+  JobsService(const JobsService&) = delete;
+  JobsService& operator=(const JobsService&) = delete;
+
+  // Starts the Slurm poller's thread when jobs.scheduler is slurm (first poll right away).
+  void Start();
+  void Stop();
+
+  // One recorded snapshot (the recorder's thread, after it is stored).
+  void OnSnapshot(const collect::Snapshot& snapshot);
+
+  // Appends the task-layer families (docs/metrics.md "Task layer") in `format`.
+  void RenderMetrics(collect::Format format, std::string* out) const;
+
+  // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T) and GET /api/gw/v1/jobs/<id>.
+  void RegisterRoutes(http::Server* server);
+
+  // The API's documents: {"status":"success","data":{"jobs":[...]}} and one job's
+  // {"status":"success","data":{...}}; nullopt for an unknown id. Records use the field names of
+  // jobs.jsonl (jobs/job_records.h); running jobs have state "RUNNING" and end_time 0.
+  std::string JobsJson(const JobsQuery& query) const;
+  std::optional<std::string> JobJson(const std::string& job_id) const;
+
+ private:
+  struct JobMeta {
+    std::string source;  // "slurm" or "process"
+    std::string name, user, account, team, partition;
+    double start_s = 0;
+  };
+  struct Histogram {
+    std::vector<double> bounds;
+    std::map<std::string, std::vector<std::uint64_t>> counts;  // by partition, per bound + Inf
+    std::map<std::string, double> sums;
+    void Observe(const std::string& partition, double v);
+  };
+
+  void TakeSchedulerEvents(double now_s);
+  void Attribute(const collect::Snapshot& snapshot, double now_s);
+  void TrackIdle(const collect::Snapshot& snapshot, double now_s);
+  void NoteEndedJobs(double now_s);
+  std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
+  double NowS() const;                                  // mu_ held
+
+  Config config_;
+  Logger* log_;
+  std::unique_ptr<jobs::JobRecordStore> store_;
+  std::unique_ptr<jobs::SlurmPoller> poller_;
+  jobs::TeamMap teams_;
+
+  mutable std::mutex mu_;
+  jobs::Attributor attributor_;
+  std::unique_ptr<jobs::JobLedger> ledger_;
+  double last_snapshot_s_ = 0;
+  // Running jobs as the ledger keys them ("process:<name>" for process jobs) and who they are.
+  std::map<std::string, JobMeta> meta_;
+  std::vector<jobs::JobGpuStats> running_;  // the ledger's view after the last snapshot
+  std::set<std::string> latency_seen_;      // jobs whose start latency was observed
+  // gpu index -> (ledger key of each job holding it)
+  std::map<unsigned, std::set<std::string>> allocations_;
+  std::map<unsigned, std::pair<std::string, std::string>> gpu_ids_;  // index -> (gpu, uuid) text
+  std::map<unsigned, double> idle_since_s_;  // allocated GPUs idle since; absent when active
+  std::map<unsigned, double> memory_used_ratio_;
+  std::map<std::string, double> jobs_by_state_;
+  Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
+  std::uint64_t record_errors_ = 0;
+  std::string node_name_;
+};
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_JOBS_SERVICE_H_

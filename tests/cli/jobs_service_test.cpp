@@ -1,0 +1,310 @@
+// The serve command's task layer without a GPU or Slurm: snapshots built by hand, a fake /proc
+// tree (with a planted secret in a process' environment), and a stand-in squeue script. Also the
+// jobs.* / teams.* configuration keys and the `gpuwarden jobs` table.
+#include "cli/jobs_service.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/jobs_commands.h"
+#include "support/process.h"
+
+namespace gw::cli {
+namespace {
+
+using gw::testing::ReadFile;
+using gw::testing::TempDir;
+using gw::testing::WriteFile;
+
+constexpr const char* kSecret = "hunter2-AKIAIOSFODNN7EXAMPLE-do-not-leak";
+
+// A fake /proc: <root>/<pid>/{stat,status,cgroup,environ}.
+void FakeProcess(const std::string& root, int pid, std::uint64_t start, const std::string& cgroup,
+                 const std::vector<std::string>& env) {
+  const std::string dir = root + "/" + std::to_string(pid);
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/stat", std::to_string(pid) +
+                               " (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
+                               std::to_string(start) + " 1000 10 0\n");
+  WriteFile(dir + "/status", "Name:\tpython3\nUid:\t0\t0\t0\t0\n");
+  WriteFile(dir + "/cgroup", cgroup);
+  std::string text;
+  for (const std::string& e : env) text += e + '\0';
+  WriteFile(dir + "/environ", text);
+}
+
+collect::GpuSnapshot Gpu(unsigned index, double util_ratio, double memory_used,
+                         std::vector<unsigned> pids = {}) {
+  collect::GpuSnapshot g;
+  g.values.fill(collect::kAbsent);
+  g.identity.index = index;
+  g.identity.uuid = "GPU-" + std::to_string(index);
+  auto set = [&g](collect::Slot s, double v) { g.values[static_cast<size_t>(s)] = v; };
+  set(collect::Slot::kUtilization, util_ratio);
+  set(collect::Slot::kMemoryUsed, memory_used);
+  set(collect::Slot::kMemoryTotal, 80e9);
+  set(collect::Slot::kPower, 300);
+  set(collect::Slot::kEventHwThermal, 0);
+  for (unsigned pid : pids) g.processes.push_back({pid, 1e9, collect::kAbsent});
+  return g;
+}
+
+collect::Snapshot Snap(double t, std::vector<collect::GpuSnapshot> gpus) {
+  collect::Snapshot s;
+  s.taken_unix_seconds = t;
+  s.gpus = std::move(gpus);
+  return s;
+}
+
+std::string Metrics(const JobsService& jobs, collect::Format f = collect::Format::kText) {
+  std::string out;
+  jobs.RenderMetrics(f, &out);
+  return out;
+}
+
+bool Has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(JobsConfig, KeysParseAndErrorsNameTheLine) {
+  TempDir dir;
+  WriteFile(dir / "c.yaml",
+            "jobs:\n  scheduler: slurm\n  squeue_command: /opt/slurm/bin/squeue --json\n"
+            "  poll_interval: 30s\n  records_dir: /var/lib/gw/jobs\n  idle_threshold: 0.1\n"
+            "  idle_window: 1h\nteams:\n  accounts: {physics: sim, ML-Research: research}\n"
+            "  users:\n    alice: vision\n");
+  Config c;
+  ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &c).ok());
+  EXPECT_EQ(c.jobs.scheduler, "slurm");
+  EXPECT_EQ(c.jobs.squeue_command, (std::vector<std::string>{"/opt/slurm/bin/squeue", "--json"}));
+  EXPECT_DOUBLE_EQ(c.jobs.poll_interval_s, 30);
+  EXPECT_EQ(c.jobs.records_dir, "/var/lib/gw/jobs");
+  EXPECT_DOUBLE_EQ(c.jobs.idle_threshold, 0.1);
+  EXPECT_DOUBLE_EQ(c.jobs.idle_window_s, 3600);
+  EXPECT_EQ(c.teams.accounts.at("physics"), "sim");
+  EXPECT_EQ(c.teams.users.at("alice"), "vision");
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_EQ(JobRecordsDir(c), "/var/lib/gw/jobs");
+  Config d;
+  EXPECT_EQ(JobRecordsDir(d), "data/jobs");
+  EXPECT_EQ(d.jobs.squeue_command, (std::vector<std::string>{"squeue", "--json"}));
+
+  WriteFile(dir / "bad.yaml", "jobs:\n  scheduler: pbs\n");
+  Status s = LoadConfigFile(dir / "bad.yaml", &c);
+  EXPECT_EQ(s.message(),
+            (dir / "bad.yaml") + ":2: jobs.scheduler: expected none or slurm, got 'pbs'");
+  WriteFile(dir / "bad2.yaml", "jobs:\n  idle_threshold: 5\n");
+  EXPECT_NE(LoadConfigFile(dir / "bad2.yaml", &c).message().find(":2: jobs.idle_threshold"),
+            std::string::npos);
+  WriteFile(dir / "bad3.yaml", "teams:\n  users: [alice]\n");
+  EXPECT_NE(LoadConfigFile(dir / "bad3.yaml", &c).message().find(":2: teams.users"),
+            std::string::npos);
+  WriteFile(dir / "bad4.yaml", "jobs:\n  squeue_command: [squeue, --json]\n  poll_interval: 0s\n");
+  EXPECT_NE(LoadConfigFile(dir / "bad4.yaml", &c).message().find(":3: jobs.poll_interval"),
+            std::string::npos);
+}
+
+TEST(HostList, SlurmNodeLists) {
+  EXPECT_TRUE(HostListContains("vm", "vm"));
+  EXPECT_FALSE(HostListContains("vm2", "vm"));
+  EXPECT_TRUE(HostListContains("gpu[01-04,07]", "gpu03"));
+  EXPECT_TRUE(HostListContains("gpu[01-04,07]", "gpu07"));
+  EXPECT_FALSE(HostListContains("gpu[01-04,07]", "gpu05"));
+  EXPECT_FALSE(HostListContains("gpu[01-04]", "gpu3"));  // zero-padded names
+  EXPECT_TRUE(HostListContains("login1,gpu[1-12]-ib", "gpu11-ib"));
+  EXPECT_TRUE(HostListContains("a[1-2],b[3-4]", "b4"));
+  EXPECT_FALSE(HostListContains("", "vm"));
+  EXPECT_FALSE(HostListContains("vm", ""));
+}
+
+// A process naming its job (no scheduler): attributed, accounted, recorded when it goes; the
+// secret in its environment reaches nothing.
+TEST(JobsService, ProcessJobFromFakeProcTree) {
+  TempDir dir;
+  const std::string proc = dir / "proc";
+  FakeProcess(proc, 4242, 777, "0::/user.slice\n",
+              {"GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "CUDA_VISIBLE_DEVICES=1",
+               std::string("AWS_SECRET_ACCESS_KEY=") + kSecret});
+  FakeProcess(proc, 5151, 888, "0::/user.slice\n", {"HOME=/root"});  // no job
+  Config config;
+  config.storage.path = dir / "data";
+  config.jobs.idle_window_s = 60;
+  std::vector<std::string> logs;
+  Logger logger(LogLevel::kDebug, [&](LogLevel, const std::string& l) { logs.push_back(l); });
+  JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});
+  jobs.Start();
+
+  jobs.OnSnapshot(Snap(1000, {Gpu(0, 0, 1e9, {5151}), Gpu(1, 0.9, 40e9, {4242})}));
+  jobs.OnSnapshot(Snap(1010, {Gpu(0, 0, 1e9, {5151}), Gpu(1, 0.5, 78e9, {4242})}));
+  std::string m = Metrics(jobs);
+  EXPECT_TRUE(Has(m,
+                  "gpu_allocation_info{gpu=\"1\",uuid=\"GPU-1\",job_id=\"train-7\",user=\"root\","
+                  "team=\"vision\",partition=\"\"} 1\n"))
+      << m;
+  EXPECT_FALSE(Has(m, "gpu_allocation_info{gpu=\"0\""));  // GPU 0's process names no job
+  const std::string l = "{job_id=\"train-7\",user=\"root\",team=\"vision\",partition=\"\"";
+  EXPECT_TRUE(Has(m, "gpu_job_gpus" + l + "} 1\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_gpu_seconds_total" + l + "} 10\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_sm_utilization_ratio" + l + ",stat=\"max\"} 0.5\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_memory_peak_bytes" + l + "} 7.8e+10\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_memory_used_ratio" + l + "} 0.975\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_energy_joules_total" + l + "} 3000\n")) << m;  // 300 W x 10 s
+  EXPECT_TRUE(Has(m, "gpu_jobs{state=\"RUNNING\"} 1\n")) << m;
+  EXPECT_FALSE(Has(m, "gpuwarden_slurm_up"));  // no scheduler configured
+  // Device series never carry job labels: only allocation info and gpu_job_* do.
+  for (size_t at = m.find("job_id="); at != std::string::npos; at = m.find("job_id=", at + 1)) {
+    size_t line = m.rfind('\n', at) + 1;
+    EXPECT_TRUE(
+        m.compare(line, 4, "gpu_") == 0 &&
+        (m.compare(line, 8, "gpu_job_") == 0 || m.compare(line, 19, "gpu_allocation_info") == 0))
+        << m.substr(line, 60);
+  }
+  // The API while it runs.
+  nlohmann::json running = nlohmann::json::parse(jobs.JobsJson({.running_only = true}));
+  ASSERT_EQ(running["data"]["jobs"].size(), 1u);
+  EXPECT_EQ(running["data"]["jobs"][0]["state"], "RUNNING");
+  EXPECT_EQ(running["data"]["jobs"][0]["gpu"]["gpus"], nlohmann::json::array({1}));
+  EXPECT_TRUE(nlohmann::json::parse(jobs.JobsJson({.team = "nlp"}))["data"]["jobs"].empty());
+
+  // Idle for over the window while allocated.
+  jobs.OnSnapshot(Snap(1020, {Gpu(0, 0, 1e9, {5151}), Gpu(1, 0, 78e9, {4242})}));
+  jobs.OnSnapshot(Snap(1090, {Gpu(0, 0, 1e9, {5151}), Gpu(1, 0, 78e9, {4242})}));
+  m = Metrics(jobs);
+  EXPECT_TRUE(Has(m, "gpu_idle_allocated_gpus 1\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_idle_streak_seconds" + l + "} 70\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_idle_streak_seconds{gpu=\"1\",uuid=\"GPU-1\"} 70\n")) << m;
+
+  // The process is gone: the record is written, the series go.
+  jobs.OnSnapshot(Snap(1100, {Gpu(0, 0, 1e9, {5151}), Gpu(1, 0, 0)}));
+  m = Metrics(jobs);
+  EXPECT_FALSE(Has(m, "gpu_allocation_info{")) << m;
+  EXPECT_FALSE(Has(m, "gpu_job_gpus{")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_run_seconds_count{partition=\"\"} 1\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_start_latency_seconds_count{partition=\"\"} 1\n")) << m;
+  auto one = jobs.JobJson("train-7");
+  ASSERT_TRUE(one.has_value());
+  nlohmann::json record = nlohmann::json::parse(*one)["data"];
+  EXPECT_EQ(record["state"], "ENDED");
+  EXPECT_EQ(record["source"], "process");
+  EXPECT_EQ(record["team"], "vision");
+  EXPECT_EQ(record["start_time"], 1000);
+  EXPECT_EQ(record["end_time"], 1100);
+  EXPECT_FALSE(jobs.JobJson("nope").has_value());
+  nlohmann::json since = nlohmann::json::parse(jobs.JobsJson({.since_s = 60}));
+  EXPECT_EQ(since["data"]["jobs"].size(), 1u);
+
+  const std::string file = ReadFile(dir / "data/jobs/jobs.jsonl");
+  EXPECT_TRUE(Has(file, "\"train-7\""));
+  for (const std::string& text :
+       {file, m, jobs.JobsJson({}), Metrics(jobs, collect::Format::kOpenMetrics)})
+    EXPECT_FALSE(Has(text, kSecret));
+  for (const std::string& line : logs) EXPECT_FALSE(Has(line, kSecret));
+
+  // `gpuwarden jobs` reads the same record.
+  const std::string table = JobsTable({*jobs::JobRecordFromJson(record.dump())});
+  EXPECT_TRUE(Has(table, "train-7")) << table;
+  EXPECT_TRUE(Has(table, "ENDED")) << table;
+  EXPECT_TRUE(Has(JobDetail(*jobs::JobRecordFromJson(record.dump())), "vision"));
+}
+
+// Counter families end in _total; OpenMetrics names the family without it.
+TEST(JobsService, OpenMetricsFamilyNames) {
+  TempDir dir;
+  Config config;
+  config.storage.path = dir / "data";
+  Logger logger(LogLevel::kError);
+  JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "testnode"});
+  const std::string om = Metrics(jobs, collect::Format::kOpenMetrics);
+  EXPECT_TRUE(Has(om, "# TYPE gpu_job_gpu_seconds counter\n")) << om;
+  EXPECT_TRUE(Has(
+      om,
+      "# TYPE gpu_job_queue_wait_seconds histogram\n# UNIT gpu_job_queue_wait_seconds seconds\n"));
+  const std::string text = Metrics(jobs);
+  EXPECT_TRUE(Has(text, "# TYPE gpu_job_gpu_seconds_total counter\n")) << text;
+  EXPECT_FALSE(Has(text, "# UNIT"));
+}
+
+// Five jobs: 11 runs here on GPUs 0-1, 12 waits, 13 finished here, 21 runs on another node.
+std::string Squeue(const std::string& node) {
+  return R"js({"meta": {}, "errors": [], "jobs": [
+  {"job_id": 11, "name": "train", "job_state": "RUNNING", "user_name": "alice",
+   "account": "Physics", "partition": "gpu", "nodes": ")js" +
+         node + R"js(",
+   "submit_time": 1000, "eligible_time": 1030, "start_time": 1100, "end_time": 99999999,
+   "gres_detail": ["gpu:2(IDX:0-1)"], "tres_per_node": "gres:gpu:2"},
+  {"job_id": 12, "name": "wait", "job_state": "PENDING", "state_reason": "Resources",
+   "user_name": "bob", "account": "bio", "partition": "gpu", "nodes": "",
+   "submit_time": 1001, "eligible_time": 1001, "start_time": 0, "end_time": 0, "gres_detail": []},
+  {"job_id": 13, "name": "done", "job_state": "COMPLETED", "user_name": "carol",
+   "account": "ml", "partition": "debug", "nodes": ")js" +
+         node + R"js(",
+   "submit_time": 900, "eligible_time": 900, "start_time": 905, "end_time": 1205,
+   "exit_code": 0, "gres_detail": ["gpu:1(IDX:2)"], "tres_per_node": "gres:gpu:1"},
+  {"job_id": 21, "name": "elsewhere", "job_state": "RUNNING", "user_name": "dan",
+   "account": "bio", "partition": "gpu", "nodes": "othernode",
+   "submit_time": 1000, "eligible_time": 1000, "start_time": 1010, "end_time": 99999999,
+   "gres_detail": ["gpu:1(IDX:3)"], "tres_per_node": "gres:gpu:1"}
+  ]})js";
+}
+
+TEST(JobsService, SlurmJobsFromAStandInSqueue) {
+  TempDir dir;
+  const std::string script = dir / "squeue";
+  WriteFile(dir / "answer.json", Squeue("node[1-3]"));
+  WriteFile(script, "#!/bin/sh\n[ -f '" + (dir / "answer.json") + "' ] || exit 1\ncat '" +
+                        (dir / "answer.json") + "'\n");
+  chmod(script.c_str(), 0755);
+  Config config;
+  config.storage.path = dir / "data";
+  config.jobs.scheduler = "slurm";
+  config.jobs.squeue_command = {script, "--json"};
+  config.jobs.poll_interval_s = 0.05;
+  config.teams.accounts = {{"physics", "sim"}};
+  Logger logger(LogLevel::kError);
+  JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
+  jobs.Start();
+  ASSERT_TRUE(
+      gw::testing::WaitFor([&] { return Has(Metrics(jobs), "gpuwarden_slurm_up 1\n"); }, 30));
+  jobs.OnSnapshot(Snap(1200, {Gpu(0, 0.9, 1e9), Gpu(1, 0.8, 1e9), Gpu(2, 0, 0), Gpu(3, 0, 0)}));
+  jobs.OnSnapshot(Snap(1210, {Gpu(0, 0.9, 1e9), Gpu(1, 0.8, 1e9), Gpu(2, 0, 0), Gpu(3, 0, 0)}));
+  std::string m = Metrics(jobs);
+  const std::string l = "job_id=\"11\",user=\"alice\",team=\"sim\",partition=\"gpu\"";
+  EXPECT_TRUE(Has(m, "gpu_allocation_info{gpu=\"0\",uuid=\"GPU-0\"," + l + "} 1\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_allocation_info{gpu=\"1\",uuid=\"GPU-1\"," + l + "} 1\n")) << m;
+  EXPECT_FALSE(Has(m, "job_id=\"21\"")) << m;  // runs on another node
+  EXPECT_TRUE(Has(m, "gpu_job_gpus{" + l + "} 2\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_jobs{state=\"PENDING\"} 1\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_jobs{state=\"RUNNING\"} 2\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_jobs{state=\"COMPLETED\"} 1\n")) << m;
+  // Queue waits (start - eligible): 11 waited 70 s, 13 5 s, 21 10 s; since submit 100, 5, 10.
+  EXPECT_TRUE(Has(m, "gpu_job_queue_wait_seconds_bucket{partition=\"gpu\",le=\"60.0\"} 1\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_queue_wait_seconds_bucket{partition=\"gpu\",le=\"120.0\"} 2\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_queue_wait_seconds_sum{partition=\"gpu\"} 80\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_submit_wait_seconds_sum{partition=\"gpu\"} 110\n")) << m;
+  EXPECT_TRUE(Has(m, "gpu_job_run_seconds_sum{partition=\"debug\"} 300\n")) << m;
+  EXPECT_TRUE(Has(m, "gpuwarden_slurm_last_success_timestamp_seconds ")) << m;
+  // Job 13 finished on this node: its record is there.
+  auto done = jobs.JobJson("13");
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(nlohmann::json::parse(*done)["data"]["state"], "COMPLETED");
+  auto running = jobs.JobJson("11");
+  ASSERT_TRUE(running.has_value());
+  nlohmann::json r = nlohmann::json::parse(*running)["data"];
+  EXPECT_EQ(r["state"], "RUNNING");
+  EXPECT_EQ(r["queue_wait_s"], 70);
+  EXPECT_EQ(r["team"], "sim");
+
+  // squeue fails: the last known jobs stay, slurm_up drops.
+  std::filesystem::remove(dir / "answer.json");
+  ASSERT_TRUE(
+      gw::testing::WaitFor([&] { return Has(Metrics(jobs), "gpuwarden_slurm_up 0\n"); }, 30));
+  jobs.OnSnapshot(Snap(1220, {Gpu(0, 0.9, 1e9), Gpu(1, 0.8, 1e9), Gpu(2, 0, 0), Gpu(3, 0, 0)}));
+  EXPECT_TRUE(Has(Metrics(jobs), "gpu_allocation_info{gpu=\"0\",uuid=\"GPU-0\"," + l + "} 1\n"));
+  jobs.Stop();
+}
+
+}  // namespace
+}  // namespace gw::cli
