@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 kind="${1:-release}"
 jobs="$(nproc)"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+# Share cache entries between checkouts in different folders (CI builds a fresh clone): paths
+# under the repository are hashed relative to it, and -g does not make the folder part of the key.
+export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=true
 case "$kind" in
   release)
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
