@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/jobs_service.h"
+#include "cli/snapshot_view.h"
 #include "http/client.h"
 
 namespace gw::cli {
@@ -20,18 +21,7 @@ std::string Fmt(const char* format, double v) {
 }
 
 std::string Timestamp(std::int64_t unix_seconds) {
-  if (unix_seconds <= 0) return "-";
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buffer;
-}
-
-std::string Pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
+  return unix_seconds <= 0 ? "-" : UtcTimestamp(static_cast<double>(unix_seconds));
 }
 
 std::string OrDash(const std::string& s) {
@@ -112,22 +102,23 @@ void PrintJson(const std::vector<jobs::JobRecord>& records) {
 
 std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
   if (records.empty()) return "no jobs\n";
-  std::string out = Pad("JOB", 14) + Pad("USER", 12) + Pad("TEAM", 14) + Pad("PARTITION", 11) +
-                    Pad("STATE", 11) + Pad("START", 22) + Pad("ELAPSED", 10) + Pad("GPUS", 10) +
-                    Pad("GPU-H", 8) + Pad("ENERGY", 10) + Pad("UTIL AVG/MAX", 14) + "MEM PEAK\n";
+  std::string out = PadRight("JOB", 14) + PadRight("USER", 12) + PadRight("TEAM", 14) +
+                    PadRight("PARTITION", 11) + PadRight("STATE", 11) + PadRight("START", 22) +
+                    PadRight("ELAPSED", 10) + PadRight("GPUS", 10) + PadRight("GPU-H", 8) +
+                    PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) + "MEM PEAK\n";
   for (const jobs::JobRecord& r : records) {
-    out += Pad(r.job_id, 13) + " " + Pad(OrDash(r.user), 11) + " " + Pad(OrDash(r.team), 13) + " " +
-           Pad(OrDash(r.partition), 10) + " " + Pad(r.state, 10) + " " +
-           Pad(Timestamp(r.start_time), 21) + " " + Pad(Elapsed(r), 9) + " " + Pad(GpuList(r), 9) +
-           " ";
+    out += PadRight(r.job_id, 13) + " " + PadRight(OrDash(r.user), 11) + " " +
+           PadRight(OrDash(r.team), 13) + " " + PadRight(OrDash(r.partition), 10) + " " +
+           PadRight(r.state, 10) + " " + PadRight(Timestamp(r.start_time), 21) + " " +
+           PadRight(Elapsed(r), 9) + " " + PadRight(GpuList(r), 9) + " ";
     if (r.gpu) {
-      out +=
-          Pad(Fmt("%.2f", r.gpu->gpu_seconds / 3600), 7) + " " +
-          Pad(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
-          Pad(Fmt("%.0f%%", r.gpu->util_avg_pct) + "/" + Fmt("%.0f%%", r.gpu->util_max_pct), 13) +
-          " " + Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30));
+      out += PadRight(Fmt("%.2f", r.gpu->gpu_seconds / 3600), 7) + " " +
+             PadRight(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
+             PadRight(Fmt("%.0f%%", r.gpu->util_avg_pct) + "/" + Fmt("%.0f%%", r.gpu->util_max_pct),
+                      13) +
+             " " + Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30));
     } else {
-      out += Pad("-", 7) + " " + Pad("-", 9) + " " + Pad("-", 13) + " -";
+      out += PadRight("-", 7) + " " + PadRight("-", 9) + " " + PadRight("-", 13) + " -";
     }
     out += "\n";
   }
@@ -137,7 +128,7 @@ std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
 std::string JobDetail(const jobs::JobRecord& r) {
   std::string out;
   auto line = [&out](const char* key, const std::string& value) {
-    out += Pad(std::string(key) + ":", 20) + value + "\n";
+    out += PadRight(std::string(key) + ":", 20) + value + "\n";
   };
   line("job", r.job_id + (r.name.empty() ? "" : " (" + r.name + ")"));
   line("source", r.source);

@@ -26,20 +26,6 @@ std::string Or(double v, const char* format, double scale = 1) {
   return IsAbsent(v) ? "-" : Fmt(format, v * scale);
 }
 
-std::string Timestamp(double unix_seconds) {
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buffer;
-}
-
-std::string Pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
-
 std::string Throttle(const GpuSnapshot& gpu) {
   auto reasons = collect::ThrottleReasons(gpu);
   if (reasons.empty()) return gpu.value(Slot::kEventGpuIdle) == 1 ? "idle" : "none";
@@ -60,28 +46,28 @@ std::string SnapshotTable(const collect::Snapshot& snap) {
   out += std::to_string(snap.gpus.size()) + " GPU(s), driver " + st.driver_version + ", NVML " +
          st.nvml_version +
          (st.cuda_driver_version.empty() ? "" : ", CUDA " + st.cuda_driver_version) + ", at " +
-         Timestamp(snap.taken_unix_seconds) + "\n\n";
+         UtcTimestamp(snap.taken_unix_seconds) + "\n\n";
   out +=
       "GPU  NAME                         UTIL  MEM USED/TOTAL GiB  TEMP   POWER/LIMIT W  "
       "SM MHz  PSTATE  THROTTLE\n";
   constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
   for (const GpuSnapshot& g : snap.gpus) {
     std::string line =
-        Pad(std::to_string(g.identity.index), 5) + Pad(g.identity.name.substr(0, 28), 29);
+        PadRight(std::to_string(g.identity.index), 5) + PadRight(g.identity.name.substr(0, 28), 29);
     if (g.lost) {
       out += line + "LOST (fell off the bus)\n";
       continue;
     }
-    line += Pad(Or(g.value(Slot::kUtilization), "%.0f%%", 100), 6);
-    line += Pad(Or(g.value(Slot::kMemoryUsed), "%.1f", kGiB) + "/" +
-                    Or(g.value(Slot::kMemoryTotal), "%.1f", kGiB),
-                20);
-    line += Pad(Or(g.value(Slot::kTemperature), "%.0fC"), 7);
-    line +=
-        Pad(Or(g.value(Slot::kPower), "%.0f") + "/" + Or(g.value(Slot::kPowerLimit), "%.0f"), 15);
-    line += Pad(Or(g.value(Slot::kSmClock), "%.0f", 1e-6), 8);
+    line += PadRight(Or(g.value(Slot::kUtilization), "%.0f%%", 100), 6);
+    line += PadRight(Or(g.value(Slot::kMemoryUsed), "%.1f", kGiB) + "/" +
+                         Or(g.value(Slot::kMemoryTotal), "%.1f", kGiB),
+                     20);
+    line += PadRight(Or(g.value(Slot::kTemperature), "%.0fC"), 7);
+    line += PadRight(
+        Or(g.value(Slot::kPower), "%.0f") + "/" + Or(g.value(Slot::kPowerLimit), "%.0f"), 15);
+    line += PadRight(Or(g.value(Slot::kSmClock), "%.0f", 1e-6), 8);
     double ps = g.value(Slot::kPerformanceState);
-    line += Pad(IsAbsent(ps) ? "-" : "P" + Fmt("%.0f", ps), 8);
+    line += PadRight(IsAbsent(ps) ? "-" : "P" + Fmt("%.0f", ps), 8);
     line += Throttle(g);
     out += line + "\n";
   }
@@ -156,6 +142,20 @@ std::string SnapshotJson(const collect::Snapshot& snap) {
   }
   root["gpus"] = gpus;
   return root.dump(2) + "\n";
+}
+
+std::string UtcTimestamp(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::string PadRight(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
 }
 
 }  // namespace gw::cli

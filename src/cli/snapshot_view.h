@@ -14,6 +14,11 @@ std::string SnapshotTable(const collect::Snapshot& snapshot);
 // The same as JSON for programs (schema in docs/metrics.md, "snapshot --json").
 std::string SnapshotJson(const collect::Snapshot& snapshot);
 
+// Table helpers shared by the CLI's views: UTC time "YYYY-MM-DD HH:MM:SSZ", and `s` padded
+// with spaces to `width`.
+std::string UtcTimestamp(double unix_seconds);
+std::string PadRight(std::string s, size_t width);
+
 }  // namespace gw::cli
 
 #endif  // GPUWARDEN_CLI_SNAPSHOT_VIEW_H_
