@@ -15,6 +15,8 @@ PACKAGES=(
   prometheus prometheus-alertmanager
   # Slurm 22.05 with munge (the task-layer tests start their own on loopback)
   slurmctld slurmd slurm-client munge
+  # a terminal for the interactive `gpuwarden top` test (tests/top/)
+  tmux
 )
 
 missing=()

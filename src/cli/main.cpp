@@ -2,6 +2,7 @@
 //
 //   gpuwarden serve     [flags]   collect and serve /metrics, /healthz, /readyz
 //   gpuwarden snapshot  [flags]   print every GPU's state now (table or --json)
+//   gpuwarden top       [flags]   a terminal view of the GPUs (--url: of an agent; --once)
 //   gpuwarden version
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include "cli/config.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
+#include "top/top.h"
 
 namespace {
 
@@ -34,6 +36,8 @@ struct Flags {
   std::string import_file, export_match;
   std::vector<std::string> rule_files;  // rules check|test
   gw::cli::JobsArgs jobs;                // jobs, jobs show
+
+  gw::top::TopArgs top;  // top
 };
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
@@ -180,6 +184,15 @@ int main(int argc, char** argv) {
   jobs_show->add_option("--data-dir", flags.data_dir, "storage directory");
   jobs_show->add_option("--config", flags.config_file, "YAML configuration file");
 
+  CLI::App* top = app.add_subcommand("top", "a terminal view of the GPUs, their jobs and alerts");
+  AddCommonFlags(top, &flags, defaults);
+  top->add_option("--url", flags.top.url, "watch a running gpuwarden at this URL");
+  top->add_flag("--once", flags.top.once, "print one plain frame and exit (for scripts)");
+  top->add_option("--refresh", flags.top.refresh, "time between readings (default 1s)");
+  top->add_option("--sim-time", flags.top.sim_time,
+                  "with --simulate: stepped clock, moved this far first (e.g. 90s)");
+  top->add_option("--width", flags.top.width, "--once: columns (default: the terminal's or 120)");
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -204,6 +217,7 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
+  if (top->parsed()) return gw::top::RunTop(config, flags.top, &logger);
   if (jobs_show->parsed()) return gw::cli::RunJobsShow(config, flags.jobs, &logger);
   if (jobs->parsed()) return gw::cli::RunJobs(config, flags.jobs, &logger);
   if (app.got_subcommand("tsdb")) {

@@ -1,0 +1,122 @@
+#include "top/frame.h"
+
+#include <cstdio>
+
+namespace gw::top {
+
+using collect::IsAbsent;
+using collect::Slot;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::string Throttle(const collect::GpuSnapshot& gpu, bool* throttled) {
+  std::string out;
+  for (size_t r = 0; r < collect::kClockEventReasons.size(); ++r) {
+    const collect::ClockEventReason& reason = collect::kClockEventReasons[r];
+    if (!reason.is_throttle || gpu.value(collect::ClockEventActiveSlot(r)) != 1) continue;
+    if (!out.empty()) out += ", ";
+    out += reason.description;
+  }
+  *throttled = !out.empty();
+  if (out.empty() && gpu.value(Slot::kEventGpuIdle) == 1) out = "idle";
+  return out;
+}
+
+std::string Processes(const collect::GpuSnapshot& gpu) {
+  std::string out;
+  for (const collect::ProcessSample& p : gpu.processes) {
+    if (!out.empty()) out += ", ";
+    out += "pid " + std::to_string(p.pid);
+    if (!IsAbsent(p.memory_bytes)) {
+      char buffer[32];
+      std::snprintf(buffer, sizeof buffer, " %.1f GiB", p.memory_bytes / kGiB);
+      out += buffer;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+GpuView ViewOf(const collect::GpuSnapshot& gpu) {
+  GpuView v;
+  v.index = gpu.identity.index;
+  v.name = gpu.identity.name;
+  v.uuid = gpu.identity.uuid;
+  v.lost = gpu.lost;
+  v.util = gpu.value(Slot::kUtilization);
+  v.memory_used_bytes = gpu.value(Slot::kMemoryUsed);
+  v.memory_total_bytes = gpu.value(Slot::kMemoryTotal);
+  v.power_w = gpu.value(Slot::kPower);
+  v.power_limit_w = gpu.value(Slot::kPowerLimit);
+  v.temperature_c = gpu.value(Slot::kTemperature);
+  v.slowdown_c = gpu.value(Slot::kThresholdSlowdown);
+  double sm = gpu.value(Slot::kSmClock);
+  v.sm_clock_mhz = IsAbsent(sm) ? sm : sm / 1e6;
+  v.pstate = gpu.value(Slot::kPerformanceState);
+  v.ecc_corrected = gpu.value(Slot::kEccCorrectedVolatile);
+  v.ecc_uncorrected = gpu.value(Slot::kEccUncorrectedVolatile);
+  for (const auto& [xid, count] : gpu.xid_counts) {
+    v.xid_events += count;
+    if (!v.xids.empty()) v.xids += ' ';
+    v.xids += std::to_string(xid) + "x" + std::to_string(count);
+  }
+  v.throttle = Throttle(gpu, &v.throttled);
+  v.processes = gpu.processes.size();
+  v.process_text = Processes(gpu);
+  return v;
+}
+
+std::shared_ptr<const Frame> FrameBuilder::Build(const Reading& reading) {
+  auto frame = std::make_shared<Frame>();
+  const collect::Snapshot& snap = *reading.snapshot;
+  frame->source = source_;
+  frame->nvml_up = snap.stats.nvml_up;
+  frame->nvml_error = snap.stats.nvml_error;
+  frame->driver_version = snap.stats.driver_version;
+  frame->taken_unix_seconds = snap.taken_unix_seconds;
+  frame->generation = snap.generation;
+  frame->alerts = reading.alerts;
+  frame->alerts_note = reading.alerts_note;
+  frame->jobs_note = reading.jobs_note;
+  frame->gpus.reserve(snap.gpus.size());
+  for (const collect::GpuSnapshot& gpu : snap.gpus) {
+    GpuView v = ViewOf(gpu);
+    if (auto h = reading.holders.find(v.index); h != reading.holders.end()) v.holder = h->second;
+    if (reading.has_health) {
+      if (auto h = reading.health.find(v.index); h != reading.health.end()) v.problems = h->second;
+    } else {
+      v.problems = collect::HealthProblems(gpu);
+    }
+    for (const collect::HealthProblem& p : v.problems) {
+      if (!v.has_problem || static_cast<int>(p.severity) > static_cast<int>(v.worst))
+        v.worst = p.severity;
+      v.has_problem = true;
+    }
+    Ring& ring = history_[v.uuid.empty() ? std::to_string(v.index) : v.uuid];
+    ring.values[ring.next] = IsAbsent(v.util) ? -1.0f : static_cast<float>(v.util);
+    ring.next = (ring.next + 1) % kHistoryLength;
+    if (ring.count < kHistoryLength) ++ring.count;
+    v.history_count = ring.count;
+    // Oldest first, right-aligned: the newest sample is history[kHistoryLength - 1].
+    for (size_t i = 0; i < ring.count; ++i) {
+      size_t from = (ring.next + kHistoryLength - ring.count + i) % kHistoryLength;
+      v.history[kHistoryLength - ring.count + i] = ring.values[from];
+    }
+    frame->gpus.push_back(std::move(v));
+  }
+  last_ = frame;
+  return frame;
+}
+
+std::shared_ptr<const Frame> FrameBuilder::Failed(const std::string& error) {
+  auto frame = last_ ? std::make_shared<Frame>(*last_) : std::make_shared<Frame>();
+  frame->source = source_;
+  frame->error = error;
+  if (!last_) frame->nvml_up = true;  // nothing known yet: show the error, not "no GPUs"
+  return frame;
+}
+
+}  // namespace gw::top

@@ -1,0 +1,127 @@
+// top/frame.h — what `gpuwarden top` shows, as immutable frames built off the UI thread.
+//
+// A `Reading` is what a source (top/sources.h) got in one poll: the snapshot, who holds each GPU,
+// the alerts. `FrameBuilder` turns readings into `Frame`s: it decodes everything a person reads
+// (throttle reasons, ECC/XID counts, health problems, job/team) and keeps each GPU's utilization
+// history for the sparkline, so that drawing a frame (top/render.h) only formats numbers and
+// copies text. A Frame never changes once built; the UI holds a shared_ptr<const Frame>.
+//
+// Threading: a FrameBuilder belongs to one thread (the poller's). Frames may be read from any.
+#ifndef GPUWARDEN_TOP_FRAME_H_
+#define GPUWARDEN_TOP_FRAME_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collect/health.h"
+#include "collect/snapshot.h"
+
+namespace gw::top {
+
+// Samples kept per GPU for the sparkline: at the default 1 s refresh, the last 4 minutes.
+inline constexpr size_t kHistoryLength = 240;
+
+// Who holds one GPU now (several jobs on one GPU are joined with ",").
+struct GpuHolder {
+  std::string job;   // job id, "" if none known
+  std::string team;  // "" if unknown
+  std::string user;  // "" if unknown
+};
+
+// One alert as the agent's /api/v1/alerts lists it.
+struct AlertView {
+  std::string name;      // alertname
+  std::string severity;  // "critical", "warning", "info" or ""
+  std::string state;     // "firing" or "pending"
+  std::string gpu;       // the gpu label, "" if the alert is not about one GPU
+  std::string summary;   // the summary annotation, "" if none
+};
+
+// One poll of a source.
+struct Reading {
+  std::shared_ptr<const collect::Snapshot> snapshot;  // never null
+  // The agent's health verdict per GPU index when the source has one (remote); else computed
+  // from the snapshot (collect/health.h).
+  std::map<unsigned, std::vector<collect::HealthProblem>> health;
+  bool has_health = false;
+  std::map<unsigned, GpuHolder> holders;  // by GPU index
+  std::vector<AlertView> alerts;          // firing and pending
+  // Why alerts (or jobs) are not shown, e.g. "alerts come from an agent: use --url"; "" if shown.
+  std::string alerts_note;
+  std::string jobs_note;
+};
+
+struct GpuView {
+  unsigned index = 0;
+  std::string name, uuid;
+  bool lost = false;
+  // Readings; NaN (collect::kAbsent) when absent.
+  double util = collect::kAbsent;  // ratio 0..1
+  double memory_used_bytes = collect::kAbsent, memory_total_bytes = collect::kAbsent;
+  double power_w = collect::kAbsent, power_limit_w = collect::kAbsent;
+  double temperature_c = collect::kAbsent;
+  double slowdown_c = collect::kAbsent;  // this GPU's own slowdown threshold
+  double sm_clock_mhz = collect::kAbsent;
+  double pstate = collect::kAbsent;
+  double ecc_corrected = collect::kAbsent;    // volatile (since the last reset)
+  double ecc_uncorrected = collect::kAbsent;  // volatile
+  uint64_t xid_events = 0;
+  std::string xids;      // "48x1 79x1", "" if none
+  std::string throttle;  // "power cap, HW slowdown", "idle", or "" (running free)
+  bool throttled = false;
+  size_t processes = 0;
+  std::string process_text;  // "pid 31337 70.0 GiB, pid 4242 1.2 GiB", "" if none
+  GpuHolder holder;
+  std::vector<collect::HealthProblem> problems;  // most severe first
+  bool has_problem = false;
+  collect::Severity worst = collect::Severity::kInfo;  // of `problems` when has_problem
+  // Utilization history, oldest first; the last `history_count` entries of `history` are valid.
+  std::array<float, kHistoryLength> history{};
+  size_t history_count = 0;
+};
+
+struct Frame {
+  std::string source;  // "local NVML", "simulated 'demo'", "http://node1:9966"
+  bool nvml_up = true;
+  std::string nvml_error;
+  std::string driver_version;
+  double taken_unix_seconds = 0;
+  uint64_t generation = 0;
+  std::vector<GpuView> gpus;  // in the snapshot's order (by index)
+  std::vector<AlertView> alerts;
+  std::string alerts_note, jobs_note;
+  // The last poll failed (an unreachable agent): the frame shows the previous data and this.
+  std::string error;
+};
+
+class FrameBuilder {
+ public:
+  explicit FrameBuilder(std::string source) : source_(std::move(source)) {}
+
+  // A frame from a fresh reading; appends each GPU's utilization to its history (by UUID).
+  std::shared_ptr<const Frame> Build(const Reading& reading);
+  // The previous frame with `error` set (the data is kept, the history does not move).
+  std::shared_ptr<const Frame> Failed(const std::string& error);
+
+ private:
+  struct Ring {
+    std::array<float, kHistoryLength> values{};
+    size_t next = 0, count = 0;
+  };
+  std::string source_;
+  std::map<std::string, Ring> history_;  // by GPU UUID
+  std::shared_ptr<const Frame> last_;
+};
+
+// The GPU view of one snapshot entry (no history, no holder); exposed for tests.
+GpuView ViewOf(const collect::GpuSnapshot& gpu);
+
+}  // namespace gw::top
+
+#endif  // GPUWARDEN_TOP_FRAME_H_

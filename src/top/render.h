@@ -1,0 +1,77 @@
+// top/render.h — draws a Frame as text, for a terminal or for a script.
+//
+//   FrameRenderer renderer;
+//   RenderOptions o{.width = 120, .height = 40, .screen = true};
+//   renderer.Render(*frame, view, o);      // returns the whole screen, written with one write()
+//
+// Two modes:
+//   screen (interactive): ANSI colours, Unicode sparkline, exactly `height` lines, each line
+//     cleared to its end, cursor sent home first — the screen is redrawn in place without
+//     flicker. The GPU list scrolls to keep the selected GPU visible; below it the selected GPU's
+//     problems, processes and job, then the alerts, then a key line.
+//   plain (--once, or stdout is not a terminal): no escape codes, ASCII only, every GPU, then
+//     every GPU's problems (with what to do), then the alerts.
+// Problems stand out: a GPU's title line carries "!!" (critical) or "! " (warning) and, on
+// screen, is red or yellow; bars turn yellow from 80 % and red from 95 % of their limit
+// (temperature against the GPU's own slowdown threshold, power against its enforced limit).
+// No line is wider than `width` columns.
+//
+// Cost: Render reuses its buffers; once they have grown to a frame's size, drawing another frame
+// of the same shape allocates nothing (tests/top/render_test.cpp checks).
+//
+// Threading: one FrameRenderer per thread (it holds scratch buffers).
+#ifndef GPUWARDEN_TOP_RENDER_H_
+#define GPUWARDEN_TOP_RENDER_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "top/frame.h"
+
+namespace gw::top {
+
+enum class SortKey { kIndex, kUtilization, kMemory, kPower, kTemperature, kProblems };
+std::string_view SortName(SortKey key);  // "index", "utilization", ...
+SortKey NextSort(SortKey key);           // the order the s key cycles through
+
+// What the person at the terminal chose.
+struct ViewState {
+  unsigned selected_gpu = 0;  // GPU index (not position) so that re-sorting keeps it
+  SortKey sort = SortKey::kIndex;
+  bool help = false;
+};
+
+struct RenderOptions {
+  int width = 100;  // columns; at least 40 are used
+  int height = 0;   // screen mode: lines; 0 = plain, as many as needed
+  bool screen = false;
+};
+
+class FrameRenderer {
+ public:
+  // The text to write; valid until the next call.
+  const std::string& Render(const Frame& frame, const ViewState& view,
+                            const RenderOptions& options);
+
+  // Positions into frame.gpus in `key` order (ties by GPU index); valid until the next call.
+  const std::vector<size_t>& Order(const Frame& frame, SortKey key);
+
+ private:
+  class Line;
+  void Header(const Frame& frame, const ViewState& view, Line& line);
+  void GpuBlock(const GpuView& gpu, bool selected, Line& line);
+  void Detail(const GpuView& gpu, Line& line);
+  void Problems(const Frame& frame, Line& line);
+  void Alerts(const Frame& frame, size_t max_lines, Line& line);
+  void Help(Line& line);
+  int BlockHeight(const GpuView& gpu) const;
+
+  int width_ = 100;
+  std::string out_;
+  std::vector<size_t> order_;
+};
+
+}  // namespace gw::top
+
+#endif  // GPUWARDEN_TOP_RENDER_H_

@@ -1,0 +1,249 @@
+#include "top/sources.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "http/client.h"
+
+namespace gw::top {
+
+using nlohmann::json;
+
+namespace {
+
+// "gpu_clock_event_active{reason=\"sw_power_cap\"}" -> slot, as SnapshotJson names the metrics.
+const std::unordered_map<std::string, collect::Slot>& SlotsByKey() {
+  static const auto* const kMap = [] {
+    auto* map = new std::unordered_map<std::string, collect::Slot>();
+    for (size_t s = 0; s < collect::kSlotCount; ++s) {
+      const collect::SlotInfo& info = collect::kSlots[s];
+      std::string key(collect::kFamilies[static_cast<size_t>(info.family)].name);
+      if (!info.labels.empty()) key += "{" + std::string(info.labels) + "}";
+      (*map)[key] = static_cast<collect::Slot>(s);
+    }
+    return map;
+  }();
+  return *kMap;
+}
+
+collect::Severity SeverityOf(const std::string& name) {
+  if (name == "critical") return collect::Severity::kCritical;
+  if (name == "warning") return collect::Severity::kWarning;
+  return collect::Severity::kInfo;
+}
+
+std::string JoinItem(const std::string& list, const std::string& item) {
+  if (item.empty() || list == item || list.find(item + ",") == 0 ||
+      list.find("," + item) != std::string::npos)
+    return list;
+  return list.empty() ? item : list + "," + item;
+}
+
+// The body of a 200 reply; `status` gets the HTTP status (0 when no reply came).
+Expected<std::string> AgentBody(const std::string& base, const std::string& path, double timeout_s,
+                                int* status) {
+  *status = 0;
+  auto reply = http::GetUrl(base + path, timeout_s);
+  if (!reply.ok()) return Error{base + path + ": " + reply.error().message};
+  *status = reply->status;
+  if (reply->status != 200) return Error{base + path + ": HTTP " + std::to_string(reply->status)};
+  return std::move(reply->body);
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<collect::Snapshot>> ParseSnapshotJson(
+    std::string_view body, std::map<unsigned, std::vector<collect::HealthProblem>>* health) {
+  json root = json::parse(body, nullptr, false);
+  if (root.is_discarded() || !root.is_object() || !root.contains("gpus") ||
+      !root["gpus"].is_array())
+    return Error{"not a gpuwarden snapshot (expected an object with a \"gpus\" array)"};
+  auto snap = std::make_shared<collect::Snapshot>();
+  try {
+    snap->taken_unix_seconds = root.value("taken_at", 0.0);
+    snap->stats.nvml_up = root.value("nvml_up", false);
+    snap->stats.nvml_error = root.value("nvml_error", "");
+    snap->stats.driver_version = root.value("driver_version", "");
+    snap->stats.nvml_version = root.value("nvml_version", "");
+    snap->stats.cuda_driver_version = root.value("cuda_driver_version", "");
+    const auto& slots = SlotsByKey();
+    for (const json& g : root["gpus"]) {
+      collect::GpuSnapshot gpu;
+      gpu.values.fill(collect::kAbsent);
+      gpu.identity.index = g.value("index", 0u);
+      gpu.identity.uuid = g.value("uuid", "");
+      gpu.identity.name = g.value("name", "");
+      gpu.identity.serial = g.value("serial", "");
+      gpu.identity.pci_bus_id = g.value("pci_bus_id", "");
+      gpu.lost = g.value("lost", false);
+      if (g.contains("metrics") && g["metrics"].is_object()) {
+        for (const auto& item : g["metrics"].items()) {
+          auto slot = slots.find(item.key());
+          if (slot != slots.end() && item.value().is_number())
+            gpu.values[static_cast<size_t>(slot->second)] = item.value().get<double>();
+        }
+      }
+      if (g.contains("xid_counts") && g["xid_counts"].is_object()) {
+        for (const auto& item : g["xid_counts"].items())
+          gpu.xid_counts.emplace_back(static_cast<unsigned>(std::stoul(item.key())),
+                                      item.value().get<uint64_t>());
+        std::sort(gpu.xid_counts.begin(), gpu.xid_counts.end());
+      }
+      if (g.contains("processes") && g["processes"].is_array()) {
+        for (const json& p : g["processes"]) {
+          collect::ProcessSample s;
+          s.pid = p.value("pid", 0u);
+          s.memory_bytes = p.value("memory_bytes", collect::kAbsent);
+          s.sm_utilization_ratio = p.value("sm_utilization_ratio", collect::kAbsent);
+          gpu.processes.push_back(s);
+        }
+      }
+      if (health && g.contains("health") && g["health"].is_array()) {
+        auto& problems = (*health)[gpu.identity.index];
+        for (const json& h : g["health"])
+          problems.push_back(
+              {SeverityOf(h.value("severity", "")), h.value("problem", ""), h.value("action", "")});
+      }
+      snap->gpus.push_back(std::move(gpu));
+    }
+  } catch (const std::exception& e) {
+    return Error{std::string("a snapshot field has the wrong type: ") + e.what()};
+  }
+  return snap;
+}
+
+Expected<std::vector<AlertView>> ParseAlertsJson(std::string_view body) {
+  json root = json::parse(body, nullptr, false);
+  if (root.is_discarded() || !root.is_object() || !root.contains("data") ||
+      !root["data"].contains("alerts") || !root["data"]["alerts"].is_array())
+    return Error{"not an alerts reply (expected {\"data\":{\"alerts\":[...]}})"};
+  std::vector<AlertView> out;
+  for (const json& a : root["data"]["alerts"]) {
+    if (!a.is_object()) continue;
+    AlertView v;
+    v.state = a.value("state", "");
+    if (v.state != "firing" && v.state != "pending") continue;
+    if (a.contains("labels") && a["labels"].is_object()) {
+      v.name = a["labels"].value("alertname", "");
+      v.severity = a["labels"].value("severity", "");
+      v.gpu = a["labels"].value("gpu", "");
+    }
+    if (a.contains("annotations") && a["annotations"].is_object())
+      v.summary = a["annotations"].value("summary", "");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Expected<std::map<unsigned, GpuHolder>> ParseJobsJson(std::string_view body) {
+  json root = json::parse(body, nullptr, false);
+  if (root.is_discarded() || !root.is_object() || !root.contains("data") ||
+      !root["data"].contains("jobs") || !root["data"]["jobs"].is_array())
+    return Error{"not a jobs reply (expected {\"data\":{\"jobs\":[...]}})"};
+  std::map<unsigned, GpuHolder> out;
+  for (const json& j : root["data"]["jobs"]) {
+    if (!j.is_object() || !j.contains("gpu") || !j["gpu"].is_object()) continue;
+    const json& gpus = j["gpu"].value("gpus", json::array());
+    if (!gpus.is_array()) continue;
+    for (const json& index : gpus) {
+      if (!index.is_number_unsigned()) continue;
+      GpuHolder& h = out[index.get<unsigned>()];
+      h.job = JoinItem(h.job, j.value("job_id", ""));
+      h.team = JoinItem(h.team, j.value("team", ""));
+      h.user = JoinItem(h.user, j.value("user", ""));
+    }
+  }
+  return out;
+}
+
+LocalSource::LocalSource(const cli::Config& config, double step_s, Logger* logger)
+    : config_(config),
+      step_s_(step_s),
+      stepped_(!config.simulate.scenario.empty() && config.simulate.clock == "stepped"),
+      agent_(config, logger),
+      teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}) {}
+
+LocalSource::~LocalSource() {
+  agent_.Stop();
+}
+
+Status LocalSource::Start(double advance_s) {
+  agent_.Start();
+  if (!agent_.nvml_error().empty()) return Status(Error{agent_.nvml_error()});
+  if (!agent_.collector().WaitForFirstCycle(60))
+    return Status(Error{"no collection cycle completed within 60 s"});
+  if (stepped_ && advance_s > 0) return agent_.collector().Advance(advance_s, 300);
+  return Status();
+}
+
+Expected<Reading> LocalSource::Read() {
+  if (stepped_ && !first_ && step_s_ > 0) {
+    if (Status s = agent_.collector().Advance(step_s_); !s.ok()) return Error{s.message()};
+  }
+  first_ = false;
+  Reading r;
+  r.snapshot = agent_.collector().Latest();
+  r.alerts_note = "alerts are evaluated by a running agent: use --url http://HOST:9966";
+  // Who holds each GPU: the processes NVML listed, attributed through /proc.
+  std::vector<jobs::GpuProcessRef> refs;
+  std::map<std::string, unsigned> index_of;
+  for (const collect::GpuSnapshot& g : r.snapshot->gpus) {
+    index_of[g.identity.uuid] = g.identity.index;
+    for (const collect::ProcessSample& p : g.processes)
+      refs.push_back({static_cast<pid_t>(p.pid), g.identity.uuid});
+  }
+  for (const jobs::GpuProcessRef& ref : refs) {
+    auto a = attributor_.Attribute(ref.pid, ref.gpu_uuid);
+    if (!a.ok()) continue;  // exited meanwhile, or a simulated pid with no process behind it
+    GpuHolder& h = r.holders[index_of[ref.gpu_uuid]];
+    h.job = JoinItem(h.job, a->job_id);
+    h.user = JoinItem(h.user, a->user);
+    if (!a->job_id.empty())
+      h.team = JoinItem(h.team, teams_.TeamOf(a->slurm_account, a->user, a->gpuwarden_team));
+  }
+  return r;
+}
+
+std::string LocalSource::Describe() const {
+  if (config_.simulate.scenario.empty()) return "local NVML";
+  return "simulated '" + config_.simulate.scenario + "'" + (stepped_ ? " (stepped clock)" : "");
+}
+
+RemoteSource::RemoteSource(std::string url, double timeout_s)
+    : url_(std::move(url)), timeout_s_(timeout_s) {
+  while (!url_.empty() && url_.back() == '/') url_.pop_back();
+}
+
+Expected<Reading> RemoteSource::Read() {
+  Reading r;
+  int status = 0;
+  auto snapshot = AgentBody(url_, "/api/snapshot", timeout_s_, &status);
+  if (!snapshot.ok()) return snapshot.error();
+  auto parsed = ParseSnapshotJson(*snapshot, &r.health);
+  if (!parsed.ok()) return Error{url_ + "/api/snapshot: " + parsed.error().message};
+  r.snapshot = std::move(*parsed);
+  r.has_health = true;
+
+  if (auto doc = AgentBody(url_, "/api/gw/v1/jobs?running=1", timeout_s_, &status); doc.ok()) {
+    auto holders = ParseJobsJson(*doc);
+    if (holders.ok())
+      r.holders = std::move(*holders);
+    else
+      r.jobs_note = holders.error().message;
+  } else {
+    r.jobs_note = status == 404 ? "this agent has no jobs API" : doc.error().message;
+  }
+  if (auto doc = AgentBody(url_, "/api/v1/alerts", timeout_s_, &status); doc.ok()) {
+    auto alerts = ParseAlertsJson(*doc);
+    if (alerts.ok())
+      r.alerts = std::move(*alerts);
+    else
+      r.alerts_note = alerts.error().message;
+  } else {
+    r.alerts_note = status == 404 ? "this agent has no alerts API" : doc.error().message;
+  }
+  return r;
+}
+
+}  // namespace gw::top

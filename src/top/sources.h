@@ -1,0 +1,85 @@
+// top/sources.h — where `gpuwarden top` gets its readings: this machine's GPUs, or an agent.
+//
+//   LocalSource   runs the collector in-process (NVML, or the simulator with --simulate), names
+//                 the holder of each GPU from /proc like `serve` does (jobs/attribution.h: Slurm
+//                 job, GPUWARDEN_JOB / GPUWARDEN_TEAM), and has no alerts (rules run in an agent).
+//                 With a stepped simulator clock each Read() after the first moves time by the
+//                 refresh interval, so a fault scenario plays out on screen.
+//   RemoteSource  asks a running agent: GET /api/snapshot, /api/gw/v1/jobs?running=1 and
+//                 /api/v1/alerts. An agent without the jobs or alerts API still shows its GPUs.
+//
+// Threading: Read() is called by the poller's thread only (top/poller.h); never on the UI thread,
+// as it may block on NVML or the network. Errors: Read() fails with one line (agent unreachable,
+// a reply that is not the agent's JSON); the poller shows it and keeps the last frame.
+#ifndef GPUWARDEN_TOP_SOURCES_H_
+#define GPUWARDEN_TOP_SOURCES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "cli/agent.h"
+#include "cli/config.h"
+#include "jobs/attribution.h"
+#include "jobs/teams.h"
+#include "top/frame.h"
+
+namespace gw::top {
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual Expected<Reading> Read() = 0;
+  // For the header: "local NVML", "simulated 'demo'", "http://node1:9966".
+  virtual std::string Describe() const = 0;
+};
+
+class LocalSource : public Source {
+ public:
+  // `logger` must outlive this. `step_s` > 0 with a stepped simulator: time moved per Read.
+  LocalSource(const cli::Config& config, double step_s, Logger* logger);
+  ~LocalSource() override;
+
+  // Loads NVML and collects the first cycle (up to 60 s). Fails with the reason NVML is missing.
+  // `advance_s` > 0 (stepped simulator): moves simulated time that far before the first Read.
+  Status Start(double advance_s);
+  Expected<Reading> Read() override;
+  std::string Describe() const override;
+
+ private:
+  cli::Config config_;
+  double step_s_;
+  bool stepped_;
+  bool first_ = true;
+  cli::Agent agent_;
+  jobs::Attributor attributor_;
+  jobs::TeamMap teams_;
+};
+
+class RemoteSource : public Source {
+ public:
+  // `url` is the agent's base address, e.g. http://node1:9966 (a trailing / is fine).
+  explicit RemoteSource(std::string url, double timeout_s = 5);
+  Expected<Reading> Read() override;
+  std::string Describe() const override { return url_; }
+
+ private:
+  std::string url_;
+  double timeout_s_;
+};
+
+// Parsers of the agent's documents (exposed for tests). Each fails with what is wrong.
+// GET /api/snapshot (cli/snapshot_view.h SnapshotJson) back into a snapshot; the agent's health
+// verdicts go to `health`.
+Expected<std::shared_ptr<collect::Snapshot>> ParseSnapshotJson(
+    std::string_view body, std::map<unsigned, std::vector<collect::HealthProblem>>* health);
+// GET /api/v1/alerts: firing and pending alerts.
+Expected<std::vector<AlertView>> ParseAlertsJson(std::string_view body);
+// GET /api/gw/v1/jobs?running=1: the holder of each GPU index.
+Expected<std::map<unsigned, GpuHolder>> ParseJobsJson(std::string_view body);
+
+}  // namespace gw::top
+
+#endif  // GPUWARDEN_TOP_SOURCES_H_

@@ -1,0 +1,314 @@
+// `gpuwarden top` as a person or a script meets it: the real binary on simulated faults, locally
+// (--once --simulate) and against a running `gpuwarden serve` (--once --url) whose fault raises an
+// alert in stepped time, with a job named by a host process; and an interactive run inside tmux
+// that draws, selects with j, quits with q and leaves the terminal as it found it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "support/agent_process.h"
+
+namespace gw::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string Top(std::vector<std::string> args, int* code) {
+  std::vector<std::string> argv = {GpuwardenBinary(), "top", "--once", "--width", "140"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::string out;
+  *code = RunCommand(argv, &out, 120);
+  return out;
+}
+
+std::string LineWith(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  size_t start = text.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  return text.substr(start, text.find('\n', at) - start);
+}
+
+// 2 x H100 driven by host processes: GPU 0 capped at 300 W from 10 s and hit by two
+// uncorrectable ECC errors at 20 s, GPU 1 falls off the bus at 30 s.
+constexpr const char* kFaultHost =
+    "name: top-faults\nseed: 5\nclock: stepped\nhost_processes: true\nhost_scan_interval: 50ms\n"
+    "gpus:\n"
+    "  - model: H100\n    workload:\n      - {type: training}\n    faults:\n"
+    "      - {type: power_cap, at: 10s, limit_w: 300}\n"
+    "      - {type: ecc_uncorrectable, at: 20s, count: 2}\n"
+    "  - model: H100\n    workload:\n      - {type: training}\n    faults:\n"
+    "      - {type: fall_off_bus, at: 30s}\n";
+
+Process StartJob(const TempDir& dir) {
+  return Process({"env", "GPUWARDEN_SIM_WORKLOAD=training", "CUDA_VISIBLE_DEVICES=0",
+                  "GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "sleep", "600"},
+                 dir / "job.log");
+}
+
+TEST(TopOnce, NamesEachFaultOfTheBuiltInScenarios) {
+  struct Case {
+    const char* scenario;
+    const char* sim_time;
+    std::vector<std::string> wanted;
+  } cases[] = {
+      {"power-cap", "90s", {"throttle: power cap", "/300W"}},
+      {"power-brake", "60s", {"HW slowdown, HW power brake slowdown"}},
+      {"cooling-failure", "100s", {"SW thermal slowdown"}},
+      {"ecc-uncorrectable",
+       "60s",
+       {"ecc: 2 corr 2 uncorr", "xid: 48x1", "[critical] 2 uncorrectable ECC error(s)"}},
+      {"fall-off-bus", "60s", {"LOST: fell off the bus", "XIDs: 79x1", "GPU 1 [critical]"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.scenario);
+    int code = -1;
+    const std::string out = Top({"--simulate", c.scenario, "--sim-time", c.sim_time}, &code);
+    ASSERT_EQ(code, 0) << out;
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << "escape codes in --once output";
+    for (const std::string& w : c.wanted)
+      EXPECT_NE(out.find(w), std::string::npos) << w << "\n" << out;
+    EXPECT_NE(out.find("Alerts: alerts are evaluated by a running agent"), std::string::npos);
+  }
+  // Before the fault there is nothing to report.
+  int code = -1;
+  const std::string calm = Top({"--simulate", "power-cap", "--sim-time", "30s"}, &code);
+  ASSERT_EQ(code, 0) << calm;
+  EXPECT_EQ(calm.find("power cap"), std::string::npos) << calm;
+}
+
+TEST(TopOnce, LocalShowsTheJobAndTeamOfAHostProcess) {
+  TempDir dir;
+  WriteFile(dir / "faults.yaml", kFaultHost);
+  Process job = StartJob(dir);
+  ASSERT_TRUE(job.started());
+  std::string out;
+  // The simulator finds the process on a scan (real time), the collector on a slow cycle.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        int code = -1;
+        out = Top({"--simulate", dir / "faults.yaml", "--sim-time", "40s"}, &code);
+        return code == 0 && out.find("job train-7") != std::string::npos;
+      },
+      60))
+      << out;
+  const std::string gpu0 = LineWith(out, "GPU 0 NVIDIA");
+  EXPECT_NE(gpu0.find("job train-7  team vision"), std::string::npos) << out;
+  EXPECT_NE(out.find("throttle: power cap"), std::string::npos) << out;
+  EXPECT_NE(LineWith(out, "GPU 1 NVIDIA").find("LOST"), std::string::npos) << out;
+}
+
+TEST(TopOnce, RemoteShowsFaultJobAndFiringAlertOfAnAgent) {
+  TempDir dir;
+  WriteFile(dir / "faults.yaml", kFaultHost);
+  WriteFile(dir / "gpuwarden.yaml", "rules:\n  evaluation_interval: 15s\n");
+  Process job = StartJob(dir);
+  ASSERT_TRUE(job.started());
+  AgentProcess agent({"--simulate", dir / "faults.yaml", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml"});
+  ASSERT_NE(agent.port(), 0);
+  // Step simulated time until the fall-off-bus alert fires and the job is attributed.
+  auto firing = [&] {
+    HttpReply r = agent.Get("/api/v1/alerts");
+    json j = json::parse(r.body, nullptr, false);
+    if (!j.is_object()) return false;
+    for (const json& a : j["data"]["alerts"])
+      if (a["labels"].value("alertname", "") == "GpuFellOffBus" && a.value("state", "") == "firing")
+        return true;
+    return false;
+  };
+  auto held = [&] {
+    return agent.Get("/api/gw/v1/jobs?running=1").body.find("train-7") != std::string::npos;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        agent.Advance(10);
+        return firing() && held();
+      },
+      90))
+      << agent.Log();
+
+  const std::string url = "http://127.0.0.1:" + std::to_string(agent.port());
+  int code = -1;
+  const std::string out = Top({"--url", url}, &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  EXPECT_NE(out.find(url), std::string::npos) << out;
+  const std::string gpu0 = LineWith(out, "GPU 0 NVIDIA");
+  EXPECT_NE(gpu0.find("job train-7"), std::string::npos) << out;
+  EXPECT_NE(gpu0.find("team vision"), std::string::npos) << out;
+  EXPECT_NE(out.find("throttle: power cap"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 uncorr"), std::string::npos) << out;
+  EXPECT_NE(LineWith(out, "GPU 1 NVIDIA").find("LOST: fell off the bus"), std::string::npos) << out;
+  const std::string alert = LineWith(out, "GpuFellOffBus");
+  EXPECT_NE(alert.find("FIRING  critical"), std::string::npos) << out;
+  EXPECT_NE(alert.find("gpu 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("GpuUncorrectableEccError"), std::string::npos) << out;
+
+  // The agent goes away: --once says so and fails.
+  agent.process().Stop();
+  const std::string gone = Top({"--url", url}, &code);
+  EXPECT_EQ(code, 1) << gone;
+  EXPECT_NE(gone.find(url + "/api/snapshot"), std::string::npos) << gone;
+}
+
+TEST(TopOnce, RefusesBadArguments) {
+  int code = -1;
+  std::string out = Top({"--refresh", "often"}, &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--refresh"), std::string::npos) << out;
+  out = Top({"--sim-time", "10s"}, &code);
+  EXPECT_EQ(code, 2) << out;
+  out = Top({"--url", "http://127.0.0.1:1", "--simulate", "demo"}, &code);
+  EXPECT_EQ(code, 2) << out;
+}
+
+// tmux on a private socket: a real terminal for the interactive mode.
+class Tmux {
+ public:
+  explicit Tmux(const TempDir& dir) : socket_(dir / "tmux.sock") {}
+  ~Tmux() { Run({"kill-server"}); }
+  static bool Available() {
+    std::string out;
+    return RunCommand({"tmux", "-V"}, &out, 10) == 0;
+  }
+  int Run(std::vector<std::string> args, std::string* out = nullptr) const {
+    std::vector<std::string> argv = {"tmux", "-S", socket_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string ignored;
+    return RunCommand(argv, out ? out : &ignored, 20);
+  }
+  std::string Screen() const {
+    std::string out;
+    Run({"capture-pane", "-p", "-t", "top"}, &out);
+    return out;
+  }
+  std::string Display(const std::string& format) const {
+    std::string out;
+    Run({"display-message", "-p", "-t", "top", format}, &out);
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out;
+  }
+
+ private:
+  std::string socket_;
+};
+
+TEST(TopInteractive, DrawsSelectsQuitsAndRestoresTheTerminal) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  Tmux tmux(dir);
+  // After top exits the shell records the terminal's modes and says so.
+  const std::string script =
+      "'" + GpuwardenBinary() +
+      "' top --simulate demo --refresh 300ms; echo \"exit=$?\"; stty -a > '" + (dir / "stty.txt") +
+      "'; echo TOP-DONE; sleep 60";
+  ASSERT_EQ(
+      tmux.Run({"new-session", "-d", "-s", "top", "-x", "132", "-y", "45", "sh", "-c", script}), 0);
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return screen.find("GPU 0 NVIDIA H100") != std::string::npos &&
+               screen.find("q quit") != std::string::npos;
+      },
+      60))
+      << screen;
+  EXPECT_EQ(tmux.Display("#{alternate_on}"), "1");
+  EXPECT_NE(screen.find("simulated 'demo'"), std::string::npos) << screen;
+  EXPECT_NE(LineWith(screen, "GPU 0 NVIDIA").find(">"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("Alerts:"), std::string::npos) << screen;
+
+  tmux.Run({"send-keys", "-t", "top", "j"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return LineWith(screen, "GPU 1 NVIDIA").find(">") != std::string::npos;
+      },
+      20))
+      << screen;
+  EXPECT_EQ(LineWith(screen, "GPU 0 NVIDIA").find(">"), std::string::npos) << screen;
+  // Sorting by the next key keeps GPU 1 selected; help comes and goes.
+  tmux.Run({"send-keys", "-t", "top", "s"});
+  ASSERT_TRUE(
+      WaitFor([&] { return tmux.Screen().find("sort: utilization") != std::string::npos; }, 20))
+      << tmux.Screen();
+  tmux.Run({"send-keys", "-t", "top", "h"});
+  ASSERT_TRUE(
+      WaitFor([&] { return tmux.Screen().find("Reading the screen") != std::string::npos; }, 20))
+      << tmux.Screen();
+  tmux.Run({"send-keys", "-t", "top", "x"});
+  ASSERT_TRUE(
+      WaitFor([&] { return tmux.Screen().find("Reading the screen") == std::string::npos; }, 20));
+  // A resize redraws at the new width.
+  tmux.Run({"resize-window", "-t", "top", "-x", "90", "-y", "30"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return LineWith(screen, "util [").find("temp [") == std::string::npos &&
+               screen.find("q quit") != std::string::npos;
+      },
+      20))
+      << screen;
+
+  tmux.Run({"send-keys", "-t", "top", "q"});
+  ASSERT_TRUE(WaitFor([&] { return tmux.Screen().find("TOP-DONE") != std::string::npos; }, 30))
+      << tmux.Screen();
+  screen = tmux.Screen();
+  EXPECT_NE(screen.find("exit=0"), std::string::npos) << screen;
+  EXPECT_EQ(tmux.Display("#{alternate_on}"), "0");
+  EXPECT_EQ(tmux.Display("#{cursor_flag}"), "1");  // the cursor is shown again
+  const std::string modes = ReadFile(dir / "stty.txt");
+  EXPECT_TRUE(std::regex_search(modes, std::regex(R"((^|\s)icanon(\s|$))"))) << modes;
+  EXPECT_TRUE(std::regex_search(modes, std::regex(R"((^|\s)echo(\s|$))"))) << modes;
+}
+
+// Ctrl-C (SIGINT from the terminal) or SIGTERM (from kill) while top runs: it stops and the
+// terminal is restored all the same.
+class TopSignal : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TopSignal, RestoresTheTerminal) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  Tmux tmux(dir);
+  // The shell survives the Ctrl-C (a trap) to report what top left behind.
+  const std::string script = "trap : INT; '" + GpuwardenBinary() +
+                             "' top --simulate power-cap --sim-time 70s --refresh 200ms; "
+                             "echo \"exit=$?\"; stty -a > '" +
+                             (dir / "stty.txt") + "'; echo TOP-DONE; sleep 60";
+  ASSERT_EQ(
+      tmux.Run({"new-session", "-d", "-s", "top", "-x", "100", "-y", "30", "sh", "-c", script}), 0);
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return screen.find("throttle: power cap") != std::string::npos;
+      },
+      60))
+      << screen;
+  EXPECT_NE(screen.find("stepped clock"), std::string::npos) << screen;
+  if (GetParam() == "SIGINT") {
+    tmux.Run({"send-keys", "-t", "top", "C-c"});
+  } else {
+    // top is the shell's only child.
+    std::string children;
+    RunCommand({"pgrep", "-P", tmux.Display("#{pane_pid}")}, &children, 10);
+    ASSERT_GT(std::atoi(children.c_str()), 0) << children;
+    kill(std::atoi(children.c_str()), SIGTERM);
+  }
+  ASSERT_TRUE(WaitFor([&] { return tmux.Screen().find("TOP-DONE") != std::string::npos; }, 30))
+      << tmux.Screen();
+  EXPECT_NE(tmux.Screen().find("exit=0"), std::string::npos) << tmux.Screen();
+  EXPECT_EQ(tmux.Display("#{alternate_on}"), "0");
+  const std::string modes = ReadFile(dir / "stty.txt");
+  EXPECT_TRUE(std::regex_search(modes, std::regex(R"((^|\s)icanon(\s|$))"))) << modes;
+  EXPECT_TRUE(std::regex_search(modes, std::regex(R"((^|\s)echo(\s|$))"))) << modes;
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, TopSignal, ::testing::Values("SIGINT", "SIGTERM"));
+
+}  // namespace
+}  // namespace gw::testing

@@ -1,0 +1,258 @@
+// The frame renderer on fixed snapshots: layout at several widths, decoding, problem
+// highlighting, screen mode, scrolling, sorting, and no allocation once warmed up.
+#include "top/render.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "alloc_count.h"
+#include "test_frames.h"
+#include "top/terminal.h"
+
+namespace gw::top {
+namespace {
+
+std::vector<std::string> Lines(const std::string& text, const std::string& separator = "\n") {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = text.find(separator, start);
+    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + separator.size();
+  }
+  return out;
+}
+
+// Visible columns: escape sequences (ESC [ ... letter) take none, a UTF-8 sequence one.
+int Columns(const std::string& line) {
+  int cols = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\x1b') {
+      ++i;
+      if (i < line.size() && line[i] == '[') {
+        while (i + 1 < line.size() && !std::isalpha(static_cast<unsigned char>(line[i + 1]))) ++i;
+        ++i;
+      }
+      continue;
+    }
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++cols;
+  }
+  return cols;
+}
+
+std::string LineWith(const std::string& text, const std::string& needle,
+                     const std::string& separator = "\n") {
+  for (const std::string& l : Lines(text, separator))
+    if (l.find(needle) != std::string::npos) return l;
+  return "";
+}
+
+class TopRender : public ::testing::Test {
+ protected:
+  std::shared_ptr<const Frame> Build(unsigned extra = 0) {
+    FrameBuilder builder("test");
+    return builder.Build(TestReading(extra));
+  }
+  FrameRenderer renderer_;
+};
+
+TEST_F(TopRender, PlainFrameFitsEveryWidthAndHasNoEscapes) {
+  auto frame = Build();
+  for (int width : {40, 60, 80, 100, 132, 200}) {
+    RenderOptions o;
+    o.width = width;
+    const std::string text = renderer_.Render(*frame, ViewState{}, o);
+    SCOPED_TRACE("width " + std::to_string(width));
+    EXPECT_EQ(text.find('\x1b'), std::string::npos);
+    for (const std::string& l : Lines(text)) EXPECT_LE(Columns(l), width) << l;
+    for (unsigned char c : text) EXPECT_LT(c, 0x80) << "plain output is ASCII";
+    EXPECT_NE(text.find("GPU 3"), std::string::npos);
+  }
+}
+
+TEST_F(TopRender, BarsShareALineWhenThereIsRoom) {
+  auto frame = Build();
+  auto bars_with_util = [&](int width) {
+    RenderOptions o;
+    o.width = width;
+    return LineWith(renderer_.Render(*frame, ViewState{}, o), "util [");
+  };
+  const std::string wide = bars_with_util(132);
+  EXPECT_NE(wide.find("temp ["), std::string::npos) << wide;
+  const std::string medium = bars_with_util(80);
+  EXPECT_NE(medium.find("mem  ["), std::string::npos) << medium;
+  EXPECT_EQ(medium.find("temp ["), std::string::npos) << medium;
+  const std::string narrow = bars_with_util(40);
+  EXPECT_EQ(narrow.find("mem  ["), std::string::npos) << narrow;
+}
+
+TEST_F(TopRender, DecodesThrottleEccXidJobAndAlerts) {
+  auto frame = Build();
+  RenderOptions o;
+  o.width = 160;
+  const std::string text = renderer_.Render(*frame, ViewState{}, o);
+  // GPU 1: power cap, held by a job.
+  EXPECT_NE(LineWith(text, "GPU 1 ").find("job train-7  team vision  user alice"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("throttle: power cap"), std::string::npos) << text;
+  EXPECT_NE(text.find("298/300W"), std::string::npos) << text;
+  // GPU 2: lost, with its XID.
+  EXPECT_NE(LineWith(text, "GPU 2 ").find("LOST: fell off the bus"), std::string::npos) << text;
+  EXPECT_NE(text.find("XIDs: 79x1"), std::string::npos) << text;
+  // GPU 3: ECC counts, XID 48, thermal throttling, temperature against its own slowdown.
+  EXPECT_NE(text.find("ecc: 5 corr 2 uncorr"), std::string::npos) << text;
+  EXPECT_NE(text.find("xid: 48x1"), std::string::npos) << text;
+  EXPECT_NE(text.find("SW thermal slowdown"), std::string::npos) << text;
+  EXPECT_NE(text.find("88/89C"), std::string::npos) << text;
+  // Problems with what to do, and the alerts.
+  EXPECT_NE(text.find("GPU 3 [critical] 2 uncorrectable ECC error(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU 2 [critical] GPU is lost"), std::string::npos) << text;
+  EXPECT_NE(text.find("Alerts: 1 firing, 1 pending"), std::string::npos) << text;
+  EXPECT_NE(LineWith(text, "GpuFellOffBus").find("FIRING  critical"), std::string::npos) << text;
+  EXPECT_NE(LineWith(text, "GpuFellOffBus").find("fell off the bus (XID 79)"), std::string::npos);
+  EXPECT_NE(LineWith(text, "GpuTemperatureNearSlowdown").find("pending"), std::string::npos);
+  // GPU 0 is healthy and idle of problems.
+  const std::string gpu0 =
+      text.substr(text.find("GPU 0 "), text.find("GPU 1 ") - text.find("GPU 0 "));
+  EXPECT_NE(gpu0.find("throttle: none  ecc: 0 corr 0 uncorr  xid: none"), std::string::npos)
+      << gpu0;
+}
+
+TEST_F(TopRender, ProblemsStandOut) {
+  auto frame = Build();
+  RenderOptions o;
+  o.width = 120;
+  const std::string plain = renderer_.Render(*frame, ViewState{}, o);
+  EXPECT_EQ(LineWith(plain, "GPU 2 ").substr(0, 4), " !!G") << plain;  // lost: critical
+  EXPECT_EQ(LineWith(plain, "GPU 3 ").substr(0, 4), " !!G");           // uncorrectable ECC
+  EXPECT_EQ(LineWith(plain, "GPU 0 ").substr(0, 4), "   G");           // healthy
+  // On screen: critical lines red, the hot GPU's temperature bar red (88 of 89 C).
+  o.height = 60;
+  o.screen = true;
+  const std::string screen = renderer_.Render(*frame, ViewState{}, o);
+  EXPECT_EQ(LineWith(screen, "GPU 2 ", "\r\n").rfind("\x1b[1;31m", 0), 0u) << screen;
+  const std::string gpu3 = screen.substr(screen.find("GPU 3 "));
+  const std::string temp = gpu3.substr(gpu3.find("temp ["), 20);
+  EXPECT_NE(temp.find("\x1b[1;31m|"), std::string::npos) << temp;
+  const std::string gpu0 = screen.substr(screen.find("GPU 0 "));
+  EXPECT_NE(gpu0.substr(gpu0.find("temp ["), 20).find("\x1b[32m|"), std::string::npos);
+}
+
+TEST_F(TopRender, ScreenIsExactlyTheTerminalsSize) {
+  auto frame = Build();
+  for (auto [w, h] : {std::pair{80, 24}, std::pair{132, 43}, std::pair{40, 10}}) {
+    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
+    RenderOptions o{w, h, true};
+    ViewState view;
+    view.selected_gpu = 1;
+    const std::string text = renderer_.Render(*frame, view, o);
+    ASSERT_EQ(text.rfind("\x1b[H", 0), 0u);
+    std::vector<std::string> lines = Lines(text.substr(3), "\r\n");
+    EXPECT_EQ(static_cast<int>(lines.size()), h);
+    for (const std::string& l : lines) EXPECT_LE(Columns(l), w) << l;
+    EXPECT_NE(lines.back().find("q quit"), std::string::npos) << lines.back();
+    EXPECT_EQ(text.find('\n', 0) == std::string::npos || text.find("\r\n") != std::string::npos,
+              true);
+  }
+  // Tall enough: the selected GPU's title carries the marker, its detail lists its process.
+  RenderOptions o{120, 50, true};
+  ViewState view;
+  view.selected_gpu = 1;
+  const std::string text = renderer_.Render(*frame, view, o);
+  EXPECT_NE(LineWith(text, "GPU 1 NVIDIA", "\r\n").find(">"), std::string::npos) << text;
+  EXPECT_EQ(LineWith(text, "GPU 0 NVIDIA", "\r\n").find(">"), std::string::npos);
+  EXPECT_NE(text.find("processes: pid 4242 30.0 GiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("sort: index"), std::string::npos);
+}
+
+TEST_F(TopRender, ScrollsToTheSelectedGpu) {
+  auto frame = Build(12);  // 16 GPUs
+  RenderOptions o{100, 24, true};
+  ViewState view;
+  view.selected_gpu = 15;
+  const std::string text = renderer_.Render(*frame, view, o);
+  EXPECT_NE(LineWith(text, "GPU 15 ", "\r\n").find(">"), std::string::npos) << text;
+  EXPECT_EQ(text.find("GPU 0 NVIDIA"), std::string::npos);  // scrolled past
+  view.selected_gpu = 0;
+  const std::string top = renderer_.Render(*frame, view, o);
+  EXPECT_NE(top.find("GPU 0 NVIDIA"), std::string::npos);
+  EXPECT_EQ(top.find("GPU 15 NVIDIA"), std::string::npos);
+}
+
+TEST_F(TopRender, SortsByTheChosenKey) {
+  auto frame = Build();
+  auto first = [&](SortKey key) { return frame->gpus[renderer_.Order(*frame, key)[0]].index; };
+  EXPECT_EQ(first(SortKey::kIndex), 0u);
+  EXPECT_EQ(first(SortKey::kUtilization), 0u);  // 95 %
+  EXPECT_EQ(first(SortKey::kTemperature), 3u);  // 88 C
+  EXPECT_EQ(first(SortKey::kProblems), 2u);     // lost beats everything
+  const std::vector<size_t>& by_power = renderer_.Order(*frame, SortKey::kPower);
+  EXPECT_EQ(frame->gpus[by_power.back()].index, 2u);  // no reading sorts last
+  SortKey k = SortKey::kIndex;
+  for (int i = 0; i < 6; ++i) k = NextSort(k);
+  EXPECT_EQ(k, SortKey::kIndex);
+}
+
+TEST_F(TopRender, SparklineFollowsTheHistory) {
+  FrameBuilder builder("test");
+  std::shared_ptr<const Frame> frame;
+  for (double util : {0.0, 0.5, 1.0}) {
+    Reading r = TestReading();
+    auto snap = std::make_shared<collect::Snapshot>(*r.snapshot);
+    snap->gpus[0].values[static_cast<size_t>(collect::Slot::kUtilization)] = util;
+    r.snapshot = snap;
+    frame = builder.Build(r);
+  }
+  const GpuView& g = frame->gpus[0];
+  ASSERT_EQ(g.history_count, 3u);
+  EXPECT_FLOAT_EQ(g.history[kHistoryLength - 1], 1.0f);
+  EXPECT_FLOAT_EQ(g.history[kHistoryLength - 3], 0.0f);
+  RenderOptions o;
+  o.width = 120;
+  const std::string line = LineWith(renderer_.Render(*frame, ViewState{}, o), "procs:");
+  EXPECT_NE(line.find("_-#"), std::string::npos) << line;  // low, middle, full; newest right
+  o.height = 40;
+  o.screen = true;
+  EXPECT_NE(renderer_.Render(*frame, ViewState{}, o).find("▁▄█"), std::string::npos);
+}
+
+TEST_F(TopRender, AFailedReadKeepsTheDataAndSaysWhy) {
+  FrameBuilder builder("http://node1:9966");
+  builder.Build(TestReading());
+  auto failed = builder.Failed("http://node1:9966/api/snapshot: connection refused");
+  EXPECT_EQ(failed->gpus.size(), 4u);
+  RenderOptions o;
+  const std::string text = renderer_.Render(*failed, ViewState{}, o);
+  EXPECT_NE(text.find("! http://node1:9966/api/snapshot: connection refused"), std::string::npos);
+  Reading local = TestReading();
+  local.alerts.clear();
+  local.alerts_note = "alerts are evaluated by a running agent";
+  const std::string note = renderer_.Render(*builder.Build(local), ViewState{}, o);
+  EXPECT_NE(note.find("Alerts: alerts are evaluated by a running agent"), std::string::npos);
+}
+
+TEST_F(TopRender, SteadyStateRenderingDoesNotAllocate) {
+  auto frame = Build(12);
+  for (bool screen : {false, true}) {
+    RenderOptions o{132, screen ? 50 : 0, screen};
+    ViewState view;
+    view.selected_gpu = 3;
+    renderer_.Render(*frame, view, o);  // buffers grow to the frame's size
+    StartCountingAllocations();
+    for (int i = 0; i < 3; ++i) renderer_.Render(*frame, view, o);
+    EXPECT_EQ(StopCountingAllocations(), 0) << (screen ? "screen" : "plain");
+  }
+}
+
+TEST(TopKeys, DecodesLettersAndArrows) {
+  std::vector<Key> keys = DecodeKeys("jk\x1b[A\x1b[B\x1bOBqs?hx");
+  std::vector<Key> want = {Key::kDown, Key::kUp,   Key::kUp,   Key::kDown, Key::kDown,
+                           Key::kQuit, Key::kSort, Key::kHelp, Key::kHelp, Key::kOther};
+  EXPECT_EQ(keys, want);
+}
+
+}  // namespace
+}  // namespace gw::top

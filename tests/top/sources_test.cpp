@@ -1,0 +1,84 @@
+// The remote source's parsers: the agent's snapshot JSON round-trips into the same frame as the
+// snapshot itself; alerts and jobs documents; bad documents are refused with a reason.
+#include <gtest/gtest.h>
+
+#include "cli/snapshot_view.h"
+#include "test_frames.h"
+#include "top/sources.h"
+
+namespace gw::top {
+namespace {
+
+TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
+  auto snap = TestSnapshot();
+  std::map<unsigned, std::vector<collect::HealthProblem>> health;
+  auto parsed = ParseSnapshotJson(cli::SnapshotJson(*snap), &health);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ((*parsed)->gpus.size(), snap->gpus.size());
+  EXPECT_EQ((*parsed)->stats.driver_version, "550.127.08");
+  EXPECT_DOUBLE_EQ((*parsed)->taken_unix_seconds, 1700000090);
+  for (size_t i = 0; i < snap->gpus.size(); ++i) {
+    GpuView want = ViewOf(snap->gpus[i]);
+    GpuView got = ViewOf((*parsed)->gpus[i]);
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got.index, want.index);
+    EXPECT_EQ(got.uuid, want.uuid);
+    EXPECT_EQ(got.lost, want.lost);
+    EXPECT_EQ(got.throttle, want.throttle);
+    EXPECT_EQ(got.xids, want.xids);
+    EXPECT_EQ(got.process_text, want.process_text);
+    EXPECT_EQ(std::isnan(got.power_w), std::isnan(want.power_w));
+    if (!std::isnan(want.power_w)) {
+      EXPECT_DOUBLE_EQ(got.power_w, want.power_w);
+    }
+    EXPECT_EQ(got.ecc_uncorrected == want.ecc_uncorrected, !std::isnan(want.ecc_uncorrected));
+    // The agent's health verdict comes along.
+    EXPECT_EQ(health[want.index].size(), collect::HealthProblems(snap->gpus[i]).size());
+  }
+  EXPECT_EQ(ViewOf((*parsed)->gpus[1]).throttle, "power cap");
+  EXPECT_EQ(health[2].front().severity, collect::Severity::kCritical);
+}
+
+TEST(TopSnapshotJson, RefusesWhatIsNotASnapshot) {
+  for (const char* bad : {"", "not json", "[]", "{\"gpus\": 3}", "{\"status\":\"success\"}"}) {
+    auto parsed = ParseSnapshotJson(bad, nullptr);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.error().message.find("snapshot"), std::string::npos);
+    }
+  }
+  auto wrong_type = ParseSnapshotJson(R"js({"gpus":[{"index":"zero"}]})js", nullptr);
+  EXPECT_FALSE(wrong_type.ok());
+}
+
+TEST(TopAlertsJson, KeepsFiringAndPending) {
+  auto alerts = ParseAlertsJson(R"js({"status":"success","data":{"alerts":[
+    {"labels":{"alertname":"GpuFellOffBus","severity":"critical","gpu":"1"},
+     "annotations":{"summary":"GPU 1 fell off the bus (XID 79)"},"state":"firing"},
+    {"labels":{"alertname":"GpuLost","severity":"critical","gpu":"1"},"state":"pending"},
+    {"labels":{"alertname":"Old"},"state":"inactive"}]}})js");
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ(alerts->size(), 2u);
+  EXPECT_EQ((*alerts)[0].name, "GpuFellOffBus");
+  EXPECT_EQ((*alerts)[0].gpu, "1");
+  EXPECT_EQ((*alerts)[0].summary, "GPU 1 fell off the bus (XID 79)");
+  EXPECT_EQ((*alerts)[1].state, "pending");
+  EXPECT_FALSE(ParseAlertsJson(R"js({"data":{}})js").ok());
+  EXPECT_FALSE(ParseAlertsJson("<html>").ok());
+}
+
+TEST(TopJobsJson, NamesTheHoldersOfEachGpu) {
+  auto holders = ParseJobsJson(R"js({"status":"success","data":{"jobs":[
+    {"job_id":"train-7","team":"vision","user":"alice","state":"RUNNING","gpu":{"gpus":[1]}},
+    {"job_id":"11","team":"sim","user":"bob","state":"RUNNING","gpu":{"gpus":[0,1]}},
+    {"job_id":"12","team":"bio","state":"PENDING"}]}})js");
+  ASSERT_TRUE(holders.ok());
+  ASSERT_EQ(holders->size(), 2u);
+  EXPECT_EQ((*holders)[0].job, "11");
+  EXPECT_EQ((*holders)[1].job, "train-7,11");
+  EXPECT_EQ((*holders)[1].team, "vision,sim");
+  EXPECT_FALSE(ParseJobsJson(R"js({"data":{"jobs":{}}})js").ok());
+}
+
+}  // namespace
+}  // namespace gw::top
