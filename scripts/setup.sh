@@ -17,13 +17,31 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge
   # a terminal for the interactive `gpuwarden top` test (tests/top/)
   tmux
+  # the web console's browser tests (tests/web) drive Debian's chromium, never a downloaded one
+  chromium
 )
+
+# The browser tests' npm packages (tests/web/package-lock.json: playwright-core), from the npm
+# registry with `npm ci`, when what is installed differs from the lock file. No browser download.
+install_web_test_packages() {
+  local lock=tests/web/package-lock.json
+  [ -f "$lock" ] || return 0
+  if ! node -e 'const l=require("./tests/web/package-lock.json").packages["node_modules/playwright-core"];
+      const i=require("./tests/web/node_modules/playwright-core/package.json");
+      process.exit(l.version===i.version?0:1)' 2>/dev/null; then
+    echo "setup: npm ci in tests/web"
+    (cd tests/web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null)
+  fi
+}
+cd "$(dirname "$0")/.."
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -eq 0 ]; then
+  install_web_test_packages
   exit 0
 fi
 
@@ -39,3 +57,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_web_test_packages

@@ -13,18 +13,11 @@
 #include "collect/exposition.h"
 #include "http/prom_api.h"
 #include "http/server.h"
+#include "web/console.h"
 
 namespace gw::cli {
 
 namespace {
-
-constexpr const char* kIndexPage =
-    "<!doctype html><html><head><title>gpuwarden</title></head><body>"
-    "<h1>gpuwarden</h1><ul>"
-    "<li><a href=\"/metrics\">/metrics</a> (Prometheus)</li>"
-    "<li><a href=\"/api/snapshot\">/api/snapshot</a> (JSON)</li>"
-    "<li><a href=\"/healthz\">/healthz</a>, <a href=\"/readyz\">/readyz</a></li>"
-    "</ul></body></html>\n";
 
 void RegisterRoutes(http::Server* server, Agent* agent, collect::MetricsPage* page) {
   collect::Collector* collector = &agent->collector();
@@ -50,10 +43,6 @@ void RegisterRoutes(http::Server* server, Agent* agent, collect::MetricsPage* pa
   server->Get("/api/snapshot", [collector](const http::Request&, http::Response& res) {
     res.body = SnapshotJson(*collector->Latest());
     res.content_type = "application/json";
-  });
-  server->Get("/", [](const http::Request&, http::Response& res) {
-    res.body = kIndexPage;
-    res.content_type = "text/html; charset=utf-8";
   });
   if (!collector->options().stepped) return;
   // Simulator with a stepped clock: tests move time and read exact values.
@@ -167,6 +156,14 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
     http::RegisterPromApi(
         server->get(), [store] { return store->NewQuerier(); }, api);
   }
+  // The web console at / (web/console.h); its charts read the store.
+  web::ConsoleOptions console;
+  console.version = version;
+  if (store) console.queriers = [store] { return store->NewQuerier(); };
+  console.now_ms = [collector = &agent.collector()] {
+    return static_cast<int64_t>(collector->Latest()->taken_unix_seconds * 1000);
+  };
+  web::RegisterConsole(server->get(), std::move(console));
   if (Status s = (*server)->Start(); !s.ok()) {
     logger->Error(s.message());
     return 1;

@@ -1,0 +1,121 @@
+// Talking to the agent. Every call resolves (never rejects): failures come back as
+// {error: "..."} and an endpoint this agent does not have as {missing: true}, so pages can say
+// "not available on this agent" instead of breaking.
+import { parseMetricKey, worst } from './format.js';
+
+export async function getJson(path) {
+  let res;
+  try {
+    res = await fetch(path, { headers: { Accept: 'application/json' } });
+  } catch (e) {
+    return { error: `the agent did not answer (${e.message})` };
+  }
+  if (res.status === 404) return { missing: true };
+  let body;
+  try {
+    body = await res.json();
+  } catch (e) {
+    return { error: `${path}: HTTP ${res.status}, not JSON` };
+  }
+  if (!res.ok || body.status === 'error') return { error: body.error || `${path}: HTTP ${res.status}` };
+  return body;
+}
+
+// Downsampled history (web/chart.h): {start, end, step, points, series:[{labels, min, max, avg}]}
+export async function chart(metric, { gpu, start, end, points }) {
+  const g = gpu === undefined || gpu === null ? '' : `&gpu=${gpu}`;
+  const r = await getJson(`/api/gw/v1/chart?metric=${metric}${g}&start=${start}&end=${end}&points=${points}`);
+  return r.data || { start, end, step: (end - start) / points, points, series: [], error: r.error };
+}
+
+// Reasons that mean the GPU is being slowed (gpu_idle and settings are not problems).
+export const SLOWDOWN_REASONS = {
+  sw_power_cap: { label: 'power cap', level: 'info' },
+  hw_slowdown: { label: 'HW slowdown', level: 'critical' },
+  hw_thermal_slowdown: { label: 'HW thermal slowdown', level: 'critical' },
+  hw_power_brake_slowdown: { label: 'power brake', level: 'critical' },
+  sw_thermal_slowdown: { label: 'SW thermal slowdown', level: 'warning' },
+  sync_boost: { label: 'sync boost', level: 'info' },
+};
+
+// One GPU of /api/snapshot, with its metrics by name and what the console derives from them.
+export function gpuView(gpu, alerts, jobs) {
+  const m = {};
+  const labelled = {};
+  for (const [key, value] of Object.entries(gpu.metrics || {})) {
+    const { name, labels } = parseMetricKey(key);
+    if (Object.keys(labels).length === 0) m[name] = value;
+    else (labelled[name] ||= []).push({ labels, value });
+  }
+  const pick = (name, label, value) => (labelled[name] || []).find((s) => s.labels[label] === value)?.value;
+  const index = String(gpu.index);
+  const firing = alerts.filter((a) => a.labels.gpu === index && a.state === 'firing');
+  const pending = alerts.filter((a) => a.labels.gpu === index && a.state === 'pending');
+  const throttles = (labelled.gpu_clock_event_active || [])
+    .filter((s) => s.value > 0 && SLOWDOWN_REASONS[s.labels.reason])
+    .map((s) => ({ reason: s.labels.reason, ...SLOWDOWN_REASONS[s.labels.reason] }));
+  const eccUncorrected = pick('gpu_ecc_errors_total', 'type', 'uncorrected') || 0;
+  const eccVolatile = (labelled.gpu_ecc_errors_total || [])
+    .filter((s) => s.labels.scope === 'volatile')
+    .reduce((acc, s) => ({ ...acc, [s.labels.type]: s.value }), {});
+  const xids = Object.values(gpu.xid_counts || {}).reduce((a, b) => a + b, 0);
+  const holders = jobs.filter((j) => j.gpu && (j.gpu.gpus || []).includes(gpu.index));
+  const lost = gpu.lost || !gpu.up;
+  let state = 'ok';
+  if (lost) state = 'lost';
+  else {
+    state = worst(
+      ...firing.map((a) => ({ critical: 'critical', warning: 'warning' })[a.labels.severity] || 'none'),
+      ...(gpu.health || []).map((h) => (h.severity === 'info' ? 'none' : h.severity)),
+      ...throttles.map((t) => (t.level === 'info' ? 'none' : t.level === 'critical' ? 'warning' : t.level)),
+      (eccVolatile.uncorrected || 0) > 0 ? 'critical' : 'none',
+    );
+    if (state === 'none') state = 'ok';
+  }
+  return {
+    index: gpu.index, name: gpu.name, uuid: gpu.uuid, serial: gpu.serial, pci: gpu.pci_bus_id,
+    lost, state, m, labelled, firing, pending, throttles, eccVolatile, eccUncorrected, xids,
+    health: gpu.health || [], processes: gpu.processes || [], xidCounts: gpu.xid_counts || {},
+    slowdownC: pick('gpu_temperature_threshold_celsius', 'threshold', 'slowdown'),
+    shutdownC: pick('gpu_temperature_threshold_celsius', 'threshold', 'shutdown'),
+    gpuMaxC: pick('gpu_temperature_threshold_celsius', 'threshold', 'gpu_max'),
+    memMaxC: pick('gpu_temperature_threshold_celsius', 'threshold', 'memory_max'),
+    jobs: holders,
+  };
+}
+
+// Series of /metrics whose family `keep(name)` wants: [{name, labels, value}]. The task layer's
+// families (jobs, queue, allocation, quota, cost) live on /metrics, not in the agent's store.
+export async function scrape(keep) {
+  let text;
+  try {
+    const res = await fetch('/metrics');
+    if (!res.ok) return [];
+    text = await res.text();
+  } catch (e) {
+    return [];
+  }
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (!line || line[0] === '#') continue;
+    const brace = line.indexOf('{');
+    const space = brace >= 0 ? line.lastIndexOf('} ') + 1 : line.indexOf(' ');
+    const name = line.slice(0, brace >= 0 ? brace : space);
+    if (!keep(name)) continue;
+    const { labels } = parseMetricKey(brace >= 0 ? line.slice(0, space) : name);
+    out.push({ name, labels, value: Number(line.slice(space + 1).split(' ')[0]) });
+  }
+  return out;
+}
+
+// histogram_quantile over buckets [{le, value}] (cumulative counts), as Prometheus interpolates.
+export function histogramQuantile(q, buckets) {
+  const b = buckets.map((x) => ({ le: x.le === '+Inf' ? Infinity : Number(x.le), v: x.value })).sort((x, y) => x.le - y.le);
+  if (!b.length || b[b.length - 1].v === 0) return undefined;
+  const rank = q * b[b.length - 1].v;
+  const i = b.findIndex((x) => x.v >= rank);
+  if (b[i].le === Infinity) return i > 0 ? b[i - 1].le : undefined;
+  const lo = i > 0 ? b[i - 1].le : 0;
+  const below = i > 0 ? b[i - 1].v : 0;
+  return lo + (b[i].le - lo) * ((rank - below) / Math.max(1e-12, b[i].v - below));
+}

@@ -1,0 +1,136 @@
+// The console's shell: hash routes (#/fleet, #/gpu/3, #/jobs, #/teams, #/alerts, #/findings), the
+// data every page shares (the snapshot, the alerts, the running jobs), refreshed every
+// REFRESH_MS without reloading, and the navigation bar's live state.
+import { getJson } from './api.js';
+import { clockSeconds, esc } from './format.js';
+import fleet from './pages/fleet.js';
+import gpu from './pages/gpu.js';
+import jobs from './pages/jobs.js';
+import teams from './pages/teams.js';
+import alerts from './pages/alerts.js';
+import findings from './pages/findings.js';
+
+const REFRESH_MS = 2000;
+const PAGES = { fleet, gpu, jobs, teams, alerts, findings };
+
+const ctx = { info: null, snapshot: null, alerts: [], jobs: [], now: 0, route: null, error: null };
+let current = null;
+let painted = false;
+let timer = null;
+
+function parseRoute() {
+  const [path, q] = (location.hash.replace(/^#\/?/, '') || 'fleet').split('?');
+  const [name, ...args] = path.split('/');
+  return { name: PAGES[name] ? name : 'fleet', args, query: new URLSearchParams(q || '') };
+}
+
+async function loadShared() {
+  const [snap, al, jb] = await Promise.all([
+    getJson('/api/snapshot'),
+    getJson('/api/v1/alerts'),
+    getJson('/api/gw/v1/jobs?running=1'),
+  ]);
+  if (snap.error || snap.missing) {
+    ctx.error = snap.error || 'the agent has no /api/snapshot';
+    return;
+  }
+  ctx.error = null;
+  ctx.snapshot = snap;
+  ctx.now = snap.taken_at || Date.now() / 1000;
+  ctx.alerts = al.data ? al.data.alerts : [];
+  ctx.jobs = jb.data ? jb.data.jobs : [];
+}
+
+function updateChrome() {
+  const live = document.getElementById('live');
+  const banner = document.getElementById('banner');
+  if (ctx.error) {
+    live.className = 'live down';
+    live.textContent = 'agent unreachable';
+    banner.hidden = false;
+    banner.textContent = `Lost contact with the agent: ${ctx.error}. Retrying every ${REFRESH_MS / 1000} s; the last data stays on screen.`;
+  } else {
+    live.className = 'live';
+    live.textContent = ctx.snapshot ? `live · ${clockSeconds(ctx.now)}` : 'connecting…';
+    banner.hidden = true;
+    if (ctx.snapshot && !ctx.snapshot.nvml_up) {
+      banner.hidden = false;
+      banner.textContent = `NVML is not available on this node: ${ctx.snapshot.nvml_error || 'unknown error'}. No GPU is being watched.`;
+    }
+  }
+  const firing = ctx.alerts.filter((a) => a.state === 'firing');
+  const badge = document.querySelector('[data-nav="alerts"] .badge');
+  badge.textContent = firing.length || '';
+  const worst = ['critical', 'warning'].find((sev) => firing.some((a) => a.labels.severity === sev)) || 'info';
+  badge.className = `badge ${worst}`;
+  document.querySelectorAll('nav [data-nav]').forEach((a) => {
+    const on = a.dataset.nav === ctx.route.name || (ctx.route.name === 'gpu' && a.dataset.nav === 'fleet');
+    a.classList.toggle('active', on);
+    if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  });
+}
+
+function markPainted() {
+  if (painted) return;
+  painted = true;
+  performance.mark('gw-data-painted');
+  document.body.dataset.ready = 'true';
+}
+
+async function tick() {
+  clearTimeout(timer);
+  await loadShared();
+  updateChrome();
+  if (current && ctx.snapshot) {
+    await current.page.update(ctx);
+    markPainted();
+  }
+  timer = setTimeout(tick, document.hidden ? REFRESH_MS * 5 : REFRESH_MS);
+}
+
+async function route() {
+  ctx.route = parseRoute();
+  if (current) current.page.unmount?.();
+  const root = document.getElementById('main');
+  root.innerHTML = '';
+  root.dataset.page = ctx.route.name;
+  const page = PAGES[ctx.route.name];
+  current = { page };
+  document.title = `${page.title(ctx.route)} · gpuwarden`;
+  page.mount(root, ctx);
+  if (ctx.snapshot) {
+    updateChrome();
+    await page.update(ctx);
+    markPainted();
+  }
+}
+
+function setupTheme() {
+  const stored = localStorage.getItem('gw-theme');
+  if (stored) document.documentElement.dataset.theme = stored;
+  document.getElementById('theme').addEventListener('click', () => {
+    const dark = (document.documentElement.dataset.theme || (matchMedia('(prefers-color-scheme: light)').matches ? 'light' : 'dark')) === 'dark';
+    document.documentElement.dataset.theme = dark ? 'light' : 'dark';
+    localStorage.setItem('gw-theme', document.documentElement.dataset.theme);
+    window.dispatchEvent(new Event('resize'));
+    current?.page.redraw?.();
+  });
+}
+
+async function start() {
+  setupTheme();
+  // The first data and the agent's description in parallel: one round trip before the first paint.
+  const [info] = await Promise.all([getJson('/api/gw/v1/console'), loadShared()]);
+  ctx.info = info.data || { version: '', history: false };
+  document.getElementById('version').textContent = ctx.info.version ? `gpuwarden ${ctx.info.version}` : 'gpuwarden';
+  window.addEventListener('hashchange', () => route());
+  document.addEventListener('visibilitychange', () => { if (!document.hidden) tick(); });
+  ctx.route = parseRoute();
+  await route();
+  updateChrome();
+  timer = setTimeout(tick, ctx.snapshot ? REFRESH_MS : 0);
+}
+
+start().catch((e) => {
+  document.getElementById('main').innerHTML = `<div class="card empty">The console failed to start: ${esc(e.message)}</div>`;
+});

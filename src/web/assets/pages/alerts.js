@@ -1,0 +1,109 @@
+// Alerts: firing and pending now (/api/v1/alerts), their history on a time axis (the ALERTS series
+// in the store, downsampled by /api/gw/v1/chart), and the health of the rules that raise them.
+import { chart, getJson } from '../api.js';
+import { ago, clock, duration, html, render, severityRank } from '../format.js';
+
+const RANGES = [['1h', 3600], ['6h', 21600], ['24h', 86400], ['7d', 604800]];
+const POINTS = 360;
+let st = null;
+
+function alertRow(a, now) {
+  const level = a.state === 'pending' ? 'pending' : a.labels.severity === 'critical' ? 'critical' : a.labels.severity === 'info' ? 'info' : 'warning';
+  const gpu = a.labels.gpu;
+  return html`<tr data-alert="${a.labels.alertname}" data-gpu="${gpu || ''}"><td><span class="pill ${level}">${a.labels.severity || a.state}</span></td>
+    <td><details><summary><b>${a.labels.alertname}</b> — ${a.annotations.summary || ''}</summary>
+      <div class="more">${a.annotations.description || ''}${a.annotations.runbook ? html`\n\nRunbook: ${a.annotations.runbook}` : ''}</div></details></td>
+    <td>${gpu !== undefined ? html`<a href="#/gpu/${gpu}">GPU ${gpu}</a>` : '–'}</td><td>${a.labels.layer || '–'}</td>
+    <td class="num">${ago(Date.parse(a.activeAt) / 1000, now)}</td></tr>`;
+}
+
+function alertTable(list, now, empty) {
+  const sorted = [...list].sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0) || a.labels.alertname.localeCompare(b.labels.alertname));
+  return html`<div class="card tablewrap"><table><thead><tr><th>Severity</th><th>Alert</th><th>GPU</th><th>Layer</th><th class="num">Active since</th></tr></thead>
+    <tbody>${sorted.length ? sorted.map((a) => alertRow(a, now)) : html`<tr><td colspan="5" class="muted">${empty}</td></tr>`}</tbody></table></div>`;
+}
+
+function history(d) {
+  const lanes = [];
+  const events = [];
+  for (const s of d.series) {
+    const runs = [];
+    let from = -1;
+    s.max.forEach((v, i) => {
+      const on = v !== null && v > 0;
+      if (on && from < 0) from = i;
+      if ((!on || i === s.max.length - 1) && from >= 0) { runs.push([from, on ? i : i - 1]); from = -1; }
+    });
+    if (!runs.length) continue;
+    const who = s.labels.gpu !== undefined ? ` · GPU ${s.labels.gpu}` : '';
+    lanes.push({ label: `${s.labels.alertname}${who}`, state: s.labels.alertstate, runs });
+    for (const [a, b] of runs) events.push({ name: s.labels.alertname, gpu: s.labels.gpu, state: s.labels.alertstate, from: d.start + a * d.step, to: d.start + (b + 1) * d.step, open: b === d.points - 1 });
+  }
+  if (!lanes.length) return html`<div class="card empty"><b>No alert in this range</b>Nothing fired or was pending.</div>`;
+  lanes.sort((a, b) => a.label.localeCompare(b.label) || a.state.localeCompare(b.state));
+  const p = (i) => ((i / d.points) * 100).toFixed(2);
+  const timeline = html`<div class="timeline card">${lanes.map((l) => html`<div class="lane"><span>${l.label} <small>${l.state}</small></span><div class="track">${l.runs.map(([a, b]) => html`<span style="left:${p(a)}%;width:${p(b + 1 - a)}%;background:${l.state === 'firing' ? '#f85149' : '#d29922'}"></span>`)}</div></div>`)}
+    <div class="axis"><div></div><div><span>${clock(d.start, true)}</span><span>${clock((d.start + d.end) / 2)}</span><span>${clock(d.end)}</span></div></div></div>`;
+  events.sort((a, b) => b.from - a.from);
+  const table = html`<div class="card tablewrap"><table><thead><tr><th>Alert</th><th>GPU</th><th>State</th><th>From</th><th>To</th><th class="num">Lasted</th></tr></thead><tbody>
+    ${events.slice(0, 100).map((e) => html`<tr><td>${e.name}</td><td>${e.gpu !== undefined ? html`<a href="#/gpu/${e.gpu}">GPU ${e.gpu}</a>` : '–'}</td><td><span class="pill ${e.state}">${e.state}</span></td>
+      <td>${clock(e.from, true)}</td><td>${e.open ? 'now' : clock(e.to, true)}</td><td class="num">${e.open ? '≥ ' : ''}${duration(e.to - e.from)}</td></tr>`)}</tbody></table></div>`;
+  return html`${timeline}${table}<p class="muted">Resolution ${duration(d.step)}: the store's ALERTS series, downsampled.</p>`;
+}
+
+function rulesTable(groups) {
+  if (!groups) return html`<div class="card empty">Rules are not available on this agent.</div>`;
+  const rows = groups.map((g) => {
+    const bad = g.rules.filter((r) => r.health && r.health !== 'ok');
+    return html`<tr><td><b>${g.name}</b><br><small>${(g.file || '').split('/').pop()}</small></td><td class="num">${g.rules.length}</td>
+      <td class="num">${g.rules.filter((r) => r.type === 'alerting').length}</td><td class="num">${g.interval}s</td>
+      <td class="num">${(g.evaluationTime * 1000).toFixed(1)} ms</td>
+      <td>${bad.length ? bad.map((r) => html`<div><span class="pill critical">${r.health}</span> ${r.name}: <small>${r.lastError || ''}</small></div>`) : html`<span class="pill ok">ok</span>`}</td></tr>`;
+  });
+  return html`<div class="card tablewrap"><table><thead><tr><th>Group</th><th class="num">Rules</th><th class="num">Alerts</th><th class="num">Every</th><th class="num">Last evaluation</th><th>Health</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+}
+
+async function refreshHistory(ctx) {
+  st.histAt = ctx.now;
+  const step = st.range / POINTS;
+  const end = Math.ceil(ctx.now / step) * step;
+  const token = (st.token = (st.token || 0) + 1);
+  const [d, rules] = await Promise.all([
+    ctx.info.history ? chart('ALERTS', { start: end - st.range, end, points: POINTS }) : null,
+    getJson('/api/v1/rules'),
+  ]);
+  if (!st || token !== st.token) return;
+  render(st.els.history, d ? history(d) : html`<div class="card empty">This agent keeps no history.</div>`);
+  render(st.els.rules, rulesTable(rules.data?.groups));
+}
+
+function drawRanges(ctx) {
+  render(st.els.ranges, html`<div class="seg">${RANGES.map(([n, s]) => html`<button type="button" data-range="${n}" class="${s === st.range ? 'on' : ''}">${n}</button>`)}</div>`);
+  st.els.ranges.querySelectorAll('button').forEach((b) => b.addEventListener('click', () => {
+    st.range = RANGES.find(([n]) => n === b.dataset.range)[1];
+    drawRanges(ctx);
+    refreshHistory(ctx);
+  }));
+}
+
+export default {
+  title: () => 'Alerts',
+  mount(root) {
+    root.innerHTML = `<div class="pagehead"><div><h1>Alerts</h1><div class="sub">Raised by the rules this agent evaluates over its own history</div></div></div>
+      <div class="kpis"></div><h2>Firing</h2><div class="firing"></div><h2>Pending</h2><div class="pending"></div>
+      <div class="pagehead"><h2>History</h2><div class="ranges"></div></div><div class="history"></div><h2>Rules</h2><div class="rules"></div>`;
+    st = { range: 21600, histAt: -Infinity, els: Object.fromEntries(['kpis', 'firing', 'pending', 'ranges', 'history', 'rules'].map((c) => [c, root.querySelector(`.${c}`)])) };
+  },
+  async update(ctx) {
+    if (!st.rangesDrawn) { st.rangesDrawn = true; drawRanges(ctx); }
+    const firing = ctx.alerts.filter((a) => a.state === 'firing');
+    const pending = ctx.alerts.filter((a) => a.state === 'pending');
+    const n = (sev) => firing.filter((a) => a.labels.severity === sev).length;
+    const k = (label, value, level = '') => html`<div class="kpi card ${value ? level : ''}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+    render(st.els.kpis, [k('Critical', n('critical'), 'critical'), k('Warning', n('warning'), 'warning'), k('Info', n('info')), k('Pending', pending.length, 'warning')]);
+    render(st.els.firing, alertTable(firing, ctx.now, 'No alert is firing.'));
+    render(st.els.pending, alertTable(pending, ctx.now, 'No alert is pending.'));
+    if (ctx.now - st.histAt >= Math.max(5, st.range / POINTS) || ctx.now < st.histAt) await refreshHistory(ctx);
+  },
+  unmount() { st = null; },
+};

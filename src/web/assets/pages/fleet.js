@@ -1,0 +1,150 @@
+// Fleet overview: one tile per GPU (health, utilization, memory, temperature against that GPU's
+// own slowdown threshold, power, throttling, job/team, alerts), problems first in a list above.
+import { chart, gpuView } from '../api.js';
+import { sparkline } from '../chart.js';
+import { bytes, celsius, html, pct, render, severityRank, watts } from '../format.js';
+
+const SPARK_WINDOW_S = 900;
+const SPARK_REFRESH_S = 10;
+let els = null;
+let spark = { at: 0, byGpu: {} };
+
+const levelOf = (a) => ({ critical: 'critical', warning: 'warning' })[a.labels.severity] || 'info';
+
+function meter(name, ratio, value, { level = '', marker } = {}) {
+  const w = Math.max(0, Math.min(1, ratio || 0)) * 100;
+  const mark = marker === undefined ? '' : html`<i style="left:${(Math.min(1, marker) * 100).toFixed(1)}%"></i>`;
+  return html`<div class="meter"><span class="name">${name}</span><span class="bar"><span class="${level}" style="width:${w.toFixed(1)}%"></span>${mark}</span><span class="val">${value}</span></div>`;
+}
+
+function tempMeter(v) {
+  const t = v.m.gpu_temperature_celsius;
+  if (t === undefined) return '';
+  const limit = v.slowdownC || v.gpuMaxC;
+  if (!limit) return meter('Temp', t / 100, celsius(t));
+  const margin = limit - t;
+  const level = margin <= 3 ? 'critical' : margin <= 8 ? 'warning' : '';
+  // Scale to the shutdown threshold so the slowdown marker sits inside the bar.
+  const top = v.shutdownC || limit + 10;
+  return meter('Temp', t / top, html`${celsius(t)} <small>/ ${celsius(limit)}</small>`, { level, marker: limit / top });
+}
+
+function tile(v, ctx) {
+  const m = v.m;
+  const state = { ok: 'OK', warning: 'Warning', critical: 'Critical', lost: 'Lost' }[v.state];
+  const job = v.jobs[0];
+  const who = job
+    ? html`<span title="user ${job.user || '–'}">job <b>${job.name || job.job_id}</b> · team <b>${job.team}</b></span>`
+    : v.processes.length ? html`${v.processes.length} process${v.processes.length > 1 ? 'es' : ''} · no job` : html`idle · no job`;
+  const memRatio = m.gpu_memory_total_bytes ? m.gpu_memory_used_bytes / m.gpu_memory_total_bytes : 0;
+  const powerRatio = m.gpu_power_limit_watts ? m.gpu_power_watts / m.gpu_power_limit_watts : 0;
+  const chips = [
+    ...v.throttles.map((t) => html`<span class="chip ${t.level}" title="clocks held down">${t.label}</span>`),
+    v.eccVolatile.uncorrected > 0 ? html`<span class="chip critical">ECC uncorrectable ×${v.eccVolatile.uncorrected}</span>` : '',
+    v.xids > 0 ? html`<span class="chip warning">XID ×${v.xids}</span>` : '',
+    ...v.pending.map((a) => html`<span class="chip warning" title="pending">${a.labels.alertname} (pending)</span>`),
+  ];
+  const alerts = [...v.firing]
+    .sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0))
+    .map((a) => html`<div class="alert" data-alert="${a.labels.alertname}"><span class="pill ${levelOf(a)}">${a.labels.severity || 'firing'}</span>${a.labels.alertname}</div>`);
+  const body = v.lost
+    ? html`<div class="big"><div class="num">lost</div></div><div class="muted">The GPU stopped answering NVML. ${v.health[0] ? v.health[0].action : ''}</div>`
+    : html`<div class="big"><div class="num">${Math.round((m.gpu_utilization_ratio || 0) * 100)}<small>% util</small></div><canvas class="spark" data-gpu="${v.index}"></canvas></div>
+      ${meter('Memory', memRatio, html`${bytes(m.gpu_memory_used_bytes)} <small>/ ${bytes(m.gpu_memory_total_bytes)}</small>`, { level: memRatio > 0.95 ? 'critical' : memRatio > 0.9 ? 'warning' : '' })}
+      ${tempMeter(v)}
+      ${m.gpu_power_watts === undefined ? '' : meter('Power', powerRatio, html`${watts(m.gpu_power_watts)} <small>/ ${watts(m.gpu_power_limit_watts)}</small>`, { level: powerRatio > 0.98 ? 'warning' : '' })}`;
+  return html`<a class="tile card" href="#/gpu/${v.index}" data-gpu="${v.index}" data-state="${v.state}">
+    <div class="head"><span class="idx">GPU ${v.index}</span><span class="pill ${v.state}">${state}</span></div>
+    <div class="model">${v.name}</div>
+    <div class="who">${who}</div>
+    ${body}
+    <div class="chips">${chips}</div>
+    <div class="alerts">${alerts}</div>
+  </a>`;
+}
+
+function problems(views, ctx) {
+  const rows = [];
+  for (const v of views) {
+    if (v.lost) rows.push({ level: 'lost', gpu: v.index, text: `GPU ${v.index} is lost`, detail: v.health.map((h) => h.problem).join('; ') });
+  }
+  const firing = ctx.alerts.filter((a) => a.state === 'firing')
+    .sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0));
+  for (const a of firing) {
+    if (levelOf(a) === 'info') continue;  // on the tiles and the alerts page, not a problem
+    rows.push({ level: levelOf(a), gpu: a.labels.gpu, text: a.annotations.summary || a.labels.alertname, detail: a.labels.alertname });
+  }
+  for (const v of views) {
+    for (const h of v.health) {
+      if (h.severity === 'critical' && !v.lost) rows.push({ level: 'critical', gpu: v.index, text: `GPU ${v.index}: ${h.problem}`, detail: h.action });
+    }
+  }
+  if (!rows.length) {
+    const pending = ctx.alerts.filter((a) => a.state === 'pending').length;
+    const info = firing.length;
+    return html`<div class="row"><span class="pill ok">healthy</span><span class="what">All ${views.length} GPUs answer NVML and no warning or critical alert is firing${info || pending ? html` · <a href="#/alerts">${info ? `${info} informational` : ''}${info && pending ? ', ' : ''}${pending ? `${pending} pending` : ''}</a>` : ''}.</span></div>`;
+  }
+  return rows.slice(0, 8).map((r) => html`<div class="row"><span class="pill ${r.level}">${r.level}</span>
+    <span class="what">${r.gpu !== undefined ? html`<a href="#/gpu/${r.gpu}">${r.text}</a>` : r.text} <small>${r.detail}</small></span></div>`)
+    .concat(rows.length > 8 ? [html`<div class="row"><a href="#/alerts">${rows.length - 8} more…</a></div>`] : []);
+}
+
+function kpis(views, ctx) {
+  const up = views.filter((v) => !v.lost);
+  const sum = (f) => up.reduce((a, v) => a + (v.m[f] || 0), 0);
+  const util = up.length ? sum('gpu_utilization_ratio') / up.length : 0;
+  const firing = ctx.alerts.filter((a) => a.state === 'firing');
+  const critical = firing.filter((a) => a.labels.severity === 'critical').length;
+  const throttled = up.filter((v) => v.throttles.some((t) => t.level !== 'info')).length;
+  const lost = views.length - up.length;
+  const busyJobs = new Set(ctx.jobs.map((j) => j.job_id)).size;
+  const k = (label, value, level = '') => html`<div class="kpi card ${level}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+  return [
+    k('GPUs up', html`${up.length}<small> / ${views.length}</small>`, lost ? 'critical' : 'ok'),
+    k('Utilization', pct(util)),
+    k('Memory used', html`${bytes(sum('gpu_memory_used_bytes'))}<small> / ${bytes(sum('gpu_memory_total_bytes'))}</small>`),
+    k('Power', html`${watts(sum('gpu_power_watts'))}<small> / ${watts(sum('gpu_power_limit_watts'))}</small>`),
+    k('Slowed down', throttled, throttled ? 'warning' : ''),
+    k('Alerts firing', firing.length, critical ? 'critical' : firing.some((a) => a.labels.severity === 'warning') ? 'warning' : ''),
+    k('Jobs running', busyJobs),
+  ];
+}
+
+async function refreshSparks(ctx) {
+  if (!ctx.info.history || ctx.now - spark.at < SPARK_REFRESH_S && spark.at <= ctx.now) return;
+  spark.at = ctx.now;
+  const d = await chart('gpu_utilization_ratio', { start: ctx.now - SPARK_WINDOW_S, end: ctx.now, points: 90 });
+  spark.byGpu = Object.fromEntries(d.series.map((s) => [s.labels.gpu, s.avg]));
+}
+
+function drawSparks() {
+  if (!els) return;
+  const color = getComputedStyle(document.documentElement).getPropertyValue('--accent').trim();
+  els.tiles.querySelectorAll('canvas.spark').forEach((c) => sparkline(c, spark.byGpu[c.dataset.gpu] || [], color));
+}
+
+export default {
+  title: () => 'Fleet',
+  mount(root) {
+    root.innerHTML = `<div class="pagehead"><div><h1>Fleet</h1><div class="sub"></div></div></div>
+      <div class="kpis"></div><div class="problems card"></div><div class="tiles"></div>`;
+    els = { sub: root.querySelector('.sub'), kpis: root.querySelector('.kpis'), problems: root.querySelector('.problems'), tiles: root.querySelector('.tiles') };
+  },
+  async update(ctx) {
+    const s = ctx.snapshot;
+    const views = s.gpus.map((g) => gpuView(g, ctx.alerts, ctx.jobs));
+    render(els.sub, html`${views.length} GPUs · driver ${s.driver_version || '–'} · CUDA ${s.cuda_driver_version || '–'} · NVML ${s.nvml_version || '–'}`);
+    render(els.kpis, kpis(views, ctx));
+    render(els.problems, problems(views, ctx));
+    if (!views.length) {
+      render(els.tiles, html`<div class="card empty"><b>No GPU on this node</b>${s.nvml_up ? 'NVML answered but listed no device.' : s.nvml_error}</div>`);
+      return;
+    }
+    render(els.tiles, views.map((v) => tile(v, ctx)));
+    drawSparks();
+    await refreshSparks(ctx);
+    drawSparks();
+  },
+  redraw() { if (els) drawSparks(); },
+  unmount() { els = null; spark = { at: 0, byGpu: {} }; },
+};

@@ -1,0 +1,126 @@
+// Jobs: running (with live per-job GPU statistics), queued (Slurm's count and wait times), and
+// finished with their statistics, filterable by team and text.
+import { getJson, histogramQuantile, scrape } from '../api.js';
+import { ago, bytes, count, duration, html, render } from '../format.js';
+
+const FULL_REFRESH_S = 10;
+let st = null;
+
+function gpuHours(j) { return j.gpu ? j.gpu.gpu_seconds / 3600 : 0; }
+function idleRatio(j) { return j.gpu && j.gpu.gpu_seconds > 0 ? j.gpu.idle_gpu_seconds / j.gpu.gpu_seconds : undefined; }
+function topThrottle(j) {
+  const t = Object.entries(j.gpu?.throttle_s || {}).filter(([r, s]) => s > 0 && r !== 'gpu_idle').sort((a, b) => b[1] - a[1])[0];
+  return t ? `${t[0].replace(/_/g, ' ')} ${duration(t[1])}` : '';
+}
+
+function stateLevel(state) {
+  if (['RUNNING', 'COMPLETED', 'ENDED'].includes(state)) return 'ok';
+  if (['PENDING', 'CANCELLED', 'PREEMPTED', 'VANISHED'].includes(state)) return 'warning';
+  return 'critical';  // FAILED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, ...
+}
+
+function runningRow(j, now) {
+  const idle = idleRatio(j);
+  return html`<tr data-job="${j.job_id}"><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small> <small>${j.source}</small></td>
+    <td>${j.user || '–'}</td><td>${j.team}</td><td>${j.partition || '–'}</td>
+    <td>${(j.gpu?.gpus || []).map((g) => html`<a href="#/gpu/${g}">${g}</a> `)}</td>
+    <td class="num">${duration(now - j.start_time)}</td>
+    <td class="num">${j.gpu ? `${Math.round(j.gpu.util_avg_pct)} % / ${Math.round(j.gpu.util_max_pct)} %` : '–'}</td>
+    <td class="num">${j.gpu ? bytes(j.gpu.memory_peak_bytes) : '–'}</td>
+    <td class="num">${j.gpu ? `${(j.gpu.energy_j / 3.6e6).toFixed(2)} kWh` : '–'}</td>
+    <td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}${j.gpu?.idle_while_allocated ? html` <span class="chip warning">idle</span>` : ''}</td>
+    <td><small>${topThrottle(j)}</small></td></tr>`;
+}
+
+function finishedRow(j, now) {
+  const idle = idleRatio(j);
+  const exit = j.exit_code === undefined ? '' : ` (exit ${j.exit_code})`;
+  return html`<tr data-job="${j.job_id}"><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td>
+    <td>${j.user || '–'}</td><td>${j.team}</td>
+    <td><span class="pill ${stateLevel(j.state)}">${j.state}</span><small>${exit}</small></td>
+    <td class="num">${ago(j.end_time, now)}</td>
+    <td class="num">${j.start_time ? duration(j.end_time - j.start_time) : '–'}</td>
+    <td class="num">${j.queue_wait_s === undefined ? '–' : duration(j.queue_wait_s)}</td>
+    <td class="num">${gpuHours(j).toFixed(2)}</td>
+    <td class="num">${j.gpu ? `${Math.round(j.gpu.util_avg_pct)} %` : '–'}</td>
+    <td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}</td>
+    <td class="num">${j.gpu ? `${(j.gpu.energy_j / 3.6e6).toFixed(2)} kWh` : '–'}</td>
+    <td class="num">${j.gpu ? `${count(j.gpu.ecc_uncorrected)} / ${count(j.gpu.xid_count)}` : '–'}</td></tr>`;
+}
+
+function table(head, rows, empty) {
+  return html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
+    <tbody>${rows.length ? rows : html`<tr><td colspan="${head.length}" class="muted">${empty}</td></tr>`}</tbody></table></div>`;
+}
+
+function draw(ctx) {
+  const team = st.team;
+  const text = st.text.toLowerCase();
+  const keep = (j) => (!team || j.team === team) && (!text || `${j.job_id} ${j.name} ${j.user} ${j.team} ${j.partition}`.toLowerCase().includes(text));
+  const running = st.all.filter((j) => j.state === 'RUNNING').filter(keep);
+  const finished = st.all.filter((j) => j.state !== 'RUNNING').filter(keep);
+  const teams = [...new Set(st.all.map((j) => j.team))].sort();
+  const k = (label, value, level = '') => html`<div class="kpi card ${level}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+  const allocated = new Set(running.flatMap((j) => j.gpu?.gpus || [])).size;
+  const idle = running.filter((j) => j.gpu?.idle_while_allocated).length;
+  render(st.els.kpis, [
+    k('Running', running.length),
+    k('Queued (Slurm)', st.slurm ? count(st.pending) : html`<small>no scheduler</small>`),
+    k('GPUs allocated', html`${allocated}<small> / ${ctx.snapshot.gpus.length}</small>`),
+    k('Idle but allocated', idle, idle ? 'warning' : ''),
+    k('Finished', finished.length),
+    k('Queue wait p90', st.waitP90 === undefined ? '–' : duration(st.waitP90)),
+  ]);
+  if (!st.filtersDrawn || st.teamsSeen !== teams.join()) {
+    st.teamsSeen = teams.join();
+    st.filtersDrawn = true;
+    render(st.els.filters, html`<select aria-label="team"><option value="">every team</option>${teams.map((t) => html`<option ${t === team ? 'selected' : ''}>${t}</option>`)}</select>
+      <input type="search" placeholder="filter jobs, users…" value="${st.text}" aria-label="filter">`);
+    st.els.filters.querySelector('select').addEventListener('change', (e) => { st.team = e.target.value; draw(ctx); });
+    st.els.filters.querySelector('input').addEventListener('input', (e) => { st.text = e.target.value; draw(ctx); });
+  }
+  render(st.els.running, table(['Job', 'User', 'Team', 'Partition', 'GPUs', 'Running ', 'Util avg / max ', 'Memory peak ', 'Energy ', 'Idle ', 'Slowed by'],
+    running.map((j) => runningRow(j, ctx.now)),
+    'No job is running on this node. Jobs come from Slurm (jobs.scheduler: slurm) or from processes started with GPUWARDEN_JOB=<name>.'));
+  render(st.els.queued, st.slurm
+    ? html`<div class="card empty"><b>${count(st.pending)} jobs waiting in Slurm's queue</b>Queue wait (start − eligible) over the jobs that started: median ${st.waitP50 === undefined ? '–' : duration(st.waitP50)}, 90th percentile ${st.waitP90 === undefined ? '–' : duration(st.waitP90)}.</div>`
+    : html`<div class="card empty"><b>No scheduler</b>This agent does not poll Slurm (jobs.scheduler), so it sees no queue; jobs are known from their processes.</div>`);
+  render(st.els.finished, table(['Job', 'User', 'Team', 'State', 'Ended ', 'Ran ', 'Queued ', 'GPU-hours ', 'Util avg ', 'Idle ', 'Energy ', 'ECC / XID '],
+    finished.slice(0, 200).map((j) => finishedRow(j, ctx.now)), 'No finished job on record.'));
+}
+
+export default {
+  title: () => 'Jobs',
+  mount(root) {
+    root.innerHTML = `<div class="pagehead"><div><h1>Jobs</h1><div class="sub">Who holds the GPUs and what they get out of them</div></div><div class="filters"></div></div>
+      <div class="kpis"></div><h2>Running</h2><div class="running"></div><h2>Queued</h2><div class="queued"></div>
+      <h2>Finished</h2><div class="finished"></div>`;
+    st = { all: [], at: -Infinity, team: '', text: '', slurm: false, pending: 0,
+      els: Object.fromEntries(['filters', 'kpis', 'running', 'queued', 'finished'].map((c) => [c, root.querySelector(`.${c}`)])) };
+  },
+  async update(ctx) {
+    if (ctx.now - st.at >= FULL_REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
+      const at = ctx.now;
+      const [all, series] = await Promise.all([
+        getJson('/api/gw/v1/jobs'),
+        scrape((n) => n === 'gpu_jobs' || n === 'gpuwarden_slurm_up' || n === 'gpu_job_queue_wait_seconds_bucket'),
+      ]);
+      if (!st) return;
+      st.at = at;
+      st.all = all.data ? all.data.jobs : ctx.jobs;
+      st.slurm = series.some((s) => s.name === 'gpuwarden_slurm_up');
+      st.pending = series.filter((s) => s.name === 'gpu_jobs' && s.labels.state === 'PENDING').reduce((a, s) => a + s.value, 0);
+      // Summed over partitions, bucket by bucket.
+      const byLe = {};
+      for (const s of series) if (s.name === 'gpu_job_queue_wait_seconds_bucket') byLe[s.labels.le] = (byLe[s.labels.le] || 0) + s.value;
+      const buckets = Object.entries(byLe).map(([le, value]) => ({ le, value }));
+      st.waitP50 = histogramQuantile(0.5, buckets);
+      st.waitP90 = histogramQuantile(0.9, buckets);
+    } else {
+      // Between full reads the running jobs come with the shared refresh.
+      st.all = [...ctx.jobs, ...st.all.filter((j) => j.state !== 'RUNNING')];
+    }
+    draw(ctx);
+  },
+  unmount() { st = null; },
+};

@@ -1,0 +1,94 @@
+// Teams: GPUs each team holds now (gpu_allocation_info and the running jobs), what they got out
+// of them (utilization, idle ratio, GPU-hours, energy over the jobs on record), and, where the
+// agent exports them on /metrics, quota (gpu_team_quota_gpus) and cost (gpu_cost_*) series.
+import { getJson, scrape } from '../api.js';
+import { count, html, render } from '../format.js';
+
+const REFRESH_S = 10;
+let st = null;
+
+function byTeam(rows) {
+  const out = {};
+  for (const r of rows) out[r.labels.team || 'unassigned'] = (out[r.labels.team || 'unassigned'] || 0) + r.value;
+  return out;
+}
+
+function summarize(jobs, allocated, quota, snapshot) {
+  const teams = {};
+  const t = (name) => (teams[name] ||= { name, held: 0, running: 0, idleNow: 0, utilNow: [], gpuHours: 0, idleHours: 0, energyKwh: 0, finished: 0 });
+  const utilOf = Object.fromEntries(snapshot.gpus.map((g) => [g.index, g.metrics.gpu_utilization_ratio]));
+  for (const j of jobs) {
+    const e = t(j.team || 'unassigned');
+    const s = j.gpu;
+    if (s) {
+      e.gpuHours += s.gpu_seconds / 3600;
+      e.idleHours += s.idle_gpu_seconds / 3600;
+      e.energyKwh += s.energy_j / 3.6e6;
+    }
+    if (j.state === 'RUNNING') {
+      e.running++;
+      for (const g of s?.gpus || []) if (utilOf[g] !== undefined) e.utilNow.push(utilOf[g]);
+      if (s?.idle_while_allocated) e.idleNow += s.gpus.length;
+      e.held += s?.gpus.length || 0;
+    } else {
+      e.finished++;
+    }
+  }
+  for (const [name, n] of Object.entries(allocated)) t(name).held = Math.max(t(name).held, n);
+  for (const name of Object.keys(quota)) t(name);
+  return Object.values(teams).sort((a, b) => b.held - a.held || b.gpuHours - a.gpuHours);
+}
+
+function draw(ctx) {
+  const teams = summarize(st.jobs, st.allocated, st.quota, ctx.snapshot);
+  const costNames = [...new Set(st.cost.map((r) => r.name))].sort();
+  const costOf = (team, name) => st.cost.filter((r) => r.name === name && (r.labels.team || 'unassigned') === team)
+    .reduce((a, r) => a + r.value, 0);
+  const hasQuota = Object.keys(st.quota).length > 0;
+  if (!teams.length) {
+    render(st.els.body, html`<div class="card empty"><b>No team has used a GPU on this agent yet</b>Teams come from teams.accounts / teams.users in the configuration, or from GPUWARDEN_TEAM in a job's environment.</div>`);
+    return;
+  }
+  const rows = teams.map((e) => {
+    const util = e.utilNow.length ? e.utilNow.reduce((a, b) => a + b, 0) / e.utilNow.length : undefined;
+    const idle = e.gpuHours > 0 ? e.idleHours / e.gpuHours : undefined;
+    const quota = st.quota[e.name];
+    const over = quota !== undefined && e.held > quota;
+    const quotaCell = !hasQuota ? '' : quota === undefined ? html`<td class="num muted">–</td>`
+      : html`<td class="num"><div class="meter"><span class="name"></span><span class="bar"><span class="${over ? 'critical' : ''}" style="width:${Math.min(100, (e.held / Math.max(quota, 1e-9)) * 100).toFixed(1)}%"></span></span><span class="val">${e.held} / ${count(quota)}</span></div></td>`;
+    return html`<tr data-team="${e.name}"><td><b>${e.name}</b></td><td class="num">${e.held}</td>${quotaCell}<td class="num">${e.running}</td>
+      <td class="num">${util === undefined ? '–' : `${Math.round(util * 100)} %`}</td>
+      <td class="num">${e.idleNow ? html`<span class="chip warning">${e.idleNow} idle</span>` : '0'}</td>
+      <td class="num">${e.gpuHours.toFixed(1)}</td><td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}</td>
+      <td class="num">${e.energyKwh.toFixed(2)}</td><td class="num">${e.finished}</td>
+      ${costNames.map((n) => html`<td class="num">${costOf(e.name, n).toLocaleString('en-US', { maximumFractionDigits: 2 })}</td>`)}</tr>`;
+  });
+  const head = ['Team', 'GPUs held ', ...(hasQuota ? ['Quota '] : []), 'Jobs running ', 'Util now ', 'Idle now ', 'GPU-hours ', 'Idle ratio ', 'Energy kWh ', 'Jobs finished ', ...costNames.map((n) => `${n.replace(/^gpu_cost_/, 'cost ').replace(/_/g, ' ')} `)];
+  render(st.els.body, html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>
+    <p class="muted">GPU-hours, idle ratio and energy add up the jobs on record (running and finished). ${hasQuota ? '' : 'No quota is exported on this agent (gpu_team_quota_gpus). '}${costNames.length ? '' : 'No cost series is exported on this agent (gpu_cost_*).'}</p>`);
+}
+
+export default {
+  title: () => 'Teams',
+  mount(root) {
+    root.innerHTML = `<div class="pagehead"><div><h1>Teams</h1><div class="sub">GPU usage by team: held now, used well, quota and cost</div></div></div><div class="body"></div>`;
+    st = { at: -Infinity, jobs: [], allocated: {}, quota: {}, cost: [], els: { body: root.querySelector('.body') } };
+  },
+  async update(ctx) {
+    if (ctx.now - st.at >= REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
+      const at = ctx.now;
+      const [jobs, series] = await Promise.all([
+        getJson('/api/gw/v1/jobs?since=7d'),
+        scrape((n) => n === 'gpu_allocation_info' || n === 'gpu_team_quota_gpus' || n.startsWith('gpu_cost_')),
+      ]);
+      if (!st) return;
+      st.at = at;
+      st.jobs = jobs.data ? jobs.data.jobs : ctx.jobs;
+      st.allocated = byTeam(series.filter((s) => s.name === 'gpu_allocation_info'));
+      st.quota = byTeam(series.filter((s) => s.name === 'gpu_team_quota_gpus'));
+      st.cost = series.filter((s) => s.name.startsWith('gpu_cost_'));
+    }
+    draw(ctx);
+  },
+  unmount() { st = null; },
+};

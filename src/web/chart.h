@@ -1,0 +1,81 @@
+// web/chart.h — server-side downsampling for the console's charts.
+//
+//   GET
+//   /api/gw/v1/chart?metric=gpu_temperature_celsius&gpu=3&start=1700000000&end=1700086400&points=600
+//
+// Every series of `metric` (optionally of one GPU) with samples in [start, end) is cut into
+// `points` equal buckets; each bucket reports the min, max and mean of the samples in it, so a
+// day at 1 s (86,400 samples per GPU) comes back as a few hundred numbers per series and a
+// spike between two pixels is still drawn (min/max keep it). Stale markers (a GPU lost, a series
+// gone) are skipped; NaN values are skipped; a bucket without samples is null.
+//
+// Response (JSON, columns rather than objects so a 600-point chart of 8 GPUs stays small):
+//   {"status":"success","data":{"metric":"...","start":S,"end":E,"step":STEP,"points":N,
+//     "series":[{"labels":{"gpu":"3","uuid":"..."},"min":[...],"max":[...],"avg":[...]}, ...]}}
+// Bucket i covers [start + i*step, start + (i+1)*step) seconds; arrays have `points` entries.
+// Errors: {"status":"error","errorType":"bad_data","error":"..."} with 400, as the Prometheus
+// API's.
+//
+// Parameters: metric (required, a metric name), gpu (optional, the GPU index), start and end
+// (Unix seconds or RFC 3339, as the Prometheus API takes; default: the last hour up to now),
+// points (1..kMaxChartPoints, default kDefaultChartPoints).
+//
+// Cost: one Querier::Select (the store's normal read path, no NVML call), one pass over the
+// samples, output written straight into the response string. Thread-safe: each call owns its
+// state; the querier factory must be callable from any thread.
+#ifndef GPUWARDEN_WEB_CHART_H_
+#define GPUWARDEN_WEB_CHART_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "http/server.h"
+#include "tsdb/storage.h"
+
+namespace gw::web {
+
+inline constexpr int kDefaultChartPoints = 600;
+inline constexpr int kMaxChartPoints = 4000;
+// Longest range a chart may span: beyond it the request is refused rather than read.
+inline constexpr int64_t kMaxChartRangeMs = 400LL * 24 * 3600 * 1000;
+
+struct ChartQuery {
+  std::string metric;
+  std::string gpu;  // "" = every GPU
+  int64_t start_ms = 0, end_ms = 0;
+  int points = kDefaultChartPoints;
+};
+
+// Reads a ChartQuery from request parameters; `now_ms` fills in a missing end (and start = end -
+// 1 h). Errors name the parameter ("points: expected an integer from 1 to 4000, got 'x'").
+Expected<ChartQuery> ParseChartQuery(const http::Request& req, int64_t now_ms);
+
+// Per-bucket statistics of one series. Buckets without a sample have count 0.
+struct ChartBuckets {
+  std::vector<double> min, max, sum;
+  std::vector<uint32_t> count;
+  void Reset(int points);
+};
+
+// Adds the samples of [start_ms, end_ms) to `points` buckets (others, stale markers and NaN are
+// ignored). `out` is reset first; its vectors keep their capacity across calls.
+void Downsample(const std::vector<tsdb::Sample>& samples, int64_t start_ms, int64_t end_ms,
+                int points, ChartBuckets* out);
+
+// Runs the query against `querier` and writes the JSON body above into `out`.
+Status ChartJson(tsdb::Querier* querier, const ChartQuery& query, std::string* out);
+
+using QuerierFactory = std::function<std::unique_ptr<tsdb::Querier>()>;
+using NowMs = std::function<int64_t()>;
+
+// Registers GET /api/gw/v1/chart. `now_ms` is the time a request without `end` ends at (the
+// latest collected snapshot's time, so a simulated clock is followed).
+void RegisterChartApi(http::Server* server, QuerierFactory queriers, NowMs now_ms);
+
+}  // namespace gw::web
+
+#endif  // GPUWARDEN_WEB_CHART_H_

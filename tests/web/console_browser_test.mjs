@@ -1,0 +1,203 @@
+// Browser tests of the web console: a real `gpuwarden serve` on a simulated fleet, the pages in
+// Debian's chromium (headless, driven by playwright-core). Run by ctest (label "browser"):
+//   node tests/web/console_browser_test.mjs BUILD/bin/gpuwarden OUTPUT_DIR
+// Screenshots of every page land in OUTPUT_DIR (build/test-output/web/).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'node:test';
+import { Agent, launchBrowser, sleep } from './support.mjs';
+
+const [binary, outDir] = process.argv.slice(2);
+if (!binary || !outDir) {
+  console.error('usage: node console_browser_test.mjs GPUWARDEN_BINARY OUTPUT_DIR');
+  process.exit(2);
+}
+mkdirSync(outDir, { recursive: true });
+const here = new URL('.', import.meta.url).pathname;
+// Optional endpoints the console probes: their 404 is an expected answer, not an error.
+const OPTIONAL = ['/api/gw/v1/findings'];
+
+// Opens `hash` in a fresh page, collecting console errors and uncaught exceptions.
+async function open(context, agent, hash) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const url = msg.location().url || '';
+    if (/404/.test(msg.text()) && OPTIONAL.some((p) => url.endsWith(p))) return;
+    errors.push(`${msg.text()} (${url})`);
+  });
+  page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
+  await page.goto(`${agent.url}/${hash}`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 20000 });
+  return { page, errors };
+}
+
+async function shoot(page, name) {
+  await sleep(300);  // let canvases settle after the last refresh
+  await page.screenshot({ path: join(outDir, `${name}.png`), fullPage: true });
+}
+
+// squeue --json as Slurm 22.05 writes it, for a stand-in squeue: job 11 runs here on GPU 5, jobs 12
+// and 14 wait, job 13 finished here.
+function squeueAnswer(node) {
+  const now = Math.floor(Date.now() / 1000);
+  const job = (id, name, state, user, account, extra) => ({
+    job_id: id, name, job_state: state, user_name: user, account, partition: 'gpu', nodes: '', submit_time: now - 900,
+    eligible_time: now - 900, start_time: 0, end_time: 0, gres_detail: [], ...extra });
+  return JSON.stringify({ meta: {}, errors: [], jobs: [
+    job(11, 'protein-fold', 'RUNNING', 'alice', 'physics', { nodes: node, start_time: now - 600, end_time: now + 86400, gres_detail: ['gpu:1(IDX:5)'], tres_per_node: 'gres:gpu:1' }),
+    job(12, 'sweep-a', 'PENDING', 'bob', 'bio', { state_reason: 'Resources' }),
+    job(14, 'sweep-b', 'PENDING', 'bob', 'bio', { state_reason: 'Priority' }),
+    job(13, 'preprocess', 'COMPLETED', 'carol', 'ml', { nodes: node, submit_time: now - 4000, eligible_time: now - 4000, start_time: now - 3600, end_time: now - 1200, exit_code: 0, gres_detail: ['gpu:1(IDX:4)'], tres_per_node: 'gres:gpu:1' }),
+  ] });
+}
+
+// A real process on this machine that the simulator runs as a job on `gpus`.
+function hostJob(workload, gpus, job, team) {
+  return spawn('sleep', ['600'], {
+    stdio: 'ignore',
+    env: { PATH: process.env.PATH, GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
+  });
+}
+
+test('every page loads without console errors and shows the simulated fleet', async () => {
+  const work = mkdtempSync(join(tmpdir(), 'gw-web-demo-'));
+  writeFileSync(join(work, 'squeue.json'), squeueAnswer(hostname().split('.')[0]));
+  writeFileSync(join(work, 'squeue'), `#!/bin/sh\ncat '${join(work, 'squeue.json')}'\n`, { mode: 0o755 });
+  writeFileSync(join(work, 'gpuwarden.yaml'), `jobs:\n  scheduler: slurm\n  squeue_command: [${join(work, 'squeue')}, --json]\n  poll_interval: 200ms\n  idle_window: 5m\nteams:\n  accounts: {physics: science, ml: research}\n`);
+  const jobs = [
+    hostJob('training', '0,1,2,3', 'llm-pretrain', 'research'),
+    hostJob('idle_allocated', '7', 'notebook-7', 'analytics'),
+    hostJob('inference', '6', 'eval-sweep', 'research'),
+  ];
+  const agent = await Agent.start(binary, ['--simulate', join(here, 'console-demo.yaml'), '--sim-clock', 'stepped', '--config', join(work, 'gpuwarden.yaml')]);
+  let browser;
+  try {
+    // The simulator sees the processes on its next scan (real time); the collector lists them on
+    // its next slow cycle (simulated time).
+    let running = [];
+    for (let i = 0; i < 100 && running.length < 4; i++) {
+      await sleep(100);
+      await agent.advance(10);
+      running = (await agent.json('/api/gw/v1/jobs?running=1')).data.jobs;
+    }
+    assert.ok(running.length >= 4, `jobs seen: ${JSON.stringify(running.map((j) => j.job_id))}\n${agent.log}`);
+    // 12 simulated minutes, then the evaluation ends (a finished record), then on to 27 minutes:
+    // GPU 3's cooling degrades from 20 min (SW thermal slowdown).
+    for (let t = 0; t < 720; t += 240) await agent.advance(240);
+    jobs[2].kill('SIGTERM');
+    await sleep(300);
+    for (let t = 720; t < 1620; t += 300) await agent.advance(300);
+
+    browser = await launchBrowser();
+    const checks = {
+      fleet: async (page) => {
+        await page.waitForSelector('.tile .spark');
+        assert.equal(await page.locator('.tile').count(), 8);
+        for (let i = 0; i < 8; i++) assert.match(await page.locator(`.tile[data-gpu="${i}"] .model`).innerText(), /NVIDIA/);
+        assert.match(await page.locator('.tile[data-gpu="0"] .who').innerText(), /llm-pretrain/);
+        assert.match(await page.locator('.tile[data-gpu="7"] .who').innerText(), /notebook-7/);
+        assert.match(await page.locator('.kpis').innerText(), /GPUS UP\s*8\s*\/\s*8/i);
+      },
+      'gpu/3': async (page) => {
+        await page.waitForSelector('.chart[data-empty="false"]');
+        assert.ok(await page.locator('.chart[data-empty="false"]').count() >= 6);
+        assert.match(await page.locator('h1').innerText(), /GPU 3 · NVIDIA H100/);
+        // Its cooling failure (20-32 min) shows as a thermal slowdown lane on the time axis.
+        await page.waitForSelector('.timeline .lane[data-kind="throttle"]');
+        assert.match(await page.locator('.timeline').innerText(), /thermal/i);
+      },
+      jobs: async (page) => {
+        await page.waitForSelector('tr[data-job="llm-pretrain"]');
+        assert.match(await page.locator('.running tr[data-job="llm-pretrain"]').innerText(), /research/);
+        assert.match(await page.locator('.running').innerText(), /protein-fold/);
+        await page.waitForSelector('.finished tr[data-job="eval-sweep"]');
+        assert.match(await page.locator('.queued').innerText(), /2 jobs waiting/);
+      },
+      teams: async (page) => {
+        await page.waitForSelector('tr[data-team="research"]');
+        assert.match(await page.locator('tr[data-team="research"]').innerText(), /research\s+4/);
+        await page.waitForSelector('tr[data-team="analytics"]');
+      },
+      alerts: async (page) => {
+        await page.waitForSelector('.history .lane');
+        assert.ok(await page.locator('.history .lane').count() >= 1);
+        await page.waitForSelector('.rules td');
+      },
+      findings: async (page) => {
+        await page.waitForSelector('[data-missing="findings"], .finding, .findings-empty, .body .empty');
+      },
+    };
+    for (const [hash, check] of Object.entries(checks)) {
+      const { page, errors } = await open(browser.context, agent, `#/${hash}`);
+      await check(page);
+      await shoot(page, hash.replace('/', '-'));
+      assert.deepEqual(errors, [], `console errors on #/${hash}`);
+      await page.close();
+    }
+    // The same fleet on a wall screen, and in the light theme.
+    const { page, errors } = await open(browser.context, agent, '#/fleet');
+    await page.setViewportSize({ width: 2560, height: 1440 });
+    await shoot(page, 'fleet-wall');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.click('#theme');
+    await shoot(page, 'fleet-light');
+    await page.click('#theme');
+    // Navigating by clicking a tile opens that GPU, and the page refreshes live.
+    await page.click('.tile[data-gpu="5"]');
+    await page.waitForSelector('.chart[data-empty="false"]');
+    assert.match(await page.locator('h1').innerText(), /GPU 5/);
+    const before = await page.locator('#live').innerText();
+    await agent.advance(60);
+    await page.waitForFunction((text) => document.getElementById('live').innerText !== text, before, { timeout: 10000 });
+    assert.deepEqual(errors, []);
+  } finally {
+    if (browser) await browser.close();
+    jobs.forEach((j) => j.kill('SIGTERM'));
+    await agent.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('a cooling failure turns its GPU tile to a problem state and lists the alert', async () => {
+  const agent = await Agent.start(binary, ['--simulate', 'cooling-failure', '--sim-clock', 'stepped']);
+  let browser;
+  try {
+    let firing = [];
+    for (let t = 0; t < 1800 && !firing.length; t += 60) {
+      await agent.advance(60);
+      firing = await agent.firing(0);
+    }
+    assert.ok(firing.length > 0, `no alert fired on GPU 0 within 30 simulated minutes\n${agent.log}`);
+    const names = firing.map((a) => a.labels.alertname);
+
+    browser = await launchBrowser();
+    let { page, errors } = await open(browser.context, agent, '#/fleet');
+    const tile = page.locator('.tile[data-gpu="0"]');
+    assert.match(await tile.getAttribute('data-state'), /^(warning|critical)$/);
+    for (const name of names) assert.equal(await tile.locator(`[data-alert="${name}"]`).count(), 1, name);
+    assert.match(await page.locator('.problems').innerText(), new RegExp(names[0]));
+    await shoot(page, 'fault-fleet');
+    assert.deepEqual(errors, []);
+    await page.close();
+
+    ({ page, errors } = await open(browser.context, agent, '#/alerts'));
+    for (const name of names) assert.ok(await page.locator(`.firing tr[data-alert="${name}"][data-gpu="0"]`).count() >= 1, name);
+    await page.waitForSelector('.history .lane');
+    await shoot(page, 'fault-alerts');
+    assert.deepEqual(errors, []);
+    await page.close();
+
+    ({ page, errors } = await open(browser.context, agent, '#/gpu/0?range=15m'));
+    await page.waitForSelector('.timeline .lane[data-kind="alert"]');
+    await shoot(page, 'fault-gpu-0');
+    assert.deepEqual(errors, []);
+  } finally {
+    if (browser) await browser.close();
+    await agent.stop();
+  }
+});

@@ -1,0 +1,88 @@
+// Shared by the browser tests and bench/console_paint.mjs: a real `gpuwarden serve` on
+// 127.0.0.1, stepped simulated time, and Debian's chromium driven by playwright-core.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const CHROMIUM = process.env.GW_CHROMIUM || '/usr/bin/chromium';
+export const CHROMIUM_FLAGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+// playwright-core from tests/web/node_modules (scripts/setup.sh runs `npm ci` there).
+export function loadPlaywright() {
+  const here = new URL('.', import.meta.url).pathname;
+  if (!existsSync(join(here, 'node_modules', 'playwright-core'))) {
+    throw new Error(`playwright-core is not installed in ${here}: run scripts/setup.sh (npm ci in tests/web)`);
+  }
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: run scripts/setup.sh (Debian package chromium)`);
+  return createRequire(join(here, 'package.json'))('playwright-core');
+}
+
+// A fresh profile directory for every browser (--user-data-dir), removed by close().
+export async function launchBrowser(viewport = { width: 1440, height: 900 }) {
+  const { chromium } = loadPlaywright();
+  const profile = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, viewport, colorScheme: 'dark',
+  });
+  return { context, close: async () => { await context.close(); rmSync(profile, { recursive: true, force: true }); } };
+}
+
+export class Agent {
+  // Starts `gpuwarden serve ARGS --listen 127.0.0.1:0` and waits for its "(port N)" line.
+  static async start(binary, args, { env = {} } = {}) {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-web-'));
+    const child = spawn(binary, ['serve', '--listen', '127.0.0.1:0', '--data-dir', join(dir, 'data'), ...args], {
+      env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const agent = new Agent(child, dir);
+    const port = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`gpuwarden did not start:\n${agent.log}`)), 30000);
+      const onData = (chunk) => {
+        agent.log += chunk;
+        const m = /\(port (\d+)\)/.exec(agent.log);
+        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`gpuwarden exited with ${code}:\n${agent.log}`)); });
+    });
+    agent.port = port;
+    agent.url = `http://127.0.0.1:${port}`;
+    return agent;
+  }
+
+  constructor(child, dir) { this.child = child; this.dir = dir; this.log = ''; this.port = 0; }
+
+  async json(path) {
+    const res = await fetch(this.url + path);
+    if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  // Moves the stepped simulator's clock; returns when every cycle, record and rule evaluation ran.
+  async advance(seconds) {
+    const res = await fetch(`${this.url}/-/sim/advance?seconds=${seconds}`, { method: 'POST' });
+    if (!res.ok) throw new Error(`advance ${seconds}: HTTP ${res.status} ${await res.text()}`);
+  }
+
+  async firing(gpu) {
+    const alerts = (await this.json('/api/v1/alerts')).data.alerts;
+    return alerts.filter((a) => a.state === 'firing' && (gpu === undefined || a.labels.gpu === String(gpu)));
+  }
+
+  async stop() {
+    if (this.child.exitCode === null) {
+      const exited = new Promise((resolve) => this.child.on('exit', resolve));
+      this.child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
