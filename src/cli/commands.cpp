@@ -110,6 +110,8 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   alerting.StartNotifier();
   (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
   JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
+  // Its families go into the store too, before the rules run on each snapshot (task-layer rules).
+  if (appender) jobs.RecordSeriesInto(appender.get());
   jobs.Start();
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "http/server.h"
@@ -13,6 +14,8 @@ namespace gw::cli {
 namespace {
 
 constexpr std::string_view kProcessPrefix = "process:";
+// Job records kept in memory for the API (and storage.retention; jobs/job_records.h).
+constexpr std::size_t kRecordsInMemory = 100000;
 
 // Bucket bounds (seconds). Queue waits run from seconds to days; start latency is a model load;
 // run times from minutes to a week.
@@ -33,11 +36,6 @@ std::string ShortHostName() {
   return host.substr(0, host.find('.'));
 }
 
-// The job id a person knows: the ledger keys process jobs "process:<GPUWARDEN_JOB>".
-std::string VisibleJobId(const std::string& key) {
-  return key.rfind(kProcessPrefix, 0) == 0 ? key.substr(kProcessPrefix.size()) : key;
-}
-
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -53,65 +51,6 @@ bool InRange(std::string_view item, std::string_view number) {
   auto value = [](std::string_view d) { return std::stoull(std::string(d)); };
   unsigned long long n = value(number);
   return n >= value(lo) && n <= value(hi);
-}
-
-// Label text for one job: job_id="…",user="…",team="…",partition="…".
-std::string JobLabels(const std::string& job_id, const std::string& user, const std::string& team,
-                      const std::string& partition) {
-  std::string out;
-  auto add = [&out](std::string_view name, const std::string& value) {
-    if (!out.empty()) out += ',';
-    out += name;
-    out += "=\"";
-    collect::AppendEscapedLabelValue(&out, value);
-    out += '"';
-  };
-  add("job_id", job_id);
-  add("user", user);
-  add("team", team);
-  add("partition", partition);
-  return out;
-}
-
-// Family headers as collect/exposition.cpp writes them: a counter family is NAME_total in text
-// 0.0.4 and NAME in OpenMetrics (samples keep _total); UNIT only where the family ends with it.
-void Header(std::string* out, collect::Format format, std::string_view name, std::string_view type,
-            std::string_view unit, std::string_view help) {
-  std::string family(name);
-  const bool counter = type == "counter";
-  if (counter && format == collect::Format::kOpenMetrics && family.size() > 6 &&
-      family.compare(family.size() - 6, 6, "_total") == 0)
-    family.resize(family.size() - 6);
-  *out += "# HELP " + family + " ";
-  *out += help;
-  *out += "\n# TYPE " + family + " ";
-  *out += type;
-  *out += '\n';
-  if (format == collect::Format::kOpenMetrics && !unit.empty() && family.size() > unit.size() &&
-      family.compare(family.size() - unit.size(), unit.size(), unit) == 0 &&
-      family[family.size() - unit.size() - 1] == '_') {
-    *out += "# UNIT " + family + " ";
-    *out += unit;
-    *out += '\n';
-  }
-}
-
-void Sample(std::string* out, std::string_view name, std::string_view labels, double value) {
-  *out += name;
-  if (!labels.empty()) {
-    *out += '{';
-    *out += labels;
-    *out += '}';
-  }
-  *out += ' ';
-  collect::AppendValue(out, value);
-  *out += '\n';
-}
-
-std::string Join(std::string_view a, std::string_view b) {
-  if (a.empty()) return std::string(b);
-  if (b.empty()) return std::string(a);
-  return std::string(a) + "," + std::string(b);
 }
 
 void ErrorJson(http::Response& res, int status, const std::string& type, const std::string& what) {
@@ -164,15 +103,6 @@ bool HostListContains(std::string_view list, std::string_view host) {
   return false;
 }
 
-void JobsService::Histogram::Observe(const std::string& partition, double v) {
-  auto& c = counts[partition];
-  if (c.empty()) c.assign(bounds.size() + 1, 0);
-  size_t i = 0;
-  while (i < bounds.size() && v > bounds[i]) ++i;
-  ++c[i];
-  sums[partition] += v;
-}
-
 JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOptions options)
     : config_(config),
       log_(logger),
@@ -180,7 +110,10 @@ JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOption
       attributor_(jobs::AttributorOptions{options.proc_root}) {
   node_name_ = options.node_name.empty() ? ShortHostName() : options.node_name;
   const std::string dir = JobRecordsDir(config);
-  if (auto opened = jobs::JobRecordStore::Open(dir); opened.ok()) {
+  jobs::JobRecordStoreOptions records;
+  records.memory_records = kRecordsInMemory;
+  records.memory_keep_s = config.storage.retention_s;
+  if (auto opened = jobs::JobRecordStore::Open(dir, records); opened.ok()) {
     store_ = std::move(*opened);
   } else {
     log_->Error("jobs: cannot open the records directory: " + opened.error().message +
@@ -191,10 +124,11 @@ JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOption
   // Job ends are learnt one scheduler poll late at most; keep that much uncommitted.
   stats.retention_s = std::max(300.0, 3 * config.jobs.poll_interval_s);
   ledger_ = std::make_unique<jobs::JobLedger>(teams_, store_.get(), stats);
-  queue_wait_.bounds = kQueueWaitBounds;
-  submit_wait_.bounds = kQueueWaitBounds;
-  start_latency_.bounds = kStartLatencyBounds;
-  run_time_.bounds = kRunTimeBounds;
+  queue_wait_.Init("gpu_job_queue_wait_seconds", kQueueWaitBounds);
+  submit_wait_.Init("gpu_job_submit_wait_seconds", kQueueWaitBounds);
+  start_latency_.Init("gpu_job_start_latency_seconds", kStartLatencyBounds);
+  run_time_.Init("gpu_job_run_seconds", kRunTimeBounds);
+  jobs_by_state_ = {{"PENDING", 0}, {"RUNNING", 0}};
   if (config.jobs.scheduler == "slurm") {
     jobs::SlurmPollerOptions o;
     o.command = config.jobs.squeue_command;
@@ -220,8 +154,35 @@ double JobsService::NowS() const {
   return last_snapshot_s_ > 0 ? last_snapshot_s_ : WallNowS();
 }
 
-void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
+void JobsService::RecordSeriesInto(collect::SampleAppender* appender) {
   std::lock_guard<std::mutex> lock(mu_);
+  series_ = appender ? std::make_unique<TaskSeriesRecorder>(appender) : nullptr;
+}
+
+void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
+  std::optional<jobs::SlurmHealth> health;
+  if (poller_) health = poller_->Health();
+  TaskSeriesRecorder* series = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Observe(snapshot);
+    series = series_.get();
+    if (series) {
+      // At the snapshot's time, as the recorder stamps it, so rules evaluated at that time see it.
+      series->BeginCycle(
+          static_cast<std::int64_t>(std::llround(snapshot.taken_unix_seconds * 1e3)));
+      EmitFamilies(series, snapshot.taken_unix_seconds, health ? &*health : nullptr);
+      series->EndCycle();
+    }
+  }
+  // The WAL write happens outside the lock that /metrics and the API wait on.
+  if (series) {
+    if (Status s = series->Commit(); !s.ok())
+      log_->Error("jobs: committing the task-layer series: " + s.message());
+  }
+}
+
+void JobsService::Observe(const collect::Snapshot& snapshot) {
   const double now = snapshot.taken_unix_seconds;
   last_snapshot_s_ = now;
   jobs::CycleInput cycle;
@@ -289,6 +250,11 @@ void JobsService::TakeSchedulerEvents(double now_s) {
       run_time_.Observe(job.partition, double(e.time - job.start_time));
     // GPU accounting and records: only jobs on this node.
     if (!HostListContains(job.nodes, node_name_)) continue;
+    // squeue lists finished jobs for a while (MinJobAge): after a restart, those recorded before
+    // are not recorded again (without their GPU figures).
+    if (e.kind == jobs::JobEventKind::kFinished && store_ &&
+        store_->RecentlyRecorded(e.job_id, job.started() ? job.start_time : 0, job.end_time))
+      continue;
     if (Status s = ledger_->OnEvent(e); !s.ok()) {
       ++record_errors_;
       log_->Error("jobs: writing the record of job " + e.job_id + ": " + s.message());
@@ -376,178 +342,6 @@ void JobsService::TrackIdle(const collect::Snapshot& snapshot, double now_s) {
   }
 }
 
-void JobsService::RenderMetrics(collect::Format format, std::string* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const double now = NowS();
-  auto gpu_labels = [this](unsigned index) {
-    std::string l = "gpu=\"" + std::to_string(index) + "\",uuid=\"";
-    auto it = gpu_ids_.find(index);
-    if (it != gpu_ids_.end()) collect::AppendEscapedLabelValue(&l, it->second.second);
-    return l + "\"";
-  };
-  auto labels_of = [this](const std::string& key) {
-    auto m = meta_.find(key);
-    static const JobMeta kNone;
-    const JobMeta& meta = m == meta_.end() ? kNone : m->second;
-    return JobLabels(VisibleJobId(key), meta.user,
-                     meta.team.empty() ? std::string(jobs::kUnassignedTeam) : meta.team,
-                     meta.partition);
-  };
-
-  Header(out, format, "gpu_allocation_info", "gauge", "",
-         "1 for each GPU and the job holding it (job labels live here, not on device series).");
-  for (const auto& [gpu, keys] : allocations_)
-    for (const std::string& key : keys)
-      Sample(out, "gpu_allocation_info", Join(gpu_labels(gpu), labels_of(key)), 1);
-
-  Header(out, format, "gpu_idle_allocated_gpus", "gauge", "",
-         "Allocated GPUs idle (utilization at or below jobs.idle_threshold) for at least "
-         "jobs.idle_window.");
-  double idle_gpus = 0;
-  for (const auto& [gpu, since] : idle_since_s_)
-    if (now - since >= config_.jobs.idle_window_s) idle_gpus += 1;
-  Sample(out, "gpu_idle_allocated_gpus", "", idle_gpus);
-  Header(out, format, "gpu_idle_streak_seconds", "gauge", "seconds",
-         "How long an allocated GPU has been idle; 0 when active.");
-  for (const auto& [gpu, keys] : allocations_) {
-    auto it = idle_since_s_.find(gpu);
-    Sample(out, "gpu_idle_streak_seconds", gpu_labels(gpu),
-           it == idle_since_s_.end() ? 0 : now - it->second);
-  }
-
-  Header(out, format, "gpu_jobs", "gauge", "",
-         "Jobs by state (Slurm's states; process jobs RUNNING).");
-  std::map<std::string, double> states = jobs_by_state_;
-  for (const auto& [key, meta] : meta_)
-    if (meta.source == "process") states["RUNNING"] += 1;
-  for (const auto& [state, n] : states) {
-    std::string l = "state=\"";
-    collect::AppendEscapedLabelValue(&l, state);
-    Sample(out, "gpu_jobs", l + "\"", n);
-  }
-
-  // Per running job.
-  struct PerJob {
-    const char* name;
-    const char* type;
-    const char* unit;
-    const char* help;
-  };
-  const PerJob families[] = {
-      {"gpu_job_gpus", "gauge", "", "GPUs allocated to the job."},
-      {"gpu_job_gpu_seconds_total", "counter", "", "Allocated GPUs x run time so far."},
-      {"gpu_job_energy_joules_total", "counter", "joules",
-       "Energy used by the job's GPUs since it started."},
-      {"gpu_job_sm_utilization_ratio", "gauge", "ratio",
-       "SM utilization over the job's GPUs and lifetime: time-weighted avg, or max (stat label)."},
-      {"gpu_job_memory_peak_bytes", "gauge", "bytes", "Peak device memory used on any job GPU."},
-      {"gpu_job_memory_used_ratio", "gauge", "ratio",
-       "Device memory used / total now, highest over the job's GPUs."},
-      {"gpu_job_throttle_seconds_total", "counter", "",
-       "GPU-seconds during which each clock-event reason was active on the job's GPUs."},
-      {"gpu_job_ecc_errors_total", "counter", "", "ECC errors on the job's GPUs during the job."},
-      {"gpu_job_xid_errors_total", "counter", "", "XID events on the job's GPUs during the job."},
-      {"gpu_job_idle_gpu_seconds_total", "counter", "",
-       "GPU-seconds the job's GPUs spent at or below jobs.idle_threshold."},
-      {"gpu_job_idle_streak_seconds", "gauge", "seconds",
-       "How long all of the job's GPUs have been idle; 0 when any is active."},
-  };
-  for (const PerJob& f : families) {
-    Header(out, format, f.name, f.type, f.unit, f.help);
-    const std::string name = f.name;
-    for (const jobs::JobGpuStats& s : running_) {
-      const std::string l = labels_of(s.job_id);
-      if (name == "gpu_job_gpus") {
-        Sample(out, f.name, l, double(s.gpus.size()));
-      } else if (name == "gpu_job_gpu_seconds_total") {
-        Sample(out, f.name, l, s.gpu_seconds);
-      } else if (name == "gpu_job_energy_joules_total") {
-        Sample(out, f.name, l, s.energy_j);
-      } else if (name == "gpu_job_sm_utilization_ratio") {
-        Sample(out, f.name, Join(l, "stat=\"avg\""), s.util_avg_pct / 100);
-        Sample(out, f.name, Join(l, "stat=\"max\""), s.util_max_pct / 100);
-      } else if (name == "gpu_job_memory_peak_bytes") {
-        Sample(out, f.name, l, double(s.memory_peak_bytes));
-      } else if (name == "gpu_job_memory_used_ratio") {
-        double ratio = 0;
-        for (unsigned g : s.gpus)
-          if (auto it = memory_used_ratio_.find(g); it != memory_used_ratio_.end())
-            ratio = std::max(ratio, it->second);
-        Sample(out, f.name, l, ratio);
-      } else if (name == "gpu_job_throttle_seconds_total") {
-        // Every reason from the job's start (0 until seen), so that rate() sees the first one.
-        std::map<std::string, double> reasons = s.throttle_s;
-        for (const collect::ClockEventReason& r : collect::kClockEventReasons)
-          reasons.emplace(std::string(r.label), 0.0);
-        for (const auto& [reason, seconds] : reasons)
-          Sample(out, f.name, Join(l, "reason=\"" + reason + "\""), seconds);
-      } else if (name == "gpu_job_ecc_errors_total") {
-        Sample(out, f.name, Join(l, "type=\"corrected\""), double(s.ecc_corrected));
-        Sample(out, f.name, Join(l, "type=\"uncorrected\""), double(s.ecc_uncorrected));
-      } else if (name == "gpu_job_xid_errors_total") {
-        Sample(out, f.name, l, double(s.xid_count));
-      } else if (name == "gpu_job_idle_gpu_seconds_total") {
-        Sample(out, f.name, l, s.idle_gpu_seconds);
-      } else if (name == "gpu_job_idle_streak_seconds") {
-        double streak = s.gpus.empty() ? 0 : 1e300;
-        for (unsigned g : s.gpus) {
-          auto it = idle_since_s_.find(g);
-          streak = std::min(streak, it == idle_since_s_.end() ? 0 : now - it->second);
-        }
-        Sample(out, f.name, l, streak);
-      }
-    }
-  }
-
-  auto histogram = [&](const Histogram& h, const char* name, const char* help) {
-    Header(out, format, name, "histogram", "seconds", help);
-    for (const auto& [partition, counts] : h.counts) {
-      std::string p = "partition=\"";
-      collect::AppendEscapedLabelValue(&p, partition);
-      p += '"';
-      std::uint64_t cumulative = 0;
-      for (size_t i = 0; i <= h.bounds.size(); ++i) {
-        cumulative += counts[i];
-        std::string le;
-        if (i == h.bounds.size()) {
-          le = "+Inf";
-        } else {
-          collect::AppendValue(&le, h.bounds[i]);
-          // OpenMetrics wants canonical floats in le ("1.0"); text 0.0.4 accepts either.
-          if (le.find_first_of(".e") == std::string::npos) le += ".0";
-        }
-        Sample(out, std::string(name) + "_bucket", p + ",le=\"" + le + "\"", double(cumulative));
-      }
-      Sample(out, std::string(name) + "_sum", p, h.sums.at(partition));
-      Sample(out, std::string(name) + "_count", p, double(cumulative));
-    }
-  };
-  histogram(queue_wait_, "gpu_job_queue_wait_seconds",
-            "Jobs that started, by partition: start - eligible time.");
-  histogram(submit_wait_, "gpu_job_submit_wait_seconds",
-            "Jobs that started, by partition: start - submit time.");
-  histogram(start_latency_, "gpu_job_start_latency_seconds",
-            "Allocation start to the first activity on an allocated GPU.");
-  histogram(run_time_, "gpu_job_run_seconds", "Jobs that ended, by partition: end - start.");
-
-  Header(out, format, "gpuwarden_job_record_errors_total", "counter", "",
-         "Job records that could not be written.");
-  Sample(out, "gpuwarden_job_record_errors_total", "", double(record_errors_));
-  if (!poller_) return;
-  const jobs::SlurmHealth health = poller_->Health();
-  Header(out, format, "gpuwarden_slurm_up", "gauge", "", "1 if the last squeue poll succeeded.");
-  Sample(out, "gpuwarden_slurm_up", "", health.up ? 1 : 0);
-  Header(out, format, "gpuwarden_slurm_last_success_timestamp_seconds", "gauge", "seconds",
-         "When squeue last answered (unix seconds; 0 if never).");
-  Sample(out, "gpuwarden_slurm_last_success_timestamp_seconds", "",
-         health.ever_succeeded ? health.last_success_s : 0);
-  Header(out, format, "gpuwarden_slurm_polls_total", "counter", "", "squeue polls.");
-  Sample(out, "gpuwarden_slurm_polls_total", "", double(health.polls_total));
-  Header(out, format, "gpuwarden_slurm_poll_failures_total", "counter", "",
-         "squeue polls that failed (timed out, exit code, bad JSON).");
-  Sample(out, "gpuwarden_slurm_poll_failures_total", "", double(health.failures_total));
-}
-
 std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
   std::map<std::string, jobs::SlurmJob> slurm_jobs;
   if (poller_) slurm_jobs = poller_->Jobs();
@@ -563,7 +357,7 @@ std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
       r.end_time = 0;
       r.exit_code.reset();
     } else {
-      r.job_id = VisibleJobId(key);
+      r.job_id = std::string(VisibleJobId(key));
       r.source = meta.source.empty() ? "process" : meta.source;
       r.name = meta.name;
       r.user = meta.user;
@@ -582,6 +376,8 @@ std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
   return out;
 }
 
+// The documents are written as nlohmann's dump writes them (keys in order), with each record's
+// JSON as stored: no parse, no disk read.
 std::string JobsService::JobsJson(const JobsQuery& query) const {
   std::vector<jobs::JobRecord> running;
   double now = 0;
@@ -590,42 +386,40 @@ std::string JobsService::JobsJson(const JobsQuery& query) const {
     running = RunningRecords();
     now = NowS();
   }
-  nlohmann::json list = nlohmann::json::array();
-  auto keep = [&query](const jobs::JobRecord& r) {
-    return query.team.empty() || r.team == query.team;
+  std::string body = "{\"data\":{\"jobs\":[";
+  bool first = true;
+  auto add = [&](std::string_view json) {
+    if (!first) body += ',';
+    first = false;
+    body += json;
   };
   for (const jobs::JobRecord& r : running)
-    if (keep(r)) list.push_back(nlohmann::json::parse(jobs::JobRecordToJson(r)));
+    if (query.team.empty() || r.team == query.team) add(jobs::JobRecordToJson(r));
   if (!query.running_only && store_) {
-    auto records = store_->ReadAll();
-    if (records.ok()) {
-      for (auto it = records->rbegin(); it != records->rend(); ++it) {
-        if (!keep(*it)) continue;
-        if (query.since_s > 0 && double(it->end_time) < now - query.since_s) continue;
-        list.push_back(nlohmann::json::parse(jobs::JobRecordToJson(*it)));
-      }
-    } else {
-      log_->Error("jobs: reading the records: " + records.error().message);
-    }
+    store_->VisitRecent([&](const jobs::StoredJobRecord& r) {
+      if (!query.team.empty() && r.team != query.team) return true;
+      if (query.since_s > 0 && double(r.end_time) < now - query.since_s) return true;
+      add(r.json);
+      return true;
+    });
   }
-  return nlohmann::json{{"status", "success"}, {"data", {{"jobs", list}}}}.dump();
+  body += "]},\"status\":\"success\"}";
+  return body;
 }
 
 std::optional<std::string> JobsService::JobJson(const std::string& job_id) const {
+  auto document = [](std::string_view json) {
+    return "{\"data\":" + std::string(json) + ",\"status\":\"success\"}";
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const jobs::JobRecord& r : RunningRecords())
-      if (r.job_id == job_id)
-        return nlohmann::json{{"status", "success"},
-                              {"data", nlohmann::json::parse(jobs::JobRecordToJson(r))}}
-            .dump();
+      if (r.job_id == job_id) return document(jobs::JobRecordToJson(r));
   }
   if (!store_) return std::nullopt;
-  auto found = store_->Find(job_id);
-  if (!found.ok() || !*found) return std::nullopt;
-  return nlohmann::json{{"status", "success"},
-                        {"data", nlohmann::json::parse(jobs::JobRecordToJson(**found))}}
-      .dump();
+  std::optional<std::string> json = store_->RecentJson(job_id);
+  if (!json) return std::nullopt;
+  return document(*json);
 }
 
 void JobsService::RegisterRoutes(http::Server* server) {

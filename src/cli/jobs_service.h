@@ -5,6 +5,7 @@
 //   jobs.Start();                                        // polls squeue when jobs.scheduler: slurm
 //   recorder.SetAfterRecord([&](const Snapshot& s, int64_t) { jobs.OnSnapshot(s); });
 //   page.SetExtra([&](Format f, std::string* out) { jobs.RenderMetrics(f, out); });
+//   jobs.RecordSeriesInto(&store_appender);              // the same families into the store
 //   jobs.RegisterRoutes(server);                         // GET /api/gw/v1/jobs[/<id>]
 //   ...
 //   jobs.Stop();                                         // also done by the destructor
@@ -14,7 +15,18 @@
 // taken since the last snapshot (jobs/slurm.h) and the processes' GPUWARDEN_JOB names feed the
 // JobLedger (jobs/job_records.h), which accumulates per-job statistics and appends a record to
 // `jobs.records_dir`/jobs.jsonl when a job ends. Time is the snapshot's (simulated time under
-// --simulate); Slurm's event times are its own.
+// --simulate); Slurm's event times are its own (the wall clock: with a simulated fleet, only the
+// realtime clock at speed 1 lines the two up; a stepped clock does not).
+//
+// The store: with RecordSeriesInto, every family below is also appended to the agent's store at
+// each snapshot's time, before the rules evaluate (RunServe calls OnSnapshot, then the rules), so
+// deploy/rules/task.yml fires in the agent as in Prometheus. Series references are reused; a job's
+// series get stale markers at the snapshot that no longer has it (cli/jobs_series.h).
+//
+// Job records: loaded from jobs.jsonl once at start and kept in memory — the latest 100,000 that
+// ended within storage.retention of the newest — so the API never reads the disk; each record is
+// appended to the file and to memory when its job ends. Older records are on disk only
+// (`gpuwarden jobs` without --url reads the whole file).
 //
 // Metrics (docs/metrics.md, "Task layer"): allocation info per GPU and job (job labels go on job
 // series only, never on device series), per running job figures (labels job_id, user, team,
@@ -41,6 +53,7 @@
 
 #include "base/log.h"
 #include "cli/config.h"
+#include "cli/jobs_series.h"
 #include "collect/exposition.h"
 #include "collect/snapshot.h"
 #include "jobs/attribution.h"
@@ -92,6 +105,11 @@ class JobsService {
   // Appends the task-layer families (docs/metrics.md "Task layer") in `format`.
   void RenderMetrics(collect::Format format, std::string* out) const;
 
+  // From now on, OnSnapshot also appends those families to `appender` at the snapshot's time and
+  // commits (stale markers for series that went away). `appender` must outlive this object and
+  // OnSnapshot must run on its writer thread. Call before the first OnSnapshot.
+  void RecordSeriesInto(collect::SampleAppender* appender);
+
   // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T) and GET /api/gw/v1/jobs/<id>.
   void RegisterRoutes(http::Server* server);
 
@@ -108,18 +126,29 @@ class JobsService {
     double start_s = 0;
   };
   struct Histogram {
+    std::string name, bucket_name, sum_name, count_name;
     std::vector<double> bounds;
+    std::vector<std::string> le;  // bound texts as OpenMetrics wants them ("1.0"), then "+Inf"
     std::map<std::string, std::vector<std::uint64_t>> counts;  // by partition, per bound + Inf
     std::map<std::string, double> sums;
+    void Init(std::string family, std::vector<double> bucket_bounds);
     void Observe(const std::string& partition, double v);
   };
 
+  void Observe(const collect::Snapshot& snapshot);  // mu_ held
   void TakeSchedulerEvents(double now_s);
   void Attribute(const collect::Snapshot& snapshot, double now_s);
   void TrackIdle(const collect::Snapshot& snapshot, double now_s);
   void NoteEndedJobs(double now_s);
   std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
   double NowS() const;                                  // mu_ held
+  // Hands every task-layer family to `sink` (jobs_metrics.cpp); mu_ held. Allocates nothing
+  // per sample, so the store's steady state does not either.
+  void EmitFamilies(TaskFamilySink* sink, double now_s, const jobs::SlurmHealth* health) const;
+  void EmitPerJob(TaskFamilySink* sink, double now_s) const;
+  void EmitHistogram(TaskFamilySink* sink, const Histogram& h, std::string_view help) const;
+  // The job id a person knows: the ledger keys process jobs "process:<GPUWARDEN_JOB>".
+  static std::string_view VisibleJobId(std::string_view key);
 
   Config config_;
   Logger* log_;
@@ -144,6 +173,7 @@ class JobsService {
   Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
   std::uint64_t record_errors_ = 0;
   std::string node_name_;
+  std::unique_ptr<TaskSeriesRecorder> series_;  // the store (RecordSeriesInto); OnSnapshot's thread
 };
 
 }  // namespace gw::cli

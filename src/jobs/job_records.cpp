@@ -112,16 +112,82 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
   }
 }
 
-Expected<std::unique_ptr<JobRecordStore>> JobRecordStore::Open(const std::string& dir) {
+Expected<std::unique_ptr<JobRecordStore>> JobRecordStore::Open(const std::string& dir,
+                                                               JobRecordStoreOptions options) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{dir + ": " + ec.message()};
-  return std::unique_ptr<JobRecordStore>(new JobRecordStore(dir + "/jobs.jsonl"));
+  std::unique_ptr<JobRecordStore> store(new JobRecordStore(dir + "/jobs.jsonl", options));
+  if (options.memory_records == 0) return store;
+  std::ifstream in(store->path_);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    Expected<JobRecord> r = JobRecordFromJson(line);
+    if (!r.ok()) continue;  // a torn line
+    store->Remember(
+        StoredJobRecord{r->job_id, r->team, r->start_time, r->end_time, std::move(line)});
+  }
+  return store;
+}
+
+void JobRecordStore::Remember(StoredJobRecord record) {
+  newest_end_ = std::max(newest_end_, record.end_time);
+  latest_seq_[record.job_id] = first_seq_ + recent_.size();
+  recent_.push_back(std::move(record));
+  auto too_old = [this](const StoredJobRecord& r) {
+    return options_.memory_keep_s > 0 &&
+           static_cast<double>(r.end_time) <
+               static_cast<double>(newest_end_) - options_.memory_keep_s;
+  };
+  while (!recent_.empty() &&
+         (recent_.size() > options_.memory_records || too_old(recent_.front()))) {
+    auto latest = latest_seq_.find(recent_.front().job_id);
+    if (latest != latest_seq_.end() && latest->second == first_seq_) latest_seq_.erase(latest);
+    recent_.pop_front();
+    ++first_seq_;
+  }
+}
+
+void JobRecordStore::VisitRecent(const std::function<bool(const StoredJobRecord&)>& visit) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it)
+    if (!visit(*it)) return;
+}
+
+std::optional<std::string> JobRecordStore::RecentJson(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = latest_seq_.find(job_id);
+  if (it == latest_seq_.end()) return std::nullopt;
+  return recent_[it->second - first_seq_].json;
+}
+
+bool JobRecordStore::RecentlyRecorded(const std::string& job_id, std::int64_t start_time,
+                                      std::int64_t end_time) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = latest_seq_.find(job_id);
+  if (it == latest_seq_.end()) return false;
+  const StoredJobRecord& r = recent_[it->second - first_seq_];
+  return r.start_time == start_time && r.end_time == end_time;
+}
+
+std::size_t JobRecordStore::RecentCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return recent_.size();
 }
 
 Status JobRecordStore::Append(const JobRecord& record) {
-  const std::string line = JobRecordToJson(record) + "\n";
+  std::string json = JobRecordToJson(record);
+  const std::string line = json + "\n";
   std::lock_guard<std::mutex> lock(mu_);
+  Status written = AppendLine(line);
+  if (options_.memory_records > 0)
+    Remember(StoredJobRecord{record.job_id, record.team, record.start_time, record.end_time,
+                             std::move(json)});
+  return written;
+}
+
+Status JobRecordStore::AppendLine(const std::string& line) {
   const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (fd < 0) return Error{path_ + ": " + std::strerror(errno)};
   // A torn previous line (crash) must not swallow this record: start on a fresh line.

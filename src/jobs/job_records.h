@@ -12,16 +12,26 @@
 // when reading and the next append starts on a fresh line. A job id may appear more than once (a
 // requeued job); `Find` returns the latest.
 //
+// In memory (for the agent's API, which must not read the disk per request): a store opened with
+// `JobRecordStoreOptions::memory_records` > 0 loads the file once at Open and keeps the most recent
+// records — at most that many (100,000 in serve), and only those that ended within `memory_keep_s`
+// of the newest one (serve: storage.retention) — appending each new record as it is written.
+// Older records stay on disk only (`ReadAll`, `Find`, and `gpuwarden jobs` without --url).
+//
 // Threading: JobRecordStore serialises its own appends and reads (mutex): the ledger writes while
 // the HTTP API reads. JobLedger is not synchronised (one owner).
 #ifndef GPUWARDEN_JOBS_JOB_RECORDS_H_
 #define GPUWARDEN_JOBS_JOB_RECORDS_H_
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -55,22 +65,61 @@ struct JobRecord {
 std::string JobRecordToJson(const JobRecord& record);  // one line, no newline
 Expected<JobRecord> JobRecordFromJson(std::string_view line);
 
+struct JobRecordStoreOptions {
+  std::size_t memory_records = 0;  // 0: nothing kept in memory (offline readers)
+  double memory_keep_s = 0;        // > 0: drop records that ended this long before the newest
+};
+
+// A record as kept in memory: its JSON line (as on disk) and what the API filters on.
+struct StoredJobRecord {
+  std::string job_id;
+  std::string team;
+  std::int64_t start_time = 0;
+  std::int64_t end_time = 0;
+  std::string json;  // JobRecordToJson
+};
+
 class JobRecordStore {
  public:
-  // Creates `dir` if needed.
-  static Expected<std::unique_ptr<JobRecordStore>> Open(const std::string& dir);
+  // Creates `dir` if needed; with `options.memory_records`, loads the file's records into memory
+  // (unreadable lines are skipped, as ReadAll does).
+  static Expected<std::unique_ptr<JobRecordStore>> Open(const std::string& dir,
+                                                        JobRecordStoreOptions options = {});
 
+  // Writes the record (fsync'ed), then keeps it in memory. If the write fails, the record is
+  // still kept in memory (so the API shows it) and the error returned.
   Status Append(const JobRecord& record);
-  // Every record, oldest first.
+  // Every record in the file, oldest first (reads the disk).
   Expected<std::vector<JobRecord>> ReadAll() const;
-  // The latest record for a job id.
+  // The latest record in the file for a job id (reads the disk).
   Expected<std::optional<JobRecord>> Find(const std::string& job_id) const;
+
+  // From memory, no disk I/O: the records kept, newest first, until `visit` returns false.
+  void VisitRecent(const std::function<bool(const StoredJobRecord&)>& visit) const;
+  // From memory: the JSON of the latest record kept for a job id.
+  std::optional<std::string> RecentJson(const std::string& job_id) const;
+  // From memory: whether the latest record kept for `job_id` has these start and end times (the
+  // same run of the job — a requeued job starts again). Lets an agent that restarted skip jobs
+  // that squeue still lists as finished and that it recorded before.
+  bool RecentlyRecorded(const std::string& job_id, std::int64_t start_time,
+                        std::int64_t end_time) const;
+  std::size_t RecentCount() const;
+
   const std::string& path() const { return path_; }
 
  private:
-  explicit JobRecordStore(std::string path) : path_(std::move(path)) {}
+  JobRecordStore(std::string path, JobRecordStoreOptions options)
+      : path_(std::move(path)), options_(options) {}
+  void Remember(StoredJobRecord record);       // mu_ held
+  Status AppendLine(const std::string& line);  // mu_ held
+
   std::string path_;
+  JobRecordStoreOptions options_;
   mutable std::mutex mu_;
+  std::deque<StoredJobRecord> recent_;  // oldest first; recent_[i] has sequence first_seq_ + i
+  std::uint64_t first_seq_ = 0;
+  std::unordered_map<std::string, std::uint64_t> latest_seq_;  // job id -> its newest record
+  std::int64_t newest_end_ = 0;
 };
 
 // Turns scheduler events and collector cycles into per-job statistics and records.

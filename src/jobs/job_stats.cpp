@@ -44,6 +44,15 @@ void JobStatsTracker::Begin(const std::string& job_id, std::vector<unsigned> gpu
   job.stats.job_id = job_id;
   job.stats.gpus = std::move(gpus);
   job.stats.start_s = start_s;
+  // Intervals seen before the start was learnt, in time order (Observe appends them so).
+  for (unsigned gpu : job.stats.gpus) {
+    auto h = history_.find(gpu);
+    if (h == history_.end()) continue;
+    for (const Interval& iv : h->second)
+      if (iv.t1 > start_s) job.recent.push_back(iv);
+  }
+  std::stable_sort(job.recent.begin(), job.recent.end(),
+                   [](const Interval& a, const Interval& b) { return a.t1 < b.t1; });
   jobs_.emplace(job_id, std::move(job));
 }
 
@@ -102,12 +111,16 @@ void JobStatsTracker::Observe(const CycleInput& cycle) {
         if (!std::binary_search(job.stats.gpus.begin(), job.stats.gpus.end(), cur.index)) continue;
         job.recent.push_back(iv);
       }
+      history_[cur.index].push_back(iv);
     }
     last_[cur.index] = cur;
   }
   // Commit what is older than the retention window.
   double newest = 0;
   for (const GpuCycleSample& cur : cycle.gpus) newest = std::max(newest, cur.time_s);
+  for (auto& [gpu, intervals] : history_)
+    while (!intervals.empty() && intervals.front().t1 < newest - options_.retention_s)
+      intervals.pop_front();
   for (auto& [id, job] : jobs_) {
     while (!job.recent.empty() && job.recent.front().t1 < newest - options_.retention_s) {
       Commit(job.recent.front(), kForeverS, &job, options_);

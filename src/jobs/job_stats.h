@@ -16,7 +16,9 @@
 //
 // An interval between two samples of a GPU is charged to the job for its overlap with
 // [start, end]. Because the end is often learnt late (the scheduler is polled), the last
-// `retention_s` of intervals stay uncommitted and are clipped at `End`.
+// `retention_s` of intervals stay uncommitted and are clipped at `End`. The start is learnt late
+// too: each GPU's intervals of the last `retention_s` are kept, and `Begin` with a start in the
+// past charges those after the start (a job whose start is older than that loses the rest).
 //
 // Threading: none (one owner, e.g. the collector's thread or a task-layer thread).
 #ifndef GPUWARDEN_JOBS_JOB_STATS_H_
@@ -85,8 +87,9 @@ class JobStatsTracker {
  public:
   explicit JobStatsTracker(JobStatsOptions options = {}) : options_(options) {}
 
-  // Starts accounting a job from `start_s` (allocation start) on the given GPU indices. A job
-  // already known is left as is.
+  // Starts accounting a job from `start_s` (allocation start) on the given GPU indices, charging
+  // the intervals already observed after `start_s` (up to `retention_s` back). A job already
+  // known is left as is.
   void Begin(const std::string& job_id, std::vector<unsigned> gpus, double start_s);
   // Feeds one cycle to every running job.
   void Observe(const CycleInput& cycle);
@@ -118,6 +121,8 @@ class JobStatsTracker {
   JobStatsOptions options_;
   std::map<std::string, Job> jobs_;
   std::map<unsigned, GpuCycleSample> last_;  // per GPU, the previous sample (any job)
+  // Per GPU, the intervals of the last retention_s (for jobs whose start is learnt late).
+  std::map<unsigned, std::deque<Interval>> history_;
 };
 
 }  // namespace gw::jobs

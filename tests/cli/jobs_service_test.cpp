@@ -11,6 +11,7 @@
 
 #include "cli/jobs_commands.h"
 #include "support/process.h"
+#include "tsdb/storage.h"
 
 namespace gw::cli {
 namespace {
@@ -68,6 +69,40 @@ std::string Metrics(const JobsService& jobs, collect::Format f = collect::Format
 bool Has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
+
+// The store as the recorder's appender sees it, in memory, counting GetRef and Commit calls.
+class MemoryAppender : public collect::SampleAppender {
+ public:
+  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
+    ++get_refs;
+    for (size_t i = 0; i < series.size(); ++i)
+      if (series[i] == labels) return static_cast<Ref>(i);
+    series.push_back(labels);
+    return static_cast<Ref>(series.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t_ms, double v) override {
+    ++appends;
+    return store.Append(series[ref], t_ms, v);
+  }
+  Status Commit() override {
+    ++commits;
+    return Status::Ok();
+  }
+  // The samples of the series with these label values (and the name), time-ordered.
+  std::vector<tsdb::Sample> Samples(const std::string& name,
+                                    std::initializer_list<std::pair<const char*, const char*>> eq) {
+    std::vector<tsdb::Matcher> ms = {
+        *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", name)};
+    for (auto& [n, v] : eq) ms.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kEqual, n, v));
+    std::vector<tsdb::SeriesData> out;
+    EXPECT_TRUE(store.Select(ms, 0, INT64_MAX, &out).ok());
+    EXPECT_LE(out.size(), 1u);
+    return out.empty() ? std::vector<tsdb::Sample>{} : out[0].samples;
+  }
+  std::vector<tsdb::Labels> series;
+  tsdb::MemoryQuerier store;
+  int get_refs = 0, appends = 0, commits = 0;
+};
 
 TEST(JobsConfig, KeysParseAndErrorsNameTheLine) {
   TempDir dir;
@@ -297,6 +332,22 @@ TEST(JobsService, SlurmJobsFromAStandInSqueue) {
   EXPECT_EQ(r["queue_wait_s"], 70);
   EXPECT_EQ(r["team"], "sim");
 
+  // The agent restarts while squeue still lists job 13 as finished: it is not recorded twice.
+  {
+    JobsService restarted(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
+    restarted.Start();
+    ASSERT_TRUE(gw::testing::WaitFor(
+        [&] { return Has(Metrics(restarted), "gpuwarden_slurm_up 1\n"); }, 30));
+    restarted.OnSnapshot(Snap(1220, {Gpu(0, 0.9, 1e9), Gpu(1, 0.8, 1e9), Gpu(2, 0, 0)}));
+    restarted.Stop();
+    const std::string file = ReadFile(dir / "data/jobs/jobs.jsonl");
+    size_t records_of_13 = 0;
+    for (size_t at = file.find("\"job_id\":\"13\""); at != std::string::npos;
+         at = file.find("\"job_id\":\"13\"", at + 1))
+      ++records_of_13;
+    EXPECT_EQ(records_of_13, 1u) << file;
+  }
+
   // squeue fails: the last known jobs stay, slurm_up drops.
   std::filesystem::remove(dir / "answer.json");
   ASSERT_TRUE(
@@ -304,6 +355,112 @@ TEST(JobsService, SlurmJobsFromAStandInSqueue) {
   jobs.OnSnapshot(Snap(1220, {Gpu(0, 0.9, 1e9), Gpu(1, 0.8, 1e9), Gpu(2, 0, 0), Gpu(3, 0, 0)}));
   EXPECT_TRUE(Has(Metrics(jobs), "gpu_allocation_info{gpu=\"0\",uuid=\"GPU-0\"," + l + "} 1\n"));
   jobs.Stop();
+}
+
+// The task-layer families go into the store at each snapshot's time (so the rules see them in
+// the agent), with references reused in a steady state and stale markers when a job goes.
+TEST(JobsService, SeriesIntoTheStoreAtSnapshotTime) {
+  TempDir dir;
+  const std::string proc = dir / "proc";
+  FakeProcess(proc, 4242, 777, "0::/user.slice\n",
+              {"GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "CUDA_VISIBLE_DEVICES=1"});
+  Config config;
+  config.storage.path = dir / "data";
+  Logger logger(LogLevel::kError);
+  MemoryAppender appender;
+  JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});
+  jobs.RecordSeriesInto(&appender);
+
+  jobs.OnSnapshot(Snap(1000, {Gpu(0, 0, 1e9), Gpu(1, 0.9, 40e9, {4242})}));
+  jobs.OnSnapshot(Snap(1010, {Gpu(0, 0, 1e9), Gpu(1, 0.5, 78e9, {4242})}));
+  const int refs_after_two = appender.get_refs;
+  const int appends_before = appender.appends;
+  jobs.OnSnapshot(Snap(1020, {Gpu(0, 0, 1e9), Gpu(1, 0.7, 78e9, {4242})}));
+  EXPECT_EQ(appender.get_refs, refs_after_two);  // steady state: no new series, no label hashing
+  EXPECT_GT(appender.appends, appends_before);
+  EXPECT_EQ(appender.commits, 3);
+
+  auto info = appender.Samples("gpu_allocation_info", {{"gpu", "1"},
+                                                       {"uuid", "GPU-1"},
+                                                       {"job_id", "train-7"},
+                                                       {"user", "root"},
+                                                       {"team", "vision"},
+                                                       {"partition", ""}});
+  ASSERT_EQ(info.size(), 3u);
+  EXPECT_EQ(info[0].t_ms, 1000000);
+  EXPECT_EQ(info[2].t_ms, 1020000);
+  EXPECT_EQ(info[2].v, 1);
+  auto seconds = appender.Samples("gpu_job_gpu_seconds_total", {{"job_id", "train-7"}});
+  ASSERT_EQ(seconds.size(), 3u);
+  EXPECT_EQ(seconds[2].v, 20);
+  auto throttled = appender.Samples("gpu_job_throttle_seconds_total",
+                                    {{"job_id", "train-7"}, {"reason", "hw_thermal_slowdown"}});
+  ASSERT_EQ(throttled.size(), 3u);
+  EXPECT_EQ(throttled[2].v, 0);
+  auto ratio = appender.Samples("gpu_job_memory_used_ratio", {{"job_id", "train-7"}});
+  ASSERT_EQ(ratio.size(), 3u);
+  EXPECT_DOUBLE_EQ(ratio[2].v, 0.975);
+  auto running = appender.Samples("gpu_jobs", {{"state", "RUNNING"}});
+  ASSERT_EQ(running.size(), 3u);
+  EXPECT_EQ(running[2].v, 1);
+  EXPECT_EQ(appender.Samples("gpu_idle_allocated_gpus", {}).size(), 3u);
+
+  // The process is gone: its series end with a stale marker at that snapshot; the histogram of
+  // run times appears.
+  jobs.OnSnapshot(Snap(1030, {Gpu(0, 0, 1e9), Gpu(1, 0, 0)}));
+  info = appender.Samples("gpu_allocation_info", {{"job_id", "train-7"}});
+  ASSERT_EQ(info.size(), 4u);
+  EXPECT_EQ(info[3].t_ms, 1030000);
+  EXPECT_TRUE(tsdb::IsStaleNaN(info[3].v));
+  seconds = appender.Samples("gpu_job_gpu_seconds_total", {{"job_id", "train-7"}});
+  ASSERT_EQ(seconds.size(), 4u);
+  EXPECT_TRUE(tsdb::IsStaleNaN(seconds[3].v));
+  auto runs = appender.Samples("gpu_job_run_seconds_count", {{"partition", ""}});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].v, 1);
+  auto le = appender.Samples("gpu_job_run_seconds_bucket", {{"partition", ""}, {"le", "60.0"}});
+  ASSERT_EQ(le.size(), 1u);
+  EXPECT_EQ(le[0].v, 1);
+  // Nothing more after the stale marker.
+  jobs.OnSnapshot(Snap(1040, {Gpu(0, 0, 1e9), Gpu(1, 0, 0)}));
+  EXPECT_EQ(appender.Samples("gpu_allocation_info", {{"job_id", "train-7"}}).size(), 4u);
+}
+
+// The API serves finished jobs from memory (no disk read per request), and a restarted service
+// loads them back from the file.
+TEST(JobsService, RecordsServedFromMemoryAndReloadedAfterRestart) {
+  TempDir dir;
+  const std::string proc = dir / "proc";
+  FakeProcess(proc, 4242, 777, "0::/user.slice\n",
+              {"GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "CUDA_VISIBLE_DEVICES=1"});
+  Config config;
+  config.storage.path = dir / "data";
+  Logger logger(LogLevel::kError);
+  {
+    JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});
+    jobs.OnSnapshot(Snap(1000, {Gpu(1, 0.9, 40e9, {4242})}));
+    jobs.OnSnapshot(Snap(1010, {Gpu(1, 0.9, 40e9, {4242})}));
+    jobs.OnSnapshot(Snap(1020, {Gpu(1, 0, 0)}));
+    ASSERT_TRUE(jobs.JobJson("train-7").has_value());
+    // Moved away: the API still answers from memory.
+    std::filesystem::rename(dir / "data/jobs/jobs.jsonl", dir / "saved.jsonl");
+    auto one = jobs.JobJson("train-7");
+    ASSERT_TRUE(one.has_value());
+    EXPECT_EQ(nlohmann::json::parse(*one)["data"]["end_time"], 1020);
+    nlohmann::json list = nlohmann::json::parse(jobs.JobsJson({.team = "vision"}));
+    ASSERT_EQ(list["data"]["jobs"].size(), 1u);
+    EXPECT_EQ(list["data"]["jobs"][0]["state"], "ENDED");
+    EXPECT_EQ(list["status"], "success");
+    EXPECT_TRUE(nlohmann::json::parse(jobs.JobsJson({.team = "nlp"}))["data"]["jobs"].empty());
+    std::filesystem::rename(dir / "saved.jsonl", dir / "data/jobs/jobs.jsonl");
+  }
+  // The agent restarts: the record is loaded from the file once.
+  JobsService restarted(config, &logger, JobsServiceOptions{proc + "-none", "testnode"});
+  auto one = restarted.JobJson("train-7");
+  ASSERT_TRUE(one.has_value());
+  nlohmann::json record = nlohmann::json::parse(*one)["data"];
+  EXPECT_EQ(record["team"], "vision");
+  EXPECT_EQ(record["gpu"]["gpu_seconds"], 20);
 }
 
 }  // namespace

@@ -233,5 +233,87 @@ TEST(JobsServe, ProcessJobsAndStandInSlurmEndToEnd) {
   EXPECT_EQ(everything.find(kSecret), std::string::npos);
 }
 
+// The task-layer rules run in the agent: a job whose process holds a GPU without using it (the
+// simulator's idle_allocated workload) for over 30 simulated minutes fires GpuJobHoldingGpusIdle
+// in gpuwarden's own /api/v1/alerts, and the task-layer series answer PromQL from the store.
+TEST(JobsServe, TaskLayerRulesFireInTheAgent) {
+  TempDir dir;
+  WriteFile(dir / "host.yaml",
+            "name: idle-host\nclock: stepped\nhost_processes: true\nhost_scan_interval: 50ms\n"
+            "gpus:\n  - model: A100-80GB\n    count: 2\n");
+  WriteFile(dir / "gpuwarden.yaml", "jobs:\n  idle_window: 10m\n");
+  AgentProcess agent({"--simulate", dir / "host.yaml", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  ASSERT_NE(agent.port(), 0);
+  Process job({"env", "GPUWARDEN_SIM_WORKLOAD=idle_allocated", "CUDA_VISIBLE_DEVICES=0",
+               "GPUWARDEN_JOB=notebook-3", "GPUWARDEN_TEAM=vision", "sleep", "600"},
+              dir / "job.log");
+  ASSERT_TRUE(job.started());
+  // Simulated time runs ahead of the wall clock: queries are made at the last snapshot's time.
+  double now = 0;
+  auto advance = [&agent, &now](double seconds) {
+    HttpReply r = HttpPost(agent.port(), "/-/sim/advance?seconds=" + std::to_string(seconds));
+    ASSERT_EQ(r.status, 200) << r.body;
+    now = json::parse(r.body)["taken_at"].get<double>();
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        advance(10);
+        return agent.Get("/metrics").body.find("job_id=\"notebook-3\"") != std::string::npos;
+      },
+      60))
+      << agent.Log();
+
+  auto query = [&agent, &now](const std::string& promql) {
+    HttpReply r =
+        agent.Get("/api/v1/query?query=" + UrlEncode(promql) + "&time=" + std::to_string(now));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  };
+  json allocation = query("gpu_allocation_info{team=\"vision\"}");
+  ASSERT_EQ(allocation["data"]["result"].size(), 1u) << allocation.dump();
+  const json& labels = allocation["data"]["result"][0]["metric"];
+  EXPECT_EQ(labels["job_id"], "notebook-3");
+  EXPECT_EQ(labels["gpu"], "0");
+  EXPECT_EQ(labels["team"], "vision");
+  // Joined in PromQL with a device series, as docs/metrics.md shows.
+  json joined = query("gpu_memory_used_bytes * on (gpu) group_left (job_id) gpu_allocation_info");
+  ASSERT_EQ(joined["data"]["result"].size(), 1u) << joined.dump();
+  EXPECT_EQ(joined["data"]["result"][0]["metric"]["job_id"], "notebook-3");
+
+  auto alert_state = [&agent]() {
+    json body = json::parse(agent.Get("/api/v1/alerts").body, nullptr, false);
+    for (const json& a : body["data"]["alerts"])
+      if (a["labels"].value("alertname", "") == "GpuJobHoldingGpusIdle") return a;
+    return json();
+  };
+  // Not yet: idle for minutes only.
+  for (int i = 0; i < 6; ++i) advance(300);  // 30 min
+  EXPECT_TRUE(alert_state().is_null() || alert_state()["state"] != "firing")
+      << alert_state().dump();
+  for (int i = 0; i < 6; ++i) advance(60);  // 36 min: the streak passed 30 min over 2 m ago
+  const json alert = alert_state();
+  ASSERT_FALSE(alert.is_null()) << agent.Get("/api/v1/alerts").body << agent.Log();
+  EXPECT_EQ(alert["state"], "firing");
+  EXPECT_EQ(alert["labels"]["job_id"], "notebook-3");
+  EXPECT_EQ(alert["labels"]["team"], "vision");
+  EXPECT_EQ(alert["labels"]["layer"], "task");
+  json idle = query("gpu_idle_allocated_gpus");
+  ASSERT_EQ(idle["data"]["result"].size(), 1u);
+  EXPECT_EQ(idle["data"]["result"][0]["value"][1], "1");
+
+  // The job goes: its series go stale at once, and the alert resolves.
+  job.Stop();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        advance(10);
+        return query("gpu_allocation_info")["data"]["result"].empty();
+      },
+      60));
+  advance(60);
+  const json after = alert_state();
+  EXPECT_TRUE(after.is_null() || after["state"] != "firing") << after.dump();
+}
+
 }  // namespace
 }  // namespace gw::testing

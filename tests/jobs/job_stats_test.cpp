@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "jobs/job_records.h"
 #include "support/process.h"
@@ -84,6 +85,96 @@ TEST(JobStats, IdleJobIsFlaggedAndCounterResetFallsBackToPower) {
   EXPECT_FALSE(s->start_latency_s.has_value());
   EXPECT_NEAR(s->energy_j, 60 * 60, 1e-6);
   EXPECT_DOUBLE_EQ(s->idle_gpu_seconds, 60);
+}
+
+// The scheduler is polled, so a job's start is learnt after cycles past it were observed: those
+// cycles are still the job's (before the fix, the energy between start and the poll was lost).
+TEST(JobStats, StartLearntLateStillChargesTheCyclesSinceTheStart) {
+  JobStatsTracker tracker(JobStatsOptions{.retention_s = 30});
+  double energy = 0;
+  auto cycle_at = [&](int t) {
+    CycleInput cycle;
+    const double power = t > 100 ? 250 : 50;
+    energy += power;
+    cycle.gpus.push_back(Sample(0, t, t > 100 ? 90 : 0, power, energy));
+    cycle.gpus.push_back(Sample(1, t, 0, 50, 0));  // not the job's
+    tracker.Observe(cycle);
+  };
+  for (int t = 0; t <= 110; ++t) cycle_at(t);
+  tracker.Begin("late", {0}, 100);  // started at 100, learnt at 110
+  for (int t = 111; t <= 130; ++t) cycle_at(t);
+  std::optional<JobGpuStats> s = tracker.End("late", 130);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_NEAR(s->energy_j, 250.0 * 30, 1e-6);
+  EXPECT_NEAR(s->observed_gpu_seconds, 30, 1e-9);
+  ASSERT_TRUE(s->start_latency_s.has_value());
+  EXPECT_DOUBLE_EQ(*s->start_latency_s, 1);
+  // Older than the retention window: only what is still kept is charged.
+  for (int t = 131; t <= 200; ++t) cycle_at(t);
+  tracker.Begin("too-late", {0}, 131);
+  for (int t = 201; t <= 210; ++t) cycle_at(t);
+  s = tracker.End("too-late", 210);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_NEAR(s->observed_gpu_seconds, 41, 1e-9);  // the interval ending at 170, to 210
+}
+
+// The agent's API reads records from memory: loaded once at Open, appended as jobs end, bounded by
+// count and by age, the latest record of a requeued id found at once.
+TEST(JobRecords, KeptInMemoryBoundedAndLoadedAtOpen) {
+  TempDir dir;
+  auto record = [](const std::string& id, const std::string& team, std::int64_t end) {
+    JobRecord r;
+    r.job_id = id;
+    r.source = "slurm";
+    r.team = team;
+    r.state = "COMPLETED";
+    r.start_time = end - 10;
+    r.end_time = end;
+    return r;
+  };
+  {
+    auto offline = JobRecordStore::Open(dir / "jobs");  // no memory: the CLI's reader
+    ASSERT_TRUE(offline.ok());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE((*offline)->Append(record(std::to_string(i), "a", 1000 + i)).ok());
+    EXPECT_EQ((*offline)->RecentCount(), 0u);
+    EXPECT_FALSE((*offline)->RecentJson("1").has_value());
+  }
+  const JobRecordStoreOptions options{.memory_records = 4, .memory_keep_s = 100};
+  auto store = JobRecordStore::Open(dir / "jobs", options);
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ((*store)->RecentCount(), 4u);  // the newest four of five
+  EXPECT_FALSE((*store)->RecentJson("0").has_value());
+  ASSERT_TRUE((*store)->RecentJson("4").has_value());
+  EXPECT_EQ(JobRecordFromJson(*(*store)->RecentJson("4"))->end_time, 1004);
+
+  // The file is not read again: memory answers even once it is gone.
+  std::filesystem::remove(dir / "jobs/jobs.jsonl");
+  ASSERT_TRUE((*store)->RecentJson("3").has_value());
+  // A requeued job: the latest record wins; the older one stays listed.
+  ASSERT_TRUE((*store)->Append(record("3", "b", 1050)).ok());
+  EXPECT_EQ(JobRecordFromJson(*(*store)->RecentJson("3"))->team, "b");
+  std::vector<std::string> order;
+  (*store)->VisitRecent([&](const StoredJobRecord& r) {
+    order.push_back(r.job_id + "@" + std::to_string(r.end_time));
+    return true;
+  });
+  EXPECT_EQ(order, (std::vector<std::string>{"3@1050", "4@1004", "3@1003", "2@1002"}));
+  // Age: a record ending at 1120 pushes out those that ended over 100 s before it.
+  ASSERT_TRUE((*store)->Append(record("9", "a", 1120)).ok());
+  order.clear();
+  (*store)->VisitRecent([&](const StoredJobRecord& r) {
+    order.push_back(r.job_id);
+    return order.size() < 10;
+  });
+  EXPECT_EQ(order, (std::vector<std::string>{"9", "3"}));
+  EXPECT_EQ(JobRecordFromJson(*(*store)->RecentJson("3"))->end_time, 1050);
+  EXPECT_FALSE((*store)->RecentJson("4").has_value());
+  // And the file has what was appended since (restart: loaded again).
+  auto reopened = JobRecordStore::Open(dir / "jobs", options);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->RecentCount(), 2u);
+  EXPECT_TRUE((*reopened)->RecentJson("9").has_value());
 }
 
 TEST(JobRecords, AppendReadBackAfterRestartAndTornLine) {

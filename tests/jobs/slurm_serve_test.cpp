@@ -1,0 +1,297 @@
+// `gpuwarden serve` end to end with a real Slurm 22.05 + munge (tests/support/slurm.h; needs root)
+// and a simulated fleet in `host_processes` mode: sbatch jobs that declare a workload drive the
+// simulated GPUs Slurm allocated them, and the agent attributes them through NVML pid -> /proc ->
+// Slurm, polls squeue for the job table, accounts each job and writes its record.
+//
+// The simulator runs on the realtime clock at speed 1, so simulated time is wall time and Slurm's
+// timestamps (wall clock, whole seconds) line up with the samples. A stepped clock would not: Slurm
+// keeps the wall clock whatever the simulator does.
+//
+// Jobs (4 fake GPUs): "busy" --gres=gpu:2 training; "idle" --gpus=1 never touching its GPU;
+// "waiter" --gpus-per-node=2, which waits behind those two; "cancelme" --gres=gpu:4, cancelled
+// while pending; "fails" --gres=gpu:1 exiting 3. Then the agent restarts on the same data
+// directory, and slurmctld is stopped and started again while a job runs.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "support/agent_process.h"
+#include "support/slurm.h"
+
+namespace gw::testing {
+namespace {
+
+using nlohmann::json;
+
+// "Key=value" fields of `scontrol show job -o ID` (Slurm's own view, not squeue's JSON).
+std::map<std::string, std::string> ScontrolJob(SlurmCluster& cluster, const std::string& id) {
+  std::map<std::string, std::string> fields;
+  std::istringstream in(cluster.Run({"scontrol", "show", "job", "-o", id}));
+  for (std::string token; in >> token;) {
+    const size_t eq = token.find('=');
+    if (eq != std::string::npos) fields[token.substr(0, eq)] = token.substr(eq + 1);
+  }
+  return fields;
+}
+
+// Slurm's "2026-11-30T00:50:01" (local time) as unix seconds; -1 if not a time.
+std::int64_t SlurmTime(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return -1;
+  tm.tm_isdst = -1;
+  return static_cast<std::int64_t>(mktime(&tm));
+}
+
+struct SlurmTimes {
+  std::int64_t eligible = -1, start = -1, end = -1;
+};
+SlurmTimes TimesOf(SlurmCluster& cluster, const std::string& id) {
+  auto f = ScontrolJob(cluster, id);
+  return {SlurmTime(f["EligibleTime"]), SlurmTime(f["StartTime"]), SlurmTime(f["EndTime"])};
+}
+
+// The raw samples of one series from the agent's store: [(t, v)], via a range selector.
+std::vector<std::pair<double, double>> RawSamples(const AgentProcess& agent,
+                                                  const std::string& selector) {
+  HttpReply r = agent.Get("/api/v1/query?query=" + UrlEncode(selector + "[10m]"));
+  std::vector<std::pair<double, double>> out;
+  json body = json::parse(r.body, nullptr, false);
+  if (!body.is_object() || body["data"]["result"].size() != 1) return out;
+  for (const json& v : body["data"]["result"][0]["values"])
+    out.push_back({v[0].get<double>(), std::stod(v[1].get<std::string>())});
+  return out;
+}
+
+// A counter's value at `t`, linear between the samples around it; NaN outside them.
+double At(const std::vector<std::pair<double, double>>& samples, double t) {
+  for (size_t i = 1; i < samples.size(); ++i) {
+    const auto& [t0, v0] = samples[i - 1];
+    const auto& [t1, v1] = samples[i];
+    if (t0 <= t && t <= t1) return t1 == t0 ? v1 : v0 + (v1 - v0) * (t - t0) / (t1 - t0);
+  }
+  return std::nan("");
+}
+
+class SlurmServe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (slurmd, mknod)";
+    ASSERT_TRUE(cluster_.Start()) << cluster_.Log("slurmctld.log") << cluster_.Log("slurmd.log");
+    WriteFile(dir_ / "host.yaml",
+              "name: slurm-serve\nhost_processes: true\nhost_scan_interval: 100ms\n"
+              "gpus:\n  - model: A100-80GB\n    count: 4\n");
+    WriteFile(dir_ / "gpuwarden.yaml",
+              "collect:\n  interval: 250ms\n  slow_interval: 1s\n"
+              "jobs:\n  scheduler: slurm\n  squeue_command: [env, SLURM_CONF=" +
+                  cluster_.conf_path() +
+                  ", squeue, --json]\n  poll_interval: 500ms\n  idle_window: 4s\n"
+                  "teams:\n  accounts: {physics: sim-team}\n");
+  }
+  std::unique_ptr<AgentProcess> StartAgent() {
+    return std::make_unique<AgentProcess>(std::vector<std::string>{
+        "--simulate", dir_ / "host.yaml", "--sim-clock", "realtime", "--sim-speed", "1", "--config",
+        dir_ / "gpuwarden.yaml", "--data-dir", dir_ / "data"});
+  }
+  std::string Submit(const std::vector<std::string>& options, const std::string& command) {
+    std::string error;
+    std::string id = cluster_.Submit(options, command, &error);
+    EXPECT_FALSE(id.empty()) << error;
+    return id;
+  }
+
+  SlurmCluster cluster_{4};
+  TempDir dir_;
+};
+
+TEST_F(SlurmServe, AttributionQueueWaitEnergyIdleRecordsAndOutage) {
+  std::unique_ptr<AgentProcess> agent = StartAgent();
+  ASSERT_NE(agent->port(), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return agent->Get("/metrics").body.find("gpuwarden_slurm_up 1\n") != std::string::npos;
+      },
+      30))
+      << agent->Log();
+
+  const std::string busy = Submit({"--gres=gpu:2", "-J", "busy", "-A", "physics"},
+                                  "env GPUWARDEN_SIM_WORKLOAD=training sleep 14");
+  const std::string idle = Submit({"--gpus=1", "-J", "idle"}, "sleep 10");
+  const std::string waiter =
+      Submit({"--gpus-per-node=2", "-J", "waiter"}, "env GPUWARDEN_SIM_WORKLOAD=inference sleep 4");
+  const std::string cancelme = Submit({"--gres=gpu:4", "-J", "cancelme"}, "sleep 1");
+  const std::string fails = Submit({"--gres=gpu:1", "-J", "fails"}, "sleep 1; exit 3");
+  ASSERT_FALSE(busy.empty() || idle.empty() || waiter.empty() || cancelme.empty() || fails.empty());
+  int rc = 0;
+  cluster_.Run({"scancel", cancelme}, &rc);
+  ASSERT_EQ(rc, 0);
+
+  // While busy runs: its GPUs carry its labels (attributed from squeue and from its process),
+  // and idle's GPU is flagged once idle for the window.
+  std::vector<Sample> samples;
+  auto find = [&samples](const std::string& name, const std::string& job_id) {
+    std::vector<Sample> out;
+    for (const Sample& s : samples)
+      if (s.name == name && s.labels.count("job_id") && s.labels.at("job_id") == job_id)
+        out.push_back(s);
+    return out;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        samples = ParseExposition(agent->Get("/metrics").body);
+        auto streak = find("gpu_job_idle_streak_seconds", idle);
+        return find("gpu_allocation_info", busy).size() == 2 && streak.size() == 1 &&
+               streak[0].value >= 4 && Value(samples, "gpu_idle_allocated_gpus") >= 1;
+      },
+      60))
+      << agent->Get("/metrics").body << agent->Log();
+  for (const Sample& s : find("gpu_allocation_info", busy)) {
+    EXPECT_EQ(s.labels.at("user"), "root");
+    EXPECT_EQ(s.labels.at("team"), "sim-team");
+    EXPECT_EQ(s.labels.at("partition"), "gpu");
+  }
+  auto idle_info = find("gpu_allocation_info", idle);
+  ASSERT_EQ(idle_info.size(), 1u);
+  EXPECT_EQ(idle_info[0].labels.at("team"), "unassigned");
+  EXPECT_TRUE(find("gpu_allocation_info", cancelme).empty());
+  // Device series carry no job labels.
+  for (const Sample& s : samples) {
+    if (s.name.rfind("gpu_job_", 0) != 0 && s.name != "gpu_allocation_info") {
+      EXPECT_EQ(s.labels.count("job_id"), 0u) << s.name;
+    }
+  }
+
+  // Every job done: records for the four that ran here.
+  json records;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        records = json::parse(agent->Get("/api/gw/v1/jobs").body, nullptr, false);
+        int finished = 0;
+        for (const json& r : records["data"]["jobs"])
+          if (r["state"] != "RUNNING") ++finished;
+        return finished >= 4;
+      },
+      90))
+      << records.dump() << agent->Log() << cluster_.Log("slurmctld.log");
+  std::map<std::string, json> by_id;
+  for (const json& r : records["data"]["jobs"]) by_id[r["job_id"].get<std::string>()] = r;
+  EXPECT_EQ(by_id[busy]["state"], "COMPLETED");
+  EXPECT_EQ(by_id[busy]["team"], "sim-team");
+  EXPECT_EQ(by_id[idle]["state"], "COMPLETED");
+  EXPECT_EQ(by_id[waiter]["state"], "COMPLETED");
+  EXPECT_EQ(by_id[fails]["state"], "FAILED");
+  EXPECT_NE(by_id[fails].value("exit_code", 0), 0);
+  EXPECT_EQ(by_id.count(cancelme), 0u);  // never ran here: no node, no record
+
+  // Queue wait = Slurm's own start - eligible (scontrol), per record and in the histogram.
+  double wait_sum = 0;
+  for (const std::string& id : {busy, idle, waiter, fails}) {
+    const SlurmTimes t = TimesOf(cluster_, id);
+    ASSERT_GT(t.start, 0) << id;
+    ASSERT_GT(t.eligible, 0) << id;
+    EXPECT_EQ(by_id[id]["queue_wait_s"].get<std::int64_t>(), t.start - t.eligible) << id;
+    EXPECT_EQ(by_id[id]["start_time"].get<std::int64_t>(), t.start) << id;
+    EXPECT_EQ(by_id[id]["end_time"].get<std::int64_t>(), t.end) << id;
+    wait_sum += static_cast<double>(t.start - t.eligible);
+  }
+  EXPECT_GE(by_id[waiter]["queue_wait_s"].get<std::int64_t>(), 3);  // it waited behind busy/idle
+  samples = ParseExposition(agent->Get("/metrics").body);
+  EXPECT_EQ(Value(samples, "gpu_job_queue_wait_seconds_sum", {{"partition", "gpu"}}), wait_sum);
+  EXPECT_EQ(Value(samples, "gpu_job_queue_wait_seconds_count", {{"partition", "gpu"}}), 4);
+  EXPECT_GE(Value(samples, "gpu_jobs", {{"state", "CANCELLED"}}), 1);
+
+  // Energy = the integral of simulated power over the job's GPUs and lifetime: the simulator's
+  // energy counter (its exact integral of power), read back from the store and interpolated at
+  // Slurm's start and end, summed over the GPUs Slurm allocated.
+  for (const std::string& id : {busy, waiter}) {
+    const json& gpu = by_id[id]["gpu"];
+    ASSERT_TRUE(gpu.is_object()) << by_id[id].dump();
+    const double start = by_id[id]["start_time"].get<double>();
+    const double end = by_id[id]["end_time"].get<double>();
+    double truth = 0;
+    for (unsigned g : gpu["gpus"].get<std::vector<unsigned>>()) {
+      auto raw = RawSamples(*agent, "gpu_energy_joules_total{gpu=\"" + std::to_string(g) + "\"}");
+      const double e0 = At(raw, start), e1 = At(raw, end);
+      ASSERT_FALSE(std::isnan(e0) || std::isnan(e1)) << id << " gpu " << g;
+      truth += e1 - e0;
+    }
+    EXPECT_EQ(gpu["gpus"].size(), 2u) << id;
+    EXPECT_GT(truth, 0);
+    EXPECT_NEAR(gpu["energy_j"].get<double>(), truth, 0.01 * truth) << id;
+    std::printf("job %s: energy %.1f J, integral of simulated power %.1f J, queue wait %lld s\n",
+                id.c_str(), gpu["energy_j"].get<double>(), truth,
+                static_cast<long long>(by_id[id]["queue_wait_s"].get<std::int64_t>()));
+    EXPECT_FALSE(gpu["idle_while_allocated"].get<bool>()) << id;
+  }
+  EXPECT_GE(by_id[busy]["gpu"]["util_max_pct"].get<double>(), 85);
+  EXPECT_TRUE(by_id[idle]["gpu"]["idle_while_allocated"].get<bool>());  // the idle job flagged
+  EXPECT_GT(by_id[idle]["gpu"]["idle_gpu_seconds"].get<double>(), 5);
+
+  // The agent restarts: the finished jobs' records are back, as they were.
+  const std::string busy_before = agent->Get("/api/gw/v1/jobs/" + busy).body;
+  agent->process().Stop();
+  agent = StartAgent();
+  ASSERT_NE(agent->port(), 0);
+  for (const std::string& id : {busy, idle, waiter, fails}) {
+    HttpReply r = agent->Get("/api/gw/v1/jobs/" + id);
+    ASSERT_EQ(r.status, 200) << id;
+    EXPECT_EQ(json::parse(r.body)["data"], by_id[id]) << id;
+  }
+  EXPECT_EQ(agent->Get("/api/gw/v1/jobs/" + busy).body, busy_before);
+
+  // slurmctld stops while a job runs: collection goes on, the job table is kept as last seen,
+  // staleness rises; once slurmctld is back, the agent recovers.
+  const std::string during =
+      Submit({"--gres=gpu:1", "-J", "during"}, "env GPUWARDEN_SIM_WORKLOAD=training sleep 60");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        samples = ParseExposition(agent->Get("/metrics").body);
+        return find("gpu_allocation_info", during).size() == 1 &&
+               Value(samples, "gpuwarden_slurm_up") == 1;
+      },
+      30))
+      << agent->Log();
+  cluster_.StopController();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        samples = ParseExposition(agent->Get("/metrics").body);
+        return Value(samples, "gpuwarden_slurm_up") == 0 &&
+               Value(samples, "gpuwarden_slurm_staleness_seconds") > 1;
+      },
+      30))
+      << agent->Log();
+  const double staleness = Value(samples, "gpuwarden_slurm_staleness_seconds");
+  const double collected = Value(samples, "gpuwarden_collect_last_success_timestamp_seconds");
+  EXPECT_EQ(find("gpu_allocation_info", during).size(), 1u);  // last known state kept
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        samples = ParseExposition(agent->Get("/metrics").body);
+        return Value(samples, "gpuwarden_slurm_staleness_seconds") >= staleness + 1 &&
+               Value(samples, "gpuwarden_collect_last_success_timestamp_seconds") > collected + 1;
+      },
+      20));
+  EXPECT_GT(Value(samples, "gpuwarden_slurm_poll_failures_total"), 0);
+  EXPECT_EQ(find("gpu_allocation_info", during).size(), 1u);
+  // The staleness is in the store too, where the rules read it.
+  HttpReply stale = agent->Get("/api/v1/query?query=" + UrlEncode("gpuwarden_slurm_up"));
+  EXPECT_NE(stale.body.find("\"0\"]"), std::string::npos) << stale.body;
+
+  ASSERT_TRUE(cluster_.StartController(/*clean=*/false)) << cluster_.Log("slurmctld.log");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        samples = ParseExposition(agent->Get("/metrics").body);
+        return Value(samples, "gpuwarden_slurm_up") == 1 &&
+               Value(samples, "gpuwarden_slurm_staleness_seconds") == 0;
+      },
+      30))
+      << agent->Log();
+  EXPECT_EQ(find("gpu_allocation_info", during).size(), 1u);
+  cluster_.Run({"scancel", during});
+}
+
+}  // namespace
+}  // namespace gw::testing
