@@ -7,6 +7,7 @@
 
 #include "cli/agent.h"
 #include "cli/alerting.h"
+#include "cli/family_recorder.h"
 #include "cli/jobs_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
@@ -122,16 +123,25 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
   JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
   jobs.Start();
+  // The task layer's families go into the history too: the pack's task rules and the query API
+  // read them there.
+  std::unique_ptr<FamilyRecorder> job_families;
+  if (appender) {
+    job_families = std::make_unique<FamilyRecorder>(
+        appender.get(),
+        [&jobs](std::string* out) { jobs.RenderMetrics(collect::Format::kText, out); }, logger);
+  }
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
   if (rec) {
-    rec->SetAfterRecord(
-        [&alerting, &jobs](const collect::Snapshot& s, int64_t t_ms) {
-          jobs.OnSnapshot(s);
-          alerting.Tick(t_ms);
-        });
+    rec->SetAfterRecord([&alerting, &jobs, families = job_families.get()](
+                            const collect::Snapshot& s, int64_t t_ms) {
+      jobs.OnSnapshot(s);
+      if (families) families->Record(t_ms);
+      alerting.Tick(t_ms);
+    });
     if (!stepped) rec->Start();
   }
   Agent agent(config, logger);
