@@ -345,6 +345,10 @@ const std::map<std::string, Setter>& Setters() {
       {"jobs.idle_window",
        Duration(
            "jobs.idle_window", [](Config* c) -> double& { return c->jobs.idle_window_s; }, false)},
+      {"jobs.node_name",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "jobs.node_name", &c->jobs.node_name);
+       }},
       {"teams.accounts",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          return StringMap(ctx, n, "teams.accounts", &c->teams.accounts);

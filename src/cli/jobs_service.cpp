@@ -108,7 +108,8 @@ JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOption
       log_(logger),
       teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}),
       attributor_(jobs::AttributorOptions{options.proc_root}) {
-  node_name_ = options.node_name.empty() ? ShortHostName() : options.node_name;
+  node_name_ = options.node_name.empty() ? config.jobs.node_name : options.node_name;
+  if (node_name_.empty()) node_name_ = ShortHostName();
   const std::string dir = JobRecordsDir(config);
   jobs::JobRecordStoreOptions records;
   records.memory_records = kRecordsInMemory;

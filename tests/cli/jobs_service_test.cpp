@@ -461,6 +461,32 @@ TEST(JobsService, RecordsServedFromMemoryAndReloadedAfterRestart) {
   nlohmann::json record = nlohmann::json::parse(*one)["data"];
   EXPECT_EQ(record["team"], "vision");
   EXPECT_EQ(record["gpu"]["gpu_seconds"], 20);
+// jobs.node_name: the agent takes the jobs of the node the configuration names, not of its host
+// name (one machine running agents for several nodes; a container's host name).
+TEST(JobsService, NodeNameFromTheConfiguration) {
+  TempDir dir;
+  WriteFile(dir / "c.yaml", "jobs:\n  node_name: othernode\n");
+  Config config;
+  ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &config).ok());
+  EXPECT_EQ(config.jobs.node_name, "othernode");
+  const std::string script = dir / "squeue";
+  WriteFile(dir / "answer.json", Squeue("node[1-3]"));
+  WriteFile(script, "#!/bin/sh\ncat '" + (dir / "answer.json") + "'\n");
+  chmod(script.c_str(), 0755);
+  config.storage.path = dir / "data";
+  config.jobs.scheduler = "slurm";
+  config.jobs.squeue_command = {script, "--json"};
+  config.jobs.poll_interval_s = 0.05;
+  Logger logger(LogLevel::kError);
+  JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", ""});
+  jobs.Start();
+  ASSERT_TRUE(
+      gw::testing::WaitFor([&] { return Has(Metrics(jobs), "gpuwarden_slurm_up 1\n"); }, 30));
+  jobs.OnSnapshot(Snap(1200, {Gpu(0, 0.9, 1e9), Gpu(1, 0.8, 1e9), Gpu(2, 0, 0), Gpu(3, 0, 0)}));
+  const std::string m = Metrics(jobs);
+  EXPECT_TRUE(Has(m, "gpu_allocation_info{gpu=\"3\",uuid=\"GPU-3\",job_id=\"21\"")) << m;
+  EXPECT_FALSE(Has(m, "job_id=\"11\"")) << m;  // runs on node[1-3]
+  jobs.Stop();
 }
 
 }  // namespace

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Checks the deployment kit in deploy/ with the tools that will read it, as far as they are
+installed here, and its structure where no tool is:
+
+- every YAML file parses; the file_sd example is a list of {targets, labels} groups;
+- prometheus.yml: `promtool check config` (which also checks the rule files it loads), and
+  `promtool test rules` over the Prometheus-only rules' tests;
+- alertmanager.yml: `amtool check-config`, and the route tree sends every (layer, severity) the
+  pack uses to the receiver its comments promise (`amtool config routes test`);
+- the systemd unit: `systemd-analyze verify` (with ExecStart pointed at the built binary), no
+  warning allowed;
+- the Slurm prolog/epilog: `bash -n`;
+- Kubernetes manifests: the fields the API server requires, selectors that match, ports that
+  exist, volumes that are defined; the ConfigMap's gpuwarden.yaml loads in gpuwarden;
+- Grafana: dashboards parse, are what deploy/grafana/dashboards.py writes, have unique ids and
+  uids, pick their data source through ${datasource}, and read only metrics docs/metrics.md
+  documents or recording rules of the pack.
+Usage: check_deploy.py --gpuwarden build/bin/gpuwarden
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEPLOY = os.path.join(SRC, "deploy")
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+METRIC = re.compile(r"\b((?:gpu|gpuwarden)_[a-z0-9_]+|(?:fleet|team):[a-z0-9_:]+)\b")
+problems = []
+
+
+def problem(text):
+    problems.append(text)
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, **kw)
+
+
+def check_yaml():
+    for path in sorted(glob.glob(os.path.join(DEPLOY, "**", "*.y*ml"), recursive=True)):
+        try:
+            with open(path) as f:
+                list(yaml.safe_load_all(f))
+        except yaml.YAMLError as e:
+            problem("%s: does not parse: %s" % (path, e))
+    for path in glob.glob(os.path.join(DEPLOY, "prometheus/targets/*.yml")):
+        with open(path) as f:
+            groups = yaml.safe_load(f)
+        if not isinstance(groups, list) or not groups:
+            problem("%s: file_sd wants a non-empty list of groups" % path)
+            continue
+        for g in groups:
+            if not g.get("targets") or not all(re.match(r"^[^:/]+:\d+$", t) for t in g["targets"]):
+                problem("%s: group %s: targets must be host:port" % (path, g))
+            for name in (g.get("labels") or {}):
+                if not LABEL_NAME.match(name) or name.startswith("__"):
+                    problem("%s: label %s is not a valid target label" % (path, name))
+
+
+def check_prometheus():
+    r = run(["promtool", "check", "config", os.path.join(DEPLOY, "prometheus/prometheus.yml")])
+    if r.returncode != 0:
+        problem("promtool check config: %s%s" % (r.stdout, r.stderr))
+    elif "rule files found" not in r.stdout + r.stderr:
+        problem("prometheus.yml loads no rule files:\n" + r.stdout)
+    tests = glob.glob(os.path.join(DEPLOY, "prometheus/rules/tests/*.yml"))
+    r = run(["promtool", "test", "rules"] + tests, cwd=os.path.join(DEPLOY, "prometheus/rules/tests"))
+    if not tests or r.returncode != 0:
+        problem("promtool test rules deploy/prometheus/rules/tests: %s%s" % (r.stdout, r.stderr))
+
+
+def pack_layers_and_severities():
+    pairs = set()
+    for path in glob.glob(os.path.join(DEPLOY, "rules/*.yml")) + \
+            glob.glob(os.path.join(DEPLOY, "prometheus/rules/*.yml")):
+        with open(path) as f:
+            for group in yaml.safe_load(f)["groups"]:
+                for rule in group["rules"]:
+                    if "alert" in rule:
+                        pairs.add((rule["labels"]["layer"], rule["labels"]["severity"]))
+    return pairs
+
+
+def check_alertmanager():
+    config = os.path.join(DEPLOY, "alertmanager/alertmanager.yml")
+    r = run(["amtool", "check-config", config])
+    if r.returncode != 0:
+        problem("amtool check-config: %s%s" % (r.stdout, r.stderr))
+        return
+    want = {("device", "critical"): "gpu-hardware-pager", ("device", "warning"): "gpu-hardware-tickets",
+            ("task", "critical"): "ml-platform-pager", ("task", "warning"): "ml-platform-chat",
+            ("scheduling", "warning"): "scheduler-admins", ("scheduling", "critical"): "scheduler-admins",
+            ("governance", "warning"): "capacity-owners", ("business", "warning"): "capacity-owners"}
+    for layer in ("device", "task", "scheduling", "governance", "business"):
+        want[(layer, "info")] = "gpu-records"
+    pairs = pack_layers_and_severities()
+    missing = pairs - set(want)
+    if missing:
+        problem("the pack uses (layer, severity) pairs the route test does not cover: %s" % missing)
+    for (layer, severity), receiver in sorted(want.items()):
+        r = run(["amtool", "config", "routes", "test", "--config.file=" + config,
+                 "layer=" + layer, "severity=" + severity, "alertname=Test", "instance=n1"])
+        got = r.stdout.strip()
+        if got != receiver:
+            problem("alertmanager.yml routes layer=%s severity=%s to %r, not %r %s" %
+                    (layer, severity, got, receiver, r.stderr.strip()))
+
+
+def check_systemd(gpuwarden):
+    unit = os.path.join(DEPLOY, "systemd/gpuwarden.service")
+    if not shutil.which("systemd-analyze"):
+        print("note: systemd-analyze is not installed; the unit is only parsed")
+        with open(unit) as f:
+            sections = re.findall(r"^\[(\w+)\]$", f.read(), re.M)
+        if sections != ["Unit", "Service", "Install"]:
+            problem("%s: sections %s" % (unit, sections))
+        return
+    tmp = tempfile.mkdtemp(prefix="gw-unit-")
+    try:
+        with open(unit) as f:
+            text = f.read()
+        if "ExecStart=/usr/local/bin/gpuwarden serve" not in text:
+            problem("%s: ExecStart does not run /usr/local/bin/gpuwarden serve" % unit)
+        copy = os.path.join(tmp, "gpuwarden.service")
+        with open(copy, "w") as f:
+            f.write(text.replace("/usr/local/bin/gpuwarden", os.path.abspath(gpuwarden)))
+        r = run(["systemd-analyze", "verify", copy])
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0 or "gpuwarden.service" in out:
+            problem("systemd-analyze verify: rc %d: %s" % (r.returncode, out))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_slurm():
+    for path in glob.glob(os.path.join(DEPLOY, "slurm/*.sh")):
+        r = run(["bash", "-n", path])
+        if r.returncode != 0:
+            problem("%s: %s" % (path, r.stderr))
+        if not os.access(path, os.X_OK):
+            problem("%s: not executable" % path)
+
+
+def subset(small, big):
+    return bool(small) and all(big.get(k) == v for k, v in small.items())
+
+
+def check_kubernetes(gpuwarden):
+    docs = []
+    for path in sorted(glob.glob(os.path.join(DEPLOY, "kubernetes/*.yaml"))):
+        with open(path) as f:
+            docs += [(path, d) for d in yaml.safe_load_all(f) if d]
+    by_kind = {}
+    for path, d in docs:
+        for key in ("apiVersion", "kind", "metadata"):
+            if key not in d:
+                problem("%s: a document has no %s" % (path, key))
+        if not d.get("metadata", {}).get("name"):
+            problem("%s: %s without metadata.name" % (path, d.get("kind")))
+        if d.get("kind") != "Namespace" and not d.get("metadata", {}).get("namespace"):
+            problem("%s: %s %s has no namespace" % (path, d.get("kind"), d["metadata"].get("name")))
+        by_kind.setdefault(d.get("kind"), []).append(d)
+    for kind, api in [("DaemonSet", "apps/v1"), ("Service", "v1"), ("ConfigMap", "v1"),
+                      ("ServiceMonitor", "monitoring.coreos.com/v1")]:
+        if len(by_kind.get(kind, [])) != 1:
+            problem("kubernetes/: want exactly one %s, found %d" % (kind, len(by_kind.get(kind, []))))
+            return
+        if by_kind[kind][0]["apiVersion"] != api:
+            problem("%s: apiVersion %s, want %s" % (kind, by_kind[kind][0]["apiVersion"], api))
+    ds, svc = by_kind["DaemonSet"][0], by_kind["Service"][0]
+    cm, sm = by_kind["ConfigMap"][0], by_kind["ServiceMonitor"][0]
+    spec = ds["spec"]
+    pod_labels = spec["template"]["metadata"]["labels"]
+    if not subset(spec["selector"]["matchLabels"], pod_labels):
+        problem("DaemonSet: selector.matchLabels do not select its pod template")
+    pod = spec["template"]["spec"]
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    ports = {}
+    for c in pod["containers"]:
+        for key in ("name", "image"):
+            if not c.get(key):
+                problem("DaemonSet container without %s" % key)
+        if not c.get("args") or c["args"][0] != "serve":
+            problem("DaemonSet container %s does not run `gpuwarden serve`" % c.get("name"))
+        for p in c.get("ports", []):
+            ports[p["name"]] = p["containerPort"]
+        for m in c.get("volumeMounts", []):
+            if m["name"] not in volumes:
+                problem("DaemonSet: volumeMount %s has no volume" % m["name"])
+        for probe in ("readinessProbe", "livenessProbe"):
+            port = c.get(probe, {}).get("httpGet", {}).get("port")
+            if port not in ports and port not in ports.values():
+                problem("DaemonSet: %s port %s is not a container port" % (probe, port))
+        listen = [a for a in c["args"] if a.startswith("--listen=")]
+        if not listen or int(listen[0].rsplit(":", 1)[1]) != ports.get("metrics"):
+            problem("DaemonSet: --listen does not match the metrics port")
+    for v in volumes.values():
+        if "configMap" in v and v["configMap"]["name"] != cm["metadata"]["name"]:
+            problem("DaemonSet volume %s names ConfigMap %s, which is not defined" %
+                    (v["name"], v["configMap"]["name"]))
+    if not subset(svc["spec"]["selector"], pod_labels):
+        problem("Service selector does not select the DaemonSet's pods")
+    svc_ports = {p["name"]: p for p in svc["spec"]["ports"]}
+    for p in svc_ports.values():
+        if p["targetPort"] not in ports and p["targetPort"] not in ports.values():
+            problem("Service port %s targets %s, which no container exposes" % (p["name"], p["targetPort"]))
+    if not subset(sm["spec"]["selector"]["matchLabels"], svc["metadata"]["labels"]):
+        problem("ServiceMonitor selector does not select the Service")
+    if svc["metadata"]["namespace"] not in sm["spec"].get("namespaceSelector", {}).get("matchNames", []):
+        problem("ServiceMonitor namespaceSelector does not include the Service's namespace")
+    for e in sm["spec"]["endpoints"]:
+        if e.get("port") not in svc_ports:
+            problem("ServiceMonitor endpoint port %s is not a Service port" % e.get("port"))
+    # The agent itself must accept the ConfigMap's configuration.
+    tmp = tempfile.mkdtemp(prefix="gw-k8s-")
+    try:
+        path = os.path.join(tmp, "gpuwarden.yaml")
+        with open(path, "w") as f:
+            f.write(cm["data"]["gpuwarden.yaml"])
+        r = run([gpuwarden, "snapshot", "--config", path, "--simulate", "demo"])
+        if r.returncode != 0:
+            problem("gpuwarden refuses the ConfigMap's gpuwarden.yaml: %s" % r.stderr.strip())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def known_names():
+    with open(os.path.join(SRC, "docs/metrics.md")) as f:
+        names = set(re.findall(r"`((?:gpu|gpuwarden)_[a-z0-9_]+)`", f.read()))
+    for path in glob.glob(os.path.join(DEPLOY, "rules/*.yml")):
+        with open(path) as f:
+            for group in yaml.safe_load(f)["groups"]:
+                names |= {r["record"] for r in group["rules"] if "record" in r}
+    # Histograms are documented by family name.
+    return names | {n + s for n in names for s in ("_bucket", "_sum", "_count")}
+
+
+def check_grafana():
+    r = run([sys.executable, os.path.join(DEPLOY, "grafana/dashboards.py"), "--check"])
+    if r.returncode != 0:
+        problem("deploy/grafana/dashboards.py --check: %s%s" % (r.stdout, r.stderr))
+    names = known_names()
+    uids = set()
+    boards = sorted(glob.glob(os.path.join(DEPLOY, "grafana/dashboards/*.json")))
+    if len(boards) < 4:
+        problem("want the four dashboards (fleet, GPU, jobs and teams, governance), found %d" % len(boards))
+    for path in boards:
+        with open(path) as f:
+            board = json.load(f)
+        where = os.path.basename(path)
+        for key in ("uid", "title", "panels", "templating", "schemaVersion"):
+            if key not in board:
+                problem("%s: no %s" % (where, key))
+        if board["uid"] in uids:
+            problem("%s: uid %s used twice" % (where, board["uid"]))
+        uids.add(board["uid"])
+        variables = {v["name"]: v for v in board["templating"]["list"]}
+        if variables.get("datasource", {}).get("type") != "datasource":
+            problem("%s: no datasource variable" % where)
+        ids = [p["id"] for p in board["panels"]]
+        if len(ids) != len(set(ids)):
+            problem("%s: panel ids repeat" % where)
+        exprs = [a["expr"] for a in board["annotations"]["list"] if "expr" in a]
+        for p in board["panels"]:
+            g = p["gridPos"]
+            if g["x"] < 0 or g["w"] <= 0 or g["x"] + g["w"] > 24:
+                problem("%s: panel %s is outside the 24-column grid" % (where, p["title"]))
+            if p["type"] in ("row", "text"):
+                continue
+            if p.get("datasource", {}).get("uid") != "${datasource}":
+                problem("%s: panel %s does not use ${datasource}" % (where, p["title"]))
+            if not p.get("targets"):
+                problem("%s: panel %s has no query" % (where, p["title"]))
+            for t in p.get("targets", []):
+                if t.get("datasource", {}).get("uid") != "${datasource}":
+                    problem("%s: panel %s query %s does not use ${datasource}" %
+                            (where, p["title"], t.get("refId")))
+                exprs.append(t.get("expr", ""))
+        for expr in exprs:
+            for var in re.findall(r"\$(\w+)", expr):
+                if var not in variables and not var.startswith("__"):
+                    problem("%s: %s uses $%s, which is not a variable" % (where, expr, var))
+            bare = re.sub(r'"[^"]*"', '""', expr)
+            for m in sorted(set(METRIC.findall(bare))):
+                if m not in names:
+                    problem("%s: %s reads %s: not in docs/metrics.md nor a recording rule" %
+                            (where, expr[:60], m))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpuwarden", required=True)
+    args = ap.parse_args()
+    for name, step in [("yaml", check_yaml), ("prometheus", check_prometheus),
+                       ("alertmanager", check_alertmanager),
+                       ("systemd", lambda: check_systemd(args.gpuwarden)),
+                       ("slurm", check_slurm),
+                       ("kubernetes", lambda: check_kubernetes(args.gpuwarden)),
+                       ("grafana", check_grafana)]:
+        before = len(problems)
+        step()
+        print("%-12s %s" % (name, "ok" if len(problems) == before else "FAILED"))
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
