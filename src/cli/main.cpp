@@ -12,6 +12,7 @@
 #include "cli/agent.h"
 #include "cli/commands.h"
 #include "cli/config.h"
+#include "cli/diagnose_commands.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
 
@@ -34,6 +35,9 @@ struct Flags {
   std::string import_file, export_match;
   std::vector<std::string> rule_files;  // rules check|test
   gw::cli::JobsArgs jobs;                // jobs, jobs show
+
+  gw::cli::DiagnoseArgs diagnose;  // diagnose
+  gw::cli::ReportArgs report;      // report
 };
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
@@ -180,6 +184,28 @@ int main(int argc, char** argv) {
   jobs_show->add_option("--data-dir", flags.data_dir, "storage directory");
   jobs_show->add_option("--config", flags.config_file, "YAML configuration file");
 
+  CLI::App* diagnose = app.add_subcommand(
+      "diagnose", "findings: what is wrong, in which layer, with the evidence (docs/diagnose.md)");
+  diagnose->add_option("--gpu", flags.diagnose.gpu, "only this GPU (index or UUID)");
+  diagnose->add_option("--job", flags.diagnose.job, "only this job and the GPUs it held");
+  diagnose->add_option("--team", flags.diagnose.team, "only this team, its jobs and their GPUs");
+  diagnose->add_option("--since", flags.diagnose.since, "how far back to look (default 1h)");
+  diagnose->add_option("--time", flags.diagnose.time,
+                       "evaluate at this time (Unix seconds or RFC 3339; default now)");
+  diagnose->add_flag("--json", flags.diagnose.json, "the API's JSON instead of text");
+  diagnose->add_option("--url", flags.diagnose.url, "ask a running gpuwarden at this URL");
+  diagnose->add_option("--data-dir", flags.data_dir, "history store directory");
+  diagnose->add_option("--config", flags.config_file, "YAML configuration file");
+  CLI::App* report = app.add_subcommand(
+      "report", "a self-contained HTML report (or --json) of a period from the history");
+  report->add_option("--period", flags.report.period, "the period (default 7d)");
+  report->add_option("--time", flags.report.time,
+                     "the end of the period (Unix seconds or RFC 3339; default now)");
+  report->add_option("--out", flags.report.out, "file to write (default stdout)");
+  report->add_flag("--json", flags.report.json, "the report's data as JSON instead of HTML");
+  report->add_option("--data-dir", flags.data_dir, "history store directory");
+  report->add_option("--config", flags.config_file, "YAML configuration file");
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -204,6 +230,8 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
+  if (diagnose->parsed()) return gw::cli::RunDiagnose(config, flags.diagnose, &logger);
+  if (report->parsed()) return gw::cli::RunReport(config, flags.report, &logger);
   if (jobs_show->parsed()) return gw::cli::RunJobsShow(config, flags.jobs, &logger);
   if (jobs->parsed()) return gw::cli::RunJobs(config, flags.jobs, &logger);
   if (app.got_subcommand("tsdb")) {
