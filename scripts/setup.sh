@@ -11,6 +11,8 @@ PACKAGES=(
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl python3 python3-yaml
+  # strict HTML5 parsing of `gpuwarden report` output (tests/report)
+  python3-html5lib
   # real peers the tests meet: Prometheus 2.42 and promtool, Alertmanager 0.25
   prometheus prometheus-alertmanager
   # Slurm 22.05 with munge (the task-layer tests start their own on loopback)

@@ -7,6 +7,7 @@
 
 #include "cli/agent.h"
 #include "cli/alerting.h"
+#include "cli/diagnose_commands.h"
 #include "cli/jobs_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
@@ -117,11 +118,14 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
+  FindingsService findings(db.get(), stepped, logger);  // diagnose/ over the store
+  findings.Start();
   if (rec) {
     rec->SetAfterRecord(
-        [&alerting, &jobs](const collect::Snapshot& s, int64_t t_ms) {
+        [&alerting, &jobs, &findings](const collect::Snapshot& s, int64_t t_ms) {
           jobs.OnSnapshot(s);
           alerting.Tick(t_ms);
+          findings.Tick(t_ms);
         });
     if (!stepped) rec->Start();
   }
@@ -152,6 +156,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
   jobs.RegisterRoutes(server->get());
+  findings.RegisterRoutes(server->get());
   if (store) {
     http::PromApiOptions api;
     api.version = version;
@@ -187,6 +192,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   agent.Stop();
   if (recorder) recorder->Stop();  // records the last snapshot
   jobs.Stop();
+  findings.Stop();
   if (db) {
     if (Status s = db->Flush(); !s.ok()) logger->Error("store: final flush failed: " + s.message());
   }

@@ -13,6 +13,7 @@
 #include "cli/agent.h"
 #include "cli/commands.h"
 #include "cli/config.h"
+#include "cli/diagnose_commands.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
 #include "top/top.h"
@@ -38,6 +39,8 @@ struct Flags {
   gw::cli::JobsArgs jobs;                // jobs, jobs show
 
   gw::top::TopArgs top;  // top
+  gw::cli::DiagnoseArgs diagnose;  // diagnose
+  gw::cli::ReportArgs report;      // report
 };
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
@@ -192,6 +195,27 @@ int main(int argc, char** argv) {
   top->add_option("--sim-time", flags.top.sim_time,
                   "with --simulate: stepped clock, moved this far first (e.g. 90s)");
   top->add_option("--width", flags.top.width, "--once: columns (default: the terminal's or 120)");
+  CLI::App* diagnose = app.add_subcommand(
+      "diagnose", "findings: what is wrong, in which layer, with the evidence (docs/diagnose.md)");
+  diagnose->add_option("--gpu", flags.diagnose.gpu, "only this GPU (index or UUID)");
+  diagnose->add_option("--job", flags.diagnose.job, "only this job and the GPUs it held");
+  diagnose->add_option("--team", flags.diagnose.team, "only this team, its jobs and their GPUs");
+  diagnose->add_option("--since", flags.diagnose.since, "how far back to look (default 1h)");
+  diagnose->add_option("--time", flags.diagnose.time,
+                       "evaluate at this time (Unix seconds or RFC 3339; default now)");
+  diagnose->add_flag("--json", flags.diagnose.json, "the API's JSON instead of text");
+  diagnose->add_option("--url", flags.diagnose.url, "ask a running gpuwarden at this URL");
+  diagnose->add_option("--data-dir", flags.data_dir, "history store directory");
+  diagnose->add_option("--config", flags.config_file, "YAML configuration file");
+  CLI::App* report = app.add_subcommand(
+      "report", "a self-contained HTML report (or --json) of a period from the history");
+  report->add_option("--period", flags.report.period, "the period (default 7d)");
+  report->add_option("--time", flags.report.time,
+                     "the end of the period (Unix seconds or RFC 3339; default now)");
+  report->add_option("--out", flags.report.out, "file to write (default stdout)");
+  report->add_flag("--json", flags.report.json, "the report's data as JSON instead of HTML");
+  report->add_option("--data-dir", flags.data_dir, "history store directory");
+  report->add_option("--config", flags.config_file, "YAML configuration file");
 
   app.add_subcommand("version", "print the version");
 
@@ -218,6 +242,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
   if (top->parsed()) return gw::top::RunTop(config, flags.top, &logger);
+  if (diagnose->parsed()) return gw::cli::RunDiagnose(config, flags.diagnose, &logger);
+  if (report->parsed()) return gw::cli::RunReport(config, flags.report, &logger);
   if (jobs_show->parsed()) return gw::cli::RunJobsShow(config, flags.jobs, &logger);
   if (jobs->parsed()) return gw::cli::RunJobs(config, flags.jobs, &logger);
   if (app.got_subcommand("tsdb")) {

@@ -1,0 +1,235 @@
+// Severity, title and suggested action of each finding kind, from its cause and evidence.
+#include <cmath>
+#include <cstdio>
+
+#include "diagnose/checks.h"
+
+namespace gw::diagnose {
+
+namespace {
+
+// The value of `key`, NaN when the evidence query returned nothing.
+double Get(const EvidenceValues& v, std::string_view key) {
+  auto it = v.find(key);
+  return it == v.end() ? std::nan("") : it->second;
+}
+
+std::string Percent(double ratio) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f %%", ratio * 100);
+  return b;
+}
+
+std::string GpuName(const Finding& f) {
+  return "GPU " + f.subject.gpu;
+}
+
+}  // namespace
+
+void DescribeThrottled(Finding* f, const EvidenceValues& v, const Thresholds& t) {
+  const std::string reason = f->cause;  // the raw clock-event reason until renamed here
+  const double share = Get(v, "share");
+  const std::string how_long = Percent(share) + " of the time";
+  if (reason == "hw_power_brake_slowdown") {
+    f->cause = "power brake";
+    f->severity = Severity::kCritical;
+    f->title =
+        GpuName(*f) + " is busy but the external power brake cut its clocks (" + how_long + ")";
+    f->action =
+        "Check the node's power supplies and PDU on the BMC (ipmitool sdr type \"Power Supply\"): "
+        "the brake is asserted when PSU redundancy is lost or the rack exceeds its power budget. "
+        "Check the node's other GPUs; drain the node if the brake does not clear.";
+  } else if (reason == "hw_thermal_slowdown") {
+    f->cause = "thermal";
+    f->severity = Severity::kWarning;
+    f->title = GpuName(*f) +
+               " is busy but reached its slowdown temperature: hardware thermal "
+               "slowdown cut its clocks (" +
+               how_long + ")";
+    f->action =
+        "Treat it as a cooling failure: check fans, heatsink, inlet temperature and airflow on "
+        "the node's BMC; compare with the node's other GPUs. Drain the GPU if it persists; its "
+        "jobs run at a fraction of their speed.";
+  } else if (reason == "sw_thermal_slowdown") {
+    f->cause = "thermal (held at its temperature target)";
+    f->severity = Severity::kInfo;
+    f->title = GpuName(*f) +
+               " is busy but the firmware lowers its clocks to hold it at its "
+               "temperature target (" +
+               how_long + ")";
+    f->action =
+        "Check its airflow and inlet temperature against its neighbours; nothing urgent unless it "
+        "reaches hardware slowdown.";
+  } else {
+    f->cause = "power cap";
+    const double limit = Get(v, "limit"), def = Get(v, "default_limit");
+    const bool lowered =
+        std::isfinite(limit) && std::isfinite(def) && limit < t.power_cap_lowered * def;
+    char b[160] = "";
+    if (lowered) {
+      std::snprintf(b, sizeof b, " (limit lowered to %.0f W from %.0f W)", limit, def);
+      f->severity = Severity::kWarning;
+      f->title = GpuName(*f) + " is busy but slowed by its power cap" + b + ", " + how_long;
+      f->action =
+          "Find who lowered the limit (nvidia-smi -q -d POWER; a node power-capping policy, DCGM, "
+          "a facility power budget) and restore it if unintended (nvidia-smi -i " +
+          f->subject.gpu +
+          " -pl <default watts>); otherwise move throughput-sensitive work to "
+          "uncapped GPUs.";
+    } else {
+      if (std::isfinite(limit)) std::snprintf(b, sizeof b, " (%.0f W, its default)", limit);
+      f->severity = Severity::kInfo;
+      f->title = GpuName(*f) + " is busy and pinned at its power limit" +
+                 (std::isfinite(limit) ? std::string(b) : std::string()) + ", " + how_long;
+      f->action =
+          "Normal for heavy training: the work is power-bound. Use it for capacity planning "
+          "(rack power budget); if the GPU also runs hot, check cooling before it throttles.";
+    }
+  }
+}
+
+void DescribeNearThermal(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  const double temp = Get(v, "temp"), slowdown = Get(v, "slowdown");
+  const bool reached = std::isfinite(slowdown) && temp >= slowdown;
+  f->severity = reached ? Severity::kWarning : Severity::kInfo;
+  char b[160] = "";
+  std::snprintf(b, sizeof b, " reached %.0f °C, %s its slowdown threshold of %.0f °C", temp,
+                reached ? "at" : "close to", slowdown);
+  f->title = GpuName(*f) + b;
+  f->action =
+      "Compare with the node's other GPUs: one hot GPU points at its heatsink, fan or airflow "
+      "path, all of them at the node or rack (inlet temperature, failed fans, blocked filters). "
+      "Check the BMC; drain the GPU before it reaches its shutdown threshold.";
+}
+
+void DescribeEcc(Finding* f, const EvidenceValues& v, const Thresholds& t) {
+  char b[200] = "";
+  if (f->cause == "uncorrectable errors") {
+    f->severity = Severity::kCritical;
+    std::snprintf(b, sizeof b, " has %.0f uncorrectable ECC errors since its last reset",
+                  Get(v, "uncorrected"));
+    f->title = GpuName(*f) + b;
+    f->action =
+        "Drain it and requeue its job (results since the error are suspect); check XID 48/63/64 "
+        "and pending row remaps; reset the GPU; open an RMA if it recurs.";
+  } else if (f->cause == "corrected-error trend") {
+    f->severity = Severity::kWarning;
+    std::snprintf(b, sizeof b,
+                  ": corrected ECC errors at %.0f/h will take its lifetime count to %.0f within "
+                  "%.0f days (review threshold %.0f)",
+                  Get(v, "rate"), Get(v, "projected"), t.ecc_horizon_s / 86400, t.ecc_review_count);
+    f->title = GpuName(*f) + b;
+    f->action =
+        "Confirm the trend on a 7-day graph, schedule a drain and reset in the next window, check "
+        "remapped rows afterwards, and raise the replacement ticket early (serial from gpu_info).";
+  } else if (f->cause == "row remap failed") {
+    f->severity = Severity::kCritical;
+    f->title = GpuName(*f) + " has no spare memory rows left: a row remap failed";
+    f->action = "Drain it now, collect nvidia-bug-report with the serial, and RMA the board.";
+  } else if (f->cause == "row remap pending") {
+    f->severity = Severity::kWarning;
+    f->title = GpuName(*f) + " has a memory row remap waiting for a reset; the bad row is in use";
+    f->action =
+        "Drain at the next job boundary and reset the GPU; check that pending is 0 and "
+        "no failure is reported afterwards.";
+  } else {
+    f->severity = Severity::kWarning;
+    f->title = GpuName(*f) + " has a memory page retirement waiting for a reset";
+    f->action =
+        "Drain and reset; check that nothing is pending afterwards; RMA at about 60 "
+        "retired pages or on XID 64.";
+  }
+}
+
+void DescribeMemoryBound(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = Severity::kInfo;
+  f->title = GpuName(*f) + " is memory-bound: memory controller " + Percent(Get(v, "mem_util")) +
+             " busy, SMs " + Percent(Get(v, "util"));
+  f->action =
+      "The work waits on memory bandwidth, not compute: profile it (Nsight Compute memory "
+      "workload analysis); fuse kernels, use lower-precision or more cache-friendly layouts; a "
+      "GPU with more bandwidth (HBM3/H200) helps more than more SMs.";
+}
+
+void DescribeMemoryPressure(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = Severity::kWarning;
+  if (f->cause == "sustained") {
+    f->title = GpuName(*f) + " has " + Percent(Get(v, "ratio")) +
+               " of its memory in use: the next allocation peak may end in an out-of-memory error";
+    f->action =
+        "Tell the job's owner: reduce the batch size, enable activation checkpointing, or move "
+        "to a GPU with more memory; if nothing runs, a leaked context holds it.";
+  } else {
+    f->title = GpuName(*f) + "'s memory use spiked to " + Percent(Get(v, "ratio")) +
+               " of its total: transient peaks are near out-of-memory";
+    f->action =
+        "Find the moment (gpu_memory_used_peak_bytes): cap the allocator, lower the peak batch, "
+        "stagger model loads, and do not co-locate other work on this GPU.";
+  }
+}
+
+void DescribeDataStarved(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = Severity::kWarning;
+  f->title = GpuName(*f) + " runs a process but is mostly idle (" + Percent(Get(v, "util")) +
+             " utilization): the job is starved of data or waiting on something else";
+  f->action =
+      "Look at the job's input pipeline (data loader workers, storage throughput, CPU "
+      "preprocessing), host-device copies and communication; for inference, batch requests. "
+      "If it cannot be fed faster, give it fewer or smaller GPUs.";
+}
+
+void DescribeIdleAllocation(Finding* f, const EvidenceValues& v, const Thresholds& t) {
+  f->severity = f->held_s >= 1800 ? Severity::kWarning : Severity::kInfo;
+  const double mem = Get(v, "mem_used");
+  char b[120] = "";
+  if (std::isfinite(mem) && mem > 0)
+    std::snprintf(b, sizeof b, ", %.1f GiB of memory held", mem / (1024.0 * 1024 * 1024));
+  f->title = GpuName(*f) + " is allocated but idle (utilization at or below " +
+             Percent(t.idle_utilization) + " for " + FormatValue(f->held_s, "seconds") + b + ")" +
+             (f->subject.job.empty() ? "" : " by job " + f->subject.job);
+  f->action =
+      "Check the job (data stall, hung collective, an open notebook) and tell its owner; if it "
+      "stays idle, apply the site's reclaim policy so that queued work can use the GPU.";
+}
+
+void DescribeQueueCongestion(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = Severity::kWarning;
+  const double idle = Get(v, "idle_allocated");
+  if (f->cause == "queue wait") {
+    f->title = "Partition " + f->subject.partition + ": jobs wait " +
+               FormatValue(Get(v, "p90"), "seconds") + " in the queue (90th percentile)";
+  } else {
+    f->title = "Partition " + f->subject.partition + " is congested: pending GPU demand is " +
+               FormatValue(Get(v, "ratio"), "count") + "× the free GPUs";
+  }
+  if (std::isfinite(idle) && idle > 0) {
+    f->action =
+        "Allocated GPUs sat idle while jobs queued: win them back first (reclaim "
+        "policy, idle-allocation findings), then look at capacity.";
+  } else {
+    f->action =
+        "Look at the pending reasons (squeue -t PD -o %r): limits and priorities "
+        "first; if demand exceeds the pool for days, grow the partition (see the "
+        "report's capacity recommendation).";
+  }
+}
+
+void DescribeQuotaDrift(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = f->cause == "over quota" ? Severity::kWarning : Severity::kInfo;
+  char b[160] = "";
+  std::snprintf(b, sizeof b, " (allocated %s of a quota of %.0f GPUs)",
+                Percent(Get(v, "ratio")).c_str(), Get(v, "quota"));
+  if (f->cause == "over quota") {
+    f->title = "Team " + f->subject.team + " holds more GPUs than its quota" + b;
+    f->action =
+        "Check whether the quota is enforced (Slurm QOS GrpTRES) and whether the team's "
+        "demand has grown: enforce it or raise the quota deliberately.";
+  } else {
+    f->title = "Team " + f->subject.team + " uses far less than its quota" + b;
+    f->action =
+        "Lower the quota or lend it (a shared or preemptible partition) so that the "
+        "GPUs serve other teams' queued work.";
+  }
+}
+
+}  // namespace gw::diagnose

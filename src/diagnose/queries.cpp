@@ -1,0 +1,327 @@
+// Every PromQL text of diagnose/ (and the report's findings), in one table.
+//
+// Families read: device and task layer as in docs/metrics.md. Families of modules built in
+// parallel (names not final; adjust them here): governance gpu_pool_congestion_ratio,
+// gpu_pool_pending_gpus, gpu_pool_free_gpus, gpu_team_quota_gpus, gpu_team_allocated_gpus;
+// business inference_request_duration_seconds (histogram), inference_requests_total{code},
+// gpu_service_info{target, gpu, uuid}. A family that is absent makes its checks find nothing.
+#include "diagnose/checks.h"
+
+namespace gw::diagnose {
+
+namespace queries {
+const char* const kLatencyP95 =
+    "histogram_quantile(0.95, sum by (target, le) "
+    "(rate(inference_request_duration_seconds_bucket[${w}])))";
+const char* const kErrorRatio =
+    "sum by (target) (rate(inference_requests_total{code!~\"2..\"}[${w}])) / "
+    "sum by (target) (rate(inference_requests_total[${w}]))";
+const char* const kServiceGpus =
+    "max by (target, gpu, uuid) (max_over_time(gpu_service_info[${long}]))";
+const char* const kAllocations =
+    "max by (gpu, uuid, job_id, team) (max_over_time(gpu_allocation_info[${window}]))";
+}  // namespace queries
+
+namespace {
+
+const std::vector<std::string> kGpu = {"gpu", "uuid"};
+
+// Supporting evidence shared by several device checks.
+constexpr EvidenceSpec kUtil = {"util", "GPU utilization (avg)", "ratio", Stat::kAvg,
+                                "avg_over_time(gpu_utilization_ratio{${sel}}[${w}])"};
+constexpr EvidenceSpec kPower = {"power", "power draw (avg)", "watts", Stat::kAvg,
+                                 "avg_over_time(gpu_power_watts{${sel}}[${w}])"};
+constexpr EvidenceSpec kMemUsed = {"mem_used", "memory in use (avg)", "bytes", Stat::kAvg,
+                                   "avg_over_time(gpu_memory_used_bytes{${sel}}[${w}])"};
+constexpr EvidenceSpec kProcesses = {"processes", "compute processes (max)", "count", Stat::kMax,
+                                     "max_over_time(gpu_processes{${sel}}[${w}])"};
+constexpr EvidenceSpec kRemapped = {"remapped", "memory rows remapped", "count", Stat::kLast,
+                                    "sum by (gpu, uuid) (gpu_remapped_rows{${sel}})"};
+
+std::vector<Check> MakeChecks() {
+  std::vector<Check> c;
+  // --- device ---
+  c.push_back(
+      Check{"busy-but-throttled",
+            nullptr,
+            "reason",
+            Layer::kDevice,
+            kGpu,
+            "rate(gpu_clock_event_seconds_total{reason=~\"sw_power_cap|sw_thermal_slowdown|"
+            "hw_thermal_slowdown|hw_power_brake_slowdown\"}[${w}]) > ${throttled_share}"
+            " and on(gpu, uuid) avg_over_time(gpu_utilization_ratio[${w}]) > ${busy_utilization}",
+            {"share", "share of time the clocks were held down for this reason (avg)", "ratio",
+             Stat::kAvg, nullptr},
+            {kUtil,
+             {"clock", "SM clock / its maximum (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_sm_clock_hertz{${sel}}[${w}]) / on(gpu, uuid) "
+              "gpu_sm_clock_max_hertz{${sel}}"},
+             kPower,
+             {"limit", "enforced power limit (min)", "watts", Stat::kMin,
+              "gpu_power_limit_watts{${sel}}"},
+             {"default_limit", "default power limit", "watts", Stat::kLast,
+              "gpu_power_default_limit_watts{${sel}}"},
+             {"temp", "temperature (max)", "celsius", Stat::kMax,
+              "max_over_time(gpu_temperature_celsius{${sel}}[${w}])"},
+             {"slowdown", "slowdown threshold", "celsius", Stat::kLast,
+              "gpu_temperature_threshold_celsius{${sel},threshold=\"slowdown\"}"}},
+            60,
+            0.05,
+            DescribeThrottled});
+  c.push_back(
+      Check{"near-thermal-limit",
+            "",
+            nullptr,
+            Layer::kDevice,
+            kGpu,
+            "max_over_time(gpu_temperature_celsius[${w}]) >= on(gpu, uuid) "
+            "(gpu_temperature_threshold_celsius{threshold=\"slowdown\"} - ${thermal_margin_c})",
+            {"temp", "temperature (max)", "celsius", Stat::kMax, nullptr},
+            {{"median", "temperature (median)", "celsius", Stat::kAvg,
+              "quantile_over_time(0.5, gpu_temperature_celsius{${sel}}[${w}])"},
+             {"slowdown", "slowdown threshold", "celsius", Stat::kLast,
+              "gpu_temperature_threshold_celsius{${sel},threshold=\"slowdown\"}"},
+             {"gpu_max", "maximum operating temperature", "celsius", Stat::kLast,
+              "gpu_temperature_threshold_celsius{${sel},threshold=\"gpu_max\"}"},
+             {"fan", "fan speed (max)", "ratio", Stat::kMax,
+              "max_over_time(gpu_fan_speed_ratio{${sel}}[${w}])"},
+             kPower},
+            120,
+            0.05,
+            DescribeNearThermal});
+  c.push_back(Check{
+      "ecc-trend",
+      "uncorrectable errors",
+      nullptr,
+      Layer::kDevice,
+      kGpu,
+      "max_over_time(gpu_ecc_errors_total{type=\"uncorrected\", scope=\"volatile\"}[${w}]) > 0",
+      {"uncorrected", "uncorrectable errors since the last reset (max)", "errors", Stat::kMax,
+       nullptr},
+      {{"lifetime", "uncorrectable errors over the board's life", "errors", Stat::kLast,
+        "gpu_ecc_errors_total{${sel},type=\"uncorrected\",scope=\"aggregate\"}"},
+       kRemapped,
+       {"xids", "XID errors (all codes)", "errors", Stat::kLast,
+        "sum by (gpu, uuid) (gpu_xid_errors_total{${sel}})"}},
+      0,
+      0,
+      DescribeEcc});
+  c.push_back(Check{
+      "ecc-trend",
+      "corrected-error trend",
+      nullptr,
+      Layer::kDevice,
+      kGpu,
+      "predict_linear(gpu_ecc_errors_total{type=\"corrected\", scope=\"aggregate\"}[${long}], "
+      "${ecc_horizon_s}) > ${ecc_review_count} and rate(gpu_ecc_errors_total{type=\"corrected\", "
+      "scope=\"aggregate\"}[${long}]) > 0",
+      {"projected", "lifetime corrected errors projected at the horizon (max)", "errors",
+       Stat::kMax, nullptr},
+      {{"rate", "corrected errors per hour (latest)", "per_hour", Stat::kLast,
+        "rate(gpu_ecc_errors_total{${sel},type=\"corrected\",scope=\"aggregate\"}[${long}]) * "
+        "3600"},
+       {"lifetime", "corrected errors over the board's life", "errors", Stat::kLast,
+        "gpu_ecc_errors_total{${sel},type=\"corrected\",scope=\"aggregate\"}"},
+       kRemapped},
+      600,
+      0.25,
+      DescribeEcc});
+  c.push_back(Check{"ecc-trend",
+                    "row remap pending",
+                    nullptr,
+                    Layer::kDevice,
+                    kGpu,
+                    "max_over_time(gpu_remapped_rows_pending[${w}]) == 1",
+                    {"pending", "a row remap waits for a reset", "count", Stat::kMax, nullptr},
+                    {kRemapped},
+                    0,
+                    0,
+                    DescribeEcc});
+  c.push_back(Check{"ecc-trend",
+                    "row remap failed",
+                    nullptr,
+                    Layer::kDevice,
+                    kGpu,
+                    "max_over_time(gpu_remapped_rows_failure[${w}]) == 1",
+                    {"failed", "a row remap failed (no spare rows)", "count", Stat::kMax, nullptr},
+                    {kRemapped},
+                    0,
+                    0,
+                    DescribeEcc});
+  c.push_back(
+      Check{"ecc-trend",
+            "page retirement pending",
+            nullptr,
+            Layer::kDevice,
+            kGpu,
+            "max_over_time(gpu_retired_pages_pending[${w}]) == 1",
+            {"pending", "a page retirement waits for a reset", "count", Stat::kMax, nullptr},
+            {{"retired", "pages retired", "count", Stat::kLast,
+              "sum by (gpu, uuid) (gpu_retired_pages{${sel}})"}},
+            0,
+            0,
+            DescribeEcc});
+  // --- task ---
+  c.push_back(
+      Check{"memory-bound",
+            "",
+            nullptr,
+            Layer::kTask,
+            kGpu,
+            "avg_over_time(gpu_memory_utilization_ratio[${w}]) > ${memory_bound_mem_util}"
+            " and on(gpu, uuid) (avg_over_time(gpu_memory_utilization_ratio[${w}]) - on(gpu, uuid) "
+            "${memory_bound_factor} * avg_over_time(gpu_utilization_ratio[${w}]) > 0)",
+            {"mem_util", "memory-controller utilization (avg)", "ratio", Stat::kAvg, nullptr},
+            {kUtil, kPower},
+            600,
+            0.25,
+            DescribeMemoryBound});
+  c.push_back(
+      Check{"memory-pressure",
+            "sustained",
+            nullptr,
+            Layer::kTask,
+            kGpu,
+            "avg_over_time(gpu_memory_used_bytes[${w}]) / on(gpu, uuid) gpu_memory_total_bytes > "
+            "${memory_pressure}",
+            {"ratio", "memory in use / total (avg)", "ratio", Stat::kAvg, nullptr},
+            {kMemUsed,
+             {"total", "memory total", "bytes", Stat::kLast, "gpu_memory_total_bytes{${sel}}"},
+             kProcesses},
+            600,
+            0.25,
+            DescribeMemoryPressure});
+  c.push_back(
+      Check{"memory-pressure",
+            "spikes near OOM",
+            nullptr,
+            Layer::kTask,
+            kGpu,
+            "(max_over_time(gpu_memory_used_peak_bytes[${w}]) or "
+            "max_over_time(gpu_memory_used_bytes[${w}]))"
+            " / on(gpu, uuid) gpu_memory_total_bytes > ${memory_spike}"
+            " unless on(gpu, uuid) avg_over_time(gpu_memory_used_bytes[${w}]) / on(gpu, uuid) "
+            "gpu_memory_total_bytes > ${memory_pressure}",
+            {"ratio", "highest memory in use / total", "ratio", Stat::kMax, nullptr},
+            {{"peak", "highest memory in use", "bytes", Stat::kMax,
+              "max_over_time(gpu_memory_used_peak_bytes{${sel}}[${w}])"},
+             kMemUsed,
+             {"total", "memory total", "bytes", Stat::kLast, "gpu_memory_total_bytes{${sel}}"}},
+            0,
+            0,
+            DescribeMemoryPressure});
+  c.push_back(Check{
+      "data-starved",
+      "",
+      nullptr,
+      Layer::kTask,
+      kGpu,
+      "avg_over_time(gpu_utilization_ratio[${w}]) > ${idle_utilization} < ${starved_utilization}"
+      " and on(gpu, uuid) max_over_time(gpu_processes[${w}]) > 0",
+      {"util", "GPU utilization (avg)", "ratio", Stat::kAvg, nullptr},
+      {{"peak", "highest utilization within each second (avg)", "ratio", Stat::kAvg,
+        "avg_over_time(gpu_utilization_peak_ratio{${sel}}[${w}])"},
+       kProcesses,
+       kMemUsed,
+       kPower},
+      1800,
+      0.5,
+      DescribeDataStarved,
+      /*contiguous=*/true});
+  // --- governance ---
+  c.push_back(Check{"idle-allocation",
+                    "",
+                    nullptr,
+                    Layer::kGovernance,
+                    kGpu,
+                    "avg_over_time(gpu_utilization_ratio[${w}]) <= ${idle_utilization}"
+                    " and on(gpu, uuid) (max_over_time(gpu_processes[${w}]) > 0"
+                    " or on(gpu, uuid) max_over_time(gpu_allocation_info[${w}]))",
+                    {"util", "GPU utilization (avg)", "ratio", Stat::kAvg, nullptr},
+                    {kMemUsed,
+                     kProcesses,
+                     kPower,
+                     {"streak", "idle streak (task layer)", "seconds", Stat::kMax,
+                      "gpu_idle_streak_seconds{${sel}}"}},
+                    600,
+                    0.25,
+                    DescribeIdleAllocation});
+  c.push_back(Check{
+      "quota-drift",
+      "over quota",
+      nullptr,
+      Layer::kGovernance,
+      {"team"},
+      "(max by (team) (gpu_team_allocated_gpus) or sum by (team) (gpu_job_gpus))"
+      " / on(team) max by (team) (gpu_team_quota_gpus) > ${quota_over}",
+      {"ratio", "allocated GPUs / quota (avg)", "ratio", Stat::kAvg, nullptr},
+      {{"quota", "quota (GPUs)", "count", Stat::kLast,
+        "max by (team) (gpu_team_quota_gpus{${sel}})"},
+       {"allocated", "allocated GPUs (max)", "count", Stat::kMax,
+        "max by (team) (gpu_team_allocated_gpus{${sel}}) or sum by (team) (gpu_job_gpus{${sel}})"}},
+      900,
+      0.25,
+      DescribeQuotaDrift});
+  c.push_back(Check{
+      "quota-drift",
+      "under-used quota",
+      nullptr,
+      Layer::kGovernance,
+      {"team"},
+      "(max by (team) (gpu_team_allocated_gpus) or sum by (team) (gpu_job_gpus)"
+      " or 0 * max by (team) (gpu_team_quota_gpus))"
+      " / on(team) max by (team) (gpu_team_quota_gpus) < ${quota_under}",
+      {"ratio", "allocated GPUs / quota (avg)", "ratio", Stat::kAvg, nullptr},
+      {{"quota", "quota (GPUs)", "count", Stat::kLast,
+        "max by (team) (gpu_team_quota_gpus{${sel}})"},
+       {"allocated", "allocated GPUs (max)", "count", Stat::kMax,
+        "max by (team) (gpu_team_allocated_gpus{${sel}}) or sum by (team) (gpu_job_gpus{${sel}})"}},
+      3600,
+      0.75,
+      DescribeQuotaDrift});
+  // --- scheduling ---
+  c.push_back(Check{
+      "queue-congestion",
+      "queue wait",
+      nullptr,
+      Layer::kScheduling,
+      {"partition"},
+      "histogram_quantile(0.9, max by (partition, le) "
+      "(rate(gpu_job_queue_wait_seconds_bucket[${long}]))) > ${queue_wait_p90_s}",
+      {"p90", "queue wait, 90th percentile (max)", "seconds", Stat::kMax, nullptr},
+      {{"p50", "queue wait, median (max)", "seconds", Stat::kMax,
+        "histogram_quantile(0.5, max by (partition, le) "
+        "(rate(gpu_job_queue_wait_seconds_bucket{${sel}}[${long}])))"},
+       {"pending", "pending jobs (max)", "count", Stat::kMax, "max(gpu_jobs{state=\"PENDING\"})"},
+       {"idle_allocated", "allocated GPUs idle meanwhile (max)", "count", Stat::kMax,
+        "sum(gpu_idle_allocated_gpus)"}},
+      900,
+      0.25,
+      DescribeQueueCongestion});
+  c.push_back(Check{"queue-congestion",
+                    "pool congested",
+                    nullptr,
+                    Layer::kScheduling,
+                    {"partition"},
+                    "max by (partition) (gpu_pool_congestion_ratio) > ${congestion_ratio}",
+                    {"ratio", "pending GPU demand / free GPUs (avg)", "ratio", Stat::kAvg, nullptr},
+                    {{"pending_gpus", "GPUs requested by pending jobs (max)", "count", Stat::kMax,
+                      "max by (partition) (gpu_pool_pending_gpus{${sel}})"},
+                     {"free_gpus", "free GPUs (min)", "count", Stat::kMin,
+                      "max by (partition) (gpu_pool_free_gpus{${sel}})"},
+                     {"idle_allocated", "allocated GPUs idle meanwhile (max)", "count", Stat::kMax,
+                      "sum(gpu_idle_allocated_gpus)"}},
+                    900,
+                    0.25,
+                    DescribeQueueCongestion});
+  return c;
+}
+
+}  // namespace
+
+const std::vector<Check>& Checks() {
+  static const std::vector<Check> checks = MakeChecks();
+  return checks;
+}
+
+}  // namespace gw::diagnose

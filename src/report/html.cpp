@@ -1,0 +1,299 @@
+// The report as one self-contained HTML5 page: inline CSS, inline SVG charts, no script, no
+// external reference.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iterator>
+
+#include "diagnose/checks.h"
+#include "report/report.h"
+
+namespace gw::report {
+
+namespace {
+
+std::string Esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string Fmt(const char* format, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, format, v);
+  return b;
+}
+
+std::string Clock(int64_t ms, const char* format = "%Y-%m-%d %H:%M UTC") {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[40];
+  std::strftime(b, sizeof b, format, &tm);
+  return b;
+}
+
+std::string Value(double v, std::string_view unit) {
+  return std::isfinite(v) ? Esc(diagnose::FormatValue(v, unit)) : "–";
+}
+
+constexpr const char* kCss = R"(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;margin:0;background:#f4f6f9}
+main{max-width:1100px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 10px;border-bottom:2px solid #d8dde6;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
+.sub{color:#5b6475}
+.cards{display:flex;flex-wrap:wrap;gap:10px}
+.card{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px 14px;min-width:130px}
+.card b{display:block;font-size:20px}
+table{border-collapse:collapse;width:100%;background:#fff;margin:6px 0}
+th,td{border:1px solid #d8dde6;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#eef1f6}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.sev{display:inline-block;border-radius:3px;padding:0 6px;color:#fff;font-size:12px;font-weight:600}
+.critical{background:#c0392b}.warning{background:#d68910}.info{background:#2e86c1}
+.verdict{font-size:18px;font-weight:700;text-transform:uppercase}
+.note{color:#5b6475;font-style:italic}
+code{font-size:12px;background:#eef1f6;padding:1px 3px;border-radius:3px;word-break:break-all}
+svg{background:#fff;border:1px solid #d8dde6;border-radius:6px;max-width:100%;height:auto}
+svg text{font:11px sans-serif;fill:#5b6475}
+.legend span{display:inline-block;margin-right:12px;font-size:12px}
+.legend i{display:inline-block;width:12px;height:3px;margin-right:4px;vertical-align:middle}
+)";
+
+constexpr const char* kPalette[] = {"#2e86c1", "#c0392b", "#27ae60", "#d68910", "#8e44ad",
+                                    "#16a085", "#7f8c8d", "#e67e22", "#2c3e50", "#c2185b"};
+
+// A nice upper bound for an axis.
+double NiceMax(double v) {
+  if (!(v > 0)) return 1;
+  const double p = std::pow(10, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+std::string LineChart(const Chart& chart, int64_t start_ms, int64_t end_ms) {
+  if (chart.lines.empty()) return "";
+  const double w = 760, h = 240, left = 64, right = 16, top = 14, bottom = 28;
+  double ymax = chart.unit == "ratio" ? 1 : 0;
+  for (const ChartLine& l : chart.lines)
+    for (const promql::Point& p : l.points)
+      if (std::isfinite(p.v)) ymax = std::max(ymax, p.v);
+  ymax = NiceMax(ymax);
+  auto x = [&](int64_t t) {
+    return left + (w - left - right) * double(t - start_ms) /
+                      double(std::max<int64_t>(1, end_ms - start_ms));
+  };
+  auto y = [&](double v) { return top + (h - top - bottom) * (1 - v / ymax); };
+  std::string svg =
+      "<svg viewBox=\"0 0 760 240\" width=\"760\" height=\"240\" role=\"img\" "
+      "aria-label=\"" +
+      Esc(chart.title) + "\">";
+  for (int i = 0; i <= 4; ++i) {
+    const double v = ymax * i / 4;
+    svg += "<line x1=\"" + Fmt("%.1f", left) + "\" x2=\"" + Fmt("%.1f", w - right) + "\" y1=\"" +
+           Fmt("%.1f", y(v)) + "\" y2=\"" + Fmt("%.1f", y(v)) + "\" stroke=\"#e3e7ee\"/>";
+    svg += "<text x=\"" + Fmt("%.1f", left - 6) + "\" y=\"" + Fmt("%.1f", y(v) + 4) +
+           "\" text-anchor=\"end\">" + Value(v, chart.unit) + "</text>";
+  }
+  for (int i = 0; i <= 4; ++i) {
+    const int64_t t = start_ms + (end_ms - start_ms) * i / 4;
+    svg += "<text x=\"" + Fmt("%.1f", x(t)) + "\" y=\"" + Fmt("%.1f", h - 8) +
+           "\" text-anchor=\"middle\">" + Esc(Clock(t, "%m-%d %H:%M")) + "</text>";
+  }
+  for (size_t i = 0; i < chart.lines.size(); ++i) {
+    std::string points;
+    for (const promql::Point& p : chart.lines[i].points) {
+      if (!std::isfinite(p.v)) continue;
+      points += Fmt("%.1f", x(p.t_ms)) + "," + Fmt("%.1f", y(p.v)) + " ";
+    }
+    if (points.empty()) continue;
+    points.pop_back();
+    svg += "<polyline fill=\"none\" stroke-width=\"1.6\" stroke=\"" +
+           std::string(kPalette[i % std::size(kPalette)]) + "\" points=\"" + points + "\"/>";
+  }
+  svg += "</svg>";
+  std::string legend = "<div class=\"legend\">";
+  for (size_t i = 0; i < chart.lines.size(); ++i)
+    legend += "<span><i style=\"background:" + std::string(kPalette[i % std::size(kPalette)]) +
+              "\"></i>" + Esc(chart.lines[i].label) + "</span>";
+  legend += "</div>";
+  return "<h3>" + Esc(chart.title) + "</h3>" + svg + legend + "<p class=\"sub\">Query: <code>" +
+         Esc(chart.query) + "</code></p>";
+}
+
+void FleetSection(const Report& r, std::string* out) {
+  const Fleet& f = r.fleet;
+  auto card = [out](const std::string& label, const std::string& value) {
+    *out += "<div class=\"card\"><b>" + value + "</b>" + Esc(label) + "</div>";
+  };
+  *out += "<h2>Fleet health</h2><div class=\"cards\">";
+  card("GPUs seen (up at the end)", Fmt("%.0f", f.gpus) + " (" + Fmt("%.0f", f.gpus_up) + ")");
+  card("average GPU utilization", Value(f.utilization, "ratio"));
+  card("average memory-controller utilization", Value(f.memory_utilization, "ratio"));
+  card("energy used", std::isfinite(f.energy_kwh) ? Fmt("%.1f kWh", f.energy_kwh) : "–");
+  card("time clocks were held down (avg per GPU)", Value(f.throttled_share, "ratio"));
+  card("findings: critical / warning / info", std::to_string(f.findings[0]) + " / " +
+                                                  std::to_string(f.findings[1]) + " / " +
+                                                  std::to_string(f.findings[2]));
+  *out += "</div>";
+  *out += LineChart(r.utilization, r.time_ms - static_cast<int64_t>(r.period_s * 1000), r.time_ms);
+}
+
+void ProblemsSection(const Report& r, std::string* out) {
+  *out += "<h2>Top problems by layer</h2>";
+  if (r.diagnosis.findings.empty()) {
+    *out += "<p>No findings in the period.</p>";
+    return;
+  }
+  for (int layer = 0; layer <= static_cast<int>(diagnose::Layer::kBusiness); ++layer) {
+    std::string rows;
+    int n = 0;
+    for (const diagnose::Finding& f : r.diagnosis.findings) {
+      if (static_cast<int>(f.layer) != layer || n >= 10) continue;
+      ++n;
+      const std::string sev(diagnose::SeverityName(f.severity));
+      std::string evidence;
+      for (size_t i = 0; i < f.evidence.size() && i < 3; ++i)
+        evidence += Esc(f.evidence[i].what) + ": " +
+                    Value(f.evidence[i].value, f.evidence[i].unit) + "<br>";
+      rows += "<tr><td><span class=\"sev " + sev + "\">" + sev + "</span></td><td><b>" +
+              Esc(f.title) + "</b><br><span class=\"sub\">" + Esc(f.kind) +
+              (f.cause.empty() ? "" : " — " + Esc(f.cause)) + "</span></td><td>" + evidence +
+              "<code>" + Esc(f.evidence.empty() ? "" : f.evidence[0].query) + "</code></td><td>" +
+              Esc(Clock(f.since_ms)) +
+              (f.active ? "<br>still active" : "<br>until " + Esc(Clock(f.last_ms))) + "</td><td>" +
+              Esc(f.action) + "</td></tr>";
+    }
+    if (n == 0) continue;
+    std::string name(diagnose::LayerName(static_cast<diagnose::Layer>(layer)));
+    *out += "<h3>" + Esc(name) +
+            " layer</h3><table><thead><tr><th>severity</th><th>finding</th>"
+            "<th>evidence</th><th>when</th><th>action</th></tr></thead><tbody>" +
+            rows + "</tbody></table>";
+  }
+}
+
+void TeamsSection(const Report& r, std::string* out) {
+  *out += "<h2>Teams: usage, idle, quota, cost</h2>";
+  if (r.teams.empty()) {
+    *out += "<p class=\"note\">No per-team data in the period.</p>";
+    return;
+  }
+  *out +=
+      "<table><thead><tr><th>team</th><th>GPU-hours</th><th>idle GPU-hours</th>"
+      "<th>idle share</th><th>energy</th>";
+  if (r.has_quota) *out += "<th>quota (GPUs)</th><th>avg GPUs held / quota</th>";
+  if (r.has_cost) *out += "<th>cost</th><th>idle cost</th>";
+  *out += "</tr></thead><tbody>";
+  for (const TeamRow& t : r.teams) {
+    const double idle_share = t.gpu_hours > 0 ? t.idle_gpu_hours / t.gpu_hours : NAN;
+    *out += "<tr><td>" + Esc(t.team) + "</td><td class=\"n\">" +
+            (std::isfinite(t.gpu_hours) ? Fmt("%.1f", t.gpu_hours) : "–") +
+            "</td><td class=\"n\">" +
+            (std::isfinite(t.idle_gpu_hours) ? Fmt("%.1f", t.idle_gpu_hours) : "–") +
+            "</td><td class=\"n\">" + Value(idle_share, "ratio") + "</td><td class=\"n\">" +
+            (std::isfinite(t.energy_kwh) ? Fmt("%.1f kWh", t.energy_kwh) : "–") + "</td>";
+    if (r.has_quota) {
+      const double avg_held = t.gpu_hours / (r.period_s / 3600);
+      *out += "<td class=\"n\">" + (t.quota_gpus ? Fmt("%.0f", *t.quota_gpus) : "–") +
+              "</td><td class=\"n\">" +
+              (t.quota_gpus && *t.quota_gpus > 0 ? Value(avg_held / *t.quota_gpus, "ratio") : "–") +
+              "</td>";
+    }
+    if (r.has_cost) {
+      *out += "<td class=\"n\">" + (t.cost ? Fmt("%.2f", *t.cost) : "–") + "</td><td class=\"n\">" +
+              (t.idle_cost ? Fmt("%.2f", *t.idle_cost) : "–") + "</td>";
+    }
+    *out += "</tr>";
+  }
+  *out += "</tbody></table>";
+}
+
+void GpusSection(const Report& r, std::string* out) {
+  *out += "<h2>ECC and XID history per GPU</h2>";
+  if (r.gpus.empty()) {
+    *out += "<p class=\"note\">No GPU in the period.</p>";
+    return;
+  }
+  *out +=
+      "<table><thead><tr><th>GPU</th><th>model</th><th>avg util</th><th>max temp</th>"
+      "<th>clocks held down</th><th>corrected ECC (new)</th><th>uncorrectable ECC (new)</th>"
+      "<th>remapped rows</th><th>repair pending</th><th>XIDs</th></tr></thead><tbody>";
+  for (const GpuRow& g : r.gpus) {
+    std::string xids;
+    for (const auto& [code, n] : g.xids)
+      xids += "XID " + Esc(code) + " × " + Fmt("%.0f", n) + "<br>";
+    *out += "<tr><td>" + Esc(g.gpu) + "<br><span class=\"sub\">" + Esc(g.uuid) +
+            "</span></td><td>" + Esc(g.name) + "</td><td class=\"n\">" +
+            Value(g.utilization, "ratio") + "</td><td class=\"n\">" +
+            Value(g.temperature_max, "celsius") + "</td><td class=\"n\">" +
+            Value(g.throttled_share, "ratio") + "</td><td class=\"n\">" +
+            Value(g.ecc_corrected, "count") + "</td><td class=\"n\">" +
+            Value(g.ecc_uncorrected, "count") + "</td><td class=\"n\">" +
+            Value(g.remapped_rows, "count") + "</td><td>" + (g.repair_pending ? "yes" : "no") +
+            "</td><td>" + (xids.empty() ? "none" : xids) + "</td></tr>";
+  }
+  *out += "</tbody></table>";
+  *out += LineChart(r.ecc, r.time_ms - static_cast<int64_t>(r.period_s * 1000), r.time_ms);
+}
+
+}  // namespace
+
+std::string ToHtml(const Report& r) {
+  const int64_t start = r.time_ms - static_cast<int64_t>(r.period_s * 1000);
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>gpuwarden report " +
+      Esc(Clock(start)) + " – " + Esc(Clock(r.time_ms)) + "</title><style>" + kCss +
+      "</style></head><body><main>";
+  out += "<h1>GPU fleet report</h1><p class=\"sub\">" + Esc(Clock(start)) + " – " +
+         Esc(Clock(r.time_ms)) + " (" + Esc(FormatDuration(r.period_s)) +
+         "), generated by gpuwarden from its history store.</p>";
+  FleetSection(r, &out);
+  ProblemsSection(r, &out);
+  TeamsSection(r, &out);
+  out += "<h2>Queue-wait trend</h2>";
+  if (r.queue_wait.lines.empty()) {
+    out += "<p class=\"note\">No queue-wait data in the period.</p>";
+  } else {
+    out += LineChart(r.queue_wait, start, r.time_ms);
+  }
+  GpusSection(r, &out);
+  out += "<h2>Capacity recommendation</h2><p><span class=\"verdict\">" + Esc(r.capacity.verdict) +
+         "</span></p><p>" + Esc(r.capacity.reason) + "</p>";
+  if (!r.notes.empty() || !r.errors.empty()) {
+    out += "<h2>Notes</h2><ul>";
+    for (const std::string& n : r.notes) out += "<li>" + Esc(n) + "</li>";
+    for (const std::string& e : r.errors) out += "<li>query failed: " + Esc(e) + "</li>";
+    out += "</ul>";
+  }
+  out += "</main></body></html>\n";
+  return out;
+}
+
+}  // namespace gw::report

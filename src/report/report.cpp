@@ -1,0 +1,417 @@
+// The report's data: PromQL over the store (every query in the table below) and the findings.
+#include "report/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "diagnose/checks.h"
+
+namespace gw::report {
+
+namespace {
+
+// ${P}: the period; ${S}: a chart step's window. Governance names (gpu_team_quota_gpus,
+// gpu_cost_total, gpu_cost_idle_total, gpu_pool_congestion_ratio) are not final.
+constexpr const char* kThrottleReasons =
+    "reason=~\"sw_power_cap|sw_thermal_slowdown|hw_thermal_slowdown|hw_power_brake_slowdown\"";
+const std::map<std::string, std::string> kQueries = {
+    {"gpus", "count(max_over_time(gpu_up[${P}]))"},
+    {"gpus_up", "sum(last_over_time(gpu_up[${P}]))"},
+    {"utilization", "avg(avg_over_time(gpu_utilization_ratio[${P}]))"},
+    {"memory_utilization", "avg(avg_over_time(gpu_memory_utilization_ratio[${P}]))"},
+    {"energy_kwh", "sum(increase(gpu_energy_joules_total[${P}])) / 3.6e6"},
+    {"throttled",
+     "avg(max by (gpu, uuid) (rate(gpu_clock_event_seconds_total{${throttle}}[${P}])))"},
+    {"util_chart", "avg_over_time(gpu_utilization_ratio[${S}])"},
+    {"util_chart_fleet", "avg(avg_over_time(gpu_utilization_ratio[${S}]))"},
+    {"gpu_info", "max by (gpu, uuid, name) (max_over_time(gpu_info[${P}]))"},
+    {"gpu_util", "avg_over_time(gpu_utilization_ratio[${P}])"},
+    {"gpu_temp", "max_over_time(gpu_temperature_celsius[${P}])"},
+    {"gpu_throttled",
+     "max by (gpu, uuid) (rate(gpu_clock_event_seconds_total{${throttle}}[${P}]))"},
+    {"gpu_ecc_corrected",
+     "max_over_time(gpu_ecc_errors_total{type=\"corrected\",scope=\"aggregate\"}[${P}]) - "
+     "min_over_time(gpu_ecc_errors_total{type=\"corrected\",scope=\"aggregate\"}[${P}])"},
+    {"gpu_ecc_uncorrected",
+     "max_over_time(gpu_ecc_errors_total{type=\"uncorrected\",scope=\"aggregate\"}[${P}]) - "
+     "min_over_time(gpu_ecc_errors_total{type=\"uncorrected\",scope=\"aggregate\"}[${P}])"},
+    {"gpu_remapped", "sum by (gpu, uuid) (max_over_time(gpu_remapped_rows[${P}]))"},
+    {"gpu_pending",
+     "max by (gpu, uuid) (max_over_time(gpu_remapped_rows_pending[${P}])) or max by (gpu, uuid) "
+     "(max_over_time(gpu_retired_pages_pending[${P}]))"},
+    {"gpu_xids",
+     "(max_over_time(gpu_xid_errors_total[${P}]) - last_over_time(gpu_xid_errors_total[${P}] "
+     "offset ${P})) or max_over_time(gpu_xid_errors_total[${P}])"},
+    {"ecc_chart", "gpu_ecc_errors_total{type=\"corrected\",scope=\"aggregate\"}"},
+    {"team_gpu_hours", "sum by (team) (max_over_time(gpu_job_gpu_seconds_total[${P}])) / 3600"},
+    {"team_idle_hours",
+     "sum by (team) (max_over_time(gpu_job_idle_gpu_seconds_total[${P}])) / 3600"},
+    {"team_energy", "sum by (team) (max_over_time(gpu_job_energy_joules_total[${P}])) / 3.6e6"},
+    {"team_quota", "max by (team) (max_over_time(gpu_team_quota_gpus[${P}]))"},
+    {"team_cost", "sum by (team) (increase(gpu_cost_total[${P}]))"},
+    {"team_idle_cost", "sum by (team) (increase(gpu_cost_idle_total[${P}]))"},
+    {"queue_p95",
+     "histogram_quantile(0.95, max by (partition, le) "
+     "(rate(gpu_job_queue_wait_seconds_bucket[${S}])))"},
+    {"queue_p50",
+     "histogram_quantile(0.5, max by (partition, le) "
+     "(rate(gpu_job_queue_wait_seconds_bucket[${S}])))"},
+    {"queue_p95_period",
+     "histogram_quantile(0.95, sum by (le) (max by (partition, le) "
+     "(rate(gpu_job_queue_wait_seconds_bucket[${P}]))))"},
+    {"congestion", "avg(avg_over_time(gpu_pool_congestion_ratio[${P}]))"},
+};
+
+struct Ctx {
+  tsdb::Querier* querier;
+  const promql::Engine* engine;
+  int64_t start_ms, end_ms, step_ms;
+  std::map<std::string, std::string> vars;
+  Report* out;
+
+  std::string Text(const std::string& name) const {
+    return diagnose::Substitute(kQueries.at(name), vars);
+  }
+  std::vector<promql::Series> Instant(const std::string& name) {
+    promql::QueryResult r = engine->Instant(*querier, Text(name), end_ms);
+    if (!r.ok()) {
+      out->errors.push_back(name + ": " + r.error().message);
+      return {};
+    }
+    if (r.value().type == promql::ValueType::kScalar)
+      return {promql::Series{{}, {{r.value().t_ms, r.value().scalar}}}};
+    return std::move(r.value().series);
+  }
+  double Scalar(const std::string& name) {
+    auto s = Instant(name);
+    return s.empty() || s[0].points.empty() ? NAN : s[0].points[0].v;
+  }
+  Chart Range(const std::string& name, const std::string& title, const std::string& unit,
+              const std::string& label_name) {
+    Chart c{title, unit, Text(name), {}};
+    promql::QueryResult r = engine->Range(*querier, c.query, start_ms, end_ms, step_ms);
+    if (!r.ok()) {
+      out->errors.push_back(name + ": " + r.error().message);
+      return c;
+    }
+    for (promql::Series& s : r.value().series) {
+      std::string label = std::string(tsdb::LabelValue(s.labels, label_name));
+      c.lines.push_back(ChartLine{label, std::move(s.points)});
+    }
+    return c;
+  }
+};
+
+std::string Key(const tsdb::Labels& l) {
+  return std::string(tsdb::LabelValue(l, "gpu")) + "/" + std::string(tsdb::LabelValue(l, "uuid"));
+}
+
+double First(const promql::Series& s) {
+  return s.points.empty() ? NAN : s.points[0].v;
+}
+
+void BuildFleet(Ctx& c) {
+  Fleet& f = c.out->fleet;
+  f.gpus = c.Scalar("gpus");
+  f.gpus_up = c.Scalar("gpus_up");
+  f.utilization = c.Scalar("utilization");
+  f.memory_utilization = c.Scalar("memory_utilization");
+  f.energy_kwh = c.Scalar("energy_kwh");
+  f.throttled_share = c.Scalar("throttled");
+  if (std::isnan(f.gpus)) f.gpus = 0;
+  if (std::isnan(f.gpus_up)) f.gpus_up = 0;
+  const bool per_gpu = f.gpus <= 16;
+  c.out->utilization =
+      c.Range(per_gpu ? "util_chart" : "util_chart_fleet",
+              per_gpu ? "GPU utilization by GPU" : "Fleet GPU utilization", "ratio", "gpu");
+  if (per_gpu) {
+    for (ChartLine& l : c.out->utilization.lines) l.label = "GPU " + l.label;
+  } else if (!c.out->utilization.lines.empty()) {
+    c.out->utilization.lines[0].label = "fleet average";
+  }
+}
+
+void BuildGpus(Ctx& c) {
+  std::map<std::string, GpuRow> rows;
+  for (const promql::Series& s : c.Instant("gpu_info")) {
+    GpuRow& r = rows[Key(s.labels)];
+    r.gpu = std::string(tsdb::LabelValue(s.labels, "gpu"));
+    r.uuid = std::string(tsdb::LabelValue(s.labels, "uuid"));
+    r.name = std::string(tsdb::LabelValue(s.labels, "name"));
+  }
+  auto fill = [&](const std::string& name, double GpuRow::*field) {
+    for (const promql::Series& s : c.Instant(name)) {
+      auto it = rows.find(Key(s.labels));
+      if (it != rows.end()) it->second.*field = First(s);
+    }
+  };
+  fill("gpu_util", &GpuRow::utilization);
+  fill("gpu_temp", &GpuRow::temperature_max);
+  fill("gpu_throttled", &GpuRow::throttled_share);
+  fill("gpu_ecc_corrected", &GpuRow::ecc_corrected);
+  fill("gpu_ecc_uncorrected", &GpuRow::ecc_uncorrected);
+  fill("gpu_remapped", &GpuRow::remapped_rows);
+  for (const promql::Series& s : c.Instant("gpu_pending")) {
+    auto it = rows.find(Key(s.labels));
+    if (it != rows.end() && First(s) >= 1) it->second.repair_pending = true;
+  }
+  for (const promql::Series& s : c.Instant("gpu_xids")) {
+    auto it = rows.find(Key(s.labels));
+    if (it != rows.end() && First(s) > 0)
+      it->second.xids[std::string(tsdb::LabelValue(s.labels, "xid"))] = First(s);
+  }
+  for (auto& [key, row] : rows) c.out->gpus.push_back(std::move(row));
+  std::sort(c.out->gpus.begin(), c.out->gpus.end(), [](const GpuRow& a, const GpuRow& b) {
+    return std::atoi(a.gpu.c_str()) != std::atoi(b.gpu.c_str())
+               ? std::atoi(a.gpu.c_str()) < std::atoi(b.gpu.c_str())
+               : a.uuid < b.uuid;
+  });
+  Chart ecc = c.Range("ecc_chart", "Lifetime corrected ECC errors (GPUs whose count grew)",
+                      "errors", "gpu");
+  std::vector<ChartLine> grew;
+  for (ChartLine& l : ecc.lines) {
+    if (l.points.size() >= 2 && l.points.back().v > l.points.front().v) {
+      l.label = "GPU " + l.label;
+      grew.push_back(std::move(l));
+    }
+  }
+  ecc.lines = std::move(grew);
+  c.out->ecc = std::move(ecc);
+}
+
+void BuildTeams(Ctx& c) {
+  std::map<std::string, TeamRow> rows;
+  auto fill = [&](const std::string& name, auto setter) {
+    bool any = false;
+    for (const promql::Series& s : c.Instant(name)) {
+      TeamRow& r = rows[std::string(tsdb::LabelValue(s.labels, "team"))];
+      setter(r, First(s));
+      any = true;
+    }
+    return any;
+  };
+  fill("team_gpu_hours", [](TeamRow& r, double v) { r.gpu_hours = v; });
+  fill("team_idle_hours", [](TeamRow& r, double v) { r.idle_gpu_hours = v; });
+  fill("team_energy", [](TeamRow& r, double v) { r.energy_kwh = v; });
+  c.out->has_quota = fill("team_quota", [](TeamRow& r, double v) { r.quota_gpus = v; });
+  c.out->has_cost = fill("team_cost", [](TeamRow& r, double v) { r.cost = v; });
+  fill("team_idle_cost", [](TeamRow& r, double v) { r.idle_cost = v; });
+  for (auto& [team, row] : rows) {
+    row.team = team;
+    c.out->teams.push_back(std::move(row));
+  }
+  std::sort(c.out->teams.begin(), c.out->teams.end(), [](const TeamRow& a, const TeamRow& b) {
+    const double ha = std::isnan(a.gpu_hours) ? -1 : a.gpu_hours;
+    const double hb = std::isnan(b.gpu_hours) ? -1 : b.gpu_hours;
+    return ha != hb ? ha > hb : a.team < b.team;
+  });
+}
+
+void BuildQueue(Ctx& c) {
+  Chart p95 = c.Range("queue_p95", "Queue wait by partition (p50, p95)", "seconds", "partition");
+  Chart p50 = c.Range("queue_p50", "", "seconds", "partition");
+  Chart out{p95.title, "seconds", p95.query + "\n" + p50.query, {}};
+  for (ChartLine& l : p95.lines) {
+    l.label += " p95";
+    out.lines.push_back(std::move(l));
+  }
+  for (ChartLine& l : p50.lines) {
+    l.label += " p50";
+    out.lines.push_back(std::move(l));
+  }
+  c.out->queue_wait = std::move(out);
+}
+
+void BuildCapacity(Ctx& c) {
+  Capacity& cap = c.out->capacity;
+  cap.queue_wait_p95_s = c.Scalar("queue_p95_period");
+  cap.congestion = c.Scalar("congestion");
+  cap.utilization = c.out->fleet.utilization;
+  double allocated = 0, idle = 0;
+  for (const TeamRow& t : c.out->teams) {
+    if (!std::isnan(t.gpu_hours)) allocated += t.gpu_hours;
+    if (!std::isnan(t.idle_gpu_hours)) idle += t.idle_gpu_hours;
+  }
+  if (allocated > 0) cap.idle_ratio = idle / allocated;
+  const bool queued = (std::isfinite(cap.queue_wait_p95_s) && cap.queue_wait_p95_s > 3600) ||
+                      (std::isfinite(cap.congestion) && cap.congestion > 1);
+  const bool no_queue =
+      !queued && (!std::isfinite(cap.queue_wait_p95_s) || cap.queue_wait_p95_s < 600);
+  const double idle_ratio = std::isfinite(cap.idle_ratio) ? cap.idle_ratio : 0;
+  const std::string util = diagnose::FormatValue(cap.utilization, "ratio");
+  const std::string wait = diagnose::FormatValue(cap.queue_wait_p95_s, "seconds");
+  const std::string idle_text = diagnose::FormatValue(cap.idle_ratio, "ratio");
+  if (c.out->fleet.gpus == 0) {
+    cap.verdict = "unknown";
+    cap.reason = "No GPU telemetry in the period.";
+  } else if (queued && idle_ratio >= 0.1) {
+    cap.verdict = "reclaim";
+    cap.reason = "Jobs waited (p95 " + wait + ") while " + idle_text +
+                 " of the allocated GPU time was idle: reclaim idle allocations and check the "
+                 "reclaim policy before adding GPUs.";
+  } else if (queued) {
+    cap.verdict = "grow";
+    cap.reason = "Jobs waited " + wait +
+                 " at the 95th percentile while allocated GPUs were busy "
+                 "(idle " +
+                 idle_text + ", fleet utilization " + util +
+                 "): demand exceeds the pool; add GPUs to the congested partitions.";
+  } else if (std::isfinite(cap.utilization) && cap.utilization < 0.3 && no_queue) {
+    cap.verdict = "shrink";
+    cap.reason = "The fleet averaged " + util +
+                 " utilization with no queueing: consolidate work, lend GPUs to other pools, or "
+                 "shrink the pool.";
+  } else {
+    cap.verdict = "hold";
+    cap.reason = "Fleet utilization " + util;
+    if (std::isfinite(cap.queue_wait_p95_s)) cap.reason += ", queue wait p95 " + wait;
+    if (std::isfinite(cap.idle_ratio)) cap.reason += ", idle share of allocated time " + idle_text;
+    cap.reason += ": capacity matches demand in this period.";
+    if (!std::isfinite(cap.queue_wait_p95_s))
+      cap.reason += " (No queue-wait data: with Slurm polled, congestion would be judged too.)";
+  }
+}
+
+}  // namespace
+
+Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
+                       const Options& options) {
+  if (!(options.period_s >= 600)) return Error{"the period must be at least 10m"};
+  if (options.time_ms <= 0) return Error{"no report time"};
+  Report out;
+  out.time_ms = options.time_ms;
+  out.period_s = options.period_s;
+  const double step_s = std::max(60.0, std::round(options.period_s / 60));
+  Ctx c{&querier,
+        &engine,
+        options.time_ms - static_cast<int64_t>(options.period_s * 1000),
+        options.time_ms,
+        static_cast<int64_t>(step_s * 1000),
+        {},
+        &out};
+  c.vars["P"] = diagnose::PromDuration(options.period_s);
+  c.vars["S"] = diagnose::PromDuration(std::max(300.0, step_s));
+  c.vars["throttle"] = kThrottleReasons;
+  BuildFleet(c);
+  diagnose::Options d;
+  d.time_ms = options.time_ms;
+  d.window_s = options.period_s;
+  d.thresholds = options.thresholds;
+  auto diagnosis = diagnose::Diagnose(querier, engine, d);
+  if (diagnosis.ok()) {
+    out.diagnosis = std::move(*diagnosis);
+    for (const diagnose::Finding& f : out.diagnosis.findings)
+      ++out.fleet.findings[static_cast<int>(f.severity)];
+    for (const std::string& e : out.diagnosis.errors) out.errors.push_back("findings: " + e);
+  } else {
+    out.errors.push_back("findings: " + diagnosis.error().message);
+  }
+  BuildTeams(c);
+  BuildQueue(c);
+  BuildGpus(c);
+  BuildCapacity(c);
+  if (out.teams.empty())
+    out.notes.push_back(
+        "No task-layer data (gpu_job_* families) in the period: per-team usage "
+        "needs `gpuwarden serve` with jobs attributed (docs/metrics.md, Task "
+        "layer).");
+  if (!out.teams.empty() && !out.has_quota)
+    out.notes.push_back(
+        "No team quotas (gpu_team_quota_gpus) in the store: quota columns are "
+        "left out.");
+  if (!out.teams.empty() && !out.has_cost)
+    out.notes.push_back("No cost data (gpu_cost_total) in the store: cost columns are left out.");
+  if (out.queue_wait.lines.empty())
+    out.notes.push_back(
+        "No queue-wait data (gpu_job_queue_wait_seconds) in the period: it needs "
+        "jobs.scheduler: slurm.");
+  return out;
+}
+
+namespace {
+
+using nlohmann::json;
+
+json Num(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json ChartJson(const Chart& c) {
+  json lines = json::array();
+  for (const ChartLine& l : c.lines) {
+    json points = json::array();
+    for (const promql::Point& p : l.points) points.push_back({double(p.t_ms) / 1000, Num(p.v)});
+    lines.push_back({{"label", l.label}, {"points", points}});
+  }
+  return {{"title", c.title}, {"unit", c.unit}, {"query", c.query}, {"lines", lines}};
+}
+
+}  // namespace
+
+std::string ToJson(const Report& r) {
+  json fleet = {{"gpus", r.fleet.gpus},
+                {"gpus_up", r.fleet.gpus_up},
+                {"utilization", Num(r.fleet.utilization)},
+                {"memory_utilization", Num(r.fleet.memory_utilization)},
+                {"energy_kwh", Num(r.fleet.energy_kwh)},
+                {"throttled_share", Num(r.fleet.throttled_share)},
+                {"findings",
+                 {{"critical", r.fleet.findings[0]},
+                  {"warning", r.fleet.findings[1]},
+                  {"info", r.fleet.findings[2]}}}};
+  json teams = json::array();
+  for (const TeamRow& t : r.teams) {
+    json j = {{"team", t.team},
+              {"gpu_hours", Num(t.gpu_hours)},
+              {"idle_gpu_hours", Num(t.idle_gpu_hours)},
+              {"energy_kwh", Num(t.energy_kwh)}};
+    if (t.quota_gpus) j["quota_gpus"] = Num(*t.quota_gpus);
+    if (t.cost) j["cost"] = Num(*t.cost);
+    if (t.idle_cost) j["idle_cost"] = Num(*t.idle_cost);
+    teams.push_back(j);
+  }
+  json gpus = json::array();
+  for (const GpuRow& g : r.gpus) {
+    json xids = json::object();
+    for (const auto& [code, n] : g.xids) xids[code] = n;
+    gpus.push_back({{"gpu", g.gpu},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"utilization", Num(g.utilization)},
+                    {"temperature_max", Num(g.temperature_max)},
+                    {"throttled_share", Num(g.throttled_share)},
+                    {"ecc_corrected", Num(g.ecc_corrected)},
+                    {"ecc_uncorrected", Num(g.ecc_uncorrected)},
+                    {"remapped_rows", Num(g.remapped_rows)},
+                    {"repair_pending", g.repair_pending},
+                    {"xids", xids}});
+  }
+  // The findings as the API gives them.
+  json findings = json::parse(diagnose::ToJson(r.diagnosis))["data"]["findings"];
+  json out = {{"time", double(r.time_ms) / 1000},
+              {"period_seconds", r.period_s},
+              {"fleet", fleet},
+              {"utilization", ChartJson(r.utilization)},
+              {"findings", findings},
+              {"teams", teams},
+              {"has_quota", r.has_quota},
+              {"has_cost", r.has_cost},
+              {"queue_wait", ChartJson(r.queue_wait)},
+              {"gpus", gpus},
+              {"ecc", ChartJson(r.ecc)},
+              {"capacity",
+               {{"verdict", r.capacity.verdict},
+                {"reason", r.capacity.reason},
+                {"queue_wait_p95_seconds", Num(r.capacity.queue_wait_p95_s)},
+                {"idle_ratio", Num(r.capacity.idle_ratio)},
+                {"utilization", Num(r.capacity.utilization)},
+                {"congestion_ratio", Num(r.capacity.congestion)}}},
+              {"notes", r.notes},
+              {"errors", r.errors}};
+  return out.dump(2) + "\n";
+}
+
+}  // namespace gw::report

@@ -1,0 +1,112 @@
+// report/report.h — the periodic report: one self-contained HTML page (or its data as JSON)
+// answering the platform team's weekly questions from the store.
+//
+// Usage:
+//   report::Options options;                  // period 7 d
+//   options.time_ms = now_ms;
+//   auto r = report::Build(querier, engine, options);
+//   if (!r.ok()) return Fail(r.error().message);
+//   WriteFile("report.html", report::ToHtml(*r));   // or report::ToJson(*r)
+//
+// Sections: fleet health (GPUs, utilization, energy, throttling, findings by severity, a
+// utilization chart), top problems by layer (diagnose/ over the whole period), per-team usage
+// (GPU-hours, idle GPU-hours and energy from the task layer; quota and cost when the governance
+// families are in the store), the queue-wait trend per partition, ECC and XID history per GPU,
+// and a capacity recommendation. What the store has no data for is said, not invented.
+//
+// The HTML has inline CSS and inline SVG charts, no script and no external reference: it opens
+// offline, in a mail client or from a ticket. Queries: report.cpp's table (the governance names
+// are not final; adjust them there).
+//
+// Threading: Build() reads the querier through PromQL only; the rest is pure.
+#ifndef GPUWARDEN_REPORT_REPORT_H_
+#define GPUWARDEN_REPORT_REPORT_H_
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "diagnose/diagnose.h"
+#include "promql/engine.h"
+#include "tsdb/storage.h"
+
+namespace gw::report {
+
+struct Options {
+  int64_t time_ms = 0;          // the end of the period
+  double period_s = 7 * 86400;  // `--period`
+  diagnose::Thresholds thresholds;
+};
+
+struct ChartLine {
+  std::string label;
+  std::vector<promql::Point> points;
+};
+
+struct Chart {
+  std::string title, unit;  // unit as in diagnose::Evidence (ratio, seconds, errors, ...)
+  std::string query;        // the PromQL drawn (range query over the period)
+  std::vector<ChartLine> lines;
+};
+
+struct Fleet {
+  double gpus = 0, gpus_up = 0;
+  double utilization = NAN, memory_utilization = NAN;  // averages over the period
+  double energy_kwh = NAN;
+  double throttled_share = NAN;  // average share of time a GPU's clocks were held down
+  int findings[3] = {0, 0, 0};   // critical, warning, info
+};
+
+struct TeamRow {
+  std::string team;
+  double gpu_hours = NAN, idle_gpu_hours = NAN, energy_kwh = NAN;
+  std::optional<double> quota_gpus, cost, idle_cost;  // governance families, when present
+};
+
+struct GpuRow {
+  std::string gpu, uuid, name;
+  double utilization = NAN, temperature_max = NAN, throttled_share = NAN;
+  double ecc_corrected = NAN, ecc_uncorrected = NAN;  // new in the period (lifetime counters)
+  double remapped_rows = NAN;
+  bool repair_pending = false;
+  std::map<std::string, double> xids;  // code -> events seen in the period
+};
+
+struct Capacity {
+  std::string verdict;  // grow | reclaim | shrink | hold | unknown
+  std::string reason;   // one paragraph with the figures
+  double queue_wait_p95_s = NAN, idle_ratio = NAN, utilization = NAN, congestion = NAN;
+};
+
+struct Report {
+  int64_t time_ms = 0;
+  double period_s = 0;
+  Fleet fleet;
+  Chart utilization;
+  diagnose::Diagnosis diagnosis;  // findings over the whole period
+  std::vector<TeamRow> teams;
+  bool has_quota = false, has_cost = false;
+  Chart queue_wait;
+  std::vector<GpuRow> gpus;
+  Chart ecc;  // lifetime corrected ECC count of the GPUs whose count grew
+  Capacity capacity;
+  std::vector<std::string> notes;   // what is missing ("no task-layer data in the period")
+  std::vector<std::string> errors;  // queries that failed
+};
+
+// Fails only on bad options (period under an hour, no time).
+Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
+                       const Options& options);
+
+std::string ToHtml(const Report& report);
+// {"time":…, "period_seconds":…, "fleet":{…}, "findings":[…], "teams":[…], "queue_wait":{…},
+//  "gpus":[…], "ecc":{…}, "capacity":{…}, "notes":[…], "errors":[…]}
+std::string ToJson(const Report& report);
+
+}  // namespace gw::report
+
+#endif  // GPUWARDEN_REPORT_REPORT_H_
