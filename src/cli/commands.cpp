@@ -13,6 +13,7 @@
 #include "collect/exposition.h"
 #include "http/prom_api.h"
 #include "http/server.h"
+#include "scrape/scraper.h"
 
 namespace gw::cli {
 
@@ -122,13 +123,17 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
   JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
   jobs.Start();
+  scrape::Scraper scraper(config.scrape.targets, logger);  // business metrics (scrape.targets)
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
   if (rec) {
+    StoreAppender* app = appender.get();
     rec->SetAfterRecord(
-        [&alerting, &jobs](const collect::Snapshot& s, int64_t t_ms) {
+        [&alerting, &jobs, &scraper, stepped, app](const collect::Snapshot& s, int64_t t_ms) {
+          if (stepped) scraper.ScrapeDue(t_ms);  // scrapes follow the simulated clock
+          if (scraper.Drain(app, s) > 0) (void)app->Commit();
           jobs.OnSnapshot(s);
           alerting.Tick(t_ms);
         });
@@ -146,6 +151,10 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
     logger->Error(agent.nvml_error() + "; serving self-metrics only, no GPU is being watched");
     alerting.StartWallClock();  // nothing is recorded, so rules follow the wall clock
   }
+  // Scrapes are stored by the recorder's thread; without one they are only shown on /metrics.
+  const bool scrapes_stored = rec != nullptr && agent.nvml_error().empty();
+  if (!scrapes_stored) scraper.SetStoreless();
+  if (!stepped || !scrapes_stored) scraper.Start();
   collect::RenderOptions render;
   render.per_process_metrics = config.collect.per_process_metrics;
   render.version = version;
@@ -154,9 +163,10 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs](collect::Format f, std::string* out) {
+  page.SetExtra([&alerting, &jobs, &scraper](collect::Format f, std::string* out) {
     alerting.RenderMetrics(f, out);
     jobs.RenderMetrics(f, out);
+    scraper.RenderMetrics(f, out);
   });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
