@@ -15,6 +15,7 @@
 #include "http/prom_api.h"
 #include "http/server.h"
 #include "web/console.h"
+#include "scrape/scraper.h"
 
 namespace gw::cli {
 
@@ -114,6 +115,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   // Its families go into the store too, before the rules run on each snapshot (task-layer rules).
   if (appender) jobs.RecordSeriesInto(appender.get());
   jobs.Start();
+  scrape::Scraper scraper(config.scrape.targets, logger);  // business metrics (scrape.targets)
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
@@ -121,8 +123,12 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   FindingsService findings(db.get(), stepped, logger);  // diagnose/ over the store
   findings.Start();
   if (rec) {
+    StoreAppender* app = appender.get();
     rec->SetAfterRecord(
-        [&alerting, &jobs, &findings](const collect::Snapshot& s, int64_t t_ms) {
+        [&alerting, &jobs, &findings, &scraper, stepped, app](const collect::Snapshot& s,
+                                                               int64_t t_ms) {
+          if (stepped) scraper.ScrapeDue(t_ms);  // scrapes follow the simulated clock
+          if (scraper.Drain(app, s) > 0) (void)app->Commit();
           jobs.OnSnapshot(s);
           alerting.Tick(t_ms);
           findings.Tick(t_ms);
@@ -141,6 +147,10 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
     logger->Error(agent.nvml_error() + "; serving self-metrics only, no GPU is being watched");
     alerting.StartWallClock();  // nothing is recorded, so rules follow the wall clock
   }
+  // Scrapes are stored by the recorder's thread; without one they are only shown on /metrics.
+  const bool scrapes_stored = rec != nullptr && agent.nvml_error().empty();
+  if (!scrapes_stored) scraper.SetStoreless();
+  if (!stepped || !scrapes_stored) scraper.Start();
   collect::RenderOptions render;
   render.per_process_metrics = config.collect.per_process_metrics;
   render.version = version;
@@ -149,9 +159,10 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs](collect::Format f, std::string* out) {
+  page.SetExtra([&alerting, &jobs, &scraper](collect::Format f, std::string* out) {
     alerting.RenderMetrics(f, out);
     jobs.RenderMetrics(f, out);
+    scraper.RenderMetrics(f, out);
   });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());

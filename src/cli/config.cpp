@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 
+#include "cli/scrape_config.h"
+
 namespace gw::cli {
 
 namespace {
@@ -358,6 +360,10 @@ const std::map<std::string, Setter>& Setters() {
       {"collect.per_process_metrics",
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
+      {"scrape.targets",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return ParseScrapeTargets(ctx.file, n, &c->scrape.targets);
+       }},
   };
   return setters;
 }

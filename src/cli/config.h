@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "collect/collector.h"
+#include "scrape/target.h"
 
 namespace gw::cli {
 
@@ -74,6 +75,11 @@ struct TeamsConfig {
   std::map<std::string, std::string> users;
 };
 
+// Application targets scraped into the store (business metrics; cli/scrape_config.h).
+struct ScrapeConfig {
+  std::vector<scrape::TargetConfig> targets;
+};
+
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
@@ -86,6 +92,7 @@ struct Config {
   AlertingConfig alerting;
   JobsConfig jobs;
   TeamsConfig teams;
+  ScrapeConfig scrape;
 };
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.

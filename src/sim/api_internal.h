@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "sim/fleet.h"
+#include "sim/state_file.h"
 
 namespace gw::sim::api {
 
@@ -38,7 +39,13 @@ struct Library {
   int clock_override = -1;             // -1 scenario, 0 realtime, 1 stepped
   double speed_override = 0;           // <= 0: the scenario's
   int blocked_callers = 0;             // inside a hang or an event wait right now
+  // GPUWARDEN_SIM_STATE_DIR's records (sim/state_file.h) and the step each GPU last published.
+  std::unique_ptr<StateWriter> state;
+  std::vector<std::int64_t> state_steps;
 };
+
+// Publishes GPU `index`'s state to the state files if it moved since it was last published.
+void PublishState(Library& lib, unsigned index, const Device& device);
 
 // The process-wide simulated driver. Freed when the library is unloaded (dlclose, exit) unless a
 // caller is still blocked inside it, in which case it is deliberately left allocated.

@@ -77,6 +77,14 @@ nvmlReturn_t Initialize() {
   lib.fleet = std::make_unique<Fleet>(std::move(*scenario),
                                       VirtualClock(mode, speed, std::chrono::steady_clock::now()));
   lib.init_count = 1;
+  if (const char* dir = std::getenv(kStateDirEnv); dir != nullptr && *dir != '\0') {
+    std::vector<std::string> uuids;
+    for (const GpuSpec& gpu : lib.fleet->scenario().gpus) uuids.push_back(gpu.uuid);
+    lib.state = std::make_unique<StateWriter>(dir, uuids);
+    lib.state_steps.assign(uuids.size(), -1);
+    if (!lib.state->error().empty())
+      std::fprintf(stderr, "libnvml-sim: %s: %s\n", kStateDirEnv, lib.state->error().c_str());
+  }
   return NVML_SUCCESS;
 }
 
@@ -128,6 +136,23 @@ std::optional<std::uint32_t> DecodeEventSet(const Library& lib, nvmlEventSet_t s
   return id;
 }
 
+void PublishState(Library& lib, unsigned index, const Device& device) {
+  if (index >= lib.state_steps.size() || lib.state_steps[index] == device.last_step()) return;
+  lib.state_steps[index] = device.last_step();
+  GpuState s;
+  s.index = index;
+  s.virtual_ms = static_cast<std::uint64_t>(device.last_step_us() / 1000);
+  s.sm_clock_mhz = device.latest().sm_clock_mhz;
+  s.max_sm_clock_mhz = device.model().max_sm_clock_mhz;
+  s.clock_event_reasons = device.clock_event_reasons();
+  s.memory_used_bytes = device.used_memory_bytes();
+  s.memory_total_bytes = device.total_memory_bytes();
+  s.memory_reserved_bytes = device.reserved_memory_bytes();
+  s.utilization_pct = device.latest().util_pct;
+  s.temperature_c = device.temperature_c();
+  lib.state->Publish(s);
+}
+
 nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle,
                          std::string_view function, DeviceCall* call) {
   Library& lib = TheLibrary();
@@ -146,6 +171,7 @@ nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle
   }
   call->fleet = lib.fleet.get();
   call->device = &lib.fleet->DeviceAt(*index, now);
+  if (lib.state) PublishState(lib, *index, *call->device);
   call->index = *index;
   call->now = now;
   call->timestamp_us = lib.fleet->TimestampUs(call->device->last_step_us());
@@ -173,6 +199,7 @@ nvmlReturn_t nvmlShutdown(void) {
   std::lock_guard<std::mutex> lock(lib.mu);
   if (lib.init_count == 0) return NVML_ERROR_UNINITIALIZED;
   if (--lib.init_count == 0) {
+    lib.state.reset();  // records say alive = 0
     lib.fleet.reset();
     ++lib.generation;
     lib.wake.notify_all();

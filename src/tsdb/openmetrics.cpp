@@ -134,6 +134,9 @@ Status ParseText(std::string_view text, const std::string& file_label, const Tex
     if (!ParseNumber(value_text, &v))
       return Error{where() + "invalid value '" + std::string(value_text) + "'"};
     int64_t t_ms = options.default_t_ms;
+    // OpenMetrics: an exemplar ("value # {labels} v") may follow the value with no timestamp.
+    if (space != std::string_view::npos && rest.substr(space + 1, 1) == "#")
+      space = std::string_view::npos;
     if (space != std::string_view::npos) {
       std::string_view ts = rest.substr(space + 1);
       size_t exemplar = ts.find(" #");

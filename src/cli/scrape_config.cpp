@@ -1,0 +1,141 @@
+#include "cli/scrape_config.h"
+
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+namespace gw::cli {
+
+namespace {
+
+std::string Where(const std::string& file, const YAML::Node& node) {
+  return file + ":" + std::to_string(node.Mark().line + 1) + ": ";
+}
+
+// A control byte in a message becomes \xNN, so an error stays one line.
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+Status Text(const std::string& file, const YAML::Node& node, const std::string& key,
+            std::string* out) {
+  if (!node.IsScalar()) return Error{Where(file, node) + key + ": expected a single value"};
+  *out = node.Scalar();
+  return Status::Ok();
+}
+
+Status Seconds(const std::string& file, const YAML::Node& node, const std::string& key,
+               double* out) {
+  std::string text;
+  if (Status s = Text(file, node, key, &text); !s.ok()) return s;
+  if (!ParseDurationSeconds(text, out) || !(*out > 0))
+    return Error{Where(file, node) + key + ": expected a positive duration such as 15s, got '" +
+                 Printable(text) + "'"};
+  return Status::Ok();
+}
+
+Status Gpus(const std::string& file, const YAML::Node& node, const std::string& key,
+            std::vector<unsigned>* out) {
+  out->clear();
+  if (!node.IsSequence())
+    return Error{Where(file, node) + key + ": expected a list of GPU indices such as [0, 1]"};
+  for (const auto& item : node) {
+    unsigned index = 0;
+    const std::string text = item.IsScalar() ? item.Scalar() : "";
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+      return Error{Where(file, item) + key + ": expected a GPU index (0, 1, ...), got '" +
+                   Printable(text) + "'"};
+    out->push_back(index);
+  }
+  return Status::Ok();
+}
+
+Status Target(const std::string& file, const YAML::Node& node, const std::string& key,
+              scrape::TargetConfig* t) {
+  if (!node.IsMap())
+    return Error{Where(file, node) + key + ": expected a mapping with name and url"};
+  bool has_timeout = false;
+  for (const auto& field : node) {
+    const std::string name = field.first.as<std::string>();
+    const YAML::Node& v = field.second;
+    const std::string sub = key + "." + name;
+    Status s;
+    if (name == "name") {
+      s = Text(file, v, sub, &t->name);
+    } else if (name == "url") {
+      s = Text(file, v, sub, &t->url);
+    } else if (name == "interval") {
+      s = Seconds(file, v, sub, &t->interval_s);
+    } else if (name == "timeout") {
+      s = Seconds(file, v, sub, &t->timeout_s);
+      has_timeout = true;
+    } else if (name == "gpus") {
+      s = Gpus(file, v, sub, &t->gpus);
+    } else if (name == "bearer_token_file") {
+      s = Text(file, v, sub, &t->bearer_token_file);
+    } else if (name == "basic_auth") {
+      if (!v.IsMap()) return Error{Where(file, v) + sub + ": expected username and password_file"};
+      for (const auto& a : v) {
+        const std::string an = a.first.as<std::string>();
+        if (an == "username") {
+          s = Text(file, a.second, sub + ".username", &t->basic_auth_username);
+        } else if (an == "password_file") {
+          s = Text(file, a.second, sub + ".password_file", &t->basic_auth_password_file);
+        } else {
+          return Error{Where(file, a.first) + sub + ": unknown key '" + Printable(an) +
+                       "' (username, password_file)"};
+        }
+        if (!s.ok()) return s;
+      }
+    } else {
+      return Error{Where(file, field.first) + key + ": unknown key '" + Printable(name) +
+                   "' (name, url, interval, timeout, gpus, basic_auth, bearer_token_file)"};
+    }
+    if (!s.ok()) return s;
+  }
+  if (t->name.empty()) return Error{Where(file, node) + key + ": name is required"};
+  if (t->url.rfind("http://", 0) != 0 && t->url.rfind("https://", 0) != 0)
+    return Error{Where(file, node) + key + ": url must start with http:// or https://, got '" +
+                 Printable(t->url) + "'"};
+  if (has_timeout && t->timeout_s > t->interval_s)
+    return Error{Where(file, node) + key + ": timeout (" + FormatDuration(t->timeout_s) +
+                 ") must not be longer than interval (" + FormatDuration(t->interval_s) + ")"};
+  if (!t->bearer_token_file.empty() && !t->basic_auth_username.empty())
+    return Error{Where(file, node) + key + ": use basic_auth or bearer_token_file, not both"};
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseScrapeTargets(const std::string& file, const YAML::Node& node,
+                          std::vector<scrape::TargetConfig>* out) {
+  out->clear();
+  if (node.IsNull()) return Status::Ok();
+  if (!node.IsSequence())
+    return Error{Where(file, node) + "scrape.targets: expected a list of targets"};
+  std::set<std::string> names;
+  size_t i = 0;
+  for (const auto& item : node) {
+    const std::string key = "scrape.targets[" + std::to_string(i++) + "]";
+    scrape::TargetConfig t;
+    if (Status s = Target(file, item, key, &t); !s.ok()) return s;
+    if (!names.insert(t.name).second)
+      return Error{Where(file, item) + key + ": another target is already named '" +
+                   Printable(t.name) + "'"};
+    out->push_back(std::move(t));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gw::cli

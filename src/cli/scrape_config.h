@@ -1,0 +1,34 @@
+// cli/scrape_config.h — the `scrape.targets` configuration key (application targets whose
+// metrics serve scrapes into the store; scrape/scraper.h).
+//
+//   scrape:
+//     targets:
+//       - name: llm-inference            # the target="..." label; unique
+//         url: http://127.0.0.1:8000/metrics
+//         interval: 15s                  # default 15s
+//         timeout: 5s                    # default min(10s, interval); at most interval
+//         gpus: [0, 1]                   # GPU indices serving it (gpu_service_info)
+//         basic_auth: {username: u, password_file: /etc/gpuwarden/pw}
+//         bearer_token_file: /etc/gpuwarden/token
+//
+// Errors read "FILE:LINE: scrape.targets[i].key: what is wrong".
+#ifndef GPUWARDEN_CLI_SCRAPE_CONFIG_H_
+#define GPUWARDEN_CLI_SCRAPE_CONFIG_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "scrape/target.h"
+
+namespace gw::cli {
+
+// Parses the list under scrape.targets from `file` (for error positions) into `out`.
+Status ParseScrapeTargets(const std::string& file, const YAML::Node& node,
+                          std::vector<scrape::TargetConfig>* out);
+
+}  // namespace gw::cli
+
+#endif  // GPUWARDEN_CLI_SCRAPE_CONFIG_H_

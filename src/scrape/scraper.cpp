@@ -1,0 +1,394 @@
+#include "scrape/scraper.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+#include "scrape/fetch.h"
+#include "tsdb/openmetrics.h"
+
+namespace gw::scrape {
+
+namespace {
+
+constexpr uint64_t kNoRef = ~uint64_t{0};
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// honor_labels: false — the scraped `target` label (and an `exported_target` already there, and
+// so on) moves one "exported_" further out, then the target's own label is added.
+void AddTargetLabel(tsdb::Labels* labels, const std::string& target) {
+  std::string name = "target";
+  std::vector<std::string> clashes;
+  for (;;) {
+    auto it = std::find_if(labels->begin(), labels->end(),
+                           [&](const tsdb::Label& l) { return l.name == name; });
+    if (it == labels->end()) break;
+    clashes.push_back(name);
+    name = "exported_" + name;
+  }
+  // Rename from the outermost in, so no two labels share a name at any point.
+  for (auto c = clashes.rbegin(); c != clashes.rend(); ++c)
+    for (tsdb::Label& l : *labels)
+      if (l.name == *c) l.name = "exported_" + *c;
+  labels->push_back({"target", target});
+  std::sort(labels->begin(), labels->end());
+}
+
+void Header(std::string* out, collect::Format format, std::string_view name, std::string_view type,
+            std::string_view unit, std::string_view help) {
+  std::string_view family = name;
+  if (type == "counter" && format == collect::Format::kOpenMetrics && family.size() > 6 &&
+      family.substr(family.size() - 6) == "_total")
+    family.remove_suffix(6);
+  out->append("# HELP ").append(family).append(" ").append(help).append("\n# TYPE ");
+  out->append(family).append(" ").append(type).append("\n");
+  if (format == collect::Format::kOpenMetrics && !unit.empty())
+    out->append("# UNIT ").append(family).append(" ").append(unit).append("\n");
+}
+
+void Sample(std::string* out, std::string_view name, const std::string& target,
+            std::string_view more_labels, double value) {
+  out->append(name).append("{target=\"");
+  collect::AppendEscapedLabelValue(out, target);
+  out->append("\"");
+  if (!more_labels.empty()) out->append(",").append(more_labels);
+  out->append("} ");
+  collect::AppendValue(out, value);
+  out->append("\n");
+}
+
+}  // namespace
+
+struct Scraper::Target {
+  explicit Target(TargetConfig c) : config(std::move(c)), fetcher(config) {
+    health.name = config.name;
+    health.url = config.url;
+  }
+  TargetConfig config;
+  Fetcher fetcher;
+  // Scraping side (the scrape thread or the caller of ScrapeDue).
+  bool started = false;
+  int64_t next_due_ms = 0;
+  std::string body;
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> ids;  // series text -> id
+  std::vector<uint32_t> seen_in;  // by id: the scrape generation that last had it
+  uint32_t generation = 0;
+  std::vector<uint32_t> present, present_next;  // ids of the last successful scrape
+  // Under mu_.
+  TargetHealth health;
+};
+
+struct Scraper::Batch {
+  size_t target = 0;
+  int64_t t_ms = 0;
+  bool up = false;
+  double duration_s = 0;
+  uint64_t samples = 0;
+  std::vector<std::pair<uint32_t, double>> values;
+  std::vector<std::pair<uint32_t, tsdb::Labels>> new_series;
+  std::vector<uint32_t> stale;
+};
+
+struct Scraper::Written {
+  std::vector<uint64_t> refs;  // by series id
+  uint64_t up = kNoRef, duration = kNoRef, samples = kNoRef;
+  struct ServiceInfo {
+    std::string uuid;
+    uint64_t ref = kNoRef;
+  };
+  std::vector<ServiceInfo> service_info;  // parallel to config.gpus
+};
+
+Scraper::Scraper(std::vector<TargetConfig> targets, Logger* log, ScraperOptions options)
+    : log_(log), options_(options) {
+  for (TargetConfig& t : targets) {
+    targets_.push_back(std::make_unique<Target>(std::move(t)));
+    auto w = std::make_unique<Written>();
+    w->service_info.resize(targets_.back()->config.gpus.size());
+    written_.push_back(std::move(w));
+    if (!targets_.back()->fetcher.setup_error().empty() && log_)
+      log_->Error("scrape target '" + targets_.back()->config.name +
+                  "': " + targets_.back()->fetcher.setup_error());
+  }
+}
+
+Scraper::~Scraper() {
+  Stop();
+}
+
+void Scraper::Start() {
+  if (targets_.empty() || thread_.joinable()) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Scraper::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scraper::Run() {
+  auto now_ms = [this] { return options_.now_ms ? options_.now_ms() : WallMs(); };
+  for (;;) {
+    int64_t now = now_ms();
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      Target& t = *targets_[i];
+      if (!t.started || now >= t.next_due_ms) {
+        ScrapeOne(i, now);
+        const auto interval_ms = static_cast<int64_t>(t.config.interval_s * 1000);
+        t.next_due_ms = t.started ? t.next_due_ms + interval_ms : now + interval_ms;
+        now = now_ms();
+        if (t.next_due_ms <= now) t.next_due_ms = now + interval_ms;  // fell behind: skip ahead
+        t.started = true;
+      }
+      next = std::min(next, t.next_due_ms);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, next - now_ms())),
+                 [&] { return stopping_; });
+    if (stopping_) return;
+  }
+}
+
+void Scraper::ScrapeDue(int64_t t_ms) {
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    Target& t = *targets_[i];
+    if (t.started && t_ms < t.next_due_ms) continue;
+    ScrapeOne(i, t_ms);
+    const auto interval_ms = static_cast<int64_t>(t.config.interval_s * 1000);
+    t.next_due_ms = t.started ? t.next_due_ms + interval_ms : t_ms + interval_ms;
+    if (t.next_due_ms <= t_ms) t.next_due_ms = t_ms + interval_ms;
+    t.started = true;
+  }
+}
+
+std::unique_ptr<Scraper::Batch> Scraper::TakeSpare() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.empty()) return std::make_unique<Batch>();
+  auto b = std::move(spare_.back());
+  spare_.pop_back();
+  return b;
+}
+
+void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
+  Target& t = *targets_[index];
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= kMaxQueued) return;  // the writer is behind: skip this scrape
+  }
+  std::unique_ptr<Batch> batch = TakeSpare();
+  batch->target = index;
+  batch->t_ms = t_ms;
+  batch->values.clear();
+  batch->new_series.clear();
+  batch->stale.clear();
+  const auto start = std::chrono::steady_clock::now();
+  Status status = t.fetcher.Get(&t.body);
+  const uint32_t generation = ++t.generation;
+  if (status.ok()) {
+    tsdb::TextOptions options;
+    options.default_t_ms = t_ms;
+    status = tsdb::ParseText(
+        t.body, t.config.url, options, [&](std::string_view series, int64_t, double v) -> Status {
+          auto it = t.ids.find(series);
+          uint32_t id;
+          if (it == t.ids.end()) {
+            tsdb::Labels labels;
+            if (Status s = tsdb::ParseSeries(series, &labels); !s.ok()) return s;
+            for (const tsdb::Label& l : labels)
+              if (l.name == "__name__" ? !tsdb::IsValidMetricName(l.value)
+                                       : !tsdb::IsValidLabelName(l.name))
+                return Status(Error{"invalid name in " + std::string(series.substr(0, 80))});
+            AddTargetLabel(&labels, t.config.name);
+            id = static_cast<uint32_t>(t.seen_in.size());
+            t.seen_in.push_back(0);
+            t.ids.emplace(std::string(series), id);
+            batch->new_series.emplace_back(id, std::move(labels));
+          } else {
+            id = it->second;
+          }
+          if (t.seen_in[id] == generation) return Status::Ok();  // repeated in one page
+          t.seen_in[id] = generation;
+          batch->values.emplace_back(id, v);
+          return Status::Ok();
+        });
+  }
+  batch->duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  batch->up = status.ok();
+  t.present_next.clear();
+  if (status.ok()) {
+    for (const auto& [id, v] : batch->values) t.present_next.push_back(id);
+    for (uint32_t id : t.present)
+      if (t.seen_in[id] != generation) batch->stale.push_back(id);
+  } else {
+    batch->values.clear();  // nothing of a failed page is kept (new series stay registered)
+    batch->stale.assign(t.present.begin(), t.present.end());
+  }
+  std::swap(t.present, t.present_next);
+  batch->samples = batch->values.size();
+
+  bool changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TargetHealth& h = t.health;
+    changed = !h.scraped || h.up != batch->up;
+    h.scraped = true;
+    h.up = batch->up;
+    h.duration_s = batch->duration_s;
+    ++h.scrapes;
+    if (batch->up) {
+      h.samples = batch->samples;
+      h.last_error.clear();
+    } else {
+      ++h.errors;
+      h.last_error = status.message();
+    }
+    if (storeless_) {
+      spare_.push_back(std::move(batch));
+    } else {
+      queue_.push_back(std::move(batch));
+    }
+  }
+  if (changed && log_) {
+    if (status.ok()) {
+      log_->Info("scrape target '" + t.config.name + "' (" + t.config.url +
+                 ") is up: " + std::to_string(t.present.size()) + " series");
+    } else {
+      log_->Warn("scrape target '" + t.config.name + "' (" + t.config.url + ") is down: " +
+                 status.message() + "; retrying every " + FormatDuration(t.config.interval_s));
+    }
+  }
+}
+
+size_t Scraper::Drain(collect::SampleAppender* appender, const collect::Snapshot& snapshot) {
+  std::deque<std::unique_ptr<Batch>> batches;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return 0;
+    batches.swap(queue_);
+    // By GPU index; rebuilt only when the fleet changed (no allocation in steady state).
+    bool same = true;
+    for (const collect::GpuSnapshot& g : snapshot.gpus)
+      same =
+          same && g.identity.index < uuids_.size() && uuids_[g.identity.index] == g.identity.uuid;
+    if (!same) {
+      uuids_.clear();
+      for (const collect::GpuSnapshot& g : snapshot.gpus) {
+        if (g.identity.index >= uuids_.size()) uuids_.resize(g.identity.index + 1);
+        uuids_[g.identity.index] = g.identity.uuid;
+      }
+    }
+  }
+  size_t appended = 0;
+  auto append = [&](uint64_t ref, int64_t t, double v) {
+    if (ref != kNoRef && appender->Append(ref, t, v).ok()) ++appended;
+  };
+  auto self_ref = [&](uint64_t* ref, const char* name, const std::string& target) {
+    if (*ref != kNoRef) return;
+    auto got = appender->GetRef(tsdb::Labels{{"__name__", name}, {"target", target}});
+    if (got.ok()) *ref = *got;
+  };
+  for (std::unique_ptr<Batch>& batch : batches) {
+    const Target& target = *targets_[batch->target];
+    Written& w = *written_[batch->target];
+    const int64_t t = batch->t_ms;
+    for (auto& [id, labels] : batch->new_series) {
+      if (w.refs.size() <= id) w.refs.resize(id + 1, kNoRef);
+      auto ref = appender->GetRef(labels);
+      w.refs[id] = ref.ok() ? *ref : kNoRef;
+    }
+    for (const auto& [id, v] : batch->values) append(w.refs[id], t, v);
+    for (uint32_t id : batch->stale) append(w.refs[id], t, tsdb::StaleNaN());
+    const std::string& name = target.config.name;
+    self_ref(&w.up, "gpuwarden_scrape_up", name);
+    self_ref(&w.duration, "gpuwarden_scrape_duration_seconds", name);
+    self_ref(&w.samples, "gpuwarden_scrape_samples", name);
+    append(w.up, t, batch->up ? 1 : 0);
+    append(w.duration, t, batch->duration_s);
+    append(w.samples, t, static_cast<double>(batch->samples));
+    for (size_t g = 0; g < target.config.gpus.size(); ++g) {
+      const unsigned gpu = target.config.gpus[g];
+      const std::string* uuid = nullptr;
+      for (const collect::GpuSnapshot& s : snapshot.gpus)
+        if (s.identity.index == gpu) uuid = &s.identity.uuid;
+      if (uuid == nullptr || uuid->empty()) continue;  // no such GPU (now): nothing to link
+      Written::ServiceInfo& info = w.service_info[g];
+      if (info.ref == kNoRef || info.uuid != *uuid) {
+        auto ref = appender->GetRef(tsdb::Labels{{"__name__", "gpu_service_info"},
+                                                 {"gpu", std::to_string(gpu)},
+                                                 {"target", name},
+                                                 {"uuid", *uuid}});
+        if (!ref.ok()) continue;
+        info.ref = *ref;
+        info.uuid = *uuid;
+      }
+      append(info.ref, t, 1);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::unique_ptr<Batch>& batch : batches) spare_.push_back(std::move(batch));
+  return appended;
+}
+
+std::vector<TargetHealth> Scraper::Health() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TargetHealth> out;
+  for (const auto& t : targets_) out.push_back(t->health);
+  return out;
+}
+
+void Scraper::RenderMetrics(collect::Format format, std::string* out) const {
+  if (targets_.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Header(out, format, "gpuwarden_scrape_up", "gauge", "",
+         "1 if the last scrape of the application target succeeded, 0 if not.");
+  for (const auto& t : targets_)
+    if (t->health.scraped) Sample(out, "gpuwarden_scrape_up", t->config.name, "", t->health.up);
+  Header(out, format, "gpuwarden_scrape_duration_seconds", "gauge", "seconds",
+         "How long the last scrape of the target took.");
+  for (const auto& t : targets_)
+    if (t->health.scraped)
+      Sample(out, "gpuwarden_scrape_duration_seconds", t->config.name, "", t->health.duration_s);
+  Header(out, format, "gpuwarden_scrape_samples", "gauge", "",
+         "Samples in the target's last successful scrape.");
+  for (const auto& t : targets_)
+    if (t->health.scraped)
+      Sample(out, "gpuwarden_scrape_samples", t->config.name, "",
+             static_cast<double>(t->health.samples));
+  Header(out, format, "gpuwarden_scrape_errors_total", "counter", "",
+         "Failed scrapes of the target (no reply, HTTP error, unparsable page).");
+  for (const auto& t : targets_)
+    Sample(out, "gpuwarden_scrape_errors_total", t->config.name, "",
+           static_cast<double>(t->health.errors));
+  Header(out, format, "gpu_service_info", "gauge", "",
+         "1 for each application target and each GPU serving it (scrape.targets[].gpus).");
+  std::string labels;
+  for (const auto& t : targets_) {
+    for (unsigned gpu : t->config.gpus) {
+      if (gpu >= uuids_.size() || uuids_[gpu].empty()) continue;
+      labels = "gpu=\"" + std::to_string(gpu) + "\",uuid=\"";
+      collect::AppendEscapedLabelValue(&labels, uuids_[gpu]);
+      labels += "\"";
+      Sample(out, "gpu_service_info", t->config.name, labels, 1);
+    }
+  }
+}
+
+}  // namespace gw::scrape

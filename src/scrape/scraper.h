@@ -1,0 +1,128 @@
+// scrape/scraper.h — scraping application targets into the store (config `scrape.targets`).
+//
+//   Scraper scraper(config.scrape.targets, &logger);
+//   scraper.Start();                                   // realtime: its own thread, wall clock
+//   recorder.SetAfterRecord([&](const Snapshot& s, int64_t t) {
+//     scraper.ScrapeDue(t);                            // stepped simulator only (instead of Start)
+//     if (scraper.Drain(&appender, s) > 0) appender.Commit();
+//   });
+//   page.SetExtra([&](Format f, std::string* out) { scraper.RenderMetrics(f, out); });
+//
+// A scrape GETs the target's page (Prometheus text 0.0.4 or OpenMetrics, parsed by
+// tsdb::ParseText — the same reader as `gpuwarden tsdb import`) and keeps every sample at the
+// scrape's start time (timestamps in the page are ignored) with the extra label
+// target="<name>". A scraped `target` label is kept as `exported_target` (Prometheus'
+// honor_labels: false). A series present in the previous scrape and missing now gets a stale
+// marker; a failed scrape (no reply, HTTP error, unparsable page) stores nothing from the page and
+// marks every series of the previous scrape stale. Per scrape the store also gets
+// gpuwarden_scrape_up, gpuwarden_scrape_duration_seconds and gpuwarden_scrape_samples {target},
+// and, for each GPU of the target's `gpus`, gpu_service_info{target, gpu, uuid} 1 (the contract
+// diagnosis uses to find the GPUs behind a service). The target going down or coming back is
+// logged once per change, with the reason.
+//
+// Threading: scrapes run on the scrape thread (Start) or on the caller of ScrapeDue — never
+// both, never on an HTTP request thread. The store has one writer, so scrape results are queued
+// (FIFO, at most kMaxQueued; a target whose results are not drained is not scraped meanwhile)
+// and appended by Drain on the store's writer thread (the recorder's). RenderMetrics and
+// Health may be called from any thread. Steady state does not allocate per sample: series are
+// looked up by their text in a per-target table, and batches are recycled.
+#ifndef GPUWARDEN_SCRAPE_SCRAPER_H_
+#define GPUWARDEN_SCRAPE_SCRAPER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/log.h"
+#include "collect/exposition.h"
+#include "collect/recorder.h"
+#include "collect/snapshot.h"
+#include "scrape/target.h"
+
+namespace gw::scrape {
+
+// What /metrics and tests see of one target.
+struct TargetHealth {
+  std::string name, url;
+  bool scraped = false;  // at least one scrape finished
+  bool up = false;
+  double duration_s = 0;
+  uint64_t samples = 0;  // in the last successful scrape
+  uint64_t scrapes = 0, errors = 0;
+  std::string last_error;  // "" while up
+};
+
+// `now_ms` for the realtime loop (wall clock by default; tests drive it).
+struct ScraperOptions {
+  int64_t (*now_ms)() = nullptr;  // nullptr: the system clock
+};
+
+class Scraper {
+ public:
+  static constexpr size_t kMaxQueued = 256;
+
+  // `log` must outlive the scraper. Targets are taken as validated (cli/config checks names,
+  // URLs, intervals).
+  Scraper(std::vector<TargetConfig> targets, Logger* log, ScraperOptions options = {});
+  ~Scraper();  // Stop()s
+  Scraper(const Scraper&) = delete;
+  Scraper& operator=(const Scraper&) = delete;
+
+  bool empty() const { return targets_.empty(); }
+
+  // Without a store writer (no history, or an agent that records nothing because NVML is
+  // missing): scrape results update health and /metrics only and are then dropped. Before Start.
+  void SetStoreless() { storeless_ = true; }
+
+  // Starts the scrape thread: each target is scraped at once, then every interval (wall clock).
+  void Start();
+  void Stop();
+
+  // Scrapes, on the calling thread, every target due at `t_ms` (first call: all), stamping the
+  // samples with `t_ms`. For a clock that only moves when told (the stepped simulator).
+  void ScrapeDue(int64_t t_ms);
+
+  // On the store's writer thread: appends every queued scrape result through `appender` (no
+  // Commit — the caller commits) and gpu_service_info with the UUIDs of `snapshot`'s GPUs.
+  // Returns the number of samples appended (stale markers included).
+  size_t Drain(collect::SampleAppender* appender, const collect::Snapshot& snapshot);
+
+  // gpuwarden_scrape_* {target} and gpu_service_info (docs/metrics.md, "Business metrics").
+  void RenderMetrics(collect::Format format, std::string* out) const;
+  std::vector<TargetHealth> Health() const;
+
+ private:
+  struct Target;
+  struct Batch;
+  struct Written;  // the writer's per-target refs
+
+  void Run();
+  // Scrapes one target at t_ms and queues the result; false when its queue is full.
+  void ScrapeOne(size_t index, int64_t t_ms);
+  std::unique_ptr<Batch> TakeSpare();
+
+  Logger* log_;
+  ScraperOptions options_;
+  std::vector<std::unique_ptr<Target>> targets_;
+
+  mutable std::mutex mu_;  // queue_, spare_, health, uuids_, stopping_
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Batch>> queue_;
+  std::vector<std::unique_ptr<Batch>> spare_;
+  std::vector<std::string> uuids_;  // GPU index -> UUID, from the last Drain
+  bool stopping_ = false;
+  std::atomic<bool> storeless_{false};
+  std::thread thread_;
+
+  std::vector<std::unique_ptr<Written>> written_;  // writer thread only
+};
+
+}  // namespace gw::scrape
+
+#endif  // GPUWARDEN_SCRAPE_SCRAPER_H_

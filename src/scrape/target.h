@@ -1,0 +1,32 @@
+// scrape/target.h — one application target gpuwarden scrapes (config `scrape.targets`).
+//
+// A target is an HTTP endpoint serving Prometheus text format 0.0.4 or OpenMetrics (an inference
+// server's /metrics). Its samples are stored with the extra label target="<name>"; `gpus` names
+// the GPU indices that serve it, which the agent publishes as gpu_service_info so that a slow
+// service can be tied to the state of its GPUs (docs/metrics.md, "Business metrics").
+#ifndef GPUWARDEN_SCRAPE_TARGET_H_
+#define GPUWARDEN_SCRAPE_TARGET_H_
+
+#include <string>
+#include <vector>
+
+namespace gw::scrape {
+
+struct TargetConfig {
+  std::string name;  // the value of the `target` label; unique among targets
+  std::string url;   // http(s)://host:port/path
+  double interval_s = 15;
+  double timeout_s = 0;        // <= 0: min(10 s, interval)
+  std::vector<unsigned> gpus;  // GPU indices serving the target (may be empty)
+  std::string basic_auth_username, basic_auth_password_file;
+  std::string bearer_token_file;
+
+  double effective_timeout_s() const {
+    if (timeout_s > 0) return timeout_s;
+    return interval_s < 10 ? interval_s : 10;
+  }
+};
+
+}  // namespace gw::scrape
+
+#endif  // GPUWARDEN_SCRAPE_TARGET_H_

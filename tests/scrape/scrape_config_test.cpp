@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include "cli/config.h"
+#include "support/process.h"
+
+namespace gw::cli {
+namespace {
+
+Status Load(const std::string& text, Config* config) {
+  gw::testing::TempDir dir;
+  const std::string path = dir / "gpuwarden.yaml";
+  gw::testing::WriteFile(path, text);
+  Status s = LoadConfigFile(path, config);
+  if (!s.ok()) {
+    // The message starts with the file's path; tests compare what follows it.
+    EXPECT_EQ(s.message().rfind(path + ":", 0), 0u) << s.message();
+    return Error{s.message().substr(path.size())};
+  }
+  return s;
+}
+
+TEST(ScrapeConfigTest, ReadsTargetsWithDefaults) {
+  Config c;
+  ASSERT_TRUE(Load("scrape:\n"
+                   "  targets:\n"
+                   "    - name: llm\n"
+                   "      url: http://127.0.0.1:8000/metrics\n"
+                   "      gpus: [0, 3]\n"
+                   "    - name: chat\n"
+                   "      url: https://chat:9000/metrics\n"
+                   "      interval: 30s\n"
+                   "      timeout: 20s\n"
+                   "      basic_auth: {username: u, password_file: /etc/pw}\n",
+                   &c)
+                  .ok());
+  ASSERT_EQ(c.scrape.targets.size(), 2u);
+  const auto& llm = c.scrape.targets[0];
+  EXPECT_EQ(llm.name, "llm");
+  EXPECT_EQ(llm.url, "http://127.0.0.1:8000/metrics");
+  EXPECT_EQ(llm.interval_s, 15);
+  EXPECT_EQ(llm.effective_timeout_s(), 10);
+  EXPECT_EQ(llm.gpus, (std::vector<unsigned>{0, 3}));
+  const auto& chat = c.scrape.targets[1];
+  EXPECT_EQ(chat.interval_s, 30);
+  EXPECT_EQ(chat.effective_timeout_s(), 20);
+  EXPECT_EQ(chat.basic_auth_username, "u");
+  EXPECT_EQ(chat.basic_auth_password_file, "/etc/pw");
+}
+
+TEST(ScrapeConfigTest, RefusesMistakesWithTheLine) {
+  struct Case {
+    std::string yaml, error;
+  };
+  const std::string head = "scrape:\n  targets:\n";
+  for (const Case& c : std::vector<Case>{
+           {"scrape:\n  targets: llm\n", ":2: scrape.targets: expected a list of targets"},
+           {head + "    - url: http://a/metrics\n", ":3: scrape.targets[0]: name is required"},
+           {head + "    - name: a\n      url: ftp://a\n",
+            ":3: scrape.targets[0]: url must start with http:// or https://, got 'ftp://a'"},
+           {head + "    - name: a\n      url: http://a/m\n      interval: soon\n",
+            ":5: scrape.targets[0].interval: expected a positive duration such as 15s, got "
+            "'soon'"},
+           {head + "    - name: a\n      url: http://a/m\n      gpus: [0, x]\n",
+            ":5: scrape.targets[0].gpus: expected a GPU index (0, 1, ...), got 'x'"},
+           {head + "    - name: a\n      url: http://a/m\n      interval: 5s\n      timeout: 6s\n",
+            ":3: scrape.targets[0]: timeout (6s) must not be longer than interval (5s)"},
+           {head + "    - name: a\n      url: http://a/m\n    - name: a\n      url: http://b/m\n",
+            ":5: scrape.targets[1]: another target is already named 'a'"},
+           {head + "    - name: a\n      url: http://a/m\n      honor_labels: true\n",
+            ":5: scrape.targets[0]: unknown key 'honor_labels' (name, url, interval, timeout, "
+            "gpus, "
+            "basic_auth, bearer_token_file)"},
+       }) {
+    Config config;
+    Status s = Load(c.yaml, &config);
+    ASSERT_FALSE(s.ok()) << c.yaml;
+    EXPECT_EQ(s.message(), c.error) << c.yaml;
+  }
+}
+
+}  // namespace
+}  // namespace gw::cli

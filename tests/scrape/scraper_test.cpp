@@ -1,0 +1,323 @@
+#include "scrape/scraper.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+
+#include "http/server.h"
+#include "support/process.h"
+#include "tsdb/storage.h"
+
+namespace gw::scrape {
+namespace {
+
+using collect::SampleAppender;
+
+class MemoryAppender : public SampleAppender {
+ public:
+  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
+    for (size_t i = 0; i < series.size(); ++i)
+      if (series[i] == labels) return static_cast<Ref>(i);
+    series.push_back(labels);
+    return static_cast<Ref>(series.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t_ms, double v) override {
+    return store.Append(series[ref], t_ms, v);
+  }
+  Status Commit() override { return Status::Ok(); }
+  // The samples of the one series matching `eq` (empty when none, failure when several).
+  std::vector<tsdb::Sample> Samples(std::vector<std::pair<std::string, std::string>> eq) {
+    std::vector<tsdb::Matcher> ms;
+    for (auto& [n, v] : eq) ms.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kEqual, n, v));
+    std::vector<tsdb::SeriesData> out;
+    EXPECT_TRUE(store.Select(ms, 0, INT64_MAX, &out).ok());
+    EXPECT_LE(out.size(), 1u);
+    return out.empty() ? std::vector<tsdb::Sample>{} : out[0].samples;
+  }
+  std::vector<tsdb::Labels> series;
+  tsdb::MemoryQuerier store;
+};
+
+// A metrics page whose body, status and required Authorization header tests set.
+class Page {
+ public:
+  Page() {
+    server_ = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr).value();
+    server_->Get("/metrics", [this](const http::Request& req, http::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++requests_;
+      if (!auth_.empty() && req.header("Authorization") != auth_) {
+        res.status = 401;
+        return;
+      }
+      res.status = status_;
+      res.body = body_;
+    });
+    EXPECT_TRUE(server_->Start().ok());
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_->port()) + "/metrics";
+  }
+  void Set(std::string body, int status = 200) {
+    std::lock_guard<std::mutex> lock(mu_);
+    body_ = std::move(body);
+    status_ = status;
+  }
+  void RequireAuth(std::string header) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auth_ = std::move(header);
+  }
+  int requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  std::unique_ptr<http::Server> server_;
+  std::mutex mu_;
+  std::string body_, auth_;
+  int status_ = 200, requests_ = 0;
+};
+
+collect::Snapshot TwoGpus() {
+  collect::Snapshot s;
+  s.gpus.resize(2);
+  s.gpus[0].identity.index = 0;
+  s.gpus[0].identity.uuid = "GPU-aaaa";
+  s.gpus[1].identity.index = 1;
+  s.gpus[1].identity.uuid = "GPU-bbbb";
+  return s;
+}
+
+TargetConfig Target(const std::string& name, const std::string& url) {
+  TargetConfig t;
+  t.name = name;
+  t.url = url;
+  t.interval_s = 15;
+  t.timeout_s = 5;
+  return t;
+}
+
+constexpr int64_t kT0 = 1'700'000'000'000;
+
+TEST(ScraperTest, StoresEverySampleWithTheTargetLabelAtTheScrapeTime) {
+  Page page;
+  page.Set(
+      "# HELP requests_total Requests.\n# TYPE requests_total counter\n"
+      "requests_total{code=\"200\"} 17\nrequests_total{code=\"500\"} 2 1600000000000\n"
+      "queue_depth 3\n");
+  TargetConfig t = Target("llm", page.url());
+  t.gpus = {1};
+  Scraper scraper({t}, nullptr);
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  EXPECT_GT(scraper.Drain(&store, TwoGpus()), 0u);
+
+  auto ok = store.Samples({{"__name__", "requests_total"}, {"code", "200"}, {"target", "llm"}});
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].t_ms, kT0);
+  EXPECT_EQ(ok[0].v, 17);
+  auto failed = store.Samples({{"__name__", "requests_total"}, {"code", "500"}});
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].t_ms, kT0) << "the page's own timestamp is ignored";
+  EXPECT_EQ(store.Samples({{"__name__", "queue_depth"}, {"target", "llm"}}).size(), 1u);
+  EXPECT_EQ(store.Samples({{"__name__", "gpuwarden_scrape_up"}, {"target", "llm"}})[0].v, 1);
+  EXPECT_EQ(store.Samples({{"__name__", "gpuwarden_scrape_samples"}, {"target", "llm"}})[0].v, 3);
+  EXPECT_EQ(store.Samples({{"__name__", "gpuwarden_scrape_duration_seconds"}}).size(), 1u);
+  auto info = store.Samples(
+      {{"__name__", "gpu_service_info"}, {"target", "llm"}, {"gpu", "1"}, {"uuid", "GPU-bbbb"}});
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_EQ(info[0].v, 1);
+  EXPECT_TRUE(store.Samples({{"__name__", "gpu_service_info"}, {"gpu", "0"}}).empty());
+}
+
+TEST(ScraperTest, AScrapedTargetLabelBecomesExportedTarget) {
+  Page page;
+  page.Set("up_like{target=\"inner\"} 1\nboth{target=\"a\",exported_target=\"b\"} 2\n");
+  Scraper scraper({Target("outer", page.url())}, nullptr);
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  scraper.Drain(&store, TwoGpus());
+  EXPECT_EQ(
+      store.Samples({{"__name__", "up_like"}, {"target", "outer"}, {"exported_target", "inner"}})
+          .size(),
+      1u);
+  EXPECT_EQ(store
+                .Samples({{"__name__", "both"},
+                          {"target", "outer"},
+                          {"exported_target", "a"},
+                          {"exported_exported_target", "b"}})
+                .size(),
+            1u);
+}
+
+TEST(ScraperTest, FollowsTheIntervalOnTheClockItIsGiven) {
+  Page page;
+  page.Set("x 1\n");
+  Scraper scraper({Target("svc", page.url())}, nullptr);
+  MemoryAppender store;
+  for (int64_t dt : {0, 5'000, 14'999, 15'000, 16'000, 30'000}) scraper.ScrapeDue(kT0 + dt);
+  scraper.Drain(&store, TwoGpus());
+  auto samples = store.Samples({{"__name__", "x"}});
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[1].t_ms, kT0 + 15'000);
+  EXPECT_EQ(samples[2].t_ms, kT0 + 30'000);
+  EXPECT_EQ(page.requests(), 3);
+}
+
+TEST(ScraperTest, VanishedSeriesAndFailedScrapesGetStaleMarkers) {
+  Page page;
+  page.Set("a 1\nb 2\n");
+  std::vector<std::string> lines;
+  Logger log(LogLevel::kInfo, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  Scraper scraper({Target("svc", page.url())}, &log);
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  page.Set("a 3\n");
+  scraper.ScrapeDue(kT0 + 15'000);
+  page.Set("oops", 500);
+  scraper.ScrapeDue(kT0 + 30'000);
+  scraper.ScrapeDue(kT0 + 45'000);  // still down: no second log line
+  page.Set("a 4\nb 5\n");
+  scraper.ScrapeDue(kT0 + 60'000);
+  scraper.Drain(&store, TwoGpus());
+
+  auto b_all = store.Samples({{"__name__", "b"}, {"target", "svc"}});
+  ASSERT_EQ(b_all.size(), 3u);
+  EXPECT_TRUE(tsdb::IsStaleNaN(b_all[1].v));  // missing from the second page
+  EXPECT_EQ(b_all[1].t_ms, kT0 + 15'000);
+  EXPECT_EQ(b_all[2].v, 5);  // back with the target (already stale: no marker at the failure)
+  EXPECT_EQ(b_all[2].t_ms, kT0 + 60'000);
+  auto a = store.Samples({{"__name__", "a"}});
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a[1].v, 3);
+  EXPECT_TRUE(tsdb::IsStaleNaN(a[2].v));  // the failed scrape
+  EXPECT_EQ(a[2].t_ms, kT0 + 30'000);
+  EXPECT_EQ(a[3].v, 4);
+  auto up = store.Samples({{"__name__", "gpuwarden_scrape_up"}});
+  ASSERT_EQ(up.size(), 5u);
+  EXPECT_EQ(up[2].v, 0);
+  EXPECT_EQ(up[3].v, 0);
+  EXPECT_EQ(up[4].v, 1);
+
+  auto health = scraper.Health();
+  ASSERT_EQ(health.size(), 1u);
+  EXPECT_TRUE(health[0].up);
+  EXPECT_EQ(health[0].errors, 2u);
+  EXPECT_EQ(health[0].scrapes, 5u);
+  // Once per change: up, down (with the reason), up again.
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("is down: HTTP 500"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("is up"), std::string::npos) << lines[2];
+}
+
+TEST(ScraperTest, AnUnparsablePageIsAFailedScrapeThatSaysWhere) {
+  Page page;
+  page.Set("good 1\nbad{label=\"x\" 2\n");
+  Scraper scraper({Target("svc", page.url())}, nullptr);
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  scraper.Drain(&store, TwoGpus());
+  EXPECT_TRUE(store.Samples({{"__name__", "good"}}).empty()) << "nothing of a bad page is kept";
+  EXPECT_EQ(store.Samples({{"__name__", "gpuwarden_scrape_up"}})[0].v, 0);
+  auto health = scraper.Health();
+  EXPECT_FALSE(health[0].up);
+  EXPECT_NE(health[0].last_error.find(page.url() + ":2: "), std::string::npos)
+      << health[0].last_error;
+}
+
+TEST(ScraperTest, ReadsOpenMetricsWithExemplars) {
+  Page page;
+  page.Set(
+      "# TYPE latency_seconds histogram\n"
+      "latency_seconds_bucket{le=\"0.1\"} 5 # {trace_id=\"abc\"} 0.05 1700000000.5\n"
+      "latency_seconds_bucket{le=\"+Inf\"} 7 # {trace_id=\"def\"} 3\n"
+      "latency_seconds_count 7 1700000000.5\n# EOF\n");
+  Scraper scraper({Target("svc", page.url())}, nullptr);
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  scraper.Drain(&store, TwoGpus());
+  EXPECT_EQ(store.Samples({{"__name__", "latency_seconds_bucket"}, {"le", "+Inf"}})[0].v, 7);
+  EXPECT_EQ(store.Samples({{"__name__", "latency_seconds_count"}})[0].v, 7);
+}
+
+TEST(ScraperTest, ADeadTargetIsDownAndSaysWhy) {
+  TargetConfig t =
+      Target("gone", "http://127.0.0.1:" + std::to_string(testing::FreePort()) + "/metrics");
+  t.timeout_s = 1;
+  Scraper scraper({t}, nullptr);
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  scraper.Drain(&store, TwoGpus());
+  EXPECT_EQ(store.Samples({{"__name__", "gpuwarden_scrape_up"}})[0].v, 0);
+  auto health = scraper.Health();
+  EXPECT_FALSE(health[0].up);
+  EXPECT_NE(health[0].last_error.find("cannot connect"), std::string::npos) << health[0].last_error;
+  std::string metrics;
+  scraper.RenderMetrics(collect::Format::kText, &metrics);
+  EXPECT_NE(metrics.find("gpuwarden_scrape_up{target=\"gone\"} 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gpuwarden_scrape_errors_total{target=\"gone\"} 1\n"), std::string::npos)
+      << metrics;
+}
+
+TEST(ScraperTest, SendsBasicAuthAndBearerTokens) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "password", "s3cret\n");
+  testing::WriteFile(dir / "token", "tok-123\n");
+  Page basic, bearer;
+  basic.Set("x 1\n");
+  bearer.Set("y 1\n");
+  basic.RequireAuth("Basic dXNlcjpzM2NyZXQ=");  // user:s3cret
+  bearer.RequireAuth("Bearer tok-123");
+  TargetConfig a = Target("basic", basic.url());
+  a.basic_auth_username = "user";
+  a.basic_auth_password_file = dir / "password";
+  TargetConfig b = Target("bearer", bearer.url());
+  b.bearer_token_file = dir / "token";
+  TargetConfig c = Target("unauthorized", basic.url());
+  Scraper scraper({a, b, c}, nullptr);
+  scraper.ScrapeDue(kT0);
+  auto health = scraper.Health();
+  EXPECT_TRUE(health[0].up) << health[0].last_error;
+  EXPECT_TRUE(health[1].up) << health[1].last_error;
+  EXPECT_FALSE(health[2].up);
+  EXPECT_EQ(health[2].last_error, "HTTP 401");
+}
+
+TEST(ScraperTest, TheThreadScrapesOnItsOwnAndRendersMetrics) {
+  Page page;
+  page.Set("x 1\n");
+  TargetConfig t = Target("svc", page.url());
+  t.interval_s = 0.05;
+  t.gpus = {0};
+  Scraper scraper({t}, nullptr);
+  scraper.Start();
+  EXPECT_TRUE(testing::WaitFor([&] { return page.requests() >= 3; }, 30));
+  scraper.Stop();
+  MemoryAppender store;
+  scraper.Drain(&store, TwoGpus());
+  EXPECT_GE(store.Samples({{"__name__", "x"}}).size(), 3u);
+  std::string metrics;
+  scraper.RenderMetrics(collect::Format::kOpenMetrics, &metrics);
+  EXPECT_NE(metrics.find("gpuwarden_scrape_up{target=\"svc\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("# TYPE gpuwarden_scrape_errors counter\n"), std::string::npos);
+  EXPECT_NE(metrics.find("gpu_service_info{target=\"svc\",gpu=\"0\",uuid=\"GPU-aaaa\"} 1\n"),
+            std::string::npos)
+      << metrics;
+}
+
+TEST(ScraperTest, StorelessScrapesOnlyUpdateHealth) {
+  Page page;
+  page.Set("x 1\n");
+  Scraper scraper({Target("svc", page.url())}, nullptr);
+  scraper.SetStoreless();
+  for (int i = 0; i < 300; ++i) scraper.ScrapeDue(kT0 + i * 15'000);
+  MemoryAppender store;
+  EXPECT_EQ(scraper.Drain(&store, TwoGpus()), 0u);
+  EXPECT_EQ(scraper.Health()[0].scrapes, 300u);
+}
+
+}  // namespace
+}  // namespace gw::scrape
