@@ -461,6 +461,8 @@ TEST(JobsService, RecordsServedFromMemoryAndReloadedAfterRestart) {
   nlohmann::json record = nlohmann::json::parse(*one)["data"];
   EXPECT_EQ(record["team"], "vision");
   EXPECT_EQ(record["gpu"]["gpu_seconds"], 20);
+}
+
 // jobs.node_name: the agent takes the jobs of the node the configuration names, not of its host
 // name (one machine running agents for several nodes; a container's host name).
 TEST(JobsService, NodeNameFromTheConfiguration) {

@@ -128,6 +128,25 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
   EXPECT_EQ(by_gpu["0"], 1) << throttled.dump();
   EXPECT_EQ(by_gpu["1"], 0) << throttled.dump();
 
+  // The diagnosis (diagnose/, evaluated by the agent every recorded minute) links the slow service
+  // to the throttled GPU serving it, and finds nothing wrong with the healthy service.
+  agent.Advance(60);
+  HttpReply found = agent.Get("/api/gw/v1/findings");
+  ASSERT_EQ(found.status, 200) << found.body;
+  const json findings = json::parse(found.body)["data"]["findings"];
+  const json* llm_finding = nullptr;
+  for (const json& f : findings) {
+    if (f["kind"] != "business-latency") continue;
+    EXPECT_EQ(f["subject"].value("target", ""), "llm") << f.dump();
+    if (f["subject"].value("target", "") == "llm") llm_finding = &f;
+  }
+  ASSERT_NE(llm_finding, nullptr) << findings.dump();
+  EXPECT_EQ((*llm_finding)["layer"], "business");
+  const std::string cause = (*llm_finding)["cause"];
+  EXPECT_NE(cause.find("on GPU 0"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("thermal"), std::string::npos) << cause;
+  EXPECT_EQ((*llm_finding)["related_gpus"], json::array({"0"})) << llm_finding->dump();
+
   // The scraped series are in the store with their target.
   json requests = Query(agent, "sum by (target, code) (inference_requests_total)");
   std::map<std::string, double> ok;
