@@ -110,7 +110,12 @@ void Fail(Response& res, const std::string& error_type, const std::string& messa
 void Succeed(Response& res, std::string data_json) {
   res.status = 200;
   res.content_type = "application/json";
-  res.body = "{\"status\":\"success\",\"data\":" + std::move(data_json) + "}";
+  static constexpr std::string_view kHead = "{\"status\":\"success\",\"data\":";
+  res.body.clear();
+  res.body.reserve(kHead.size() + data_json.size() + 1);
+  res.body += kHead;
+  res.body += data_json;
+  res.body += '}';
 }
 
 int64_t NowMs() {
@@ -182,7 +187,11 @@ void AppendStringList(std::string* out, const std::vector<std::string>& values) 
 }  // namespace
 
 std::string QueryResultJson(const promql::Value& value) {
-  std::string out = "{\"resultType\":";
+  std::string out;
+  size_t points = 0;
+  for (const promql::Series& s : value.series) points += s.points.size() + 4;
+  out.reserve(64 + points * 32);  // ~32 bytes per point: few reallocations of a large body
+  out += "{\"resultType\":";
   switch (value.type) {
     case promql::ValueType::kScalar:
       out += "\"scalar\",\"result\":";

@@ -31,17 +31,23 @@ void AppendPromValue(std::string* out, double v) {
 }
 
 void AppendPromTimestamp(std::string* out, int64_t t_ms) {
+  // Seconds, then ".mmm" when the milliseconds are not zero; no allocation (once per point).
+  char buffer[32];
+  char* p = buffer;
+  uint64_t ms = static_cast<uint64_t>(t_ms);
   if (t_ms < 0) {
-    *out += '-';
-    t_ms = -t_ms;
+    *p++ = '-';
+    ms = 0 - ms;
   }
-  *out += std::to_string(t_ms / 1000);
-  int64_t fraction = t_ms % 1000;
-  if (fraction != 0) {
-    char buffer[8];
-    std::snprintf(buffer, sizeof buffer, ".%03lld", static_cast<long long>(fraction));
-    *out += buffer;
+  p = std::to_chars(p, buffer + sizeof buffer, ms / 1000).ptr;
+  if (const auto fraction = static_cast<unsigned>(ms % 1000); fraction != 0) {
+    p[0] = '.';
+    p[1] = static_cast<char>('0' + fraction / 100);
+    p[2] = static_cast<char>('0' + fraction / 10 % 10);
+    p[3] = static_cast<char>('0' + fraction % 10);
+    p += 4;
   }
+  out->append(buffer, p);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -110,6 +111,68 @@ tsdb::Labels ResultLabels(const tsdb::Labels& lhs, const tsdb::Labels& rhs, Bina
   return out;
 }
 
+// Whether `x` is one of the labels elements are matched on (see MatchLabels).
+bool IsMatchLabel(const tsdb::Label& x, const VectorMatching& m) {
+  bool listed = std::find(m.labels.begin(), m.labels.end(), x.name) != m.labels.end();
+  return m.on == listed && (m.on || x.name != "__name__");
+}
+
+// A hash of MatchLabels(l, m.on, m.labels), computed without building it: equal match labels
+// give equal hashes; SameMatchLabels settles the rare collision.
+uint64_t MatchHash(const tsdb::Labels& l, const VectorMatching& m) {
+  uint64_t h = 0;
+  auto mix = [&h](std::string_view s) {  // boost's hash_combine, 64-bit
+    h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 12) + (h >> 4);
+  };
+  for (const tsdb::Label& x : l) {
+    if (!IsMatchLabel(x, m)) continue;
+    mix(x.name);
+    mix(x.value);
+  }
+  return h;
+}
+
+bool SameMatchLabels(const tsdb::Labels& a, const tsdb::Labels& b, const VectorMatching& m) {
+  size_t i = 0, j = 0;
+  for (;;) {
+    while (i < a.size() && !IsMatchLabel(a[i], m)) ++i;
+    while (j < b.size() && !IsMatchLabel(b[j], m)) ++j;
+    if (i == a.size() || j == b.size()) return i == a.size() && j == b.size();
+    if (a[i] != b[j]) return false;
+    ++i;
+    ++j;
+  }
+}
+
+// The right-hand side of a vector operation indexed by match labels: entries sorted by hash,
+// ties in the order of the vector.
+struct MatchIndex {
+  struct Entry {
+    uint64_t hash;
+    size_t index;
+  };
+  std::vector<Entry> entries;
+
+  MatchIndex(const Vector& v, const VectorMatching& m) {
+    entries.reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i) entries.push_back(Entry{MatchHash(v[i].labels, m), i});
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      return a.hash != b.hash ? a.hash < b.hash : a.index < b.index;
+    });
+  }
+  // The position in `entries` of the first element of `v` whose match labels equal l's; npos if
+  // there is none.
+  size_t Find(const Vector& v, const tsdb::Labels& l, uint64_t hash,
+              const VectorMatching& m) const {
+    auto it = std::lower_bound(entries.begin(), entries.end(), hash,
+                               [](const Entry& e, uint64_t h) { return e.hash < h; });
+    for (; it != entries.end() && it->hash == hash; ++it)
+      if (SameMatchLabels(v[it->index].labels, l, m))
+        return static_cast<size_t>(it - entries.begin());
+    return std::string::npos;
+  }
+};
+
 Vector VectorBinop(BinaryOp op, const Vector& lhs_in, const Vector& rhs_in, const VectorMatching& m,
                    bool return_bool) {
   const Vector* lp = &lhs_in;
@@ -117,30 +180,41 @@ Vector VectorBinop(BinaryOp op, const Vector& lhs_in, const Vector& rhs_in, cons
   if (m.card == Cardinality::kOneToMany) std::swap(lp, rp);
   const Vector& lhs = *lp;
   const Vector& rhs = *rp;
-  std::unordered_map<std::string, const Element*> right;
-  right.reserve(rhs.size());
-  for (const Element& r : rhs) {
-    std::string sig = Signature(r.labels, m);
-    auto [it, inserted] = right.emplace(sig, &r);
-    if (!inserted) {
-      const char* one_side = m.card == Cardinality::kOneToMany ? "left" : "right";
-      throw EvalError{QueryError::Kind::kExecution,
-                      "found duplicate series for the match group " +
-                          LabelsString(MatchLabels(r.labels, m.on, m.labels)) + " on the " +
-                          one_side + " hand-side of the operation: [" + LabelsString(r.labels) +
-                          ", " + LabelsString(it->second->labels) +
-                          "];many-to-many matching not allowed: matching labels must be unique "
-                          "on one side"};
+  const MatchIndex right(rhs, m);
+  // Two right-hand elements with the same match labels are an error; Prometheus reports the
+  // first one (in vector order) whose group was already seen, with that group's first element.
+  size_t dup = rhs.size(), dup_first = 0;
+  for (size_t a = 0; a < right.entries.size(); ++a) {
+    for (size_t b = a + 1;
+         b < right.entries.size() && right.entries[b].hash == right.entries[a].hash; ++b) {
+      const size_t ia = right.entries[a].index, ib = right.entries[b].index;
+      if (ib < dup && SameMatchLabels(rhs[ia].labels, rhs[ib].labels, m)) {
+        dup = ib;
+        dup_first = ia;
+      }
     }
   }
-  std::unordered_map<std::string, std::unordered_set<std::string>> matched;
+  if (dup < rhs.size()) {
+    const char* one_side = m.card == Cardinality::kOneToMany ? "left" : "right";
+    throw EvalError{QueryError::Kind::kExecution,
+                    "found duplicate series for the match group " +
+                        LabelsString(MatchLabels(rhs[dup].labels, m.on, m.labels)) + " on the " +
+                        one_side + " hand-side of the operation: [" +
+                        LabelsString(rhs[dup].labels) + ", " + LabelsString(rhs[dup_first].labels) +
+                        "];many-to-many matching not allowed: matching labels must be unique "
+                        "on one side"};
+  }
+  // One-to-one: whether each right-hand element was matched already. Otherwise, per right-hand
+  // element, the result label sets it produced.
+  std::vector<char> used(right.entries.size(), 0);
+  std::unordered_map<size_t, std::unordered_set<std::string>> matched;
   Vector out;
   out.reserve(lhs.size());
   for (const Element& l : lhs) {
-    std::string sig = Signature(l.labels, m);
-    auto it = right.find(sig);
-    if (it == right.end()) continue;
-    double vl = l.v, vr = it->second->v;
+    const size_t found = right.Find(rhs, l.labels, MatchHash(l.labels, m), m);
+    if (found == std::string::npos) continue;
+    const Element& r = rhs[right.entries[found].index];
+    double vl = l.v, vr = r.v;
     if (m.card == Cardinality::kOneToMany) std::swap(vl, vr);
     auto [value, keep] = Apply(op, vl, vr);
     if (return_bool) {
@@ -148,18 +222,17 @@ Vector VectorBinop(BinaryOp op, const Vector& lhs_in, const Vector& rhs_in, cons
     } else if (!keep) {
       continue;
     }
-    tsdb::Labels labels = ResultLabels(l.labels, it->second->labels, op, m);
+    tsdb::Labels labels = ResultLabels(l.labels, r.labels, op, m);
     if (return_bool) labels = DropName(labels);
-    auto found = matched.find(sig);
     if (m.card == Cardinality::kOneToOne) {
-      if (found != matched.end()) {
+      if (used[found]) {
         throw EvalError{QueryError::Kind::kExecution,
                         "multiple matches for labels: many-to-one matching must be explicit "
                         "(group_left/group_right)"};
       }
-      matched[sig];
+      used[found] = 1;
     } else {
-      auto& inserted = matched[sig];
+      auto& inserted = matched[found];
       if (!inserted.insert(LabelsKey(labels)).second) {
         throw EvalError{QueryError::Kind::kExecution,
                         "multiple matches for labels: grouping labels must ensure unique matches"};

@@ -155,37 +155,42 @@ void Evaluator::Prepare(const Expr& root) {
   Walk(root, start_ms_, end_ms_);
   for (auto& [vs, f] : data_) {
     CheckDeadline();
-    Status s = querier_.Select(vs->matchers, f.mint, f.maxt, &f.series);
+    Status s = querier_.SelectRuns(vs->matchers, f.mint, f.maxt, &f.series);
     if (!s.ok()) throw EvalError{QueryError::Kind::kInternal, s.message()};
   }
 }
 
-void Evaluator::Seek(const std::vector<tsdb::SeriesData>& series, int64_t t, bool strict,
+void Evaluator::Seek(const std::vector<tsdb::SeriesRuns>& series, int64_t t, bool strict,
                      Cursor* c) {
   // Positions found for an earlier time are at or before the answer for t; otherwise restart.
-  if (c->pos.size() != series.size() || t < c->t) c->pos.assign(series.size(), 0);
+  if (c->pos.size() != series.size() || t < c->t) c->pos.assign(series.size(), RunPos{});
   c->t = t;
+  auto before = [t, strict](const tsdb::Sample& x) { return strict ? x.t_ms <= t : x.t_ms < t; };
   for (size_t i = 0; i < series.size(); ++i) {
-    const std::vector<tsdb::Sample>& samples = series[i].samples;
-    auto before = [t, strict](const tsdb::Sample& x) { return strict ? x.t_ms <= t : x.t_ms < t; };
-    size_t p = c->pos[i];
+    const auto& runs = series[i].runs;
+    RunPos p = c->pos[i];
+    if (runs.empty()) continue;
+    // Whole runs before t are skipped; the answer is in the first run whose last sample is not.
+    while (p.run + 1 < runs.size() && before(runs[p.run].back())) p = RunPos{p.run + 1, 0};
+    const std::span<const tsdb::Sample> samples = runs[p.run];
     const size_t n = samples.size();
-    if (p < n && before(samples[p])) {
+    size_t off = p.off;
+    if (off < n && before(samples[off])) {
       // Gallop forward from the old position (steps usually advance it a little), then binary
       // search the last gap: the answer lies in (lo, hi].
-      size_t lo = p, hi = p + 1, gap = 1;
+      size_t lo = off, hi = off + 1, gap = 1;
       while (hi < n && before(samples[hi])) {
         lo = hi;
         gap *= 2;
         hi = lo + gap;
       }
       if (hi > n) hi = n;
-      p = static_cast<size_t>(
+      off = static_cast<size_t>(
           std::partition_point(samples.begin() + static_cast<std::ptrdiff_t>(lo + 1),
                                samples.begin() + static_cast<std::ptrdiff_t>(hi), before) -
           samples.begin());
     }
-    c->pos[i] = p;
+    c->pos[i] = RunPos{p.run, off};
   }
 }
 
@@ -196,15 +201,38 @@ Vector Evaluator::EvalSelectorAt(const VectorSelector& vs, int64_t t_ms) {
   Vector out;
   out.reserve(f.series.size());
   for (size_t i = 0; i < f.series.size(); ++i) {
-    const tsdb::SeriesData& s = f.series[i];
-    auto it = s.samples.begin() + static_cast<std::ptrdiff_t>(f.at.pos[i]);
-    if (it == s.samples.begin()) continue;
-    --it;
-    if (it->t_ms < ref - options_.lookback_delta_ms || tsdb::IsStaleNaN(it->v)) continue;
-    out.push_back(Element{s.labels, it->v, it->t_ms});
+    const tsdb::SeriesRuns& s = f.series[i];
+    const RunPos p = f.at.pos[i];
+    // The newest sample at or before ref: the one before p.
+    const tsdb::Sample* last = nullptr;
+    if (p.off > 0) {
+      last = &s.runs[p.run][p.off - 1];
+    } else if (p.run > 0) {
+      last = &s.runs[p.run - 1].back();
+    }
+    if (!last || last->t_ms < ref - options_.lookback_delta_ms || tsdb::IsStaleNaN(last->v))
+      continue;
+    out.push_back(Element{s.labels, last->v, last->t_ms});
   }
   AddSamples(out.size());
   return out;
+}
+
+void Evaluator::CopyPoints(const tsdb::SeriesRuns& s, RunPos lo, RunPos hi,
+                           std::vector<Point>* points) {
+  points->clear();
+  if (s.runs.empty() || lo.run > hi.run || (lo.run == hi.run && lo.off >= hi.off)) return;
+  size_t count = 0;
+  for (size_t r = lo.run; r <= hi.run; ++r)
+    count += (r == hi.run ? hi.off : s.runs[r].size()) - (r == lo.run ? lo.off : 0);
+  points->reserve(count);
+  for (size_t r = lo.run; r <= hi.run; ++r) {
+    const std::span<const tsdb::Sample> run = s.runs[r];
+    const size_t end = r == hi.run ? hi.off : run.size();
+    for (size_t k = r == lo.run ? lo.off : 0; k < end; ++k) {
+      if (!tsdb::IsStaleNaN(run[k].v)) points->push_back(Point{run[k].t_ms, run[k].v});
+    }
+  }
 }
 
 std::vector<Series> Evaluator::MatrixAt(const MatrixSelector& ms, int64_t t_ms) {
@@ -216,18 +244,11 @@ std::vector<Series> Evaluator::MatrixAt(const MatrixSelector& ms, int64_t t_ms) 
   std::vector<Series> out;
   size_t n = 0;
   for (size_t i = 0; i < f.series.size(); ++i) {
-    const tsdb::SeriesData& s = f.series[i];
-    auto it = s.samples.begin() + static_cast<std::ptrdiff_t>(f.lo.pos[i]);
-    auto end = s.samples.begin() + static_cast<std::ptrdiff_t>(f.hi.pos[i]);
-    if (it >= end) continue;
     Series series;
-    series.points.reserve(static_cast<size_t>(end - it));
-    for (; it != end; ++it) {
-      if (!tsdb::IsStaleNaN(it->v)) series.points.push_back(Point{it->t_ms, it->v});
-    }
+    CopyPoints(f.series[i], f.lo.pos[i], f.hi.pos[i], &series.points);
     if (series.points.empty()) continue;
     n += series.points.size();
-    series.labels = s.labels;
+    series.labels = f.series[i].labels;
     out.push_back(std::move(series));
   }
   AddSamples(n);
@@ -279,6 +300,29 @@ std::vector<Series> Evaluator::EvalRange(const Expr& e, int64_t t_ms, int64_t* r
     return SubqueryAt(*sq, t_ms);
   }
   throw EvalError{QueryError::Kind::kInternal, "expected a range vector"};
+}
+
+void Evaluator::ForEachRangeSeries(const Expr& e, int64_t t_ms, int64_t* range_ms, int64_t* ref_ms,
+                                   const RangeSeriesFn& fn) {
+  const Expr* x = &e;
+  while (x->kind == ExprKind::kParen) x = static_cast<const ParenExpr*>(x)->expr.get();
+  if (x->kind != ExprKind::kMatrixSelector) {
+    for (const Series& s : EvalRange(e, t_ms, range_ms, ref_ms)) fn(s.labels, s.points);
+    return;
+  }
+  const auto* ms = static_cast<const MatrixSelector*>(x);
+  *range_ms = ms->range_ms;
+  *ref_ms = RefTime(ms->selector->mods, t_ms);
+  Fetched& f = data_.at(ms->selector.get());
+  const int64_t maxt = *ref_ms, mint = maxt - ms->range_ms;
+  Seek(f.series, mint, /*strict=*/false, &f.lo);
+  Seek(f.series, maxt, /*strict=*/true, &f.hi);
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    CopyPoints(f.series[i], f.lo.pos[i], f.hi.pos[i], &points_buffer_);
+    if (points_buffer_.empty()) continue;
+    AddSamples(points_buffer_.size());
+    fn(f.series[i].labels, points_buffer_);
+  }
 }
 
 EvalValue Evaluator::Eval(const Expr& e, int64_t t_ms) {

@@ -7,6 +7,7 @@
 #define GPUWARDEN_PROMQL_EVAL_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,28 +62,43 @@ class Evaluator {
   // The series of a range-vector argument (a matrix selector or a subquery, maybe in parens) at
   // t_ms, its range, and the end of its window (t_ms after @ and offset).
   std::vector<Series> EvalRange(const Expr& e, int64_t t_ms, int64_t* range_ms, int64_t* ref_ms);
+  // EvalRange, one series at a time: fn(labels, points) for every series of the range-vector
+  // argument in label order. A matrix selector's points are copied into one buffer reused for
+  // every series and step, so steady-state range queries allocate nothing here. `points` is
+  // valid only during the call.
+  using RangeSeriesFn = std::function<void(const tsdb::Labels&, const std::vector<Point>&)>;
+  void ForEachRangeSeries(const Expr& e, int64_t t_ms, int64_t* range_ms, int64_t* ref_ms,
+                          const RangeSeriesFn& fn);
   int64_t start_ms() const { return start_ms_; }
   int64_t end_ms() const { return end_ms_; }
 
  private:
+  // A place in a series' runs: sample `off` of run `run`. The end of the series is
+  // {runs.size() - 1, runs.back().size()} (or {0, 0} without runs).
+  struct RunPos {
+    size_t run = 0, off = 0;
+  };
   // Per-series positions in the samples of a selector, for one time that only grows in range
   // evaluations, so that each step searches forward from the previous step's position.
   struct Cursor {
     int64_t t = 0;
-    std::vector<size_t> pos;
+    std::vector<RunPos> pos;
   };
   struct Fetched {
     int64_t mint = 0, maxt = 0;
-    std::vector<tsdb::SeriesData> series;
+    std::vector<tsdb::SeriesRuns> series;
     Cursor at;      // instant selectors: first sample after the reference time
     Cursor lo, hi;  // range selectors: first sample at or after the window start / after its end
   };
   // Moves c's positions to the first sample with t_ms > t (strict) or t_ms >= t (not strict).
-  static void Seek(const std::vector<tsdb::SeriesData>& series, int64_t t, bool strict, Cursor* c);
+  static void Seek(const std::vector<tsdb::SeriesRuns>& series, int64_t t, bool strict, Cursor* c);
   void Walk(const Expr& e, int64_t lo, int64_t hi);
   void Need(const VectorSelector& vs, int64_t mint, int64_t maxt);
   int64_t RefTime(const TimeModifiers& m, int64_t t) const;
   std::vector<Series> MatrixAt(const MatrixSelector& ms, int64_t t_ms);
+  // The points of `s` from lo up to (not including) hi, stale markers left out, into *points.
+  static void CopyPoints(const tsdb::SeriesRuns& s, RunPos lo, RunPos hi,
+                         std::vector<Point>* points);
   std::vector<Series> SubqueryAt(const Subquery& sq, int64_t t_ms);
 
   tsdb::Querier& querier_;
@@ -91,6 +107,7 @@ class Evaluator {
   std::chrono::steady_clock::time_point deadline_;
   size_t step_samples_ = 0;
   std::map<const VectorSelector*, Fetched> data_;
+  std::vector<Point> points_buffer_;  // ForEachRangeSeries' reused buffer
 };
 
 // Shared label helpers.

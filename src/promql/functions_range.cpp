@@ -168,15 +168,15 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
   for (size_t i = 0; i < call.args.size(); ++i)
     if (i != matrix_arg) scalar_arg = ev.Eval(*call.args[i], t_ms).scalar;
   int64_t range_ms = 0, ref_ms = 0;
-  std::vector<Series> matrix = ev.EvalRange(*call.args[matrix_arg], t_ms, &range_ms, &ref_ms);
-
   EvalValue out;
   if (name == "absent_over_time") {
-    if (matrix.empty()) out.vector.push_back(Element{AbsentLabels(*call.args[0]), 1, 0});
+    bool any = false;
+    ev.ForEachRangeSeries(*call.args[matrix_arg], t_ms, &range_ms, &ref_ms,
+                          [&any](const tsdb::Labels&, const std::vector<Point>&) { any = true; });
+    if (!any) out.vector.push_back(Element{AbsentLabels(*call.args[0]), 1, 0});
     return out;
   }
-  for (const Series& s : matrix) {
-    const std::vector<Point>& p = s.points;
+  auto one_series = [&](const tsdb::Labels& labels, const std::vector<Point>& p) {
     double v = 0;
     bool ok = true;
     if (name == "rate" || name == "increase" || name == "delta") {
@@ -217,8 +217,8 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
       for (const Point& x : p)
         if ((max ? x.v > v : x.v < v) || std::isnan(v)) v = x.v;
     } else if (name == "last_over_time") {
-      out.vector.push_back(Element{s.labels, p.back().v, 0});
-      continue;
+      out.vector.push_back(Element{labels, p.back().v, 0});
+      return;
     } else if (name == "quantile_over_time") {
       std::vector<double> values;
       values.reserve(p.size());
@@ -231,8 +231,9 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
     } else if (name == "present_over_time") {
       v = 1;
     }
-    if (ok) out.vector.push_back(Element{DropName(s.labels), v, 0});
-  }
+    if (ok) out.vector.push_back(Element{DropName(labels), v, 0});
+  };
+  ev.ForEachRangeSeries(*call.args[matrix_arg], t_ms, &range_ms, &ref_ms, one_series);
   return out;
 }
 

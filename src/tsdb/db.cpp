@@ -857,14 +857,18 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
   return decoded;
 }
 
-Status DB::ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out) {
-  out->clear();
-  if (mint_ms > maxt_ms) return Status::Ok();
-  // The head first, then SQLite: a chunk flushed in between is then seen at least once.
-  std::vector<Sample> head_samples;
-  Status st = head_.ReadSamples(ref, mint_ms, maxt_ms, &head_samples);
-  if (!st.ok()) return st;
+// What one series holds in [mint_ms, maxt_ms], by source: views of decoded blocks (shared with
+// the cache), samples decoded from chunk rows, and the head's samples.
+struct DB::SeriesParts {
   std::vector<Decoded> blocks;
+  std::vector<std::span<const Sample>> block_spans;  // the window's part of each block
+  std::vector<Sample> chunks, head;
+};
+
+Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesParts* parts) {
+  // The head first, then SQLite: a chunk flushed in between is then seen at least once.
+  Status st = head_.ReadSamples(ref, mint_ms, maxt_ms, &parts->head);
+  if (!st.ok()) return st;
   {
     std::lock_guard lock(sql_mu_);
     sqlite3_stmt* s = select_blocks_;
@@ -876,7 +880,7 @@ Status DB::ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vect
     sqlite3_bind_int64(s, 4, maxt_ms);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      if (Decoded d = LoadBlockLocked(ref, s)) blocks.push_back(std::move(d));
+      if (Decoded d = LoadBlockLocked(ref, s)) parts->blocks.push_back(std::move(d));
     }
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: read: ") + sqlite3_errmsg(sql_)};
@@ -899,55 +903,140 @@ Status DB::ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vect
         continue;
       }
       for (const Sample& smp : decoded)
-        if (smp.t_ms >= mint_ms && smp.t_ms <= maxt_ms) out->push_back(smp);
+        if (smp.t_ms >= mint_ms && smp.t_ms <= maxt_ms) parts->chunks.push_back(smp);
     }
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: read: ") + sqlite3_errmsg(sql_)};
   }
-  // Blocks are decoded once and shared (cache); copy only the part inside the window.
-  std::vector<Sample> from_chunks;
-  from_chunks.swap(*out);
+  // Blocks are decoded once and shared (cache); only the part inside the window is wanted.
   auto t_less = [](const Sample& a, int64_t t) { return a.t_ms < t; };
   auto t_greater = [](int64_t t, const Sample& a) { return t < a.t_ms; };
-  std::vector<std::pair<const Sample*, const Sample*>> spans;
-  size_t total = from_chunks.size() + head_samples.size();
-  for (const Decoded& b : blocks) {
+  for (const Decoded& b : parts->blocks) {
     auto lo = std::lower_bound(b->begin(), b->end(), mint_ms, t_less);
     auto hi = std::upper_bound(lo, b->end(), maxt_ms, t_greater);
-    spans.emplace_back(b->data() + (lo - b->begin()), b->data() + (hi - b->begin()));
-    total += static_cast<size_t>(hi - lo);
+    parts->block_spans.emplace_back(b->data() + (lo - b->begin()), static_cast<size_t>(hi - lo));
   }
+  return Status::Ok();
+}
+
+namespace {
+
+// Every sample of `parts` in one time-ordered vector, one sample per timestamp (the first seen:
+// blocks, then chunk rows, then the head).
+void Flatten(std::span<const std::span<const Sample>> block_spans, const std::vector<Sample>& chunks,
+             const std::vector<Sample>& head, std::vector<Sample>* out) {
+  size_t total = chunks.size() + head.size();
+  for (const auto& span : block_spans) total += span.size();
+  out->clear();
   out->reserve(total);  // one allocation: large copies into fresh memory fault pages in once
-  for (const auto& [lo, hi] : spans) out->insert(out->end(), lo, hi);
-  out->insert(out->end(), from_chunks.begin(), from_chunks.end());
-  out->insert(out->end(), head_samples.begin(), head_samples.end());
+  for (const auto& span : block_spans) out->insert(out->end(), span.begin(), span.end());
+  out->insert(out->end(), chunks.begin(), chunks.end());
+  out->insert(out->end(), head.begin(), head.end());
   auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
   if (!std::is_sorted(out->begin(), out->end(), by_time))
     std::stable_sort(out->begin(), out->end(), by_time);
   out->erase(std::unique(out->begin(), out->end(),
                          [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
              out->end());
+}
+
+bool StrictlyIncreasing(const std::vector<Sample>& v) {
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i].t_ms <= v[i - 1].t_ms) return false;
+  return true;
+}
+
+}  // namespace
+
+Status DB::ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out) {
+  out->clear();
+  if (mint_ms > maxt_ms) return Status::Ok();
+  SeriesParts parts;
+  Status st = ReadParts(ref, mint_ms, maxt_ms, &parts);
+  if (!st.ok()) return st;
+  Flatten(parts.block_spans, parts.chunks, parts.head, out);
+  return Status::Ok();
+}
+
+Status DB::ReadSeriesRuns(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesRuns* out) {
+  out->runs.clear();
+  out->owners.clear();
+  if (mint_ms > maxt_ms) return Status::Ok();
+  SeriesParts parts;
+  Status st = ReadParts(ref, mint_ms, maxt_ms, &parts);
+  if (!st.ok()) return st;
+  // Usually the sources follow each other in time (old blocks, then chunk rows, then the head):
+  // then the blocks are handed out as they are and only the small rest is owned. Overlaps (a
+  // chunk flushed while it was read, a block rewritten) take the merging path.
+  std::vector<std::span<const Sample>> runs;
+  for (const auto& span : parts.block_spans)
+    if (!span.empty()) runs.push_back(span);
+  bool in_order = StrictlyIncreasing(parts.chunks) && StrictlyIncreasing(parts.head);
+  for (size_t i = 1; in_order && i < runs.size(); ++i)
+    in_order = runs[i - 1].back().t_ms < runs[i].front().t_ms;
+  int64_t last = runs.empty() ? INT64_MIN : runs.back().back().t_ms;
+  for (const std::vector<Sample>* rest : {&parts.chunks, &parts.head}) {
+    if (!in_order || rest->empty()) continue;
+    in_order = last < rest->front().t_ms;
+    last = rest->back().t_ms;
+  }
+  if (!in_order) {
+    std::vector<Sample> merged;
+    Flatten(parts.block_spans, parts.chunks, parts.head, &merged);
+    out->Own(std::move(merged));
+    return Status::Ok();
+  }
+  out->runs = std::move(runs);
+  for (Decoded& b : parts.blocks) out->owners.push_back(std::move(b));
+  for (std::vector<Sample>* rest : {&parts.chunks, &parts.head}) {
+    if (rest->empty()) continue;
+    auto owned = std::make_shared<const std::vector<Sample>>(std::move(*rest));
+    out->runs.emplace_back(owned->data(), owned->size());
+    out->owners.push_back(std::move(owned));
+  }
+  return Status::Ok();
+}
+
+Status DB::RollupsBefore(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, int64_t first_raw_ms,
+                         std::vector<Sample>* out) {
+  out->clear();
+  if (mint_ms >= raw_horizon_.load()) return Status::Ok();
+  // Raw data before the horizon may be gone: one sample per rollup window (its last), up to the
+  // first raw sample.
+  const int64_t upto = first_raw_ms == INT64_MAX ? maxt_ms : first_raw_ms - 1;
+  if (upto < mint_ms) return Status::Ok();
+  std::vector<Rollup> rollups;
+  Status st = ReadRollups(ref, mint_ms, upto, &rollups);
+  if (!st.ok()) return st;
+  for (const Rollup& r : rollups)
+    if (r.count > 0 && r.last_t_ms >= mint_ms && r.last_t_ms <= upto)
+      out->push_back({r.last_t_ms, r.last});
   return Status::Ok();
 }
 
 Status DB::ReadSeriesWithRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
                                  std::vector<Sample>* out) {
   Status st = ReadSeries(ref, mint_ms, maxt_ms, out);
-  if (!st.ok() || mint_ms >= raw_horizon_.load()) return st;
-  // Raw data before the horizon may be gone: fill in one sample per rollup window (its last),
-  // up to the first raw sample.
-  const int64_t upto = out->empty() ? maxt_ms : out->front().t_ms - 1;
-  if (upto < mint_ms) return st;
-  std::vector<Rollup> rollups;
-  st = ReadRollups(ref, mint_ms, upto, &rollups);
   if (!st.ok()) return st;
   std::vector<Sample> merged;
-  for (const Rollup& r : rollups)
-    if (r.count > 0 && r.last_t_ms >= mint_ms && r.last_t_ms <= upto)
-      merged.push_back({r.last_t_ms, r.last});
-  if (merged.empty()) return st;
+  st = RollupsBefore(ref, mint_ms, maxt_ms, out->empty() ? INT64_MAX : out->front().t_ms, &merged);
+  if (!st.ok() || merged.empty()) return st;
   merged.insert(merged.end(), out->begin(), out->end());
   out->swap(merged);
+  return st;
+}
+
+Status DB::ReadSeriesRunsWithRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                                     SeriesRuns* out) {
+  Status st = ReadSeriesRuns(ref, mint_ms, maxt_ms, out);
+  if (!st.ok()) return st;
+  std::vector<Sample> rollups;
+  st = RollupsBefore(ref, mint_ms, maxt_ms,
+                     out->runs.empty() ? INT64_MAX : out->runs.front().front().t_ms, &rollups);
+  if (!st.ok() || rollups.empty()) return st;
+  auto owned = std::make_shared<const std::vector<Sample>>(std::move(rollups));
+  out->runs.emplace(out->runs.begin(), owned->data(), owned->size());
+  out->owners.push_back(std::move(owned));
   return st;
 }
 

@@ -144,6 +144,12 @@ class DB {
   // sample per 5-minute rollup window: (last_t, last). What Select returns.
   Status ReadSeriesWithRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
                                std::vector<Sample>* out);
+  // The same samples as ReadSeries / ReadSeriesWithRollups, as runs (out->labels untouched):
+  // views of the cached decoded blocks where the sources follow each other in time, so a read
+  // copies only the head's and chunk rows' samples; one merged, owned run otherwise.
+  Status ReadSeriesRuns(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesRuns* out);
+  Status ReadSeriesRunsWithRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                                   SeriesRuns* out);
   // Counts one Select of `seconds` in stats() (called by the Querier).
   void RecordSelect(double seconds);
   // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
@@ -165,6 +171,12 @@ class DB {
   Status LoadMeta();
   Status SetMetaLocked(const char* key, int64_t value);
   using Decoded = std::shared_ptr<const std::vector<Sample>>;
+  struct SeriesParts;
+  Status ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesParts* parts);
+  // The rollup samples that stand in for aged-out raw data of `ref` in [mint_ms, maxt_ms] before
+  // first_raw_ms (INT64_MAX: no raw sample); empty while raw data reaches back to mint_ms.
+  Status RollupsBefore(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, int64_t first_raw_ms,
+                       std::vector<Sample>* out);
   Decoded CacheGet(uint64_t id, uint32_t crc);
   void CachePut(uint64_t id, uint32_t crc, Decoded samples);
   // The decoded block of the current row of `s` (columns id, crc32, data), through the cache;

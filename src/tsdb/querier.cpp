@@ -31,6 +31,25 @@ class DBQuerier : public Querier {
     return Status::Ok();
   }
 
+  Status SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                    std::vector<SeriesRuns>* out) override {
+    const auto start = std::chrono::steady_clock::now();
+    out->clear();
+    for (SeriesRef ref : db_->head().Select(matchers)) {
+      SeriesRuns sr;
+      Status st = db_->ReadSeriesRunsWithRollups(ref, mint_ms, maxt_ms, &sr);
+      if (!st.ok()) return st;
+      if (sr.runs.empty()) continue;
+      sr.labels = db_->head().LabelsOf(ref);
+      out->push_back(std::move(sr));
+    }
+    std::sort(out->begin(), out->end(),
+              [](const SeriesRuns& a, const SeriesRuns& b) { return a.labels < b.labels; });
+    db_->RecordSelect(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return Status::Ok();
+  }
+
   Status LabelNames(const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,
                     int64_t maxt_ms, std::vector<std::string>* out) override {
     std::set<std::string> names;

@@ -100,6 +100,29 @@ Status MemoryQuerier::Append(const Labels& labels, int64_t t_ms, double v) {
   return Status::Ok();
 }
 
+void SeriesRuns::Own(std::vector<Sample> samples) {
+  runs.clear();
+  owners.clear();
+  if (samples.empty()) return;
+  auto owned = std::make_shared<const std::vector<Sample>>(std::move(samples));
+  runs.emplace_back(owned->data(), owned->size());
+  owners.push_back(std::move(owned));
+}
+
+Status Querier::SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                           std::vector<SeriesRuns>* out) {
+  out->clear();
+  std::vector<SeriesData> data;
+  Status st = Select(matchers, mint_ms, maxt_ms, &data);
+  if (!st.ok()) return st;
+  out->resize(data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    (*out)[i].labels = std::move(data[i].labels);
+    (*out)[i].Own(std::move(data[i].samples));
+  }
+  return Status::Ok();
+}
+
 Status MemoryQuerier::Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                              std::vector<SeriesData>* out) {
   out->clear();

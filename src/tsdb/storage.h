@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,25 @@ struct SeriesData {
   std::vector<Sample> samples;  // time-ordered; may contain stale markers
 };
 
+// One series' samples as read-only runs of memory shared with the store (its decoded blocks), so
+// that large reads copy nothing. Runs are non-empty and time-ordered, each run's first sample
+// strictly after the previous run's last; together they are exactly what Select's `samples`
+// would hold. `owners` keep the runs' memory alive: the runs stay valid while this object (or a
+// copy of `owners`) lives, whatever the store does meanwhile.
+struct SeriesRuns {
+  Labels labels;
+  std::vector<std::span<const Sample>> runs;
+  std::vector<std::shared_ptr<const std::vector<Sample>>> owners;
+
+  size_t size() const {
+    size_t n = 0;
+    for (const auto& r : runs) n += r.size();
+    return n;
+  }
+  // Takes `samples` (time-ordered, unique in time) as the only run.
+  void Own(std::vector<Sample> samples);
+};
+
 // Read access to stored samples. Implementations say whether they are thread-safe.
 class Querier {
  public:
@@ -89,6 +109,12 @@ class Querier {
   // sample in the range are left out.
   virtual Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                         std::vector<SeriesData>* out) = 0;
+
+  // Select without the copy: the same series in the same order, with the same samples as runs
+  // (see SeriesRuns). The default calls Select and moves each series' samples into one run;
+  // stores that keep decoded samples in memory hand out views of them instead.
+  virtual Status SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                            std::vector<SeriesRuns>* out);
 
   // Label names / values of series with samples in [mint_ms, maxt_ms] matching any of the
   // matcher sets (all series when `matcher_sets` is empty), sorted, unique.

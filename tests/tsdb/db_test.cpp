@@ -52,6 +52,27 @@ std::vector<Sample> ReadAll(DB* db, const Labels& labels) {
   return out.empty() ? std::vector<Sample>{} : out[0].samples;
 }
 
+// SelectRuns' answer flattened into Select's shape; false (with why) when the runs break their
+// contract (empty runs, runs out of time order or overlapping).
+bool SelectViaRuns(Querier* q, const std::vector<Matcher>& ms, int64_t mint, int64_t maxt,
+                   std::vector<SeriesData>* out, std::string* why) {
+  std::vector<SeriesRuns> runs;
+  out->clear();
+  if (Status st = q->SelectRuns(ms, mint, maxt, &runs); !st.ok()) return *why = st.message(), false;
+  for (const SeriesRuns& s : runs) {
+    SeriesData d{s.labels, {}};
+    for (const auto& run : s.runs) {
+      if (run.empty()) return *why = "empty run", false;
+      if (!d.samples.empty() && run.front().t_ms <= d.samples.back().t_ms)
+        return *why = "runs out of order", false;
+      d.samples.insert(d.samples.end(), run.begin(), run.end());
+    }
+    if (d.samples.empty()) return *why = "series without samples", false;
+    out->push_back(std::move(d));
+  }
+  return true;
+}
+
 std::string LastWalSegment(const std::string& dir) {
   std::string last;
   for (const auto& e : fs::directory_iterator(dir + "/wal"))
@@ -361,9 +382,12 @@ TEST(DB, ReadersNeverMissDataDuringFlush) {
   std::thread reader([&] {
     auto q = db->NewQuerier();
     const std::vector<Matcher> ms = {M(MatchType::kEqual, "gpu", "0")};
-    while (!done) {
+    for (bool runs = false; !done; runs = !runs) {
       std::vector<SeriesData> out;
-      if (!q->Select(ms, 0, INT64_MAX, &out).ok() || out.size() != 1) {
+      std::string why;
+      const bool ok = runs ? SelectViaRuns(q.get(), ms, 0, INT64_MAX, &out, &why)
+                           : q->Select(ms, 0, INT64_MAX, &out).ok();
+      if (!ok || out.size() != 1) {
         ++bad;
         continue;
       }
@@ -457,6 +481,8 @@ TEST(DB, QuerierAgreesWithMemoryQuerierOnRandomData) {
     ASSERT_TRUE(oracle.Select(ms, mint, maxt, &want).ok());
     std::string why;
     ASSERT_TRUE(SameSeries(got, want, &why)) << iter << ": " << why;
+    ASSERT_TRUE(SelectViaRuns(q.get(), ms, mint, maxt, &got, &why)) << iter << ": " << why;
+    ASSERT_TRUE(SameSeries(got, want, &why)) << iter << " (runs): " << why;
     std::vector<std::string> a, b;
     ASSERT_TRUE(q->LabelNames({ms}, mint, maxt, &a).ok());
     ASSERT_TRUE(oracle.LabelNames({ms}, mint, maxt, &b).ok());
@@ -704,6 +730,16 @@ TEST(DB, RetentionKeepsRollupsOfBlocksAndSelectFallsBackToThem) {
     EXPECT_EQ(got[w].v, want[w].last);
   }
   EXPECT_EQ(got[12].t_ms, 3'600'000);
+  {  // SelectRuns: the rollups, then the blocks' samples, the same as Select
+    std::vector<SeriesData> via_runs;
+    std::string why;
+    ASSERT_TRUE(SelectViaRuns(db->NewQuerier().get(), {M(MatchType::kEqual, "gpu", "0")}, 0,
+                              INT64_MAX, &via_runs, &why))
+        << why;
+    ASSERT_EQ(via_runs.size(), 1u);
+    std::vector<SeriesData> direct = {{Series(0), got}};
+    EXPECT_TRUE(SameSeries(via_runs, direct, &why)) << why;
+  }
   std::vector<Rollup> rollups;
   ASSERT_TRUE(db->ReadRollups(*db->GetRef(Series(0)), 0, INT64_MAX, &rollups).ok());
   ExpectSameRollups(want, rollups);
