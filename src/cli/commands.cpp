@@ -7,6 +7,7 @@
 
 #include "cli/agent.h"
 #include "cli/alerting.h"
+#include "cli/governance_service.h"
 #include "cli/jobs_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
@@ -122,14 +123,18 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
   JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
   jobs.Start();
+  // The platform layer: idle reclaim, pools, quotas, cost (after the task layer each cycle).
+  GovernanceService governance(config, &jobs, appender.get(), logger);
+  governance.Start();
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
   if (rec) {
     rec->SetAfterRecord(
-        [&alerting, &jobs](const collect::Snapshot& s, int64_t t_ms) {
+        [&alerting, &jobs, &governance](const collect::Snapshot& s, int64_t t_ms) {
           jobs.OnSnapshot(s);
+          governance.OnSnapshot(s, t_ms);
           alerting.Tick(t_ms);
         });
     if (!stepped) rec->Start();
@@ -154,13 +159,15 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs](collect::Format f, std::string* out) {
+  page.SetExtra([&alerting, &jobs, &governance](collect::Format f, std::string* out) {
     alerting.RenderMetrics(f, out);
     jobs.RenderMetrics(f, out);
+    governance.RenderMetrics(f, out);
   });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
   jobs.RegisterRoutes(server->get());
+  governance.RegisterRoutes(server->get());
   if (store) {
     http::PromApiOptions api;
     api.version = version;
@@ -188,6 +195,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   agent.Stop();
   if (recorder) recorder->Stop();  // records the last snapshot
   jobs.Stop();
+  governance.Stop();
   if (db) {
     if (Status s = db->Flush(); !s.ok()) logger->Error("store: final flush failed: " + s.message());
   }

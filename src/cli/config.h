@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/governance_config.h"
 #include "collect/collector.h"
 
 namespace gw::cli {
@@ -85,6 +86,7 @@ struct Config {
   AlertingConfig alerting;
   JobsConfig jobs;
   TeamsConfig teams;
+  GovernanceConfig governance;  // cli/governance_config.h
 };
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.
