@@ -8,6 +8,7 @@
 #include "cli/agent.h"
 #include "cli/alerting.h"
 #include "cli/diagnose_commands.h"
+#include "cli/governance_service.h"
 #include "cli/jobs_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
@@ -116,6 +117,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   if (appender) jobs.RecordSeriesInto(appender.get());
   jobs.Start();
   scrape::Scraper scraper(config.scrape.targets, logger);  // business metrics (scrape.targets)
+  // The platform layer: idle reclaim, pools, quotas, cost (after the task layer each cycle).
+  GovernanceService governance(config, &jobs, appender.get(), logger);
+  governance.Start();
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
@@ -125,11 +129,12 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   if (rec) {
     StoreAppender* app = appender.get();
     rec->SetAfterRecord(
-        [&alerting, &jobs, &findings, &scraper, stepped, app](const collect::Snapshot& s,
-                                                               int64_t t_ms) {
+        [&alerting, &jobs, &governance, &findings, &scraper, stepped, app](
+            const collect::Snapshot& s, int64_t t_ms) {
           if (stepped) scraper.ScrapeDue(t_ms);  // scrapes follow the simulated clock
           if (scraper.Drain(app, s) > 0) (void)app->Commit();
           jobs.OnSnapshot(s);
+          governance.OnSnapshot(s, t_ms);
           alerting.Tick(t_ms);
           findings.Tick(t_ms);
         });
@@ -159,15 +164,17 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs, &scraper](collect::Format f, std::string* out) {
+  page.SetExtra([&alerting, &jobs, &scraper, &governance](collect::Format f, std::string* out) {
     alerting.RenderMetrics(f, out);
     jobs.RenderMetrics(f, out);
     scraper.RenderMetrics(f, out);
+    governance.RenderMetrics(f, out);
   });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
   jobs.RegisterRoutes(server->get());
   findings.RegisterRoutes(server->get());
+  governance.RegisterRoutes(server->get());
   if (store) {
     http::PromApiOptions api;
     api.version = version;
@@ -204,6 +211,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   if (recorder) recorder->Stop();  // records the last snapshot
   jobs.Stop();
   findings.Stop();
+  governance.Stop();
   if (db) {
     if (Status s = db->Flush(); !s.ok()) logger->Error("store: final flush failed: " + s.message());
   }

@@ -201,6 +201,13 @@ Status Receivers(const Context& ctx, const YAML::Node& node, const std::string& 
   return Status::Ok();
 }
 
+// A `governance.*` key, parsed by cli/governance_config.cpp.
+Setter Governance(const std::string& key) {
+  return [key](const Context& ctx, const YAML::Node& node, Config* c) {
+    return ParseGovernanceKey(ctx.file, key, node, &c->governance);
+  };
+}
+
 const std::map<std::string, Setter>& Setters() {
   static const std::map<std::string, Setter> setters = {
       {"listen", String(&Config::listen)},
@@ -364,6 +371,24 @@ const std::map<std::string, Setter>& Setters() {
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          return ParseScrapeTargets(ctx.file, n, &c->scrape.targets);
        }},
+      {"governance.reclaim", Governance("governance.reclaim")},
+      {"governance.decisions_log", Governance("governance.decisions_log")},
+      {"governance.requeue_command", Governance("governance.requeue_command")},
+      {"governance.cancel_command", Governance("governance.cancel_command")},
+      {"governance.command_timeout", Governance("governance.command_timeout")},
+      {"governance.capacity_command", Governance("governance.capacity_command")},
+      {"governance.pools.capacity", Governance("governance.pools.capacity")},
+      {"governance.pools.windows", Governance("governance.pools.windows")},
+      {"governance.pools.scale_out_ratio", Governance("governance.pools.scale_out_ratio")},
+      {"governance.pools.scale_out_for", Governance("governance.pools.scale_out_for")},
+      {"governance.pools.shrink_free_ratio", Governance("governance.pools.shrink_free_ratio")},
+      {"governance.pools.shrink_for", Governance("governance.pools.shrink_for")},
+      {"governance.quotas", Governance("governance.quotas")},
+      {"governance.under_use_ratio", Governance("governance.under_use_ratio")},
+      {"governance.under_use_for", Governance("governance.under_use_for")},
+      {"governance.prices.gpu_hour", Governance("governance.prices.gpu_hour")},
+      {"governance.prices.energy_kwh", Governance("governance.prices.energy_kwh")},
+      {"governance.prices.currency", Governance("governance.prices.currency")},
   };
   return setters;
 }

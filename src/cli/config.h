@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/governance_config.h"
 #include "collect/collector.h"
 #include "scrape/target.h"
 
@@ -93,6 +94,7 @@ struct Config {
   JobsConfig jobs;
   TeamsConfig teams;
   ScrapeConfig scrape;
+  GovernanceConfig governance;  // cli/governance_config.h
 };
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.

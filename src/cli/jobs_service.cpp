@@ -446,4 +446,36 @@ void JobsService::RegisterRoutes(http::Server* server) {
   });
 }
 
+std::vector<JobsService::HeldGpus> JobsService::AllocatedJobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, HeldGpus> by_key;
+  for (const auto& [gpu, keys] : allocations_) {
+    for (const std::string& key : keys) {
+      HeldGpus& h = by_key[key];
+      if (h.job_id.empty()) {
+        h.job_id = VisibleJobId(key);
+        auto m = meta_.find(key);
+        if (m != meta_.end()) {
+          h.source = m->second.source;
+          h.name = m->second.name;
+          h.user = m->second.user;
+          h.account = m->second.account;
+          h.team = m->second.team;
+          h.partition = m->second.partition;
+        }
+        if (h.team.empty()) h.team = std::string(jobs::kUnassignedTeam);
+      }
+      h.gpus.push_back(gpu);
+    }
+  }
+  std::vector<HeldGpus> out;
+  for (auto& [key, h] : by_key) out.push_back(std::move(h));
+  return out;
+}
+
+std::map<std::string, jobs::SlurmJob> JobsService::SlurmJobs() const {
+  if (!poller_) return {};
+  return poller_->Jobs();
+}
+
 }  // namespace gw::cli

@@ -119,6 +119,16 @@ class JobsService {
   std::string JobsJson(const JobsQuery& query) const;
   std::optional<std::string> JobJson(const std::string& job_id) const;
 
+  // Read-only views for the platform layer (cli/governance_service.h), as of the last snapshot.
+  struct HeldGpus {
+    std::string job_id;  // as a person knows it (process jobs: the GPUWARDEN_JOB name)
+    std::string source, name, user, account, team, partition;
+    std::vector<unsigned> gpus;  // this node's GPU indices
+  };
+  std::vector<HeldGpus> AllocatedJobs() const;
+  // The scheduler's jobs as last polled (empty without jobs.scheduler: slurm).
+  std::map<std::string, jobs::SlurmJob> SlurmJobs() const;
+
  private:
   struct JobMeta {
     std::string source;  // "slurm" or "process"

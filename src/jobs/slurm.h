@@ -88,6 +88,8 @@ struct SlurmJob {
   std::vector<unsigned> gpu_indices;  // from gres_detail, per node concatenated
   GpuRequest gpus;
   std::string tres_alloc;
+  std::string qos;      // "qos" (governance exemptions)
+  std::string comment;  // "comment" (--comment; governance exemption tags)
 
   // start_time set and the job really ran (not pending, not cancelled while pending, not rejected).
   bool started() const;

@@ -231,6 +231,8 @@ Expected<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     job.tres_alloc = Str(j, "tres_alloc_str");
     job.gpus.total = ParseTresGpuCount(job.tres_alloc);
     if (job.gpus.total == 0) job.gpus.total = ParseTresGpuCount(Str(j, "tres_req_str"));
+    job.qos = Str(j, "qos");
+    job.comment = Str(j, "comment");
     jobs.push_back(std::move(job));
   }
   return jobs;

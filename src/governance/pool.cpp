@@ -1,0 +1,181 @@
+#include "governance/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+namespace gw::governance {
+
+std::map<std::string, double> ParsePartitionCapacity(std::string_view text) {
+  std::map<std::string, double> out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(begin, end - begin);
+    begin = end + 1;
+    if (line.find("PartitionName=") == std::string_view::npos) {
+      // sinfo -h -o "%R %D %G": partition, node count, generic resources per node
+      // ("gpu:4", "gpu:a100:4(S:0-1),shard:8", "(null)"); one line per node configuration.
+      const size_t a = line.find(' '), b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+      if (b == std::string_view::npos) continue;
+      const std::string part(line.substr(0, a));
+      const double nodes = std::atof(std::string(line.substr(a + 1, b - a - 1)).c_str());
+      double per_node = 0;
+      std::string_view gres = line.substr(b + 1);
+      size_t pos = 0;
+      while (pos <= gres.size()) {
+        size_t comma = gres.find(',', pos);
+        if (comma == std::string_view::npos) comma = gres.size();
+        std::string_view item = gres.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (const size_t paren = item.find('('); paren != std::string_view::npos)
+          item = item.substr(0, paren);
+        if (item.rfind("gpu", 0) != 0) continue;
+        const size_t colon = item.rfind(':');
+        if (colon != std::string_view::npos)
+          per_node += std::atof(std::string(item.substr(colon + 1)).c_str());
+      }
+      if (!part.empty()) out[part] += nodes * per_node;
+      continue;
+    }
+    std::string name;
+    double gpus = 0;
+    // Fields are KEY=VALUE separated by spaces; TRES holds commas but no spaces.
+    size_t pos = 0;
+    while (pos < line.size()) {
+      size_t stop = line.find(' ', pos);
+      if (stop == std::string_view::npos) stop = line.size();
+      const std::string_view field = line.substr(pos, stop - pos);
+      pos = stop + 1;
+      if (field.rfind("PartitionName=", 0) == 0) name = std::string(field.substr(14));
+      if (field.rfind("TRES=", 0) == 0) gpus = jobs::ParseTresGpuCount(field.substr(5));
+    }
+    if (!name.empty()) out[name] = gpus;
+  }
+  return out;
+}
+
+void PoolTracker::SetCapacity(std::map<std::string, double> gpus_by_partition) {
+  scheduler_capacity_ = std::move(gpus_by_partition);
+}
+
+namespace {
+
+std::string FirstPartition(const std::string& list) {
+  return list.substr(0, list.find(','));
+}
+
+double Allocated(const jobs::SlurmJob& j) {
+  if (j.gpus.total > 0) return j.gpus.total;
+  if (!j.gpu_indices.empty()) return double(j.gpu_indices.size());
+  return double(std::max(j.gpus.per_job, j.gpus.per_node));
+}
+
+double Requested(const jobs::SlurmJob& j) {
+  if (j.gpus.total > 0) return j.gpus.total;
+  if (j.gpus.per_job > 0) return j.gpus.per_job;
+  return j.gpus.per_node;
+}
+
+// Nearest-rank quantile of sorted values.
+double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q * double(sorted.size())));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+}  // namespace
+
+void PoolTracker::Observe(const std::map<std::string, jobs::SlurmJob>& jobs, double now_s) {
+  std::map<std::string, PartitionPool> next;
+  auto pool = [&next](const std::string& p) -> PartitionPool& {
+    PartitionPool& x = next[p];
+    x.partition = p;
+    return x;
+  };
+  for (const auto& [p, gpus] : scheduler_capacity_) pool(p).capacity = gpus;
+  for (const auto& [p, gpus] : settings_.capacity_gpus) pool(p).capacity = gpus;
+  std::set<std::string> listed;
+  for (const auto& [id, j] : jobs) {
+    listed.insert(id);
+    const std::string partition = FirstPartition(j.partition);
+    if (j.state == jobs::JobState::kPending) {
+      const double want = Requested(j);
+      if (want <= 0) continue;
+      PartitionPool& x = pool(partition);
+      x.pending += want;
+      x.pending_jobs += 1;
+    } else if (j.state == jobs::JobState::kRunning || j.state == jobs::JobState::kSuspended ||
+               j.state == jobs::JobState::kCompleting) {
+      const double held = Allocated(j);
+      if (held > 0) pool(partition).allocated += held;
+    }
+    // Queue waits: each job once, when first seen started.
+    if (j.started() && j.eligible_time > 0 && j.start_time >= j.eligible_time &&
+        !seen_started_.count(id)) {
+      seen_started_[id] = double(j.start_time);
+      auto& q = waits_[partition];
+      Wait w{double(j.start_time), double(j.start_time - j.eligible_time)};
+      auto at = std::upper_bound(q.begin(), q.end(), w.start_s,
+                                 [](double t, const Wait& x) { return t < x.start_s; });
+      q.insert(at, w);
+      pool(partition);
+    }
+  }
+  // Forget jobs squeue no longer lists (they cannot start again under the same id unrequeued).
+  for (auto it = seen_started_.begin(); it != seen_started_.end();)
+    it = listed.count(it->first) ? std::next(it) : seen_started_.erase(it);
+
+  double longest = 0;
+  for (double w : settings_.windows_s) longest = std::max(longest, w);
+  for (auto& [p, q] : waits_) {
+    while (!q.empty() && q.front().start_s < now_s - longest) q.pop_front();
+    while (q.size() > 100000) q.pop_front();
+    if (!q.empty()) pool(p);
+  }
+
+  for (auto& [p, x] : next) {
+    x.free = x.capacity > 0 ? std::max(0.0, x.capacity - x.allocated) : 0;
+    x.congestion = x.capacity > 0 ? (x.allocated + x.pending) / x.capacity : 0;
+    // Scale out: demand above the threshold and something waiting, sustained.
+    Sustained& c = congested_[p];
+    const double shortfall = std::max(1.0, std::ceil(x.allocated + x.pending - x.capacity));
+    if (x.capacity > 0 && x.pending > 0 && x.congestion > settings_.scale_out_ratio) {
+      if (c.since_s < 0) c = {now_s, shortfall};
+      c.least = std::min(c.least, shortfall);
+      x.congested_for_s = now_s - c.since_s;
+      if (x.congested_for_s >= settings_.scale_out_for_s) x.scale_out_gpus = c.least;
+    } else {
+      c = {};
+    }
+    // Shrink: a large free share and nothing waiting, sustained.
+    Sustained& i = idle_[p];
+    if (x.capacity > 0 && x.pending == 0 && x.free / x.capacity >= settings_.shrink_free_ratio) {
+      if (i.since_s < 0) i = {now_s, x.free};
+      i.least = std::min(i.least, x.free);
+      x.idle_for_s = now_s - i.since_s;
+      if (x.idle_for_s >= settings_.shrink_for_s) x.shrink_gpus = std::floor(i.least);
+    } else {
+      i = {};
+    }
+    // Queue waits per window.
+    const auto& q = waits_[p];
+    for (double window : settings_.windows_s) {
+      std::vector<double> values;
+      for (auto it = q.rbegin(); it != q.rend() && it->start_s >= now_s - window; ++it)
+        values.push_back(it->wait_s);
+      std::sort(values.begin(), values.end());
+      x.waits.push_back({window, values.size(), Quantile(values, 0.5), Quantile(values, 0.95)});
+    }
+  }
+  for (auto it = congested_.begin(); it != congested_.end();)
+    it = next.count(it->first) ? std::next(it) : congested_.erase(it);
+  for (auto it = idle_.begin(); it != idle_.end();)
+    it = next.count(it->first) ? std::next(it) : idle_.erase(it);
+  pools_ = std::move(next);
+}
+
+}  // namespace gw::governance

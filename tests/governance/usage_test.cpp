@@ -1,0 +1,175 @@
+#include "governance/usage.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace gw::governance {
+namespace {
+
+constexpr double kT0 = 1700000000;
+
+struct Gpu {
+  std::string model;
+  double util;
+  double power_w;
+};
+
+Cycle MakeCycle(double t, const std::vector<Gpu>& gpus, std::vector<RunningJob> jobs,
+                bool energy_counter, double* energy_base) {
+  Cycle c;
+  c.now_s = t;
+  for (unsigned i = 0; i < gpus.size(); ++i) {
+    GpuReading r;
+    r.index = i;
+    r.model = gpus[i].model;
+    r.util_ratio = gpus[i].util;
+    r.util_known = true;
+    r.power_w = gpus[i].power_w;
+    // A counter that grows by power x time (the test's own integration).
+    if (energy_counter) r.energy_j = energy_base[i] + gpus[i].power_w * (t - kT0);
+    c.gpus.push_back(r);
+  }
+  c.jobs = std::move(jobs);
+  return c;
+}
+
+RunningJob Job(std::string id, std::vector<unsigned> gpus, std::string team,
+               std::string partition = "gpu") {
+  RunningJob j;
+  j.id = std::move(id);
+  j.source = "slurm";
+  j.team = std::move(team);
+  j.partition = std::move(partition);
+  j.gpus = std::move(gpus);
+  return j;
+}
+
+// Cost per team from a scenario's allocations and prices, computed here from the inputs: three
+// GPUs (two models), team vision holds GPU 0 for the whole hour, team nlp GPUs 1 and 2 for the
+// first 30 minutes, then only GPU 2; GPU 1 is then free (OpenCost idle).
+TEST(Usage, CostPerTeamEqualsTheHandComputedValue) {
+  PriceSettings prices;
+  prices.gpu_hour_by_model = {{"A100", 3.20}, {"L40S", 1.10}};
+  prices.default_gpu_hour = 0.5;
+  prices.energy_per_kwh = 0.25;
+  const std::vector<Gpu> gpus = {
+      {"NVIDIA A100-SXM4-80GB", 0.9, 400}, {"NVIDIA L40S", 0.0, 80}, {"NVIDIA L40S", 0.5, 200}};
+  double base[3] = {1e6, 2e6, 3e6};
+  UsageLedger usage({}, prices, 0.05);
+  const double step = 15, hour = 3600;
+  for (double t = 0; t <= hour + 1e-9; t += step) {
+    std::vector<RunningJob> jobs = {Job("1", {0}, "vision")};
+    // The interval ending at t is charged to the state at t: nlp holds GPU 1 for t <= 1800.
+    jobs.push_back(t <= 1800 ? Job("2", {1, 2}, "nlp", "debug") : Job("2", {2}, "nlp", "debug"));
+    usage.Observe(MakeCycle(kT0 + t, gpus, jobs, true, base));
+  }
+  const double a100 = 3.20, l40s = 1.10;
+  // Allocation: GPU-hours x price. The first cycle starts the clock (no interval before it).
+  const double vision_alloc = 1.0 * a100;
+  const double nlp_alloc = 0.5 * l40s /* GPU 1 */ + 1.0 * l40s /* GPU 2 */;
+  // Energy: kWh = W x h / 1000.
+  const double vision_energy = 400 * 1.0 / 1000 * 0.25;
+  const double nlp_energy = (80 * 0.5 + 200 * 1.0) / 1000 * 0.25;
+  const auto& teams = usage.teams();
+  EXPECT_NEAR(teams.at("vision").cost.allocation_cost, vision_alloc, 1e-9);
+  EXPECT_NEAR(teams.at("nlp").cost.allocation_cost, nlp_alloc, 1e-9);
+  EXPECT_NEAR(teams.at("vision").cost.energy_cost, vision_energy, 1e-9);
+  EXPECT_NEAR(teams.at("nlp").cost.energy_cost, nlp_energy, 1e-9);
+  EXPECT_NEAR(teams.at("nlp").cost.Total(), nlp_alloc + nlp_energy, 1e-9);
+  // Idle-allocated cost: GPU 1 (0 % busy) while nlp held it.
+  EXPECT_NEAR(teams.at("nlp").cost.idle_cost, 0.5 * l40s, 1e-9);
+  EXPECT_NEAR(teams.at("vision").cost.idle_cost, 0, 1e-9);
+  // Efficiency: used / allocated GPU-hours.
+  EXPECT_NEAR(teams.at("nlp").cost.Efficiency(), (0.0 * 0.5 + 0.5 * 1.0) / 1.5, 1e-9);
+  // Per partition and per job.
+  EXPECT_NEAR(usage.partitions().at("debug").allocation_cost, nlp_alloc, 1e-9);
+  EXPECT_NEAR(usage.jobs().at("1").cost.Total(), vision_alloc + vision_energy, 1e-9);
+  // The node: capacity = every GPU for the hour; OpenCost idle = capacity - allocation.
+  const NodeCost& node = usage.node();
+  const double capacity = a100 + 2 * l40s;
+  EXPECT_NEAR(node.capacity_cost, capacity, 1e-9);
+  EXPECT_NEAR(node.idle_cost, capacity - vision_alloc - nlp_alloc, 1e-9);
+  EXPECT_NEAR(node.IdleRatio(), (capacity - vision_alloc - nlp_alloc) / capacity, 1e-12);
+  EXPECT_NEAR(node.energy_cost, (400 + 80 + 200) / 1000.0 * 0.25, 1e-9);
+}
+
+TEST(Usage, SharedGpusAreSplitAndPowerIsIntegratedWithoutACounter) {
+  PriceSettings prices;
+  prices.default_gpu_hour = 2.0;
+  prices.energy_per_kwh = 1.0;
+  double base[1] = {0};
+  UsageLedger usage({}, prices, 0.05);
+  for (double t = 0; t <= 3600; t += 60)
+    usage.Observe(MakeCycle(kT0 + t, {{"Tesla T4", 0.4, 50}},
+                            {Job("a", {0}, "x"), Job("b", {0}, "y")}, false, base));
+  EXPECT_NEAR(usage.teams().at("x").cost.allocation_cost, 1.0, 1e-9);
+  EXPECT_NEAR(usage.teams().at("y").cost.energy_cost, 0.025, 1e-9);
+  EXPECT_NEAR(usage.teams().at("y").allocated_gpus, 0.5, 1e-12);
+  EXPECT_NEAR(usage.teams().at("y").used_gpus, 0.2, 1e-12);
+  // A job that ends keeps its figures among the ended ones.
+  usage.Observe(MakeCycle(kT0 + 3660, {{"Tesla T4", 0.4, 50}}, {Job("a", {0}, "x")}, false, base));
+  ASSERT_EQ(usage.ended_jobs().size(), 1u);
+  EXPECT_EQ(usage.ended_jobs()[0].id, "b");
+}
+
+TEST(Usage, GpuQuotaOverAndChronicUnderUse) {
+  QuotaSettings q;
+  q.teams["vision"].gpus = 1;
+  q.teams["nlp"].gpus = 4;
+  q.teams["idle-team"].gpus = 2;
+  q.under_use_ratio = 0.3;
+  q.under_use_for_s = 600;
+  double base[3] = {0, 0, 0};
+  UsageLedger usage(q, {}, 0.05);
+  const std::vector<Gpu> gpus = {{"x", 0.9, 0}, {"x", 0.9, 0}, {"x", 0.2, 0}};
+  for (double t = 0; t <= 600; t += 60)
+    usage.Observe(
+        MakeCycle(kT0 + t, gpus, {Job("1", {0, 1}, "vision"), Job("2", {2}, "nlp")}, false, base));
+  const TeamUsage& vision = usage.teams().at("vision");
+  EXPECT_TRUE(vision.over_quota);
+  EXPECT_DOUBLE_EQ(vision.allocated_gpus, 2);
+  EXPECT_NEAR(vision.used_gpus, 1.8, 1e-12);
+  EXPECT_NEAR(vision.deviation_allocated, 1.0, 1e-12);
+  EXPECT_NEAR(vision.deviation_used, 0.8, 1e-12);
+  EXPECT_FALSE(vision.under_use);
+  const TeamUsage& nlp = usage.teams().at("nlp");
+  EXPECT_FALSE(nlp.over_quota);
+  EXPECT_NEAR(nlp.deviation_allocated, -0.75, 1e-12);
+  EXPECT_TRUE(nlp.under_use);  // 0.2 of 4 GPUs used for 10 minutes
+  EXPECT_DOUBLE_EQ(nlp.under_use_for_s, 600);
+  const TeamUsage& idle = usage.teams().at("idle-team");  // a quota and no jobs at all
+  EXPECT_TRUE(idle.under_use);
+  EXPECT_NEAR(idle.deviation_allocated, -1, 1e-12);
+  EXPECT_FALSE(usage.teams().count("unknown"));
+}
+
+TEST(Usage, GpuHourQuotaPerPeriod) {
+  QuotaSettings q;
+  q.teams["vision"].gpu_hours = 1.5;
+  q.teams["vision"].period_s = 86400;
+  q.under_use_for_s = 1e9;
+  double base[2] = {0, 0};
+  UsageLedger usage(q, {}, 0.05);
+  // Start at a day boundary; two GPUs for one hour: 2 GPU-hours > 1.5.
+  const double day = std::floor(kT0 / 86400) * 86400 + 86400;
+  for (double t = 0; t <= 3600; t += 60) {
+    usage.Observe(MakeCycle(day + t, {{"x", 1.0, 0}, {"x", 0.5, 0}}, {Job("1", {0, 1}, "vision")},
+                            false, base));
+    if (t == 2400) {
+      EXPECT_FALSE(usage.teams().at("vision").over_quota) << "1.33 GPU-hours so far";
+    }
+  }
+  const TeamUsage& v = usage.teams().at("vision");
+  EXPECT_NEAR(v.period_allocated_gpu_h, 2.0, 1e-9);
+  EXPECT_NEAR(v.period_used_gpu_h, 1.5, 1e-9);
+  EXPECT_TRUE(v.over_quota);
+  EXPECT_NEAR(v.deviation_allocated, (2.0 - 1.5) / 1.5, 1e-9);
+  // The next day starts from zero.
+  usage.Observe(MakeCycle(day + 86400 + 30, {{"x", 1.0, 0}, {"x", 0.5, 0}},
+                          {Job("1", {0, 1}, "vision")}, false, base));
+  EXPECT_FALSE(usage.teams().at("vision").over_quota);
+}
+
+}  // namespace
+}  // namespace gw::governance
