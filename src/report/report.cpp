@@ -13,8 +13,9 @@ namespace gw::report {
 
 namespace {
 
-// ${P}: the period; ${S}: a chart step's window. Governance names (gpu_team_quota_gpus,
-// gpu_cost_total, gpu_cost_idle_total, gpu_pool_congestion_ratio) are not final.
+// ${P}: the period; ${S}: a chart step's window. Governance families: docs/metrics.md
+// "Governance" (gpu_team_quota_gpus, gpu_cost_allocation_total, gpu_cost_idle_allocated_total,
+// gpu_pool_congestion_ratio).
 constexpr const char* kThrottleReasons =
     "reason=~\"sw_power_cap|sw_thermal_slowdown|hw_thermal_slowdown|hw_power_brake_slowdown\"";
 const std::map<std::string, std::string> kQueries = {
@@ -51,8 +52,8 @@ const std::map<std::string, std::string> kQueries = {
      "sum by (team) (max_over_time(gpu_job_idle_gpu_seconds_total[${P}])) / 3600"},
     {"team_energy", "sum by (team) (max_over_time(gpu_job_energy_joules_total[${P}])) / 3.6e6"},
     {"team_quota", "max by (team) (max_over_time(gpu_team_quota_gpus[${P}]))"},
-    {"team_cost", "sum by (team) (increase(gpu_cost_total[${P}]))"},
-    {"team_idle_cost", "sum by (team) (increase(gpu_cost_idle_total[${P}]))"},
+    {"team_cost", "sum by (team) (increase(gpu_cost_allocation_total[${P}]))"},
+    {"team_idle_cost", "sum by (team) (increase(gpu_cost_idle_allocated_total[${P}]))"},
     {"queue_p95",
      "histogram_quantile(0.95, max by (partition, le) "
      "(rate(gpu_job_queue_wait_seconds_bucket[${S}])))"},
@@ -323,7 +324,8 @@ Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
         "No team quotas (gpu_team_quota_gpus) in the store: quota columns are "
         "left out.");
   if (!out.teams.empty() && !out.has_cost)
-    out.notes.push_back("No cost data (gpu_cost_total) in the store: cost columns are left out.");
+    out.notes.push_back(
+        "No cost data (gpu_cost_allocation_total) in the store: cost columns are left out.");
   if (out.queue_wait.lines.empty())
     out.notes.push_back(
         "No queue-wait data (gpu_job_queue_wait_seconds) in the period: it needs "

@@ -86,7 +86,7 @@ export default {
       st.jobs = jobs.data ? jobs.data.jobs : ctx.jobs;
       st.allocated = byTeam(series.filter((s) => s.name === 'gpu_allocation_info'));
       st.quota = byTeam(series.filter((s) => s.name === 'gpu_team_quota_gpus'));
-      st.cost = series.filter((s) => s.name.startsWith('gpu_cost_'));
+      st.cost = series.filter((s) => s.name.startsWith('gpu_cost_') && s.labels.team !== undefined);
     }
     draw(ctx);
   },
