@@ -95,7 +95,7 @@ struct Thresholds {
   double ecc_review_count = 5000;      // lifetime corrected errors that call for a review ...
   double ecc_horizon_s = 7 * 86400;    // ... reached within this, at the window's growth
   double queue_wait_p90_s = 1800;      // 90th percentile queue wait of a partition
-  double congestion_ratio = 1;         // pending GPU demand / free GPUs (governance family)
+  double congestion_ratio = 1;         // (allocated + pending GPUs) / capacity (governance)
   double quota_over = 1.1;             // allocated / quota above this: over quota
   double quota_under = 0.5;            // below this most of the window: chronically under-used
   double latency_factor = 1.5;         // p95 latency above this × its best in the window

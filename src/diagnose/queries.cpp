@@ -298,22 +298,23 @@ std::vector<Check> MakeChecks() {
       900,
       0.25,
       DescribeQueueCongestion});
-  c.push_back(Check{"queue-congestion",
-                    "pool congested",
-                    nullptr,
-                    Layer::kScheduling,
-                    {"partition"},
-                    "max by (partition) (gpu_pool_congestion_ratio) > ${congestion_ratio}",
-                    {"ratio", "pending GPU demand / free GPUs (avg)", "ratio", Stat::kAvg, nullptr},
-                    {{"pending_gpus", "GPUs requested by pending jobs (max)", "count", Stat::kMax,
-                      "max by (partition) (gpu_pool_pending_gpus{${sel}})"},
-                     {"free_gpus", "free GPUs (min)", "count", Stat::kMin,
-                      "max by (partition) (gpu_pool_free_gpus{${sel}})"},
-                     {"idle_allocated", "allocated GPUs idle meanwhile (max)", "count", Stat::kMax,
-                      "sum(gpu_idle_allocated_gpus)"}},
-                    900,
-                    0.25,
-                    DescribeQueueCongestion});
+  c.push_back(
+      Check{"queue-congestion",
+            "pool congested",
+            nullptr,
+            Layer::kScheduling,
+            {"partition"},
+            "max by (partition) (gpu_pool_congestion_ratio) > ${congestion_ratio}",
+            {"ratio", "(allocated + pending GPUs) / capacity (avg)", "ratio", Stat::kAvg, nullptr},
+            {{"pending_gpus", "GPUs requested by pending jobs (max)", "count", Stat::kMax,
+              "max by (partition) (gpu_pool_pending_gpus{${sel}})"},
+             {"free_gpus", "free GPUs (min)", "count", Stat::kMin,
+              "max by (partition) (gpu_pool_free_gpus{${sel}})"},
+             {"idle_allocated", "allocated GPUs idle meanwhile (max)", "count", Stat::kMax,
+              "sum(gpu_idle_allocated_gpus)"}},
+            900,
+            0.25,
+            DescribeQueueCongestion});
   return c;
 }
 

@@ -175,6 +175,19 @@ TEST_F(GovernanceSlurm, CancelsAnIdleJobAfterNoticeAndGraceKeepsTheExemptOneAndS
   EXPECT_EQ(Value(s, "gpu_reclaim_actions_total", {{"action", "cancel"}}), 1);
   EXPECT_EQ(Value(s, "gpu_reclaim_actions_total", {{"reason", "exempt_comment"}}), 1);
   EXPECT_EQ(Value(s, "gpu_reclaim_failures_total", {{"action", "cancel"}}), 0);
+
+  // Once the congestion has lasted 15 minutes, the diagnosis (diagnose/, evaluated by the agent
+  // every recorded minute) names the congested partition in the scheduling layer.
+  agent.Advance(960);
+  HttpReply found = agent.Get("/api/gw/v1/findings");
+  ASSERT_EQ(found.status, 200) << found.body;
+  bool congested = false;
+  for (const json& f : json::parse(found.body)["data"]["findings"]) {
+    if (f["kind"] != "queue-congestion" || f["subject"].value("partition", "") != "gpu") continue;
+    congested = true;
+    EXPECT_EQ(f["layer"], "scheduling") << f.dump();
+  }
+  EXPECT_TRUE(congested) << found.body;
 }
 
 TEST_F(GovernanceSlurm, DryRunLogsAndCountsWithoutTouchingTheJob) {
