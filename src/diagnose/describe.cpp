@@ -199,8 +199,9 @@ void DescribeQueueCongestion(Finding* f, const EvidenceValues& v, const Threshol
     f->title = "Partition " + f->subject.partition + ": jobs wait " +
                FormatValue(Get(v, "p90"), "seconds") + " in the queue (90th percentile)";
   } else {
-    f->title = "Partition " + f->subject.partition + " is congested: pending GPU demand is " +
-               FormatValue(Get(v, "ratio"), "count") + "× the free GPUs";
+    f->title = "Partition " + f->subject.partition +
+               " is congested: allocated and pending GPUs are " +
+               FormatValue(Get(v, "ratio"), "count") + "× its capacity";
   }
   if (std::isfinite(idle) && idle > 0) {
     f->action =

@@ -182,7 +182,8 @@ TEST_F(GovernanceSlurm, CancelsAnIdleJobAfterNoticeAndGraceKeepsTheExemptOneAndS
   HttpReply found = agent.Get("/api/gw/v1/findings");
   ASSERT_EQ(found.status, 200) << found.body;
   bool congested = false;
-  for (const json& f : json::parse(found.body)["data"]["findings"]) {
+  const json findings = json::parse(found.body)["data"]["findings"];
+  for (const json& f : findings) {
     if (f["kind"] != "queue-congestion" || f["subject"].value("partition", "") != "gpu") continue;
     congested = true;
     EXPECT_EQ(f["layer"], "scheduling") << f.dump();
