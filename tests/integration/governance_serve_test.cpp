@@ -225,6 +225,18 @@ TEST(GovernanceServe, CostQuotaDryRunPoolsAndEveryFamily) {
         a["state"] == "firing")
       over_quota_firing = true;
   EXPECT_TRUE(over_quota_firing) << alerts.body;
+  // The diagnosis (diagnose/, evaluated by the agent every recorded minute) reports the drift.
+  HttpReply found = agent.Get("/api/gw/v1/findings?team=vision");
+  ASSERT_EQ(found.status, 200) << found.body;
+  const json findings = json::parse(found.body)["data"]["findings"];
+  bool drift = false;
+  for (const json& f : findings) {
+    if (f["kind"] != "quota-drift" || f["cause"] != "over quota") continue;
+    drift = true;
+    EXPECT_EQ(f["subject"].value("team", ""), "vision") << f.dump();
+    EXPECT_EQ(f["layer"], "governance") << f.dump();
+  }
+  EXPECT_TRUE(drift) << found.body;
 
   // The APIs.
   HttpReply teams = agent.Get("/api/gw/v1/teams");
