@@ -473,38 +473,23 @@ void GovernanceService::BuildFigures(const governance::Cycle& cycle) {
 
 void GovernanceService::AppendToStore(int64_t t_ms) {
   if (!appender_) return;
-  std::vector<std::pair<tsdb::Labels, double>> figures;
+  if (!series_) series_ = std::make_unique<TaskSeriesRecorder>(appender_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    figures.reserve(figures_.size());
-    for (const Figure& f : figures_) figures.emplace_back(f.labels, f.value);
-  }
-  std::set<tsdb::Labels> now_present;
-  bool failed = false;
-  for (auto& [labels, value] : figures) {
-    auto it = refs_.find(labels);
-    if (it == refs_.end()) {
-      auto ref = appender_->GetRef(labels);
-      if (!ref.ok()) {
-        failed = true;
-        continue;
-      }
-      it = refs_.emplace(labels, *ref).first;
+    series_->BeginCycle(t_ms);
+    for (const Figure& f : figures_) {
+      labels_.clear();
+      for (const tsdb::Label& l : f.labels)
+        if (l.name != "__name__") labels_.push_back({l.name, l.value});
+      series_->Sample(f.family, labels_, f.value);
     }
-    if (!appender_->Append(it->second, t_ms, value).ok()) failed = true;
-    now_present.insert(std::move(labels));
+    series_->EndCycle();  // series no longer present (a job ended) get a stale marker
   }
-  // Series that disappeared (a job ended): a stale marker, so queries stop returning them.
-  for (const tsdb::Labels& gone : present_) {
-    if (now_present.count(gone)) continue;
-    auto it = refs_.find(gone);
-    if (it == refs_.end()) continue;
-    (void)appender_->Append(it->second, t_ms, tsdb::StaleNaN());
-    refs_.erase(it);
+  (void)series_->Commit();  // the WAL write, outside the lock /metrics waits on
+  if (series_->stats().errors > store_errors_seen_) {
+    store_errors_seen_ = series_->stats().errors;
+    log_->Warn("governance: some figures could not be appended to the store");
   }
-  present_ = std::move(now_present);
-  if (!appender_->Commit().ok()) failed = true;
-  if (failed) log_->Warn("governance: some figures could not be appended to the store");
 }
 
 void GovernanceService::RenderMetrics(collect::Format format, std::string* out) const {

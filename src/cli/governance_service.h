@@ -43,6 +43,7 @@
 
 #include "base/log.h"
 #include "cli/config.h"
+#include "cli/jobs_series.h"
 #include "cli/jobs_service.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
@@ -129,9 +130,11 @@ class GovernanceService {
   bool stopping_ = false;
   std::thread worker_;
 
-  // The recorder thread's series references (refs_ and present_ are touched only there).
-  std::map<tsdb::Labels, collect::SampleAppender::Ref> refs_;
-  std::set<tsdb::Labels> present_;
+  // The figures into the store, with series references and stale markers as the task layer's
+  // families (cli/jobs_series.h); touched only on the recorder thread. Null without a store.
+  std::unique_ptr<TaskSeriesRecorder> series_;
+  std::vector<TaskLabel> labels_;  // reused per figure
+  std::uint64_t store_errors_seen_ = 0;
 };
 
 }  // namespace gw::cli
