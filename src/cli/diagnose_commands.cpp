@@ -7,6 +7,7 @@
 
 #include "cli/store.h"
 #include "http/client.h"
+#include "http/prom_api.h"
 #include "http/prom_format.h"
 #include "report/report.h"
 
@@ -41,13 +42,6 @@ void Print(const diagnose::Diagnosis& d, bool json) {
   std::string text =
       json ? nlohmann::json::parse(diagnose::ToJson(d)).dump(2) + "\n" : diagnose::ToText(d);
   std::fwrite(text.data(), 1, text.size(), stdout);
-}
-
-void ErrorJson(http::Response& res, int status, const std::string& type,
-               const std::string& message) {
-  res.status = status;
-  res.content_type = "application/json";
-  res.body = nlohmann::json{{"status", "error"}, {"errorType", type}, {"error", message}}.dump();
 }
 
 }  // namespace
@@ -222,17 +216,19 @@ void FindingsService::Evaluate(int64_t t_ms) {
 void FindingsService::RegisterRoutes(http::Server* server) {
   server->Get("/api/gw/v1/findings", [this](const http::Request& req, http::Response& res) {
     if (db_ == nullptr)
-      return ErrorJson(res, 503, "unavailable", "no history store: findings need --data-dir");
+      return http::WriteApiError(res, 503, "unavailable",
+                                 "no history store: findings need --data-dir");
     const diagnose::FindingFilter filter{req.param("gpu"), req.param("job"), req.param("team")};
     const std::string since = req.param("since"), time = req.param("time");
     double window_s = kWindowS;
     if (!since.empty() && (!ParseDurationSeconds(since, &window_s) || window_s < 60))
-      return ErrorJson(res, 400, "bad_data",
-                       "since: expected a duration of at least 1m such as 1h, got '" + since + "'");
+      return http::WriteApiError(
+          res, 400, "bad_data",
+          "since: expected a duration of at least 1m such as 1h, got '" + since + "'");
     int64_t t_ms = 0;
     if (!time.empty() && !http::ParsePromTime(time, &t_ms))
-      return ErrorJson(res, 400, "bad_data",
-                       "time: expected Unix seconds or RFC 3339, got '" + time + "'");
+      return http::WriteApiError(res, 400, "bad_data",
+                                 "time: expected Unix seconds or RFC 3339, got '" + time + "'");
     std::shared_ptr<const diagnose::Diagnosis> d;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -246,7 +242,7 @@ void FindingsService::RegisterRoutes(http::Server* server) {
       options.time_ms = t_ms;
       options.window_s = window_s;
       auto fresh = diagnose::Diagnose(*querier, engine_, options);
-      if (!fresh.ok()) return ErrorJson(res, 400, "bad_data", fresh.error().message);
+      if (!fresh.ok()) return http::WriteApiError(res, 400, "bad_data", fresh.error().message);
       d = std::make_shared<const diagnose::Diagnosis>(std::move(*fresh));
     }
     res.body = diagnose::ToJson(diagnose::Filter(*d, filter));

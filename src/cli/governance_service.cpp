@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "http/prom_api.h"
 #include "http/server.h"
 #include "jobs/slurm.h"
 
@@ -104,12 +105,6 @@ std::string WindowLabel(double seconds) {
   if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
   if (s > 0 && s % 60 == 0) return std::to_string(s / 60) + "m";
   return std::to_string(s) + "s";
-}
-
-void ErrorJson(http::Response& res, int status, const std::string& type, const std::string& what) {
-  res.status = status;
-  res.body = nlohmann::json{{"status", "error"}, {"errorType", type}, {"error", what}}.dump();
-  res.content_type = "application/json";
 }
 
 nlohmann::json CostJson(const governance::CostTotals& c) {
@@ -640,7 +635,7 @@ void GovernanceService::RegisterRoutes(http::Server* server) {
       char* end = nullptr;
       const long long v = std::strtoll(l.c_str(), &end, 10);
       if (end == l.c_str() || *end != '\0' || v <= 0 || v > 1000)
-        return ErrorJson(res, 400, "bad_data", "limit: expected 1-1000, got '" + l + "'");
+        return http::WriteApiError(res, 400, "bad_data", "limit: expected 1-1000, got '" + l + "'");
       limit = static_cast<std::size_t>(v);
     }
     res.body = ReclaimJson(limit);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "http/prom_api.h"
 #include "http/server.h"
 
 namespace gw::cli {
@@ -51,12 +52,6 @@ bool InRange(std::string_view item, std::string_view number) {
   auto value = [](std::string_view d) { return std::stoull(std::string(d)); };
   unsigned long long n = value(number);
   return n >= value(lo) && n <= value(hi);
-}
-
-void ErrorJson(http::Response& res, int status, const std::string& type, const std::string& what) {
-  res.status = status;
-  res.body = nlohmann::json{{"status", "error"}, {"errorType", type}, {"error", what}}.dump();
-  res.content_type = "application/json";
 }
 
 }  // namespace
@@ -431,8 +426,9 @@ void JobsService::RegisterRoutes(http::Server* server) {
     q.team = req.param("team");
     if (const std::string since = req.param("since"); !since.empty()) {
       if (!ParseDurationSeconds(since, &q.since_s) || q.since_s <= 0)
-        return ErrorJson(res, 400, "bad_data",
-                         "since: expected a duration such as 1h or 30m, got '" + since + "'");
+        return http::WriteApiError(
+            res, 400, "bad_data",
+            "since: expected a duration such as 1h or 30m, got '" + since + "'");
     }
     res.body = JobsJson(q);
     res.content_type = "application/json";
@@ -440,7 +436,7 @@ void JobsService::RegisterRoutes(http::Server* server) {
   server->GetPrefix("/api/gw/v1/jobs/", [this](const http::Request& req, http::Response& res) {
     const std::string id = req.path.substr(std::string_view("/api/gw/v1/jobs/").size());
     auto body = id.empty() ? std::nullopt : JobJson(id);
-    if (!body) return ErrorJson(res, 404, "not_found", "no such job: " + id);
+    if (!body) return http::WriteApiError(res, 404, "not_found", "no such job: " + id);
     res.body = *body;
     res.content_type = "application/json";
   });

@@ -100,11 +100,7 @@ int HttpStatus(const std::string& error_type) {
 }
 
 void Fail(Response& res, const std::string& error_type, const std::string& message) {
-  res.status = HttpStatus(error_type);
-  res.content_type = "application/json";
-  res.body = "{\"status\":\"error\",\"errorType\":\"" + error_type + "\",\"error\":";
-  AppendJsonString(&res.body, message);
-  res.body += '}';
+  WriteApiError(res, HttpStatus(error_type), error_type, message);
 }
 
 void Succeed(Response& res, std::string data_json) {
@@ -182,7 +178,6 @@ void AppendStringList(std::string* out, const std::vector<std::string>& values) 
   }
   *out += ']';
 }
-
 
 }  // namespace
 
@@ -408,6 +403,17 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
   }
   server->GetPrefix("/api/v1/label/", label_values);
   server->Get("/api/v1/status/buildinfo", buildinfo);
+}
+
+void WriteApiError(Response& res, int status, std::string_view error_type,
+                   std::string_view message) {
+  res.status = status;
+  res.content_type = "application/json";
+  res.body = "{\"status\":\"error\",\"errorType\":";
+  AppendJsonString(&res.body, error_type);
+  res.body += ",\"error\":";
+  AppendJsonString(&res.body, message);
+  res.body += '}';
 }
 
 }  // namespace gw::http

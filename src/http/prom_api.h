@@ -34,6 +34,11 @@ using QuerierFactory = std::function<std::unique_ptr<tsdb::Querier>()>;
 // Registers the routes above on `server` (before Start). `queriers` must outlive the server.
 void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions options);
 
+// Writes the API's error document, {"status":"error","errorType":TYPE,"error":MESSAGE}, with HTTP
+// `status` — for every gpuwarden JSON endpoint that answers in the Prometheus API's shape.
+void WriteApiError(Response& res, int status, std::string_view error_type,
+                   std::string_view message);
+
 // The JSON body of a successful query (exposed for tests and the CLI).
 std::string QueryResultJson(const promql::Value& value);
 
