@@ -16,6 +16,7 @@
 #include <regex>
 
 #include "support/agent_process.h"
+#include "support/metrics_doc.h"
 
 namespace gw::testing {
 namespace {
@@ -51,28 +52,6 @@ std::string Squeue(long now, const std::string& node) {
          t(-50) + R"js(, "eligible_time": )js" + t(-50) +
          R"js(, "start_time": 0, "end_time": 0, "gres_detail": [], "tres_per_node": "gres:gpu:2"}
   ]})js";
-}
-
-// The family names of docs/metrics.md's governance section.
-std::vector<std::string> DocumentedGovernanceFamilies() {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/metrics.md");
-  std::vector<std::string> names;
-  const std::regex row(R"(^\| `([a-z_:]+)` \| ([a-z]+) \|)");
-  bool inside = false;
-  for (std::string l; std::getline(in, l);) {
-    if (l.rfind("## ", 0) == 0) inside = l.rfind("## Governance", 0) == 0;
-    std::smatch m;
-    if (inside && std::regex_search(l, m, row)) names.push_back(m[1]);
-  }
-  return names;
-}
-
-bool HasSampleOf(const std::string& text, const std::string& family) {
-  for (char next : {'{', ' '}) {
-    const std::string start = family + next;
-    if (text.rfind(start, 0) == 0 || text.find("\n" + start) != std::string::npos) return true;
-  }
-  return false;
 }
 
 // The GPU-hour price the test configures, applied as the documented rule says (the longest
@@ -207,9 +186,9 @@ TEST(GovernanceServe, CostQuotaDryRunPoolsAndEveryFamily) {
             300);
 
   // Every documented family is exported.
-  const std::vector<std::string> families = DocumentedGovernanceFamilies();
+  const std::vector<std::string> families = gw::testing::DocumentedFamilies("## Governance");
   ASSERT_GE(families.size(), 30u);
-  for (const std::string& f : families) EXPECT_TRUE(HasSampleOf(metrics, f)) << f;
+  for (const std::string& f : families) EXPECT_TRUE(gw::testing::HasSampleOf(metrics, f)) << f;
 
   // In the store, and the rules evaluated in the agent: vision over quota for 15 minutes.
   HttpReply q = agent.Get("/api/v1/query?query=gpu_team_over_quota%7Bteam%3D%22vision%22%7D");

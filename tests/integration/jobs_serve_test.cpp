@@ -16,6 +16,7 @@
 #include <set>
 
 #include "support/agent_process.h"
+#include "support/metrics_doc.h"
 
 namespace gw::testing {
 namespace {
@@ -51,30 +52,6 @@ std::string Squeue(long now, const std::string& node) {
          R"js(, "start_time": )js" + t(-1900) + R"js(, "end_time": )js" + t(-400) +
          R"js(, "exit_code": 0, "gres_detail": ["gpu:1(IDX:0)"], "tres_per_node": "gres:gpu:1"}
   ]})js";
-}
-
-// The family names of docs/metrics.md's task-layer section.
-std::vector<std::string> DocumentedTaskFamilies() {
-  std::ifstream in(std::string(GW_SOURCE_DIR) + "/docs/metrics.md");
-  std::vector<std::string> names;
-  const std::regex row(R"(^\| `([a-z_:]+)` \| ([a-z]+) \|)");
-  bool inside = false;
-  for (std::string l; std::getline(in, l);) {
-    if (l.rfind("## ", 0) == 0) inside = l.rfind("## Task layer", 0) == 0;
-    std::smatch m;
-    if (inside && std::regex_search(l, m, row)) names.push_back(m[1]);
-  }
-  return names;
-}
-
-bool HasSampleOf(const std::string& text, const std::string& family) {
-  for (const std::string& name : {family, family + "_bucket"}) {
-    for (char next : {'{', ' '}) {
-      const std::string start = name + next;
-      if (text.rfind(start, 0) == 0 || text.find("\n" + start) != std::string::npos) return true;
-    }
-  }
-  return false;
 }
 
 std::string ReadTree(const std::string& dir) {
@@ -161,11 +138,11 @@ TEST(JobsServe, ProcessJobsAndStandInSlurmEndToEnd) {
   }
 
   // Every family documented in the task-layer section is on /metrics, with samples.
-  const std::vector<std::string> families = DocumentedTaskFamilies();
+  const std::vector<std::string> families = gw::testing::DocumentedFamilies("## Task layer");
   ASSERT_GE(families.size(), 20u);
   for (const std::string& f : families) {
     EXPECT_NE(metrics.find("# TYPE " + f + " "), std::string::npos) << f << " has no TYPE line";
-    EXPECT_TRUE(HasSampleOf(metrics, f)) << f << " has no sample";
+    EXPECT_TRUE(gw::testing::HasSampleOf(metrics, f)) << f << " has no sample";
   }
   // And in OpenMetrics, counters without _total in the family name.
   const std::string om = agent.Get("/metrics", "application/openmetrics-text; version=1.0.0").body;
