@@ -84,8 +84,9 @@ export function gpuView(gpu, alerts, jobs) {
   };
 }
 
-// Series of /metrics whose family `keep(name)` wants: [{name, labels, value}]. The task layer's
-// families (jobs, queue, allocation, quota, cost) live on /metrics, not in the agent's store.
+// Series of /metrics whose family `keep(name)` wants: [{name, labels, value}]: the latest values
+// of the task-layer and governance families (jobs, queue, allocation, quota, cost) in one request.
+// (They are in the agent's store too; PromQL serves their history.)
 export async function scrape(keep) {
   let text;
   try {
