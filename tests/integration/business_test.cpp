@@ -128,24 +128,35 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
   EXPECT_EQ(by_gpu["0"], 1) << throttled.dump();
   EXPECT_EQ(by_gpu["1"], 0) << throttled.dump();
 
-  // The diagnosis (diagnose/, evaluated by the agent every recorded minute) links the slow service
-  // to the throttled GPU serving it, and finds nothing wrong with the healthy service.
-  agent.Advance(60);
-  HttpReply found = agent.Get("/api/gw/v1/findings");
-  ASSERT_EQ(found.status, 200) << found.body;
-  const json findings = json::parse(found.body)["data"]["findings"];
-  const json* llm_finding = nullptr;
-  for (const json& f : findings) {
-    if (f["kind"] != "business-latency") continue;
-    EXPECT_EQ(f["subject"].value("target", ""), "llm") << f.dump();
-    if (f["subject"].value("target", "") == "llm") llm_finding = &f;
+  // The diagnosis (diagnose/, evaluated by the agent once per recorded minute over the last hour)
+  // links the slow service to the throttled GPU serving it, and finds nothing wrong with the
+  // healthy service. The device finding needs its condition held for two minutes (near the
+  // thermal limit) or one (throttled while busy), and the agent's evaluation runs at its own
+  // minute boundaries, so advance a minute at a time until one evaluation names the device (at
+  // most 5 simulated minutes). Until then the latency finding may only say "not the GPUs".
+  json llm_finding;
+  std::string findings_seen;
+  for (int minute = 0; minute < 5; ++minute) {
+    agent.Advance(60);
+    HttpReply found = agent.Get("/api/gw/v1/findings");
+    ASSERT_EQ(found.status, 200) << found.body;
+    findings_seen = found.body;
+    const json reply = json::parse(found.body);
+    for (const json& f : reply["data"]["findings"]) {
+      if (f["kind"] != "business-latency") continue;
+      EXPECT_EQ(f["subject"].value("target", ""), "llm") << f.dump();
+      if (f["subject"].value("target", "") == "llm") llm_finding = f;
+    }
+    if (llm_finding.is_object() &&
+        llm_finding["cause"].get<std::string>().find("on GPU") != std::string::npos)
+      break;
   }
-  ASSERT_NE(llm_finding, nullptr) << findings.dump();
-  EXPECT_EQ((*llm_finding)["layer"], "business");
-  const std::string cause = (*llm_finding)["cause"];
-  EXPECT_NE(cause.find("on GPU 0"), std::string::npos) << cause;
-  EXPECT_NE(cause.find("thermal"), std::string::npos) << cause;
-  EXPECT_EQ((*llm_finding)["related_gpus"], json::array({"0"})) << llm_finding->dump();
+  ASSERT_TRUE(llm_finding.is_object()) << findings_seen;
+  EXPECT_EQ(llm_finding["layer"], "business");
+  const std::string cause = llm_finding["cause"];
+  EXPECT_NE(cause.find("on GPU 0"), std::string::npos) << findings_seen;
+  EXPECT_NE(cause.find("thermal"), std::string::npos) << findings_seen;
+  EXPECT_EQ(llm_finding["related_gpus"], json::array({"0"})) << llm_finding.dump();
 
   // The scraped series are in the store with their target.
   json requests = Query(agent, "sum by (target, code) (inference_requests_total)");
@@ -163,9 +174,11 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
     EXPECT_EQ(s["metric"]["gpu"], target == "llm" ? "0" : "1") << s;
     EXPECT_EQ(s["metric"]["uuid"], target == "llm" ? uuid0 : uuid1) << s;
   }
+  // The PromQL join an operator writes: slow services (worst 1-minute p95 of the last 3 minutes;
+  // the GPU cycles between SW and HW slowdown, so one instant may be fast) on GPU 0.
   json joined = Query(agent,
-                      "histogram_quantile(0.95, sum by (target, le) "
-                      "(rate(inference_request_duration_seconds_bucket[2m]))) > 0.25 "
+                      "max_over_time(histogram_quantile(0.95, sum by (target, le) "
+                      "(rate(inference_request_duration_seconds_bucket[1m])))[3m:15s]) > 0.25 "
                       "and on (target) gpu_service_info{gpu=\"0\"}");
   EXPECT_EQ(joined.size(), 1u) << joined.dump();
 
