@@ -33,7 +33,9 @@ uint64_t DirBytes(const std::string& dir) {
 int main(int argc, char** argv) {
   using namespace gw;
   if (argc < 3) {
-    std::fprintf(stderr, "usage: tsdb_bench FILE DIR [--no-wal] [--no-compact] [--query-hours H] [--block-hours H]\n");
+    std::fprintf(stderr,
+                 "usage: tsdb_bench FILE DIR [--no-wal] [--no-compact] [--query-hours H] "
+                 "[--block-hours H]\n");
     return 2;
   }
   tsdb::DBOptions o;
@@ -86,12 +88,13 @@ int main(int argc, char** argv) {
   }
   const double flush_s = Since(t2);
   const uint64_t bytes = DirBytes(o.dir);
-  std::printf("samples %llu series %zu | read %.2f s, parse+append %.2f s (%.2f M/s), flush %.2f s "
-              "(compaction %.2f s) | store total %.2f s = %.2f M samples/s | %.3f B/sample\n",
-              static_cast<unsigned long long>(samples), refs.size(), read_s, append_s,
-              samples / append_s / 1e6, flush_s, (*db)->stats().last_compaction_seconds,
-              append_s + flush_s, samples / (append_s + flush_s) / 1e6,
-              static_cast<double>(bytes) / static_cast<double>(samples));
+  std::printf(
+      "samples %llu series %zu | read %.2f s, parse+append %.2f s (%.2f M/s), flush %.2f s "
+      "(compaction %.2f s) | store total %.2f s = %.2f M samples/s | %.3f B/sample\n",
+      static_cast<unsigned long long>(samples), refs.size(), read_s, append_s,
+      samples / append_s / 1e6, flush_s, (*db)->stats().last_compaction_seconds, append_s + flush_s,
+      samples / (append_s + flush_s) / 1e6,
+      static_cast<double>(bytes) / static_cast<double>(samples));
   db->reset();
   // Queries on a fresh open (as `serve` would see them).
   auto qdb = std::move(tsdb::DB::Open(o)).value();

@@ -228,18 +228,20 @@ void Alerting::RegisterRoutes(http::Server* server) {
     std::string type = req.param("type");
     if (!type.empty() && type != "alert" && type != "record") {
       res.status = 400;
-      nlohmann::json body = {{"status", "error"},
-                             {"errorType", "bad_data"},
-                             {"error", "invalid parameter \"type\": not supported value \"" +
-                                           type + "\""}};
+      nlohmann::json body = {
+          {"status", "error"},
+          {"errorType", "bad_data"},
+          {"error", "invalid parameter \"type\": not supported value \"" + type + "\""}};
       res.body = body.dump();
       res.content_type = "application/json";
       return;
     }
-    ApiJson(res, manager_ ? manager_->RulesApi(type) : nlohmann::json{{"groups", nlohmann::json::array()}});
+    ApiJson(res, manager_ ? manager_->RulesApi(type)
+                          : nlohmann::json{{"groups", nlohmann::json::array()}});
   });
   server->Get("/api/v1/alerts", [this](const http::Request&, http::Response& res) {
-    ApiJson(res, manager_ ? manager_->AlertsApi() : nlohmann::json{{"alerts", nlohmann::json::array()}});
+    ApiJson(res,
+            manager_ ? manager_->AlertsApi() : nlohmann::json{{"alerts", nlohmann::json::array()}});
   });
   server->Post("/-/reload", [this](const http::Request&, http::Response& res) {
     Status s = Load();
@@ -253,7 +255,8 @@ void Alerting::RegisterRoutes(http::Server* server) {
 }
 
 void Alerting::RenderMetrics(collect::Format format, std::string* out) const {
-  // Counters: the sample is NAME_total; the family is NAME_total in text 0.0.4, NAME in OpenMetrics.
+  // Counters: the sample is NAME_total; the family is NAME_total in text 0.0.4, NAME in
+  // OpenMetrics.
   auto family = [out, format](const std::string& name, const char* type, const char* help,
                               double v) {
     const bool counter = std::string_view(type) == "counter";

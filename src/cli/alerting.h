@@ -81,7 +81,7 @@ class Alerting {
   std::unique_ptr<rules::Manager> manager_;
   std::unique_ptr<notify::Notifier> notifier_;
   int64_t max_queue_ = 0;
-  std::mutex eval_mu_;  // one evaluation at a time (Tick vs the wall clock)
+  std::mutex eval_mu_;                    // one evaluation at a time (Tick vs the wall clock)
   std::atomic<int64_t> eval_time_ms_{0};  // the time being evaluated (Send runs inside EvalDue)
   std::atomic<uint64_t> reloads_{0}, reload_failures_{0};
   std::atomic<bool> last_reload_ok_{true};

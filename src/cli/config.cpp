@@ -156,13 +156,20 @@ Status Receivers(const Context& ctx, const YAML::Node& node, const std::string& 
         std::string text;
         if (name == "basic_auth") {
           if (!v.IsMap())
-            return Error{ctx.Where(v) + ": " + key + ".basic_auth: expected username and password_file"};
+            return Error{ctx.Where(v) + ": " + key +
+                         ".basic_auth: expected username and password_file"};
           for (const auto& a : v) {
             const std::string an = a.first.as<std::string>();
             if (an == "username") {
-              if (Status s = Scalar(ctx, a.second, key + ".basic_auth.username", &r.basic_auth_username); !s.ok()) return s;
+              if (Status s =
+                      Scalar(ctx, a.second, key + ".basic_auth.username", &r.basic_auth_username);
+                  !s.ok())
+                return s;
             } else if (an == "password_file") {
-              if (Status s = Scalar(ctx, a.second, key + ".basic_auth.password_file", &r.basic_auth_password_file); !s.ok()) return s;
+              if (Status s = Scalar(ctx, a.second, key + ".basic_auth.password_file",
+                                    &r.basic_auth_password_file);
+                  !s.ok())
+                return s;
             } else {
               return Error{ctx.Where(a.first) + ": " + key + ".basic_auth: unknown key '" +
                            Printable(an) + "' (username, password_file)"};
@@ -175,14 +182,17 @@ Status Receivers(const Context& ctx, const YAML::Node& node, const std::string& 
           r.url = text;
         } else if (name == "timeout") {
           if (!ParseDurationSeconds(text, &r.timeout_s) || !(r.timeout_s > 0))
-            return Error{ctx.Where(v) + ": " + key + ".timeout: expected a duration such as 10s, got '" + Printable(text) + "'"};
+            return Error{ctx.Where(v) + ": " + key +
+                         ".timeout: expected a duration such as 10s, got '" + Printable(text) +
+                         "'"};
         } else if (name == "bearer_token_file") {
           r.bearer_token_file = text;
         } else if (name == "tls_ca_file") {
           r.tls_ca_file = text;
         } else if (name == "tls_insecure_skip_verify") {
           if (text != "true" && text != "false")
-            return Error{ctx.Where(v) + ": " + key + ".tls_insecure_skip_verify: expected true or false"};
+            return Error{ctx.Where(v) + ": " + key +
+                         ".tls_insecure_skip_verify: expected true or false"};
           r.tls_insecure_skip_verify = text == "true";
         } else {
           return Error{ctx.Where(field.first) + ": " + key + ": unknown key '" + Printable(name) +
@@ -194,8 +204,8 @@ Status Receivers(const Context& ctx, const YAML::Node& node, const std::string& 
       return Error{ctx.Where(item) + ": " + key + ": expected a URL or a mapping with url"};
     }
     if (r.url.rfind("http://", 0) != 0 && r.url.rfind("https://", 0) != 0)
-      return Error{ctx.Where(item) + ": " + key + ": url must start with http:// or https://, got '" +
-                   Printable(r.url) + "'"};
+      return Error{ctx.Where(item) + ": " + key +
+                   ": url must start with http:// or https://, got '" + Printable(r.url) + "'"};
     out->push_back(std::move(r));
   }
   return Status::Ok();
@@ -265,12 +275,9 @@ const std::map<std::string, Setter>& Setters() {
        Duration(
            "collect.memory_peak_interval",
            [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
-      {"rules.builtin",
-       Bool("rules.builtin", [](Config* c) -> bool& { return c->rules.builtin; })},
-      {"rules.files",
-       [](const Context& ctx, const YAML::Node& n, Config* c) {
-         return StringList(ctx, n, "rules.files", &c->rules.files);
-       }},
+      {"rules.builtin", Bool("rules.builtin", [](Config* c) -> bool& { return c->rules.builtin; })},
+      {"rules.files", [](const Context& ctx, const YAML::Node& n,
+                         Config* c) { return StringList(ctx, n, "rules.files", &c->rules.files); }},
       {"rules.evaluation_interval",
        Duration(
            "rules.evaluation_interval",
@@ -282,13 +289,19 @@ const std::map<std::string, Setter>& Setters() {
       {"rules.external_labels",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          if (!n.IsMap())
-           return Status(Error{ctx.Where(n) + ": rules.external_labels: expected a mapping of label names to values"});
+           return Status(
+               Error{ctx.Where(n) +
+                     ": rules.external_labels: expected a mapping of label names to values"});
          c->rules.external_labels.clear();
          for (const auto& item : n) {
            std::string name = item.first.as<std::string>(), value;
            if (!ValidLabelName(name))
-             return Status(Error{ctx.Where(item.first) + ": rules.external_labels: invalid label name '" + Printable(name) + "'"});
-           if (Status s = Scalar(ctx, item.second, "rules.external_labels." + name, &value); !s.ok()) return s;
+             return Status(Error{ctx.Where(item.first) +
+                                 ": rules.external_labels: invalid label name '" + Printable(name) +
+                                 "'"});
+           if (Status s = Scalar(ctx, item.second, "rules.external_labels." + name, &value);
+               !s.ok())
+             return s;
            c->rules.external_labels.emplace_back(name, value);
          }
          return Status::Ok();

@@ -36,7 +36,8 @@ struct StorageConfig {
 
 // An Alertmanager (v2 API) or webhook receiver that alerts are sent to.
 struct ReceiverConfig {
-  std::string url;  // http(s)://host:port[/path]; Alertmanager: the base URL (/api/v2/alerts is added)
+  std::string
+      url;  // http(s)://host:port[/path]; Alertmanager: the base URL (/api/v2/alerts is added)
   double timeout_s = 10;
   std::string basic_auth_username, basic_auth_password_file, bearer_token_file;
   bool tls_insecure_skip_verify = false;
@@ -45,10 +46,10 @@ struct ReceiverConfig {
 
 // Rule evaluation (Prometheus rule files) and where alerts go.
 struct RulesConfig {
-  bool builtin = true;                   // load the built-in pack (deploy/rules/, in the binary)
-  std::vector<std::string> files;        // more rule files, globs allowed
-  double evaluation_interval_s = 15;     // groups without their own `interval`
-  std::string external_url;              // "" = http://HOSTNAME:PORT
+  bool builtin = true;                // load the built-in pack (deploy/rules/, in the binary)
+  std::vector<std::string> files;     // more rule files, globs allowed
+  double evaluation_interval_s = 15;  // groups without their own `interval`
+  std::string external_url;           // "" = http://HOSTNAME:PORT
   std::vector<std::pair<std::string, std::string>> external_labels;
 };
 

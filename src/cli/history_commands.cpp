@@ -6,12 +6,12 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "cli/commands.h"
@@ -291,7 +291,8 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
           auto it = refs.find(last_series);
           if (it == refs.end()) {
             if (Status s = tsdb::ParseSeries(r.series, &labels); !s.ok()) {
-              parsed = Error{file + ": " + std::string(r.series.substr(0, 80)) + ": " + s.message()};
+              parsed =
+                  Error{file + ": " + std::string(r.series.substr(0, 80)) + ": " + s.message()};
               break;
             }
             auto ref = (*db)->GetRef(labels);

@@ -36,9 +36,9 @@ struct Flags {
   gw::cli::QueryArgs query;
   std::string import_file, export_match;
   std::vector<std::string> rule_files;  // rules check|test
-  gw::cli::JobsArgs jobs;                // jobs, jobs show
+  gw::cli::JobsArgs jobs;               // jobs, jobs show
 
-  gw::top::TopArgs top;  // top
+  gw::top::TopArgs top;            // top
   gw::cli::DiagnoseArgs diagnose;  // diagnose
   gw::cli::ReportArgs report;      // report
 };
@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
   CLI::App* rules_test = rules->add_subcommand("test", "run promtool-format rule unit tests");
   rules_test->add_option("files", flags.rule_files, "unit-test files")->required();
 
-  CLI::App* jobs = app.add_subcommand("jobs", "list jobs: finished ones from the records, running "
-                                               "ones from an agent (--url)");
+  CLI::App* jobs = app.add_subcommand("jobs",
+                                      "list jobs: finished ones from the records, running "
+                                      "ones from an agent (--url)");
   jobs->add_flag("--running", flags.jobs.running, "only jobs running now (needs --url)");
   jobs->add_option("--since", flags.jobs.since, "jobs that ended within this long (e.g. 24h)");
   jobs->add_option("--team", flags.jobs.team, "only this team's jobs");

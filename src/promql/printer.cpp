@@ -140,7 +140,6 @@ std::string GoQuote(std::string_view s) {
 
 namespace {
 
-
 const char* MatchOpText(tsdb::MatchType t) {
   switch (t) {
     case tsdb::MatchType::kEqual:

@@ -149,9 +149,12 @@ std::string EncodePlanes(std::span<const Sample> samples, int level) {
       const uint64_t p1 = i >= 1 ? static_cast<uint64_t>(k[i - 1]) : 0;
       const uint64_t p2 = i >= 2 ? static_cast<uint64_t>(k[i - 2]) : 0;
       uint64_t c;
-      if (order == 0) c = x - static_cast<uint64_t>(base);
-      else if (order == 1) c = ZigZag(static_cast<int64_t>(x - p1));
-      else c = ZigZag(static_cast<int64_t>(x - (2 * p1 - p2)));
+      if (order == 0)
+        c = x - static_cast<uint64_t>(base);
+      else if (order == 1)
+        c = ZigZag(static_cast<int64_t>(x - p1));
+      else
+        c = ZigZag(static_cast<int64_t>(x - (2 * p1 - p2)));
       codes[order][i] = c;
       cost[order] += static_cast<uint64_t>(std::bit_width(c));
     }
@@ -167,8 +170,11 @@ std::string EncodePlanes(std::span<const Sample> samples, int level) {
   int64_t prev = 0, prev_delta = 0;
   for (size_t i = 0; i < n; ++i) {
     const int64_t t = samples[i].t_ms;
-    const int64_t delta = static_cast<int64_t>(static_cast<uint64_t>(t) - static_cast<uint64_t>(prev));
-    PutVarint(&ts, i == 0 ? t : static_cast<int64_t>(static_cast<uint64_t>(delta) - static_cast<uint64_t>(prev_delta)));
+    const int64_t delta =
+        static_cast<int64_t>(static_cast<uint64_t>(t) - static_cast<uint64_t>(prev));
+    PutVarint(&ts, i == 0 ? t
+                          : static_cast<int64_t>(static_cast<uint64_t>(delta) -
+                                                 static_cast<uint64_t>(prev_delta)));
     prev_delta = i == 0 ? 0 : delta;
     prev = t;
   }
@@ -230,9 +236,12 @@ Status DecodePlanes(std::string_view in, std::vector<Sample>* out) {
   uint64_t p1 = 0, p2 = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t x;
-    if (order == 0) x = codes[i] + static_cast<uint64_t>(base);
-    else if (order == 1) x = p1 + static_cast<uint64_t>(UnZigZag(codes[i]));
-    else x = 2 * p1 - p2 + static_cast<uint64_t>(UnZigZag(codes[i]));
+    if (order == 0)
+      x = codes[i] + static_cast<uint64_t>(base);
+    else if (order == 1)
+      x = p1 + static_cast<uint64_t>(UnZigZag(codes[i]));
+    else
+      x = 2 * p1 - p2 + static_cast<uint64_t>(UnZigZag(codes[i]));
     p2 = p1;
     p1 = x;
     s[i].v = static_cast<double>(static_cast<int64_t>(x)) / pow10;

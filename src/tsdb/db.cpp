@@ -333,7 +333,7 @@ struct DB::BlockJob {
   bool had_chunk_rows = false;
   struct Window {
     int64_t window = 0;
-    std::vector<Sample> samples;  // existing block first, then newer; sorted before encoding
+    std::vector<Sample> samples;       // existing block first, then newer; sorted before encoding
     std::vector<Rollup> kept_rollups;  // of a block whose samples retention already deleted
     std::string data, rollups;
     int64_t mint = 0, maxt = 0;
@@ -477,7 +477,8 @@ Status DB::Compact() {
   }
   exec("PRAGMA incremental_vacuum");
   exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   last_compaction_seconds_ = secs;
   compaction_seconds_total_.fetch_add(secs);
   ++compactions_;
@@ -545,8 +546,7 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         sqlite3_stmt* q = sel_block.get();
         sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(BlockId(job.ref, w)));
         if (sqlite3_step(q) == SQLITE_ROW) {
-          if (!BlobColumn(q, 2).empty())
-            (void)DecodeRollups(BlobColumn(q, 2), &win.kept_rollups);
+          if (!BlobColumn(q, 2).empty()) (void)DecodeRollups(BlobColumn(q, 2), &win.kept_rollups);
           if (sqlite3_column_type(q, 1) != SQLITE_NULL) {
             const std::string_view data = BlobColumn(q, 1);
             Status dst = Crc32(data) == static_cast<uint32_t>(sqlite3_column_int64(q, 0))
@@ -576,11 +576,10 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
         if (!std::is_sorted(w.samples.begin(), w.samples.end(), by_time))
           std::stable_sort(w.samples.begin(), w.samples.end(), by_time);
-        w.samples.erase(std::unique(w.samples.begin(), w.samples.end(),
-                                    [](const Sample& a, const Sample& b) {
-                                      return a.t_ms == b.t_ms;
-                                    }),
-                        w.samples.end());
+        w.samples.erase(
+            std::unique(w.samples.begin(), w.samples.end(),
+                        [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
+            w.samples.end());
         w.data = EncodeBlock(w.samples, level);
         // Rollups are computed from the samples while they exist; only those of samples
         // retention already deleted are stored (ApplyRetention stores the rest).
@@ -674,8 +673,9 @@ Status DB::ApplyRetention(int64_t now_ms) {
   };
   {
     // Blocks whose samples expire keep their 5-minute rollups, computed now.
-    Stmt sel(sql_, "SELECT id, crc32, data, rollups FROM blocks WHERE maxt < ? AND maxt >= ? "
-                   "AND data IS NOT NULL");
+    Stmt sel(sql_,
+             "SELECT id, crc32, data, rollups FROM blocks WHERE maxt < ? AND maxt >= ? "
+             "AND data IS NOT NULL");
     Stmt upd(sql_, "UPDATE blocks SET data = NULL, crc32 = 0, rollups = ? WHERE id = ?");
     if (!sel.ok() || !upd.ok()) return fail();
     sqlite3_bind_int64(sel.get(), 1, raw_cutoff);
@@ -766,13 +766,14 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
   }
   {
-    Stmt q(sql_, "SELECT id, crc32, data, rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id");
+    Stmt q(sql_,
+           "SELECT id, crc32, data, rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id");
     if (!q.ok()) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
     sqlite3_stmt* s = q.get();
     sqlite3_bind_int64(s, 1,
                        static_cast<sqlite3_int64>(BlockId(ref, WindowOf(from, block_range_ms_))));
-    sqlite3_bind_int64(s, 2,
-                       static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
+    sqlite3_bind_int64(
+        s, 2, static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
     std::vector<Rollup> decoded;
     while (sqlite3_step(s) == SQLITE_ROW) {
       decoded.clear();
@@ -872,10 +873,10 @@ Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesPart
   {
     std::lock_guard lock(sql_mu_);
     sqlite3_stmt* s = select_blocks_;
-    sqlite3_bind_int64(s, 1,
-                       static_cast<sqlite3_int64>(BlockId(ref, WindowOf(mint_ms, block_range_ms_))));
-    sqlite3_bind_int64(s, 2,
-                       static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
+    sqlite3_bind_int64(
+        s, 1, static_cast<sqlite3_int64>(BlockId(ref, WindowOf(mint_ms, block_range_ms_))));
+    sqlite3_bind_int64(
+        s, 2, static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
     sqlite3_bind_int64(s, 3, mint_ms);
     sqlite3_bind_int64(s, 4, maxt_ms);
     int rc;
@@ -923,8 +924,9 @@ namespace {
 
 // Every sample of `parts` in one time-ordered vector, one sample per timestamp (the first seen:
 // blocks, then chunk rows, then the head).
-void Flatten(std::span<const std::span<const Sample>> block_spans, const std::vector<Sample>& chunks,
-             const std::vector<Sample>& head, std::vector<Sample>* out) {
+void Flatten(std::span<const std::span<const Sample>> block_spans,
+             const std::vector<Sample>& chunks, const std::vector<Sample>& head,
+             std::vector<Sample>* out) {
   size_t total = chunks.size() + head.size();
   for (const auto& span : block_spans) total += span.size();
   out->clear();

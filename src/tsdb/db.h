@@ -82,7 +82,7 @@ struct DBStats {
   uint64_t bytes_on_disk = 0;  // wal_bytes + sqlite_bytes
   double last_flush_seconds = 0;
   // Compaction (Flush with compact_on_flush, or Compact()).
-  uint64_t compactions = 0;          // compaction passes that wrote at least one block
+  uint64_t compactions = 0;  // compaction passes that wrote at least one block
   uint64_t blocks_written = 0;
   double compaction_seconds_total = 0;
   double last_compaction_seconds = 0;

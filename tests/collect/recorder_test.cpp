@@ -78,7 +78,9 @@ TEST(Recorder, RecordsEverySnapshotAndMarksLostSeriesStale) {
   auto nvml_up = appender.Select({{"__name__", "gpuwarden_nvml_up"}});
   ASSERT_EQ(nvml_up.size(), 1u);
   EXPECT_EQ(nvml_up[0].samples.back().v, 1);
-  EXPECT_EQ(appender.Select({{"__name__", "gpuwarden_collect_last_success_timestamp_seconds"}}).size(), 1u);
+  EXPECT_EQ(
+      appender.Select({{"__name__", "gpuwarden_collect_last_success_timestamp_seconds"}}).size(),
+      1u);
   // Series references are cached: GetRef is called once per series, not once per sample.
   EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series.size());
   // Every series of the lost GPU but gpu_up, gpu_info and its XID counter ends in one marker.

@@ -36,8 +36,9 @@ std::string Scenario(const std::string& name, const std::string& model, const st
 
 std::string Config(const std::vector<std::string>& alertmanagers,
                    const std::vector<std::string>& webhooks) {
-  std::string c = "rules:\n  evaluation_interval: 15s\n  external_labels:\n    node: sim-node-1\n"
-                  "alerting:\n  resend_delay: 1m\n";
+  std::string c =
+      "rules:\n  evaluation_interval: 15s\n  external_labels:\n    node: sim-node-1\n"
+      "alerting:\n  resend_delay: 1m\n";
   c += "  alertmanagers: [";
   for (size_t i = 0; i < alertmanagers.size(); ++i) c += (i ? ", " : "") + alertmanagers[i];
   c += "]\n  webhooks: [";
@@ -124,7 +125,9 @@ struct FaultCase {
   std::string extra_gpu_keys;
 };
 
-void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.name << " -> " << c.alert; }
+void PrintTo(const FaultCase& c, std::ostream* os) {
+  *os << c.name << " -> " << c.alert;
+}
 
 class FaultScenario : public ::testing::TestWithParam<FaultCase> {};
 
@@ -134,8 +137,7 @@ TEST_P(FaultScenario, RaisesTheAlertInTheRightLayerAndResolvesIt) {
   Alertmanager am;
   ASSERT_TRUE(am.Start()) << am.Output();
   Agent agent;
-  agent.Start(Scenario(c.name, c.model, c.faults, c.extra_gpu_keys),
-              Config({am.url()}, {}));
+  agent.Start(Scenario(c.name, c.model, c.faults, c.extra_gpu_keys), Config({am.url()}, {}));
   ASSERT_NE(agent.process->port(), 0);
 
   // Before the fault: nothing of this kind.
@@ -144,12 +146,13 @@ TEST_P(FaultScenario, RaisesTheAlertInTheRightLayerAndResolvesIt) {
 
   const double fired_at = agent.Advance(c.fire_by_s - 20);
   auto firing = agent.Alerts("firing");
-  ASSERT_EQ(firing.count(c.alert), 1u)
-      << c.alert << " not firing after " << c.fire_by_s << " s; firing: " << [&] {
-           std::string names;
-           for (auto& [n, a] : firing) names += n + " ";
-           return names;
-         }() << "\n" << agent.process->Log();
+  ASSERT_EQ(firing.count(c.alert), 1u) << c.alert << " not firing after " << c.fire_by_s
+                                       << " s; firing: " <<
+      [&] {
+        std::string names;
+        for (auto& [n, a] : firing) names += n + " ";
+        return names;
+      }() << "\n" << agent.process->Log();
   const json& a = firing[c.alert];
   EXPECT_EQ(a["labels"].value("layer", ""), c.layer);
   EXPECT_EQ(a["labels"].value("severity", ""), c.severity);
@@ -177,9 +180,9 @@ TEST_P(FaultScenario, RaisesTheAlertInTheRightLayerAndResolvesIt) {
   EXPECT_EQ(exposed, documented);
 
   // The ALERTS series is in the store, like Prometheus'.
-  HttpReply q = agent.process->Get("/api/v1/query?query=ALERTS%7Balertname%3D%22" + c.alert +
-                                   "%22%2Calertstate%3D%22firing%22%7D&time=" +
-                                   std::to_string(fired_at));
+  HttpReply q =
+      agent.process->Get("/api/v1/query?query=ALERTS%7Balertname%3D%22" + c.alert +
+                         "%22%2Calertstate%3D%22firing%22%7D&time=" + std::to_string(fired_at));
   EXPECT_NE(q.body.find(c.alert), std::string::npos) << q.body;
 
   if (c.resolve_by_s <= 0) return;
@@ -193,7 +196,8 @@ INSTANTIATE_TEST_SUITE_P(
     Pack, FaultScenario,
     ::testing::Values(
         // Cooling fails for 15 minutes: the die climbs towards this GPU's slowdown threshold.
-        FaultCase{"cooling", "H100", "      - {type: cooling_failure, at: 30s, factor: 3, duration: 15m}\n",
+        FaultCase{"cooling", "H100",
+                  "      - {type: cooling_failure, at: 30s, factor: 3, duration: 15m}\n",
                   "GpuTemperatureNearSlowdown", "device", "warning", 8 * 60, 30 * 60},
         // Two uncorrectable errors: critical at once; the volatile count stays until a reset.
         FaultCase{"ecc-dbe", "H100", "      - {type: ecc_uncorrectable, at: 45s, count: 2}\n",
@@ -202,8 +206,9 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"fall-off-bus", "H100", "      - {type: fall_off_bus, at: 30s}\n",
                   "GpuFellOffBus", "device", "critical", 3 * 60, 0},
         // The power brake holds a busy A100's clocks down for 5 minutes.
-        FaultCase{"power-brake", "A100-80GB", "      - {type: power_brake, at: 30s, duration: 5m}\n",
-                  "GpuBusyButSlowed", "device", "critical", 3 * 60, 12 * 60},
+        FaultCase{"power-brake", "A100-80GB",
+                  "      - {type: power_brake, at: 30s, duration: 5m}\n", "GpuBusyButSlowed",
+                  "device", "critical", 3 * 60, 12 * 60},
         // Correctable errors at 600/h for 20 minutes.
         FaultCase{"ecc-sbe", "H100",
                   "      - {type: ecc_correctable, at: 0s, rate_per_hour: 600, duration: 20m}\n",
@@ -224,8 +229,9 @@ TEST(Alerts, HealthyDemoRaisesNoCriticalAndNoDeviceWarningInTwoHours) {
   // Everything ALERTS ever held over the two hours, from the store.
   HttpReply r = agent.process->Get(
       "/api/v1/query?query=" +
-      std::string("count_over_time(ALERTS%7Bseverity%3D%22critical%22%7D%5B3h%5D)%20or%20"
-                  "count_over_time(ALERTS%7Blayer%3D%22device%22%2Cseverity%3D%22warning%22%7D%5B3h%5D)"));
+      std::string(
+          "count_over_time(ALERTS%7Bseverity%3D%22critical%22%7D%5B3h%5D)%20or%20"
+          "count_over_time(ALERTS%7Blayer%3D%22device%22%2Cseverity%3D%22warning%22%7D%5B3h%5D)"));
   ASSERT_EQ(r.status, 200) << r.body;
   json j = json::parse(r.body);
   EXPECT_TRUE(j["data"]["result"].empty()) << j["data"]["result"].dump(1);
@@ -280,9 +286,10 @@ TEST(Alerts, EveryTransitionArrivesAcrossAnAlertmanagerOutageAndARestart) {
   ASSERT_TRUE(am.Start()) << am.Output();
   hook = std::make_unique<WebhookReceiver>(hook_port);
   ASSERT_TRUE(hook->Start());
-  EXPECT_TRUE(WaitFor([&] { return ActiveInAlertmanager(am).count("GpuUncorrectableEccError") == 1; },
-                      60))
-      << am.Alerts().dump() << "\n" << second.process->Log();
+  EXPECT_TRUE(
+      WaitFor([&] { return ActiveInAlertmanager(am).count("GpuUncorrectableEccError") == 1; }, 60))
+      << am.Alerts().dump() << "\n"
+      << second.process->Log();
   EXPECT_EQ(ActiveInAlertmanager(am).count("GpuBusyButSlowed"), 0u);
   bool resolved_brake = false, firing_ecc = false;
   EXPECT_TRUE(WaitFor(
@@ -307,10 +314,12 @@ TEST(Alerts, EveryTransitionArrivesAcrossAnAlertmanagerOutageAndARestart) {
 TEST(Alerts, BadRuleFileIsRefusedWithFileAndLineAndTheLoadedRulesKeepRunning) {
   Agent agent;
   const std::string rules = agent.dir / "mine.yml";
-  WriteFile(rules,
-            "groups:\n  - name: mine\n    rules:\n      - alert: AlwaysOn\n        expr: vector(1)\n"
-            "        labels: {severity: info, layer: device}\n");
-  WriteFile(agent.dir / "gpuwarden.yaml", "rules:\n  evaluation_interval: 15s\n  files: [" + rules + "]\n");
+  WriteFile(
+      rules,
+      "groups:\n  - name: mine\n    rules:\n      - alert: AlwaysOn\n        expr: vector(1)\n"
+      "        labels: {severity: info, layer: device}\n");
+  WriteFile(agent.dir / "gpuwarden.yaml",
+            "rules:\n  evaluation_interval: 15s\n  files: [" + rules + "]\n");
   agent.process = std::make_unique<AgentProcess>(std::vector<std::string>{
       "--simulate", "demo", "--sim-clock", "stepped", "--config", agent.dir / "gpuwarden.yaml"});
   ASSERT_NE(agent.process->port(), 0);
@@ -318,8 +327,9 @@ TEST(Alerts, BadRuleFileIsRefusedWithFileAndLineAndTheLoadedRulesKeepRunning) {
   ASSERT_EQ(agent.Alerts("firing").count("AlwaysOn"), 1u) << agent.process->Log();
 
   // Broken: an expression that does not parse on line 5.
-  WriteFile(rules,
-            "groups:\n  - name: mine\n    rules:\n      - alert: AlwaysOn\n        expr: vector(1\n");
+  WriteFile(
+      rules,
+      "groups:\n  - name: mine\n    rules:\n      - alert: AlwaysOn\n        expr: vector(1\n");
   HttpReply r = HttpPost(agent.process->port(), "/-/reload");
   EXPECT_EQ(r.status, 500);
   EXPECT_NE(r.body.find(rules + ":5"), std::string::npos) << r.body;

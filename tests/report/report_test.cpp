@@ -135,8 +135,10 @@ TEST(Report, ImportedTeamsQuotasCostAndQueueAreShownAndDriveTheRecommendation) {
         "partition=\"gpu\"} " +
         std::to_string(600 * 2 * t) + ts;
     text += "gpu_team_quota_gpus{team=\"research\"} 4" + ts;
-    text += "gpu_cost_allocation_total{team=\"research\"} " + std::to_string(2 * t / 3600 * 2.5) + ts;
-    text += "gpu_cost_idle_allocated_total{team=\"research\"} " + std::to_string(0.5 * t / 3600 * 2.5) + ts;
+    text +=
+        "gpu_cost_allocation_total{team=\"research\"} " + std::to_string(2 * t / 3600 * 2.5) + ts;
+    text += "gpu_cost_idle_allocated_total{team=\"research\"} " +
+            std::to_string(0.5 * t / 3600 * 2.5) + ts;
     for (int b = 0; b < 4; ++b)
       text += "gpu_job_queue_wait_seconds_bucket{partition=\"gpu\",le=\"" + std::string(les[b]) +
               "\"} " + std::to_string(b >= 2 ? k / 8 : 0) + ts;

@@ -38,13 +38,28 @@ TEST(Block, RoundTripsEveryKindOfSeriesBitExactly) {
       const int64_t t = t0 + i * 1000 + (kind == 5 ? static_cast<int64_t>(rng() % 11) - 5 : 0);
       double v = 0;
       switch (kind) {
-        case 0: v = 42; break;                                                  // constant
-        case 1: v = 690 + static_cast<double>(rng() % 3000) / 1000; break;      // W, 3 decimals
-        case 2: acc += static_cast<double>(rng() % 3000) / 1000; v = acc; break;  // counter
-        case 3: v = std::bit_cast<double>(rng()); break;                          // any bits
-        case 4: v = i % 100 == 0 ? StaleNaN() : static_cast<double>(rng() % 100); break;
-        case 5: v = static_cast<double>(rng() % 5); break;                        // jittered t
-        case 6: v = -static_cast<double>(i) * 1e6; break;                         // negative
+        case 0:
+          v = 42;
+          break;  // constant
+        case 1:
+          v = 690 + static_cast<double>(rng() % 3000) / 1000;
+          break;  // W, 3 decimals
+        case 2:
+          acc += static_cast<double>(rng() % 3000) / 1000;
+          v = acc;
+          break;  // counter
+        case 3:
+          v = std::bit_cast<double>(rng());
+          break;  // any bits
+        case 4:
+          v = i % 100 == 0 ? StaleNaN() : static_cast<double>(rng() % 100);
+          break;
+        case 5:
+          v = static_cast<double>(rng() % 5);
+          break;  // jittered t
+        case 6:
+          v = -static_cast<double>(i) * 1e6;
+          break;  // negative
       }
       if (kind == 3 && std::isnan(v)) v = 1;  // any NaN payload is tested in case 4 too
       s.push_back({t, v});
@@ -99,7 +114,8 @@ TEST(Block, CorruptBlocksFailCleanly) {
 TEST(Block, RollupsRoundTrip) {
   std::vector<Sample> s;
   for (int i = 0; i < 7200; ++i)
-    s.push_back({1'700'000'000'000 + i * 1000LL, i % 61 == 0 ? std::nan("") : (i * 13) % 101 / 4.0});
+    s.push_back(
+        {1'700'000'000'000 + i * 1000LL, i % 61 == 0 ? std::nan("") : (i * 13) % 101 / 4.0});
   std::vector<Rollup> want, got;
   AddToRollups(s, &want);
   ASSERT_TRUE(DecodeRollups(EncodeRollups(want), &got).ok());
