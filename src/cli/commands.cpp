@@ -15,8 +15,8 @@
 #include "collect/exposition.h"
 #include "http/prom_api.h"
 #include "http/server.h"
-#include "web/console.h"
 #include "scrape/scraper.h"
+#include "web/console.h"
 
 namespace gw::cli {
 
@@ -111,7 +111,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   // Alerting: rules evaluated right after each recorded snapshot, at its time.
   Alerting alerting(config, db.get(), ListenPort(config.listen), logger);
   alerting.StartNotifier();
-  (void)alerting.Load();  // a bad rule file is logged; serve runs without those rules
+  (void)alerting.Load();             // a bad rule file is logged; serve runs without those rules
   JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
   // Its families go into the store too, before the rules run on each snapshot (task-layer rules).
   if (appender) jobs.RecordSeriesInto(appender.get());
@@ -128,19 +128,30 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   findings.Start();
   if (rec) {
     StoreAppender* app = appender.get();
-    rec->SetAfterRecord(
-        [&alerting, &jobs, &governance, &findings, &scraper, stepped, app](
-            const collect::Snapshot& s, int64_t t_ms) {
-          if (stepped) scraper.ScrapeDue(t_ms);  // scrapes follow the simulated clock
-          if (scraper.Drain(app, s) > 0) (void)app->Commit();
-          jobs.OnSnapshot(s);
-          governance.OnSnapshot(s, t_ms);
-          alerting.Tick(t_ms);
-          findings.Tick(t_ms);
-        });
+    rec->SetAfterRecord([&alerting, &jobs, &governance, &findings, &scraper, stepped, app](
+                            const collect::Snapshot& s, int64_t t_ms) {
+      if (stepped) scraper.ScrapeDue(t_ms);  // scrapes follow the simulated clock
+      if (scraper.Drain(app, s) > 0) (void)app->Commit();
+      jobs.OnSnapshot(s);
+      governance.OnSnapshot(s, t_ms);
+      alerting.Tick(t_ms);
+      findings.Tick(t_ms);
+    });
     if (!stepped) rec->Start();
   }
   Agent agent(config, logger);
+  // On every way out, an early error return below included: stop the producers before what their
+  // threads call is destroyed. The collector publishes to the recorder, whose after-record hook
+  // calls alerting, jobs, governance, findings and the scraper — all declared above, so destroyed
+  // after this guard. (Both Stop()s may run twice: the shutdown path calls them too.)
+  struct StopProducers {
+    Agent* agent;
+    collect::Recorder* recorder;
+    ~StopProducers() {
+      agent->Stop();
+      if (recorder != nullptr) recorder->Stop();
+    }
+  } stop_producers{&agent, rec};
   collect::Collector::PublishListener listener = nullptr;
   if (rec && stepped) {
     listener = [rec](std::shared_ptr<const collect::Snapshot> s) { rec->RecordNow(*s); };
