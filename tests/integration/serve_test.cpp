@@ -1,6 +1,10 @@
 // `gpuwarden serve` as a user runs it: a separate process on loopback, the simulator loaded by
 // dlopen, scraped over HTTP in stepped virtual time, linted by the real promtool.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "support/agent_process.h"
 
@@ -104,6 +108,31 @@ TEST(Serve, BadConfigNamesFileAndLine) {
   int code = RunCommand({GpuwardenBinary(), "serve", "--config", dir / "gpuwarden.yaml"}, &out);
   EXPECT_EQ(code, 2);
   EXPECT_NE(out.find(dir / "gpuwarden.yaml:3: collect.interval"), std::string::npos) << out;
+}
+
+// A port another process holds: serve says which address and why, and exits 1 cleanly (the
+// collector, recorder, rules and task layer it had started are stopped in order, no crash).
+TEST(Serve, AListenPortInUseIsAClearErrorAndACleanExit) {
+  TempDir dir;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string listen_at = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  std::string out;
+  const int code = RunCommand({GpuwardenBinary(), "serve", "--simulate", "demo", "--listen",
+                               listen_at, "--data-dir", dir / "data"},
+                              &out);
+  close(fd);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("listen " + listen_at + ": "), std::string::npos) << out;
+  EXPECT_NE(out.find("in use"), std::string::npos) << out;
 }
 
 TEST(Serve, BadScenarioIsAClearError) {
