@@ -264,7 +264,11 @@ TEST_F(SlurmIntegration, EndToEndSimulatedGpusAttributionAndRecords) {
   EXPECT_FALSE(r.gpu->idle_while_allocated);
   EXPECT_GE(r.gpu->util_max_pct, 85);
   EXPECT_GT(r.gpu->energy_j, 0);
-  EXPECT_NEAR(r.gpu->energy_j, r.gpu->power_integral_j, 0.01 * r.gpu->power_integral_j);
+  // The energy counter is exact; the power integral is a trapezoid over this loop's samples, taken
+  // in real time: on a loaded machine (CI under other builds) the gaps between samples grow to
+  // seconds and the ramps at the job's start and end are cut (measured 1.09% off at load 11). A
+  // units or attribution error would be off by far more than 3%.
+  EXPECT_NEAR(r.gpu->energy_j, r.gpu->power_integral_j, 0.03 * r.gpu->power_integral_j);
   EXPECT_DOUBLE_EQ(r.gpu->gpu_seconds, 2.0 * static_cast<double>(r.end_time - r.start_time));
   ASSERT_TRUE(r.gpu->start_latency_s.has_value());
   auto idle_record = (*reopened)->Find(idle);
