@@ -124,7 +124,8 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
-  FindingsService findings(db.get(), stepped, logger);  // diagnose/ over the store
+  FindingsService findings(db.get(), stepped, logger, config.diagnose,
+                           appender.get());  // diagnose/ over the store; /metrics, the store
   findings.Start();
   if (rec) {
     StoreAppender* app = appender.get();
@@ -175,12 +176,14 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs, &scraper, &governance](collect::Format f, std::string* out) {
-    alerting.RenderMetrics(f, out);
-    jobs.RenderMetrics(f, out);
-    scraper.RenderMetrics(f, out);
-    governance.RenderMetrics(f, out);
-  });
+  page.SetExtra(
+      [&alerting, &jobs, &scraper, &governance, &findings](collect::Format f, std::string* out) {
+        alerting.RenderMetrics(f, out);
+        jobs.RenderMetrics(f, out);
+        scraper.RenderMetrics(f, out);
+        governance.RenderMetrics(f, out);
+        findings.RenderMetrics(f, out);
+      });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
   jobs.RegisterRoutes(server->get());

@@ -218,6 +218,13 @@ Setter Governance(const std::string& key) {
   };
 }
 
+// A `diagnose.*` key, parsed by cli/diagnose_config.cpp.
+Setter Diagnose(const std::string& key) {
+  return [key](const Context& ctx, const YAML::Node& node, Config* c) {
+    return ParseDiagnoseKey(ctx.file, key, node, &c->diagnose);
+  };
+}
+
 const std::map<std::string, Setter>& Setters() {
   static const std::map<std::string, Setter> setters = {
       {"listen", String(&Config::listen)},
@@ -402,6 +409,28 @@ const std::map<std::string, Setter>& Setters() {
       {"governance.prices.gpu_hour", Governance("governance.prices.gpu_hour")},
       {"governance.prices.energy_kwh", Governance("governance.prices.energy_kwh")},
       {"governance.prices.currency", Governance("governance.prices.currency")},
+      {"diagnose.window", Diagnose("diagnose.window")},
+      {"diagnose.interval", Diagnose("diagnose.interval")},
+      {"diagnose.thresholds.busy_utilization", Diagnose("diagnose.thresholds.busy_utilization")},
+      {"diagnose.thresholds.throttled_share", Diagnose("diagnose.thresholds.throttled_share")},
+      {"diagnose.thresholds.power_cap_lowered", Diagnose("diagnose.thresholds.power_cap_lowered")},
+      {"diagnose.thresholds.memory_bound_mem_util",
+       Diagnose("diagnose.thresholds.memory_bound_mem_util")},
+      {"diagnose.thresholds.memory_bound_factor",
+       Diagnose("diagnose.thresholds.memory_bound_factor")},
+      {"diagnose.thresholds.memory_pressure", Diagnose("diagnose.thresholds.memory_pressure")},
+      {"diagnose.thresholds.memory_spike", Diagnose("diagnose.thresholds.memory_spike")},
+      {"diagnose.thresholds.idle_utilization", Diagnose("diagnose.thresholds.idle_utilization")},
+      {"diagnose.thresholds.starved_utilization",
+       Diagnose("diagnose.thresholds.starved_utilization")},
+      {"diagnose.thresholds.thermal_margin_c", Diagnose("diagnose.thresholds.thermal_margin_c")},
+      {"diagnose.thresholds.ecc_review_count", Diagnose("diagnose.thresholds.ecc_review_count")},
+      {"diagnose.thresholds.ecc_horizon", Diagnose("diagnose.thresholds.ecc_horizon")},
+      {"diagnose.thresholds.queue_wait_p90", Diagnose("diagnose.thresholds.queue_wait_p90")},
+      {"diagnose.thresholds.congestion_ratio", Diagnose("diagnose.thresholds.congestion_ratio")},
+      {"diagnose.thresholds.quota_over", Diagnose("diagnose.thresholds.quota_over")},
+      {"diagnose.thresholds.quota_under", Diagnose("diagnose.thresholds.quota_under")},
+      {"diagnose.thresholds.latency_factor", Diagnose("diagnose.thresholds.latency_factor")},
   };
   return setters;
 }
@@ -480,6 +509,7 @@ Status Validate(const Config& c) {
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")
     return Error{"log_level must be debug, info, warn or error, not '" + c.log_level + "'"};
+  if (Status s = ValidateDiagnose(c.diagnose); !s.ok()) return s;
   return Status::Ok();
 }
 

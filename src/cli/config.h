@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "cli/diagnose_config.h"
 #include "cli/governance_config.h"
 #include "collect/collector.h"
 #include "scrape/target.h"
@@ -96,6 +97,7 @@ struct Config {
   TeamsConfig teams;
   ScrapeConfig scrape;
   GovernanceConfig governance;  // cli/governance_config.h
+  DiagnoseConfig diagnose;      // cli/diagnose_config.h: findings thresholds, window, interval
 };
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.

@@ -201,7 +201,8 @@ int main(int argc, char** argv) {
   diagnose->add_option("--gpu", flags.diagnose.gpu, "only this GPU (index or UUID)");
   diagnose->add_option("--job", flags.diagnose.job, "only this job and the GPUs it held");
   diagnose->add_option("--team", flags.diagnose.team, "only this team, its jobs and their GPUs");
-  diagnose->add_option("--since", flags.diagnose.since, "how far back to look (default 1h)");
+  diagnose->add_option("--since", flags.diagnose.since,
+                       "how far back to look (default diagnose.window: 1h)");
   diagnose->add_option("--time", flags.diagnose.time,
                        "evaluate at this time (Unix seconds or RFC 3339; default now)");
   diagnose->add_flag("--json", flags.diagnose.json, "the API's JSON instead of text");
@@ -215,6 +216,8 @@ int main(int argc, char** argv) {
                      "the end of the period (Unix seconds or RFC 3339; default now)");
   report->add_option("--out", flags.report.out, "file to write (default stdout)");
   report->add_flag("--json", flags.report.json, "the report's data as JSON instead of HTML");
+  report->add_option("--url", flags.report.url,
+                     "have a running gpuwarden at this URL build it (while it holds the data dir)");
   report->add_option("--data-dir", flags.data_dir, "history store directory");
   report->add_option("--config", flags.config_file, "YAML configuration file");
 

@@ -347,6 +347,20 @@ Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engin
   return out;
 }
 
+const std::vector<KindLayer>& Kinds() {
+  static const std::vector<KindLayer> kinds = [] {
+    std::vector<KindLayer> out;
+    for (const Check& check : Checks()) {
+      bool seen = false;
+      for (const KindLayer& k : out) seen = seen || k.kind == check.kind;
+      if (!seen) out.push_back(KindLayer{check.kind, check.layer});
+    }
+    out.push_back(KindLayer{"business-latency", Layer::kBusiness});
+    return out;
+  }();
+  return kinds;
+}
+
 Diagnosis Filter(const Diagnosis& diagnosis, const FindingFilter& filter) {
   if (filter.gpu.empty() && filter.job.empty() && filter.team.empty()) return diagnosis;
   Diagnosis out = diagnosis;

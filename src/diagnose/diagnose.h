@@ -47,6 +47,14 @@ enum class Severity { kCritical, kWarning, kInfo };
 std::string_view LayerName(Layer layer);           // "device", "task", ...
 std::string_view SeverityName(Severity severity);  // "critical", "warning", "info"
 
+// Every kind Diagnose() can raise, with its layer, in the order checks run (business last): for
+// exporters that show a count per kind, 0 included.
+struct KindLayer {
+  std::string_view kind;
+  Layer layer;
+};
+const std::vector<KindLayer>& Kinds();
+
 struct Evidence {
   std::string what;  // "share of time the clocks were held down by sw_power_cap (avg)"
   double value = 0;

@@ -157,6 +157,17 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
   EXPECT_NE(cause.find("on GPU 0"), std::string::npos) << findings_seen;
   EXPECT_NE(cause.find("thermal"), std::string::npos) << findings_seen;
   EXPECT_EQ(llm_finding["related_gpus"], json::array({"0"})) << llm_finding.dump();
+  // The same finding on /metrics, from the same evaluation (Prometheus at fleet scale sees it).
+  if (llm_finding["active"].get<bool>()) {
+    const std::vector<Sample> page = ParseExposition(agent.Get("/metrics").body);
+    EXPECT_EQ(Value(page, "gpuwarden_finding_active",
+                    {{"kind", "business-latency"},
+                     {"target", "llm"},
+                     {"cause", cause},
+                     {"severity", llm_finding["severity"].get<std::string>()}}),
+              1)
+        << findings_seen;
+  }
 
   // The scraped series are in the store with their target.
   json requests = Query(agent, "sum by (target, code) (inference_requests_total)");
