@@ -1,10 +1,11 @@
 // The business layer end to end: `gpuwarden serve` on the inference-thermal scenario (stepped
 // clock) with two real simulated inference services (gw-inference-sim) as host processes — one on
-// GPU 0, which loses its cooling at 60 s, one on healthy GPU 1 — scraped as targets with their
-// GPUs, plus a target nobody serves. Checks: the latency alert fires for the service on the
-// throttled GPU (and only for it) while that GPU throttles, with its target label, in
-// /api/v1/alerts; the scraped series and gpu_service_info are queryable through /api/v1/query; the
-// dead target reads gpuwarden_scrape_up 0 while the agent carries on; a bad scrape config is
+// GPU 0, which loses its cooling (at 300 s here rather than the built-in 60 s, so that finding the
+// services, which takes real time, is always over before the fault), one on healthy GPU 1 — scraped
+// as targets with their GPUs, plus a target nobody serves. Checks: the latency alert fires for the
+// service on the throttled GPU (and only for it) while that GPU throttles, with its target label,
+// in /api/v1/alerts; the scraped series and gpu_service_info are queryable through /api/v1/query;
+// the dead target reads gpuwarden_scrape_up 0 while the agent carries on; a bad scrape config is
 // refused with FILE:LINE.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -81,10 +82,20 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
                 "/metrics', gpus: [1]}\n"
                 "    - {name: dead, url: 'http://127.0.0.1:" +
                 std::to_string(dead_port) + "/metrics', timeout: 1s}\n");
+  // The built-in scenario with the fault moved from 60 s to 300 s: the simulator finds the services
+  // on a real-time scan while the test steps simulated time, and on a loaded machine that took
+  // long enough for the "before the fault" checks to run after it.
+  std::string scenario = ReadFile(std::string(GW_SOURCE_DIR) + "/scenarios/inference-thermal.yaml");
+  const std::string fault_at = "{type: cooling_failure, at: 60s, factor: 6}";
+  ASSERT_NE(scenario.find(fault_at), std::string::npos) << scenario;
+  scenario.replace(scenario.find(fault_at), fault_at.size(),
+                   "{type: cooling_failure, at: 300s, factor: 6}");
+  WriteFile(dir / "inference-thermal.yaml", scenario);
   StateDirEnv env(state);
-  AgentProcess agent({"--simulate", "inference-thermal", "--sim-clock", "stepped", "--config",
-                      dir / "gpuwarden.yaml"});
+  AgentProcess agent({"--simulate", dir / "inference-thermal.yaml", "--sim-clock", "stepped",
+                      "--config", dir / "gpuwarden.yaml"});
   ASSERT_NE(agent.port(), 0);
+  const double started_at = json::parse(agent.Get("/api/snapshot").body)["taken_at"];
 
   // The simulator finds the services on its next scan (real time), the collector lists them on a
   // slow cycle (simulated time).
@@ -99,8 +110,11 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
   const json snap = json::parse(agent.Get("/api/snapshot").body);
   const std::string uuid0 = snap["gpus"][0]["uuid"], uuid1 = snap["gpus"][1]["uuid"];
 
-  // Before the cooling failure (60 s) the services are fast and nothing fires.
+  // Before the cooling failure (300 s) the services are fast and nothing fires.
   agent.Advance(30);
+  const double elapsed =
+      json::parse(agent.Get("/api/snapshot").body)["taken_at"].get<double>() - started_at;
+  ASSERT_LT(elapsed, 280) << "finding the services took too long in simulated time";
   EXPECT_TRUE(Firing(agent, "InferenceLatencyHigh").empty());
   json p95 = Query(agent,
                    "histogram_quantile(0.95, sum by (target, le) "
@@ -108,9 +122,9 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
   ASSERT_EQ(p95.size(), 2u) << p95.dump();
   for (const json& s : p95) EXPECT_LT(std::stod(s["value"][1].get<std::string>()), 0.25) << s;
 
-  // Then GPU 0 overheats; advance until the latency alert fires (at most 10 simulated minutes).
+  // Then GPU 0 overheats; advance until the latency alert fires (at most 15 simulated minutes).
   std::vector<json> firing;
-  for (int i = 0; i < 40 && firing.empty(); ++i) {
+  for (int i = 0; i < 60 && firing.empty(); ++i) {
     agent.Advance(15);
     firing = Firing(agent, "InferenceLatencyHigh");
   }
