@@ -132,6 +132,7 @@ JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOption
     o.timeout_s = std::min(10.0, std::max(1.0, config.jobs.poll_interval_s));
     poller_ = std::make_unique<jobs::SlurmPoller>(o, logger);
   }
+  queue_api_ = std::make_unique<QueueApi>(poller_.get(), &teams_);
 }
 
 JobsService::~JobsService() {
@@ -418,7 +419,15 @@ std::optional<std::string> JobsService::JobJson(const std::string& job_id) const
   return document(*json);
 }
 
+std::string JobsService::QueueJson(const std::string& team) const {
+  return queue_api_->Json(team, WallNowS());  // the poller's clock
+}
+
 void JobsService::RegisterRoutes(http::Server* server) {
+  server->Get("/api/gw/v1/queue", [this](const http::Request& req, http::Response& res) {
+    res.body = QueueJson(req.param("team"));
+    res.content_type = "application/json";
+  });
   server->Get("/api/gw/v1/jobs", [this](const http::Request& req, http::Response& res) {
     JobsQuery q;
     const std::string running = req.param("running");

@@ -6,7 +6,7 @@
 //   recorder.SetAfterRecord([&](const Snapshot& s, int64_t) { jobs.OnSnapshot(s); });
 //   page.SetExtra([&](Format f, std::string* out) { jobs.RenderMetrics(f, out); });
 //   jobs.RecordSeriesInto(&store_appender);              // the same families into the store
-//   jobs.RegisterRoutes(server);                         // GET /api/gw/v1/jobs[/<id>]
+//   jobs.RegisterRoutes(server);                         // GET /api/gw/v1/jobs[/<id>], /queue
 //   ...
 //   jobs.Stop();                                         // also done by the destructor
 //
@@ -54,6 +54,7 @@
 #include "base/log.h"
 #include "cli/config.h"
 #include "cli/jobs_series.h"
+#include "cli/queue_api.h"
 #include "collect/exposition.h"
 #include "collect/snapshot.h"
 #include "jobs/attribution.h"
@@ -110,7 +111,8 @@ class JobsService {
   // OnSnapshot must run on its writer thread. Call before the first OnSnapshot.
   void RecordSeriesInto(collect::SampleAppender* appender);
 
-  // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T) and GET /api/gw/v1/jobs/<id>.
+  // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T), GET /api/gw/v1/jobs/<id>, and
+  // GET /api/gw/v1/queue (?team=T; cli/queue_api.h).
   void RegisterRoutes(http::Server* server);
 
   // The API's documents: {"status":"success","data":{"jobs":[...]}} and one job's
@@ -118,6 +120,8 @@ class JobsService {
   // jobs.jsonl (jobs/job_records.h); running jobs have state "RUNNING" and end_time 0.
   std::string JobsJson(const JobsQuery& query) const;
   std::optional<std::string> JobJson(const std::string& job_id) const;
+  // The queue document of cli/queue_api.h (the last poll's pending jobs; no Slurm call).
+  std::string QueueJson(const std::string& team) const;
 
   // Read-only views for the platform layer (cli/governance_service.h), as of the last snapshot.
   struct HeldGpus {
@@ -165,6 +169,7 @@ class JobsService {
   std::unique_ptr<jobs::JobRecordStore> store_;
   std::unique_ptr<jobs::SlurmPoller> poller_;
   jobs::TeamMap teams_;
+  std::unique_ptr<QueueApi> queue_api_;  // the pending jobs of the poller's last poll
 
   mutable std::mutex mu_;
   jobs::Attributor attributor_;

@@ -74,9 +74,7 @@ double Allocated(const jobs::SlurmJob& j) {
 }
 
 double Requested(const jobs::SlurmJob& j) {
-  if (j.gpus.total > 0) return j.gpus.total;
-  if (j.gpus.per_job > 0) return j.gpus.per_job;
-  return j.gpus.per_node;
+  return j.RequestedGpus();
 }
 
 // Nearest-rank quantile of sorted values.

@@ -271,6 +271,15 @@ SlurmHealth SlurmPoller::Health() const {
   return table_.health();
 }
 
+std::vector<SlurmJob> SlurmPoller::PendingJobs(SlurmHealth* health) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SlurmJob> out;
+  for (const auto& [id, job] : table_.jobs())
+    if (job.state == JobState::kPending) out.push_back(job);
+  if (health) *health = table_.health();
+  return out;
+}
+
 std::vector<JobEvent> SlurmPoller::TakeEvents() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<JobEvent> out;

@@ -20,7 +20,7 @@
 // last seen running or pending is closed with a "vanished" event at the poll time.
 //
 // Threading: SlurmJobTable is not synchronised (one owner). SlurmPoller is thread-safe: `Jobs()`,
-// `TakeEvents()` and `Health()` may be called from any thread.
+// `PendingJobs()`, `TakeEvents()` and `Health()` may be called from any thread.
 #ifndef GPUWARDEN_JOBS_SLURM_H_
 #define GPUWARDEN_JOBS_SLURM_H_
 
@@ -90,6 +90,11 @@ struct SlurmJob {
   std::string tres_alloc;
   std::string qos;      // "qos" (governance exemptions)
   std::string comment;  // "comment" (--comment; governance exemption tags)
+  // "priority": the scheduler's order among pending jobs (higher first).
+  std::int64_t priority = 0;
+
+  // GPUs the job asks for: the TRES total, else --gpus, else per node (pending jobs' demand).
+  unsigned RequestedGpus() const;
 
   // start_time set and the job really ran (not pending, not cancelled while pending, not rejected).
   bool started() const;
@@ -126,6 +131,7 @@ struct SlurmHealth {
   std::uint64_t failures_total = 0;
   std::uint64_t polls_total = 0;
   std::string last_error;
+  std::uint64_t successes_total() const { return polls_total - failures_total; }
   // Seconds since the last successful poll, at `now_s` (0 when up; since the first attempt if never
   // up).
   double StalenessS(double now_s) const;
@@ -180,6 +186,8 @@ class SlurmPoller {
 
   std::map<std::string, SlurmJob> Jobs() const;
   SlurmHealth Health() const;
+  // The pending jobs of the last successful poll and the health as of that moment, read together.
+  std::vector<SlurmJob> PendingJobs(SlurmHealth* health) const;
   std::vector<JobEvent> TakeEvents();  // events since the last call (bounded: oldest dropped)
 
  private:

@@ -127,6 +127,12 @@ bool SlurmJob::started() const {
   return true;
 }
 
+unsigned SlurmJob::RequestedGpus() const {
+  if (gpus.total > 0) return gpus.total;
+  if (gpus.per_job > 0) return gpus.per_job;
+  return gpus.per_node;
+}
+
 std::optional<std::int64_t> SlurmJob::QueueWaitS() const {
   if (!started() || eligible_time <= 0) return std::nullopt;
   return start_time - eligible_time;
@@ -233,6 +239,7 @@ Expected<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     if (job.gpus.total == 0) job.gpus.total = ParseTresGpuCount(Str(j, "tres_req_str"));
     job.qos = Str(j, "qos");
     job.comment = Str(j, "comment");
+    job.priority = Int(j, "priority");
     jobs.push_back(std::move(job));
   }
   return jobs;

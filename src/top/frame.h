@@ -44,6 +44,14 @@ struct AlertView {
 };
 
 // One poll of a source.
+// The scheduler's queue as an agent reports it (GET /api/gw/v1/queue): remote sources only.
+struct QueueSummary {
+  bool shown = false;  // the agent knows a queue (it polls Slurm and a poll has succeeded)
+  bool up = true;      // its last poll succeeded; else these are the last known figures
+  std::size_t jobs = 0;
+  double longest_wait_s = 0;
+};
+
 struct Reading {
   std::shared_ptr<const collect::Snapshot> snapshot;  // never null
   // The agent's health verdict per GPU index when the source has one (remote); else computed
@@ -55,6 +63,7 @@ struct Reading {
   // Why alerts (or jobs) are not shown, e.g. "alerts come from an agent: use --url"; "" if shown.
   std::string alerts_note;
   std::string jobs_note;
+  QueueSummary queue;
 };
 
 struct GpuView {
@@ -96,6 +105,7 @@ struct Frame {
   std::vector<GpuView> gpus;  // in the snapshot's order (by index)
   std::vector<AlertView> alerts;
   std::string alerts_note, jobs_note;
+  QueueSummary queue;
   // The last poll failed (an unreachable agent): the frame shows the previous data and this.
   std::string error;
 };

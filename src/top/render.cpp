@@ -45,6 +45,20 @@ const char* Mark(const GpuView& g) {
   return g.worst == Severity::kCritical ? "!!" : g.worst == Severity::kWarning ? "! " : "  ";
 }
 
+// A wait as "2d 3h", "1h 05m", "4m 09s" or "12s", into `out` (no allocation).
+void FormatWait(double seconds, char* out, std::size_t size) {
+  const long long s = seconds > 0 ? std::llround(seconds) : 0;
+  if (s >= 86400) {
+    std::snprintf(out, size, "%lldd %lldh", s / 86400, s % 86400 / 3600);
+  } else if (s >= 3600) {
+    std::snprintf(out, size, "%lldh %02lldm", s / 3600, s % 3600 / 60);
+  } else if (s >= 60) {
+    std::snprintf(out, size, "%lldm %02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(out, size, "%llds", s);
+  }
+}
+
 }  // namespace
 
 // One line of output: counts visible columns (escape codes take none, a UTF-8 sequence one),
@@ -218,6 +232,14 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, Line& line
       std::strftime(buffer, sizeof buffer, " | %Y-%m-%d %H:%M:%SZ", &tm);
       line.Text(buffer);
     }
+  }
+  if (frame.queue.shown) {
+    char wait[32];
+    FormatWait(frame.queue.longest_wait_s, wait, sizeof wait);
+    char buffer[96];
+    std::snprintf(buffer, sizeof buffer, " | queued %zu, longest wait %s%s", frame.queue.jobs,
+                  frame.queue.jobs ? wait : "-", frame.queue.up ? "" : " (Slurm not answering)");
+    line.Text(buffer);
   }
   if (line.screen()) {
     line.Text(" | sort: ");

@@ -157,6 +157,26 @@ Expected<std::map<unsigned, GpuHolder>> ParseJobsJson(std::string_view body) {
   return out;
 }
 
+Expected<QueueSummary> ParseQueueJson(std::string_view body) {
+  json root = json::parse(body, nullptr, false);
+  if (root.is_discarded() || !root.is_object() || !root.contains("data") ||
+      !root["data"].is_object() || !root["data"].contains("jobs") ||
+      !root["data"]["jobs"].is_array())
+    return Error{"not a queue reply (expected {\"data\":{\"jobs\":[...]}})"};
+  const json& data = root["data"];
+  QueueSummary q;
+  q.shown = data.value("known", false);
+  q.up = data.value("up", false);
+  if (!q.shown) return q;
+  for (const json& j : data["jobs"]) {
+    if (!j.is_object()) continue;
+    ++q.jobs;
+    const json wait = j.value("wait_s", json());
+    if (wait.is_number()) q.longest_wait_s = std::max(q.longest_wait_s, wait.get<double>());
+  }
+  return q;
+}
+
 LocalSource::LocalSource(const cli::Config& config, double step_s, Logger* logger)
     : config_(config),
       step_s_(step_s),
@@ -233,6 +253,10 @@ Expected<Reading> RemoteSource::Read() {
       r.jobs_note = holders.error().message;
   } else {
     r.jobs_note = status == 404 ? "this agent has no jobs API" : doc.error().message;
+  }
+  // The queue is a header figure: an agent without it (or without Slurm) shows none.
+  if (auto doc = AgentBody(url_, "/api/gw/v1/queue", timeout_s_, &status); doc.ok()) {
+    if (auto queue = ParseQueueJson(*doc); queue.ok()) r.queue = *queue;
   }
   if (auto doc = AgentBody(url_, "/api/v1/alerts", timeout_s_, &status); doc.ok()) {
     auto alerts = ParseAlertsJson(*doc);

@@ -5,8 +5,9 @@
 //                 job, GPUWARDEN_JOB / GPUWARDEN_TEAM), and has no alerts (rules run in an agent).
 //                 With a stepped simulator clock each Read() after the first moves time by the
 //                 refresh interval, so a fault scenario plays out on screen.
-//   RemoteSource  asks a running agent: GET /api/snapshot, /api/gw/v1/jobs?running=1 and
-//                 /api/v1/alerts. An agent without the jobs or alerts API still shows its GPUs.
+//   RemoteSource  asks a running agent: GET /api/snapshot, /api/gw/v1/jobs?running=1,
+//                 /api/gw/v1/queue and /api/v1/alerts. An agent without the jobs, queue or
+//                 alerts API still shows its GPUs.
 //
 // Threading: Read() is called by the poller's thread only (top/poller.h); never on the UI thread,
 // as it may block on NVML or the network. Errors: Read() fails with one line (agent unreachable,
@@ -79,6 +80,9 @@ Expected<std::shared_ptr<collect::Snapshot>> ParseSnapshotJson(
 Expected<std::vector<AlertView>> ParseAlertsJson(std::string_view body);
 // GET /api/gw/v1/jobs?running=1: the holder of each GPU index.
 Expected<std::map<unsigned, GpuHolder>> ParseJobsJson(std::string_view body);
+// GET /api/gw/v1/queue: how many jobs wait and the longest wait (shown = false when the agent
+// knows no queue: no scheduler, or no successful poll yet).
+Expected<QueueSummary> ParseQueueJson(std::string_view body);
 
 }  // namespace gw::top
 

@@ -357,6 +357,104 @@ TEST(JobsService, SlurmJobsFromAStandInSqueue) {
   jobs.Stop();
 }
 
+// GET /api/gw/v1/queue's document: the last poll's pending jobs with their team, known/up, and
+// the last known queue kept (marked stale) while squeue fails.
+TEST(JobsService, QueueFromTheLastPoll) {
+  TempDir dir;
+  const std::string script = dir / "squeue";
+  WriteFile(dir / "answer.json", Squeue("node[1-3]"));
+  WriteFile(script, "#!/bin/sh\n[ -f '" + (dir / "answer.json") + "' ] || exit 1\ncat '" +
+                        (dir / "answer.json") + "'\n");
+  chmod(script.c_str(), 0755);
+  Config config;
+  config.storage.path = dir / "data";
+  config.jobs.scheduler = "slurm";
+  config.jobs.squeue_command = {script, "--json"};
+  config.jobs.poll_interval_s = 0.05;
+  config.teams.accounts = {{"bio", "biology"}};
+  Logger logger(LogLevel::kError);
+  JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
+  // Before the first poll: not known, which is not an empty queue.
+  nlohmann::json q = nlohmann::json::parse(jobs.QueueJson(""));
+  EXPECT_EQ(q["status"], "success");
+  EXPECT_FALSE(q["data"]["known"].get<bool>());
+  EXPECT_TRUE(q["data"]["polled_at"].is_null());
+  EXPECT_FALSE(q["data"]["error"].get<std::string>().empty());
+  jobs.Start();
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        q = nlohmann::json::parse(jobs.QueueJson(""));
+        return q["data"]["known"].get<bool>();
+      },
+      30));
+  EXPECT_EQ(q["data"]["scheduler"], "slurm");
+  EXPECT_TRUE(q["data"]["up"].get<bool>());
+  EXPECT_EQ(q["data"]["error"], "");
+  EXPECT_GT(q["data"]["polled_at"].get<double>(), 1.7e9);  // the wall clock, as Slurm's times
+  ASSERT_EQ(q["data"]["jobs"].size(), 1u) << q.dump();
+  const nlohmann::json& w = q["data"]["jobs"][0];
+  EXPECT_EQ(w["job_id"], "12");
+  EXPECT_EQ(w["name"], "wait");
+  EXPECT_EQ(w["user"], "bob");
+  EXPECT_EQ(w["account"], "bio");
+  EXPECT_EQ(w["team"], "biology");
+  EXPECT_EQ(w["partition"], "gpu");
+  EXPECT_EQ(w["reason"], "Resources");
+  EXPECT_EQ(w["position"], 1);
+  EXPECT_EQ(w["submit_time"], 1001);
+  EXPECT_EQ(w["eligible_time"], 1001);
+  EXPECT_TRUE(w["start_estimate"].is_null());
+  EXPECT_EQ(w["wait_s"].get<std::int64_t>(),
+            static_cast<std::int64_t>(q["data"]["polled_at"].get<double>()) - 1001);
+  // The team filter.
+  EXPECT_EQ(nlohmann::json::parse(jobs.QueueJson("biology"))["data"]["jobs"].size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(jobs.QueueJson("physics"))["data"]["jobs"].size(), 0u);
+
+  // squeue fails: down, stale, the error said, the last known queue kept.
+  std::filesystem::remove(dir / "answer.json");
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        q = nlohmann::json::parse(jobs.QueueJson(""));
+        return !q["data"]["up"].get<bool>() && q["data"]["staleness_s"].get<double>() > 0;
+      },
+      30));
+  EXPECT_TRUE(q["data"]["known"].get<bool>());
+  EXPECT_NE(q["data"]["error"].get<std::string>().find("exit code 1"), std::string::npos)
+      << q.dump();
+  ASSERT_EQ(q["data"]["jobs"].size(), 1u);
+  EXPECT_EQ(q["data"]["jobs"][0]["job_id"], "12");
+
+  // Back with job 12 started: it leaves the queue.
+  nlohmann::json answer = nlohmann::json::parse(Squeue("node[1-3]"));
+  answer["jobs"][1]["job_state"] = "RUNNING";
+  answer["jobs"][1]["start_time"] = 1300;
+  WriteFile(dir / "answer.json", answer.dump());
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        q = nlohmann::json::parse(jobs.QueueJson(""));
+        return q["data"]["up"].get<bool>();
+      },
+      30));
+  EXPECT_EQ(q["data"]["staleness_s"], 0);
+  EXPECT_TRUE(q["data"]["jobs"].empty()) << q.dump();
+  jobs.Stop();
+}
+
+TEST(JobsService, QueueWithoutAScheduler) {
+  TempDir dir;
+  Config config;
+  config.storage.path = dir / "data";
+  Logger logger(LogLevel::kError);
+  JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
+  nlohmann::json q = nlohmann::json::parse(jobs.QueueJson(""));
+  EXPECT_EQ(q["status"], "success");
+  EXPECT_EQ(q["data"]["scheduler"], "none");
+  EXPECT_FALSE(q["data"]["known"].get<bool>());
+  EXPECT_FALSE(q["data"]["up"].get<bool>());
+  EXPECT_NE(q["data"]["error"].get<std::string>().find("jobs.scheduler"), std::string::npos);
+  EXPECT_TRUE(q["data"]["jobs"].empty());
+}
+
 // The task-layer families go into the store at each snapshot's time (so the rules see them in
 // the agent), with references reused in a steady state and stale markers when a job goes.
 TEST(JobsService, SeriesIntoTheStoreAtSnapshotTime) {

@@ -10,7 +10,8 @@
 // Jobs (4 fake GPUs): "busy" --gres=gpu:2 training; "idle" --gpus=1 never touching its GPU;
 // "waiter" --gpus-per-node=2, which waits behind those two; "cancelme" --gres=gpu:4, cancelled
 // while pending; "fails" --gres=gpu:1 exiting 3. Then the agent restarts on the same data
-// directory, and slurmctld is stopped and started again while a job runs.
+// directory, and slurmctld is stopped and started again while a job runs. A second test: the
+// queue as a list (GET /api/gw/v1/queue) while jobs wait behind one that holds every GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -265,6 +266,12 @@ TEST_F(SlurmServe, AttributionQueueWaitEnergyIdleRecordsAndOutage) {
       30))
       << agent->Log();
   const double staleness = Value(samples, "gpuwarden_slurm_staleness_seconds");
+  // The queue says so too: the last known queue, not an empty one.
+  json queue = json::parse(agent->Get("/api/gw/v1/queue").body, nullptr, false);
+  EXPECT_FALSE(queue["data"]["up"].get<bool>()) << queue.dump();
+  EXPECT_TRUE(queue["data"]["known"].get<bool>());
+  EXPECT_GT(queue["data"]["staleness_s"].get<double>(), 0);
+  EXPECT_FALSE(queue["data"]["error"].get<std::string>().empty());
   const double collected = Value(samples, "gpuwarden_collect_last_success_timestamp_seconds");
   EXPECT_EQ(find("gpu_allocation_info", during).size(), 1u);  // last known state kept
   ASSERT_TRUE(WaitFor(
@@ -291,6 +298,103 @@ TEST_F(SlurmServe, AttributionQueueWaitEnergyIdleRecordsAndOutage) {
       << agent->Log();
   EXPECT_EQ(find("gpu_allocation_info", during).size(), 1u);
   cluster_.Run({"scancel", during});
+}
+
+// The pending jobs of GET /api/gw/v1/queue, by id.
+std::map<std::string, json> Queued(const AgentProcess& agent, json* document) {
+  *document = json::parse(agent.Get("/api/gw/v1/queue").body, nullptr, false);
+  std::map<std::string, json> out;
+  if (!document->is_object() || !(*document)["data"]["jobs"].is_array()) return out;
+  for (const json& j : (*document)["data"]["jobs"]) out[j["job_id"].get<std::string>()] = j;
+  return out;
+}
+
+TEST_F(SlurmServe, QueueListsWaitingJobsUntilTheyStartOrAreCancelled) {
+  std::unique_ptr<AgentProcess> agent = StartAgent();
+  ASSERT_NE(agent->port(), 0);
+  json document;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Queued(*agent, &document);
+        return document["data"]["known"] == true;
+      },
+      30))
+      << document.dump() << agent->Log();
+  EXPECT_EQ(document["data"]["scheduler"], "slurm");
+
+  // "hog" holds all four GPUs; "waiter" (--gpus=2) and "doomed" (--gres=gpu:1) wait behind it.
+  const std::string hog = Submit({"--gres=gpu:4", "-J", "hog"}, "sleep 300");
+  ASSERT_FALSE(hog.empty());
+  ASSERT_TRUE(WaitFor([&] { return ScontrolJob(cluster_, hog)["JobState"] == "RUNNING"; }, 30))
+      << cluster_.Log("slurmctld.log");
+  const std::string waiter = Submit({"--gpus=2", "-J", "waiter", "-A", "physics"}, "sleep 1");
+  const std::string doomed = Submit({"--gres=gpu:1", "-J", "doomed"}, "sleep 1");
+  ASSERT_FALSE(waiter.empty() || doomed.empty());
+
+  // Both listed once the scheduler has given each a reason (a new job's is "None" until then).
+  std::map<std::string, json> queued;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        queued = Queued(*agent, &document);
+        for (const std::string& id : {waiter, doomed}) {
+          if (!queued.count(id)) return false;
+          const std::string reason = queued[id]["reason"].get<std::string>();
+          if (reason.empty() || reason == "None") return false;
+        }
+        return true;
+      },
+      60))
+      << document.dump() << agent->Log();
+  EXPECT_EQ(queued.count(hog), 0u);  // running, not queued
+  const json& w = queued[waiter];
+  EXPECT_EQ(w["name"], "waiter");
+  EXPECT_EQ(w["user"], "root");
+  EXPECT_EQ(w["account"], "physics");
+  EXPECT_EQ(w["team"], "sim-team");
+  EXPECT_EQ(w["partition"], "gpu");
+  EXPECT_EQ(w["gpus"], 2);
+  EXPECT_EQ(queued[doomed]["gpus"], 1);
+  EXPECT_EQ(queued[doomed]["team"], "unassigned");
+  std::printf("waiting: %s reason %s, %s reason %s\n", waiter.c_str(),
+              w["reason"].get<std::string>().c_str(), doomed.c_str(),
+              queued[doomed]["reason"].get<std::string>().c_str());
+  // Slurm's own times (scontrol), and the wait as of the poll.
+  const auto fields = ScontrolJob(cluster_, waiter);
+  EXPECT_EQ(w["submit_time"].get<std::int64_t>(), SlurmTime(fields.at("SubmitTime")));
+  EXPECT_EQ(w["eligible_time"].get<std::int64_t>(), SlurmTime(fields.at("EligibleTime")));
+  EXPECT_TRUE(w["eligible"].get<bool>());
+  const auto polled_at = static_cast<std::int64_t>(document["data"]["polled_at"].get<double>());
+  EXPECT_EQ(w["wait_s"].get<std::int64_t>(), polled_at - w["eligible_time"].get<std::int64_t>());
+  // Same priority (priority/basic): submission order.
+  EXPECT_EQ(w["position"], 1);
+  EXPECT_EQ(queued[doomed]["position"], 2);
+  EXPECT_TRUE(document["data"]["up"].get<bool>());
+  EXPECT_EQ(document["data"]["staleness_s"], 0);
+
+  // Cancelled while pending: it leaves the list; the waiter stays.
+  int rc = 0;
+  cluster_.Run({"scancel", doomed}, &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        queued = Queued(*agent, &document);
+        return !queued.count(doomed) && queued.count(waiter);
+      },
+      30))
+      << document.dump();
+
+  // The GPUs free up: the waiter starts and leaves the list.
+  cluster_.Run({"scancel", hog}, &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        queued = Queued(*agent, &document);
+        return document["data"]["known"] == true && !queued.count(waiter);
+      },
+      60))
+      << document.dump() << cluster_.Log("slurmctld.log");
+  EXPECT_GT(SlurmTime(ScontrolJob(cluster_, waiter)["StartTime"]), 0);
+  EXPECT_NE(ScontrolJob(cluster_, waiter)["JobState"], "PENDING");
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 // that draws, selects with j, quits with q and leaves the terminal as it found it.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -104,7 +106,20 @@ TEST(TopOnce, LocalShowsTheJobAndTeamOfAHostProcess) {
 TEST(TopOnce, RemoteShowsFaultJobAndFiringAlertOfAnAgent) {
   TempDir dir;
   WriteFile(dir / "faults.yaml", kFaultHost);
-  WriteFile(dir / "gpuwarden.yaml", "rules:\n  evaluation_interval: 15s\n");
+  // A stand-in squeue (Slurm 22.05's shape) with one job waiting for five hours.
+  const long now = static_cast<long>(std::time(nullptr));
+  WriteFile(dir / "squeue.json",
+            R"js({"meta":{},"errors":[],"jobs":[{"job_id":12,"name":"wait","job_state":"PENDING",
+            "state_reason":"Resources","user_name":"bob","account":"bio","partition":"gpu",
+            "nodes":"","submit_time":)js" +
+                std::to_string(now - 18000) + R"js(,"eligible_time":)js" +
+                std::to_string(now - 18000) + R"js(,"start_time":0,"end_time":0}]})js");
+  WriteFile(dir / "squeue", "#!/bin/sh\ncat '" + (dir / "squeue.json") + "'\n");
+  chmod((dir / "squeue").c_str(), 0755);
+  WriteFile(dir / "gpuwarden.yaml",
+            "rules:\n  evaluation_interval: 15s\njobs:\n  scheduler: slurm\n"
+            "  squeue_command: [" +
+                (dir / "squeue") + ", --json]\n  poll_interval: 200ms\n");
   Process job = StartJob(dir);
   ASSERT_TRUE(job.started());
   AgentProcess agent({"--simulate", dir / "faults.yaml", "--sim-clock", "stepped", "--config",
@@ -126,7 +141,8 @@ TEST(TopOnce, RemoteShowsFaultJobAndFiringAlertOfAnAgent) {
   ASSERT_TRUE(WaitFor(
       [&] {
         agent.Advance(10);
-        return firing() && held();
+        return firing() && held() &&
+               agent.Get("/api/gw/v1/queue").body.find("\"known\":true") != std::string::npos;
       },
       90))
       << agent.Log();
@@ -137,6 +153,10 @@ TEST(TopOnce, RemoteShowsFaultJobAndFiringAlertOfAnAgent) {
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(out.find('\x1b'), std::string::npos);
   EXPECT_NE(out.find(url), std::string::npos) << out;
+  // The header: the agent's queue (GET /api/gw/v1/queue).
+  EXPECT_TRUE(
+      std::regex_search(LineWith(out, url), std::regex(" \\| queued 1, longest wait 5h 0[0-9]m")))
+      << out;
   const std::string gpu0 = LineWith(out, "GPU 0 NVIDIA");
   EXPECT_NE(gpu0.find("job train-7"), std::string::npos) << out;
   EXPECT_NE(gpu0.find("team vision"), std::string::npos) << out;

@@ -234,6 +234,25 @@ TEST_F(TopRender, AFailedReadKeepsTheDataAndSaysWhy) {
   EXPECT_NE(note.find("Alerts: alerts are evaluated by a running agent"), std::string::npos);
 }
 
+TEST_F(TopRender, HeaderShowsTheQueueOfARemoteAgent) {
+  FrameBuilder builder("http://node1:9966");
+  RenderOptions o;
+  o.width = 160;
+  Reading r = TestReading();
+  EXPECT_EQ(renderer_.Render(*builder.Build(r), ViewState{}, o).find("queued"), std::string::npos);
+  r.queue = QueueSummary{true, true, 3, 3723};
+  std::string header = Lines(renderer_.Render(*builder.Build(r), ViewState{}, o))[0];
+  EXPECT_NE(header.find(" | queued 3, longest wait 1h 02m"), std::string::npos) << header;
+  EXPECT_EQ(header.find("not answering"), std::string::npos) << header;
+  r.queue = QueueSummary{true, false, 1, 90061};
+  header = Lines(renderer_.Render(*builder.Build(r), ViewState{}, o))[0];
+  EXPECT_NE(header.find(" | queued 1, longest wait 1d 1h (Slurm not answering)"), std::string::npos)
+      << header;
+  r.queue = QueueSummary{true, true, 0, 0};
+  header = Lines(renderer_.Render(*builder.Build(r), ViewState{}, o))[0];
+  EXPECT_NE(header.find(" | queued 0, longest wait -"), std::string::npos) << header;
+}
+
 TEST_F(TopRender, SteadyStateRenderingDoesNotAllocate) {
   auto frame = Build(12);
   for (bool screen : {false, true}) {

@@ -80,5 +80,26 @@ TEST(TopJobsJson, NamesTheHoldersOfEachGpu) {
   EXPECT_FALSE(ParseJobsJson(R"js({"data":{"jobs":{}}})js").ok());
 }
 
+TEST(TopQueueJson, CountsWaitingJobsAndTheLongestWait) {
+  auto q = ParseQueueJson(R"js({"status":"success","data":{"known":true,"up":true,
+    "scheduler":"slurm","jobs":[{"job_id":"12","wait_s":900},{"job_id":"15","wait_s":3600},
+    {"job_id":"16","wait_s":0}]}})js");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_TRUE(q->shown);
+  EXPECT_TRUE(q->up);
+  EXPECT_EQ(q->jobs, 3u);
+  EXPECT_EQ(q->longest_wait_s, 3600);
+  auto none = ParseQueueJson(
+      R"js({"status":"success","data":{"known":false,"up":false,"scheduler":"none","jobs":[]}})js");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->shown);
+  auto stale = ParseQueueJson(R"js({"data":{"known":true,"up":false,"jobs":[{"wait_s":5}]}})js");
+  ASSERT_TRUE(stale.ok());
+  EXPECT_TRUE(stale->shown);
+  EXPECT_FALSE(stale->up);
+  EXPECT_FALSE(ParseQueueJson(R"js({"data":{"jobs":{}}})js").ok());
+  EXPECT_FALSE(ParseQueueJson("<html>").ok());
+}
+
 }  // namespace
 }  // namespace gw::top

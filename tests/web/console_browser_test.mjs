@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
+import { duration } from '../../src/web/assets/format.js';
 import { Agent, launchBrowser, sleep } from './support.mjs';
 
 const [binary, outDir] = process.argv.slice(2);
@@ -41,17 +42,17 @@ async function shoot(page, name) {
   await page.screenshot({ path: join(outDir, `${name}.png`), fullPage: true });
 }
 
-// squeue --json as Slurm 22.05 writes it, for a stand-in squeue: job 11 runs here on GPU 5, jobs 12
-// and 14 wait, job 13 finished here.
-function squeueAnswer(node) {
-  const now = Math.floor(Date.now() / 1000);
+// squeue --json as Slurm 22.05 writes it, for a stand-in squeue: job 11 runs here on GPU 5, jobs 12,
+// 14 and 15 wait (15 the longest, at the lowest priority), job 13 finished here. Times around `now`.
+function squeueAnswer(node, now) {
   const job = (id, name, state, user, account, extra) => ({
     job_id: id, name, job_state: state, user_name: user, account, partition: 'gpu', nodes: '', submit_time: now - 900,
     eligible_time: now - 900, start_time: 0, end_time: 0, gres_detail: [], ...extra });
   return JSON.stringify({ meta: {}, errors: [], jobs: [
     job(11, 'protein-fold', 'RUNNING', 'alice', 'physics', { nodes: node, start_time: now - 600, end_time: now + 86400, gres_detail: ['gpu:1(IDX:5)'], tres_per_node: 'gres:gpu:1' }),
-    job(12, 'sweep-a', 'PENDING', 'bob', 'bio', { state_reason: 'Resources' }),
-    job(14, 'sweep-b', 'PENDING', 'bob', 'bio', { state_reason: 'Priority' }),
+    job(12, 'sweep-a', 'PENDING', 'bob', 'bio', { state_reason: 'Resources', priority: 200, tres_per_job: 'gres:gpu:4', tres_req_str: 'cpu=1,node=1,billing=1,gres/gpu=4' }),
+    job(14, 'sweep-b', 'PENDING', 'bob', 'bio', { state_reason: 'Priority', priority: 100, tres_per_node: 'gres:gpu:1' }),
+    job(15, 'render', 'PENDING', 'dave', 'physics', { state_reason: 'QOSMaxGRESPerUser', priority: 50, submit_time: now - 3700, eligible_time: now - 3600, tres_per_node: 'gres:gpu:2' }),
     job(13, 'preprocess', 'COMPLETED', 'carol', 'ml', { nodes: node, submit_time: now - 4000, eligible_time: now - 4000, start_time: now - 3600, end_time: now - 1200, exit_code: 0, gres_detail: ['gpu:1(IDX:4)'], tres_per_node: 'gres:gpu:1' }),
   ] });
 }
@@ -66,7 +67,9 @@ function hostJob(workload, gpus, job, team) {
 
 test('every page loads without console errors and shows the simulated fleet', async () => {
   const work = mkdtempSync(join(tmpdir(), 'gw-web-demo-'));
-  writeFileSync(join(work, 'squeue.json'), squeueAnswer(hostname().split('.')[0]));
+  const squeueNow = Math.floor(Date.now() / 1000);
+  const eligibleAt = { 12: squeueNow - 900, 14: squeueNow - 900, 15: squeueNow - 3600 };
+  writeFileSync(join(work, 'squeue.json'), squeueAnswer(hostname().split('.')[0], squeueNow));
   writeFileSync(join(work, 'squeue'), `#!/bin/sh\ncat '${join(work, 'squeue.json')}'\n`, { mode: 0o755 });
   writeFileSync(join(work, 'gpuwarden.yaml'), `jobs:\n  scheduler: slurm\n  squeue_command: [${join(work, 'squeue')}, --json]\n  poll_interval: 200ms\n  idle_window: 5m\nteams:\n  accounts: {physics: science, ml: research}\n`);
   const jobs = [
@@ -116,7 +119,32 @@ test('every page loads without console errors and shows the simulated fleet', as
         assert.match(await page.locator('.running tr[data-job="llm-pretrain"]').innerText(), /research/);
         assert.match(await page.locator('.running').innerText(), /protein-fold/);
         await page.waitForSelector('.finished tr[data-job="eval-sweep"]');
-        assert.match(await page.locator('.queued').innerText(), /2 jobs waiting/);
+        // The queued table: the API's pending jobs, longest wait first, each wait the poll's time
+        // less the job's eligible time.
+        await page.waitForSelector('.queued tr[data-job="15"]');
+        assert.match(await page.locator('.queued').innerText(), /3 jobs waiting/);
+        const queue = (await agent.json('/api/gw/v1/queue')).data;
+        assert.equal(queue.known, true);
+        const api = Object.fromEntries(queue.jobs.map((j) => [j.job_id, j]));
+        const polledAt = Math.floor(Number(await page.locator('.queuehead').getAttribute('data-polled-at')));
+        const rows = await page.locator('.queued tbody tr').evaluateAll((trs) => trs.map((tr) => ({
+          id: tr.dataset.job, wait: Number(tr.dataset.wait), cells: [...tr.cells].map((c) => c.innerText.trim()) })));
+        assert.deepEqual(rows.map((r) => r.id), ['15', '12', '14']);
+        const expected = { 15: ['3', 'dave', 'science', '2', 'QOSMaxGRESPerUser'], 12: ['1', 'bob', 'unassigned', '4', 'Resources'], 14: ['2', 'bob', 'unassigned', '1', 'Priority'] };
+        for (const r of rows) {
+          const [position, user, team, gpus, reason] = expected[r.id];
+          assert.deepEqual([r.cells[0], r.cells[2], r.cells[3], r.cells[4], r.cells[5], r.cells[9]], [position, user, team, 'gpu', gpus, reason], r.id);
+          assert.deepEqual([String(api[r.id].position), api[r.id].user, api[r.id].team, String(api[r.id].gpus), api[r.id].reason], [position, user, team, gpus, reason], r.id);
+          assert.equal(r.wait, polledAt - eligibleAt[r.id], r.id);
+          assert.equal(r.cells[8].split('\n')[0], duration(r.wait), r.id);
+        }
+        // The team filter and the search apply to the queue.
+        await page.selectOption('.filters select', 'science');
+        assert.deepEqual(await page.locator('.queued tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.job)), ['15']);
+        await page.selectOption('.filters select', '');
+        await page.fill('.filters input', 'sweep');
+        assert.deepEqual(await page.locator('.queued tbody tr').evaluateAll((trs) => trs.map((tr) => tr.dataset.job)), ['12', '14']);
+        await page.fill('.filters input', '');
       },
       teams: async (page) => {
         await page.waitForSelector('tr[data-team="research"]');

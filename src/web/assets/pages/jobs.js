@@ -1,7 +1,8 @@
-// Jobs: running (with live per-job GPU statistics), queued (Slurm's count and wait times), and
+// Jobs: running (with live per-job GPU statistics), queued (Slurm's pending jobs from
+// /api/gw/v1/queue, longest wait first, and the wait percentiles of the jobs that started), and
 // finished with their statistics, filterable by team and text.
 import { getJson, histogramQuantile, scrape } from '../api.js';
-import { ago, bytes, count, duration, html, render } from '../format.js';
+import { ago, bytes, clock, clockSeconds, count, duration, html, render } from '../format.js';
 
 const FULL_REFRESH_S = 10;
 let st = null;
@@ -48,6 +49,48 @@ function finishedRow(j, now) {
     <td class="num">${j.gpu ? `${count(j.gpu.ecc_uncorrected)} / ${count(j.gpu.xid_count)}` : '–'}</td></tr>`;
 }
 
+// Slurm's reasons: waiting for its turn is the normal case; a limit is the user's or team's own.
+function reasonLevel(reason) {
+  if (/^(QOS|Assoc|.*Limit)/.test(reason || '')) return 'warning';
+  if (['Resources', 'Priority'].includes(reason)) return 'info';
+  return '';
+}
+
+// A time the day it happened at as HH:MM, older ones with the date.
+function when(t, now) { return t ? clock(t, now - t > 86400) : '–'; }
+
+function queuedRow(j) {
+  const eligible = j.eligible ? when(j.eligible_time, j.polled_at) : j.eligible_time ? `from ${when(j.eligible_time, j.polled_at)}` : 'not yet';
+  return html`<tr data-job="${j.job_id}" data-wait="${j.wait_s}" data-position="${j.position}">
+    <td class="num">${j.position}</td>
+    <td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td>
+    <td>${j.user || '–'}</td><td>${j.team}</td><td>${j.partition || '–'}</td>
+    <td class="num">${j.gpus}</td>
+    <td class="num">${when(j.submit_time, j.polled_at)}</td><td class="num">${eligible}</td>
+    <td class="num"><b>${j.eligible ? duration(j.wait_s) : '–'}</b>${j.start_estimate ? html`<br><small>start ≈ ${when(j.start_estimate, j.polled_at)}</small>` : ''}</td>
+    <td><span class="chip ${reasonLevel(j.reason)}">${j.reason || '–'}</span></td></tr>`;
+}
+
+// The queue's state in one line: how many wait, as of which poll, and whether Slurm answers.
+function queueHead(q, shown) {
+  const waits = `Queue wait (start − eligible) of the jobs that started: median ${st.waitP50 === undefined ? '–' : duration(st.waitP50)}, 90th percentile ${st.waitP90 === undefined ? '–' : duration(st.waitP90)}.`;
+  const stale = q.up ? '' : html` <span class="chip warning">Slurm not answering for ${duration(q.staleness_s)}: the queue as last seen</span>`;
+  return html`<p class="queuehead" data-polled-at="${q.polled_at}"><b>${count(shown)} jobs waiting in Slurm's queue</b>${shown !== q.jobs.length ? ` (${count(q.jobs.length)} in all)` : ''} · as of ${clockSeconds(q.polled_at)}${stale}<br><small>${waits}</small></p>`;
+}
+
+function drawQueue(keep) {
+  const q = st.queue;
+  if (!q || q.missing || q.error || q.data?.scheduler === 'none') {
+    const why = q?.error ? `The queue could not be read: ${q.error}.` : 'This agent does not poll Slurm (jobs.scheduler), so it sees no queue; jobs are known from their processes.';
+    return html`<div class="card empty"><b>No scheduler queue</b>${why}</div>`;
+  }
+  const d = q.data;
+  if (!d.known) return html`<div class="card empty"><b>Slurm has not answered yet</b>${d.error || 'Waiting for the first squeue poll.'}</div>`;
+  const jobs = d.jobs.map((j) => ({ ...j, polled_at: d.polled_at })).filter(keep).sort((a, b) => b.wait_s - a.wait_s || a.position - b.position);
+  return html`${queueHead(d, jobs.length)}${table(['Position ', 'Job', 'User', 'Team', 'Partition', 'GPUs ', 'Submitted ', 'Eligible ', 'Waiting ', 'Reason'],
+    jobs.map(queuedRow), d.jobs.length ? 'No waiting job matches the filter.' : 'No job is waiting in the queue.')}`;
+}
+
 function table(head, rows, empty) {
   return html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
     <tbody>${rows.length ? rows : html`<tr><td colspan="${head.length}" class="muted">${empty}</td></tr>`}</tbody></table></div>`;
@@ -56,16 +99,17 @@ function table(head, rows, empty) {
 function draw(ctx) {
   const team = st.team;
   const text = st.text.toLowerCase();
-  const keep = (j) => (!team || j.team === team) && (!text || `${j.job_id} ${j.name} ${j.user} ${j.team} ${j.partition}`.toLowerCase().includes(text));
+  const keep = (j) => (!team || j.team === team) && (!text || `${j.job_id} ${j.name} ${j.user} ${j.team} ${j.partition} ${j.reason || ''}`.toLowerCase().includes(text));
   const running = st.all.filter((j) => j.state === 'RUNNING').filter(keep);
   const finished = st.all.filter((j) => j.state !== 'RUNNING').filter(keep);
-  const teams = [...new Set(st.all.map((j) => j.team))].sort();
+  const queued = st.queue?.data?.known ? st.queue.data.jobs : [];
+  const teams = [...new Set([...st.all, ...queued].map((j) => j.team))].sort();
   const k = (label, value, level = '') => html`<div class="kpi card ${level}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
   const allocated = new Set(running.flatMap((j) => j.gpu?.gpus || [])).size;
   const idle = running.filter((j) => j.gpu?.idle_while_allocated).length;
   render(st.els.kpis, [
     k('Running', running.length),
-    k('Queued (Slurm)', st.slurm ? count(st.pending) : html`<small>no scheduler</small>`),
+    k('Queued (Slurm)', st.queue?.data?.known ? count(queued.filter(keep).length) : st.slurm ? count(st.pending) : html`<small>no scheduler</small>`),
     k('GPUs allocated', html`${allocated}<small> / ${ctx.snapshot.gpus.length}</small>`),
     k('Idle but allocated', idle, idle ? 'warning' : ''),
     k('Finished', finished.length),
@@ -82,9 +126,7 @@ function draw(ctx) {
   render(st.els.running, table(['Job', 'User', 'Team', 'Partition', 'GPUs', 'Running ', 'Util avg / max ', 'Memory peak ', 'Energy ', 'Idle ', 'Slowed by'],
     running.map((j) => runningRow(j, ctx.now)),
     'No job is running on this node. Jobs come from Slurm (jobs.scheduler: slurm) or from processes started with GPUWARDEN_JOB=<name>.'));
-  render(st.els.queued, st.slurm
-    ? html`<div class="card empty"><b>${count(st.pending)} jobs waiting in Slurm's queue</b>Queue wait (start − eligible) over the jobs that started: median ${st.waitP50 === undefined ? '–' : duration(st.waitP50)}, 90th percentile ${st.waitP90 === undefined ? '–' : duration(st.waitP90)}.</div>`
-    : html`<div class="card empty"><b>No scheduler</b>This agent does not poll Slurm (jobs.scheduler), so it sees no queue; jobs are known from their processes.</div>`);
+  render(st.els.queued, drawQueue(keep));
   render(st.els.finished, table(['Job', 'User', 'Team', 'State', 'Ended ', 'Ran ', 'Queued ', 'GPU-hours ', 'Util avg ', 'Idle ', 'Energy ', 'ECC / XID '],
     finished.slice(0, 200).map((j) => finishedRow(j, ctx.now)), 'No finished job on record.'));
 }
@@ -101,13 +143,15 @@ export default {
   async update(ctx) {
     if (ctx.now - st.at >= FULL_REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
-      const [all, series] = await Promise.all([
+      const [all, queue, series] = await Promise.all([
         getJson('/api/gw/v1/jobs'),
+        getJson('/api/gw/v1/queue'),
         scrape((n) => n === 'gpu_jobs' || n === 'gpuwarden_slurm_up' || n === 'gpu_job_queue_wait_seconds_bucket'),
       ]);
       if (!st) return;
       st.at = at;
       st.all = all.data ? all.data.jobs : ctx.jobs;
+      st.queue = queue;
       st.slurm = series.some((s) => s.name === 'gpuwarden_slurm_up');
       st.pending = series.filter((s) => s.name === 'gpu_jobs' && s.labels.state === 'PENDING').reduce((a, s) => a + s.value, 0);
       // Summed over partitions, bucket by bucket.
