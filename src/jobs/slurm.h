@@ -179,6 +179,9 @@ class SlurmPoller {
   void PollOnce();
 
   std::map<std::string, SlurmJob> Jobs() const;
+  // Moves with every successful poll (the job table may have changed), never otherwise: a reader
+  // that saw this version can skip copying Jobs() again.
+  std::uint64_t JobsVersion() const;
   SlurmHealth Health() const;
   std::vector<JobEvent> TakeEvents();  // events since the last call (bounded: oldest dropped)
 
@@ -193,6 +196,7 @@ class SlurmPoller {
   bool stopping_ = false;
   SlurmJobTable table_;
   std::vector<JobEvent> events_;
+  std::uint64_t jobs_version_ = 0;
   std::thread thread_;
 };
 
