@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "http/prom_api.h"
 #include "http/server.h"
@@ -102,7 +103,7 @@ JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOption
     : config_(config),
       log_(logger),
       teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}),
-      attributor_(jobs::AttributorOptions{options.proc_root}) {
+      mapping_(options.proc_root) {
   node_name_ = options.node_name.empty() ? config.jobs.node_name : options.node_name;
   if (node_name_.empty()) node_name_ = ShortHostName();
   const std::string dir = JobRecordsDir(config);
@@ -119,7 +120,9 @@ JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOption
   stats.idle_util_pct = config.jobs.idle_threshold * 100;
   // Job ends are learnt one scheduler poll late at most; keep that much uncommitted.
   stats.retention_s = std::max(300.0, 3 * config.jobs.poll_interval_s);
-  ledger_ = std::make_unique<jobs::JobLedger>(teams_, store_.get(), stats);
+  // No store for the ledger: OnSnapshot takes the finished records and writes them itself, after
+  // releasing mu_.
+  ledger_ = std::make_unique<jobs::JobLedger>(teams_, nullptr, stats);
   queue_wait_.Init("gpu_job_queue_wait_seconds", kQueueWaitBounds);
   submit_wait_.Init("gpu_job_submit_wait_seconds", kQueueWaitBounds);
   start_latency_.Init("gpu_job_start_latency_seconds", kStartLatencyBounds);
@@ -160,9 +163,12 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
   std::optional<jobs::SlurmHealth> health;
   if (poller_) health = poller_->Health();
   TaskSeriesRecorder* series = nullptr;
+  std::vector<jobs::JobRecord> finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Observe(snapshot);
+    finished = ledger_->TakeFinished();
+    writing_.insert(writing_.end(), finished.begin(), finished.end());
     series = series_.get();
     if (series) {
       // At the snapshot's time, as the recorder stamps it, so rules evaluated at that time see it.
@@ -172,7 +178,8 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
       series->EndCycle();
     }
   }
-  // The WAL write happens outside the lock that /metrics and the API wait on.
+  // The record writes and the WAL write happen outside the lock that /metrics and the API wait on.
+  WriteRecords(finished);
   if (series) {
     if (Status s = series->Commit(); !s.ok())
       log_->Error("jobs: committing the task-layer series: " + s.message());
@@ -182,11 +189,14 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
 void JobsService::Observe(const collect::Snapshot& snapshot) {
   const double now = snapshot.taken_unix_seconds;
   last_snapshot_s_ = now;
-  jobs::CycleInput cycle;
+  jobs::CycleInput& cycle = cycle_;  // reused: its capacity stays
+  cycle.gpus.clear();
   for (const collect::GpuSnapshot& gpu : snapshot.gpus) {
     using collect::Slot;
     const unsigned index = gpu.identity.index;
-    gpu_ids_[index] = {std::to_string(index), gpu.identity.uuid};
+    if (auto known = gpu_ids_.find(index);
+        known == gpu_ids_.end() || known->second.second != gpu.identity.uuid)
+      gpu_ids_[index] = {std::to_string(index), gpu.identity.uuid};
     if (gpu.lost) continue;
     auto value = [&gpu](Slot s, double fallback) {
       double v = gpu.value(s);
@@ -212,27 +222,34 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
     const double total = value(Slot::kMemoryTotal, 0);
     memory_used_ratio_[index] = total > 0 ? value(Slot::kMemoryUsed, 0) / total : 0;
   }
+  // Per-job statistics accumulate every snapshot; who holds which GPU is recomputed only when the
+  // scheduler's job table or the process mapping changed (cli/jobs_mapping.h).
   ledger_->OnCycle(cycle);
-  allocations_.clear();
-  TakeSchedulerEvents(now);
-  Attribute(snapshot, now);
-  running_ = ledger_->Running(now);
+  const bool scheduler_changed = TakeSchedulerEvents(now);
+  const bool remapped = mapping_.Update(snapshot);
+  if (remapped) Attribute(now);
+  const bool jobs_changed = scheduler_changed || remapped;
+  if (jobs_changed) {
+    allocations_ = slurm_allocations_;
+    for (const auto& [gpu, keys] : process_allocations_)
+      allocations_[gpu].insert(keys.begin(), keys.end());
+  }
+  ledger_->RunningInto(now, &running_);
   for (const jobs::JobGpuStats& s : running_) {
     if (!s.start_latency_s || latency_seen_.count(s.job_id)) continue;
     latency_seen_.insert(s.job_id);
     auto meta = meta_.find(s.job_id);
     start_latency_.Observe(meta == meta_.end() ? "" : meta->second.partition, *s.start_latency_s);
   }
-  NoteEndedJobs(now);
+  if (jobs_changed) NoteEndedJobs(now);  // meta_, running_ and allocations_ move only then
   TrackIdle(snapshot, now);
 }
 
-void JobsService::TakeSchedulerEvents(double now_s) {
-  jobs_by_state_.clear();
-  jobs_by_state_["PENDING"] = 0;
-  jobs_by_state_["RUNNING"] = 0;
-  if (!poller_) return;
+bool JobsService::TakeSchedulerEvents(double now_s) {
+  if (!poller_) return false;
+  bool changed = false;  // an event may start or end a job in the ledger
   for (const jobs::JobEvent& e : poller_->TakeEvents()) {
+    changed = true;
     const jobs::SlurmJob& job = e.job;
     // Scheduling figures are the cluster's, as squeue shows them.
     if (e.kind == jobs::JobEventKind::kStarted) {
@@ -252,11 +269,16 @@ void JobsService::TakeSchedulerEvents(double now_s) {
     if (e.kind == jobs::JobEventKind::kFinished && store_ &&
         store_->RecentlyRecorded(e.job_id, job.started() ? job.start_time : 0, job.end_time))
       continue;
-    if (Status s = ledger_->OnEvent(e); !s.ok()) {
-      ++record_errors_;
-      log_->Error("jobs: writing the record of job " + e.job_id + ": " + s.message());
-    }
+    (void)ledger_->OnEvent(e);  // no store: cannot fail; records are queued for OnSnapshot
   }
+  // The job table moves only with a successful poll: copy and walk it only then.
+  const std::uint64_t version = poller_->JobsVersion();
+  if (version == slurm_version_) return changed;
+  slurm_version_ = version;
+  jobs_by_state_.clear();
+  jobs_by_state_["PENDING"] = 0;
+  jobs_by_state_["RUNNING"] = 0;
+  slurm_allocations_.clear();
   for (const auto& [id, job] : poller_->Jobs()) {
     jobs_by_state_[std::string(jobs::JobStateName(job.state))] += 1;
     if (job.state != jobs::JobState::kRunning || !HostListContains(job.nodes, node_name_)) continue;
@@ -268,43 +290,48 @@ void JobsService::TakeSchedulerEvents(double now_s) {
     m.partition = job.partition;
     m.team = teams_.TeamOf(job.account, job.user);
     m.start_s = double(job.start_time);
-    for (unsigned gpu : job.gpu_indices) allocations_[gpu].insert(id);
+    for (unsigned gpu : job.gpu_indices) slurm_allocations_[gpu].insert(id);
   }
   (void)now_s;
+  return true;
 }
 
-void JobsService::Attribute(const collect::Snapshot& snapshot, double now_s) {
-  std::vector<jobs::GpuProcessRef> refs;
-  for (const collect::GpuSnapshot& gpu : snapshot.gpus)
-    for (const collect::ProcessSample& p : gpu.processes)
-      refs.push_back({static_cast<pid_t>(p.pid), gpu.identity.uuid});
-  std::map<pid_t, jobs::ProcessAttribution> by_pid;
-  for (jobs::ProcessAttribution& a : attributor_.AttributeAll(refs)) by_pid[a.pid] = std::move(a);
-  std::vector<jobs::JobLedger::AttributedGpuProcess> processes;
-  for (const collect::GpuSnapshot& gpu : snapshot.gpus) {
-    for (const collect::ProcessSample& p : gpu.processes) {
-      auto it = by_pid.find(static_cast<pid_t>(p.pid));
-      if (it == by_pid.end()) continue;
-      const jobs::ProcessAttribution& a = it->second;
-      processes.push_back({a, gpu.identity.index});
-      if (a.job_id.empty()) continue;
-      const bool process_job = a.job_source == "gpuwarden-env";
-      const std::string key = process_job ? std::string(kProcessPrefix) + a.job_id : a.job_id;
-      allocations_[gpu.identity.index].insert(key);
-      if (meta_.count(key)) continue;
-      JobMeta& m = meta_[key];
-      m.source = process_job ? "process" : "slurm";
-      m.user = a.slurm_user.empty() || process_job ? a.user : a.slurm_user;
-      m.account = a.slurm_account;
-      m.partition = a.slurm_partition;
-      m.team = teams_.TeamOf(a.slurm_account, m.user, a.gpuwarden_team);
-      m.start_s = now_s;
+void JobsService::Attribute(double now_s) {
+  process_allocations_.clear();
+  for (const jobs::JobLedger::AttributedGpuProcess& p : mapping_.processes()) {
+    const jobs::ProcessAttribution& a = p.process;
+    if (a.job_id.empty()) continue;
+    const bool process_job = a.job_source == "gpuwarden-env";
+    const std::string key = process_job ? std::string(kProcessPrefix) + a.job_id : a.job_id;
+    process_allocations_[p.gpu].insert(key);
+    if (meta_.count(key)) continue;
+    JobMeta& m = meta_[key];
+    m.source = process_job ? "process" : "slurm";
+    m.user = a.slurm_user.empty() || process_job ? a.user : a.slurm_user;
+    m.account = a.slurm_account;
+    m.partition = a.slurm_partition;
+    m.team = teams_.TeamOf(a.slurm_account, m.user, a.gpuwarden_team);
+    m.start_s = now_s;
+  }
+  (void)ledger_->OnProcesses(mapping_.processes(), now_s);  // no store: cannot fail (queued)
+}
+
+void JobsService::WriteRecords(const std::vector<jobs::JobRecord>& records) {
+  if (records.empty()) return;
+  std::uint64_t errors = 0;
+  if (store_) {
+    for (const jobs::JobRecord& r : records) {
+      if (Status s = store_->Append(r); !s.ok()) {
+        ++errors;
+        log_->Error("jobs: writing the record of job " + r.job_id + ": " + s.message());
+      }
     }
   }
-  if (Status s = ledger_->OnProcesses(processes, now_s); !s.ok()) {
-    ++record_errors_;
-    log_->Error("jobs: writing a job record: " + s.message());
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  record_errors_ += errors;
+  // OnSnapshot is the only writer and runs on one thread: these are writing_'s first records.
+  writing_.erase(writing_.begin(), writing_.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                          records.size(), writing_.size())));
 }
 
 void JobsService::NoteEndedJobs(double now_s) {
@@ -334,7 +361,7 @@ void JobsService::TrackIdle(const collect::Snapshot& snapshot, double now_s) {
     if (collect::IsAbsent(util) || util > config_.jobs.idle_threshold) {
       idle_since_s_.erase(index);
     } else {
-      idle_since_s_.emplace(index, now_s);
+      idle_since_s_.try_emplace(index, now_s);  // emplace would build a node each time
     }
   }
 }
@@ -370,6 +397,20 @@ std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
   };
   for (const jobs::JobGpuStats& s : running_) add(s.job_id, s);
   for (const auto& [key, meta] : meta_) add(key, std::nullopt);
+  // Jobs that ended and whose records are being written (OnSnapshot, outside mu_): listed as
+  // running, with their final figures, until the record is on disk — so the API never lists as
+  // finished a record that a crash could still lose.
+  for (const jobs::JobRecord& w : writing_) {
+    if (std::any_of(out.begin(), out.end(),
+                    [&w](const jobs::JobRecord& r) { return r.job_id == w.job_id; }))
+      continue;
+    jobs::JobRecord r = w;
+    r.state = "RUNNING";
+    r.end_time = 0;
+    r.exit_code.reset();
+    if (r.gpu) r.gpu->end_s = 0;
+    out.push_back(std::move(r));
+  }
   return out;
 }
 
@@ -377,11 +418,14 @@ std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
 // JSON as stored: no parse, no disk read.
 std::string JobsService::JobsJson(const JobsQuery& query) const {
   std::vector<jobs::JobRecord> running;
+  std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> being_written;
   double now = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     running = RunningRecords();
     now = NowS();
+    for (const jobs::JobRecord& w : writing_)
+      being_written.emplace_back(w.job_id, w.start_time, w.end_time);
   }
   std::string body = "{\"data\":{\"jobs\":[";
   bool first = true;
@@ -395,6 +439,10 @@ std::string JobsService::JobsJson(const JobsQuery& query) const {
   if (!query.running_only && store_) {
     store_->VisitRecent([&](const jobs::StoredJobRecord& r) {
       if (!query.team.empty() && r.team != query.team) return true;
+      // Written since `running` was taken: listed there already.
+      if (std::find(being_written.begin(), being_written.end(),
+                    std::make_tuple(r.job_id, r.start_time, r.end_time)) != being_written.end())
+        return true;
       if (query.since_s > 0 && double(r.end_time) < now - query.since_s) return true;
       add(r.json);
       return true;

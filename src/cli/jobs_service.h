@@ -10,11 +10,15 @@
 //   ...
 //   jobs.Stop();                                         // also done by the destructor
 //
-// Each snapshot: the GPU processes NVML reported are attributed through /proc (jobs/attribution.h,
-// cached per pid and start time, so a steady state reads only stat files); the scheduler's events
-// taken since the last snapshot (jobs/slurm.h) and the processes' GPUWARDEN_JOB names feed the
-// JobLedger (jobs/job_records.h), which accumulates per-job statistics and appends a record to
-// `jobs.records_dir`/jobs.jsonl when a job ends. Time is the snapshot's (simulated time under
+// Each snapshot: the GPUs' readings feed the JobLedger (jobs/job_records.h), which accumulates
+// per-job statistics; the scheduler's events taken since the last snapshot (jobs/slurm.h) feed it
+// too. Who holds each GPU — the GPU processes NVML reported, attributed through /proc
+// (jobs/attribution.h), and the scheduler's allocations — is recomputed only when its inputs
+// change: the process lists or a listed pid's process (cli/jobs_mapping.h: nothing is read between
+// the collector's slow cycles, one stat read per pid at a slow cycle with unchanged lists), or the
+// scheduler's job table (a successful poll). Otherwise the last mapping is reused. When a job ends,
+// its record is appended to `jobs.records_dir`/jobs.jsonl (fsync'ed) by OnSnapshot after it has
+// released the lock. Time is the snapshot's (simulated time under
 // --simulate); Slurm's event times are its own (the wall clock: with a simulated fleet, only the
 // realtime clock at speed 1 lines the two up; a stepped clock does not).
 //
@@ -25,8 +29,15 @@
 //
 // Job records: loaded from jobs.jsonl once at start and kept in memory — the latest 100,000 that
 // ended within storage.retention of the newest — so the API never reads the disk; each record is
-// appended to the file and to memory when its job ends. Older records are on disk only
-// (`gpuwarden jobs` without --url reads the whole file).
+// appended to the file and then to memory when its job ends. Older records are on disk only
+// (`gpuwarden jobs` without --url reads the whole file). What is guaranteed: the API lists a job as
+// finished (with its record) only once the record is written and fsync'ed, so every finished job
+// the API has shown survives a crash of the agent or the machine. In between — from the snapshot
+// that ends the job until its append returns (one write + fsync on the recorder's thread, the lock
+// released) — the API lists the job as RUNNING with its final figures. A crash in that window
+// loses the record (as it did when the write was under the lock); a Slurm job that squeue still
+// lists as finished after the restart is recorded again, without its GPU figures. A failed write
+// keeps the record in memory only (gpuwarden_job_record_errors_total counts it).
 //
 // Metrics (docs/metrics.md, "Task layer"): allocation info per GPU and job (job labels go on job
 // series only, never on device series), per running job figures (labels job_id, user, team,
@@ -34,10 +45,16 @@
 // allocated GPUs, and the Slurm poller's health. Nothing read from a process' environment beyond
 // the allow-list of jobs/environ.h reaches metrics, the API, the log or the disk.
 //
-// Threading: OnSnapshot runs on the recorder's thread; RenderMetrics and the API handlers on the
-// HTTP server's threads. One mutex guards the state; OnSnapshot holds it for one attribution pass
-// (a few microseconds per cached process). Errors (records dir not writable, squeue failing) are
-// logged and shown in metrics; the service keeps running.
+// Threading: OnSnapshot runs on the recorder's thread (one thread: the record writes rely on it);
+// RenderMetrics and the API handlers on the HTTP server's threads. One mutex guards the state;
+// OnSnapshot holds it for the statistics and, when the inputs changed, the mapping (no disk
+// write, no fsync under it; /proc reads only when the mapping is checked or recomputed). Request
+// handlers read memory only. Errors (records dir not writable, squeue failing) are logged and
+// shown in metrics; the service keeps running.
+//
+// Allocation: in a steady state (same processes, same jobs, no new squeue poll) OnSnapshot
+// allocates nothing, slow-cycle pid checks included (tested without a store attached);
+// allocation happens when something changes (docs/benchmarks.md, "Task layer").
 #ifndef GPUWARDEN_CLI_JOBS_SERVICE_H_
 #define GPUWARDEN_CLI_JOBS_SERVICE_H_
 
@@ -53,6 +70,7 @@
 
 #include "base/log.h"
 #include "cli/config.h"
+#include "cli/jobs_mapping.h"
 #include "cli/jobs_series.h"
 #include "cli/queue_api.h"
 #include "collect/exposition.h"
@@ -150,8 +168,13 @@ class JobsService {
   };
 
   void Observe(const collect::Snapshot& snapshot);  // mu_ held
-  void TakeSchedulerEvents(double now_s);
-  void Attribute(const collect::Snapshot& snapshot, double now_s);
+  // Scheduler events into the ledger; true when there were any, or when the job table changed
+  // (then slurm_allocations_ and the Slurm jobs' meta_ were rebuilt).
+  bool TakeSchedulerEvents(double now_s);
+  // From the process mapping (just recomputed): process_allocations_, meta_, the ledger.
+  void Attribute(double now_s);
+  // Appends finished jobs' records to the store; mu_ NOT held (takes it at the end).
+  void WriteRecords(const std::vector<jobs::JobRecord>& records);
   void TrackIdle(const collect::Snapshot& snapshot, double now_s);
   void NoteEndedJobs(double now_s);
   std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
@@ -172,15 +195,22 @@ class JobsService {
   std::unique_ptr<QueueApi> queue_api_;  // the pending jobs of the poller's last poll
 
   mutable std::mutex mu_;
-  jobs::Attributor attributor_;
+  ProcessJobMapping mapping_;
+  jobs::CycleInput cycle_;           // Observe's scratch (its capacity is kept)
+  std::uint64_t slurm_version_ = 0;  // the poller's JobsVersion last walked
   std::unique_ptr<jobs::JobLedger> ledger_;
   double last_snapshot_s_ = 0;
   // Running jobs as the ledger keys them ("process:<name>" for process jobs) and who they are.
   std::map<std::string, JobMeta> meta_;
   std::vector<jobs::JobGpuStats> running_;  // the ledger's view after the last snapshot
   std::set<std::string> latency_seen_;      // jobs whose start latency was observed
-  // gpu index -> (ledger key of each job holding it)
+  // gpu index -> (ledger key of each job holding it): the union of the two below, rebuilt when
+  // either changes.
   std::map<unsigned, std::set<std::string>> allocations_;
+  std::map<unsigned, std::set<std::string>> slurm_allocations_;    // from the job table
+  std::map<unsigned, std::set<std::string>> process_allocations_;  // from the process mapping
+  // Finished jobs' records taken from the ledger, being written by OnSnapshot outside mu_.
+  std::vector<jobs::JobRecord> writing_;
   std::map<unsigned, std::pair<std::string, std::string>> gpu_ids_;  // index -> (gpu, uuid) text
   std::map<unsigned, double> idle_since_s_;  // allocated GPUs idle since; absent when active
   std::map<unsigned, double> memory_used_ratio_;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
@@ -193,6 +194,31 @@ std::vector<ProcessAttribution> Attributor::AttributeAll(std::span<const GpuProc
   for (auto it = cache_.begin(); it != cache_.end();)
     it = seen.count(it->first) ? std::next(it) : cache_.erase(it);
   return out;
+}
+
+bool Attributor::StillCached(std::span<const pid_t> pids) const {
+  char path[4096];
+  char stat[1024];  // field 22 comes well within: comm is at most 64 bytes
+  for (const pid_t pid : pids) {
+    auto cached = cache_.find(pid);
+    if (cached == cache_.end()) return false;
+    const int n = std::snprintf(path, sizeof path, "%s/%d/stat", options_.proc_root.c_str(),
+                                static_cast<int>(pid));
+    if (n < 0 || static_cast<std::size_t>(n) >= sizeof path) return false;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t got = 0;
+    do {
+      got = read(fd, stat, sizeof stat);
+    } while (got < 0 && errno == EINTR);
+    close(fd);
+    std::uint64_t ticks = 0;
+    if (got <= 0 ||
+        !ParseStatStartTicks(std::string_view(stat, static_cast<std::size_t>(got)), &ticks) ||
+        ticks != cached->second.start_ticks)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace gw::jobs

@@ -98,6 +98,13 @@ class Attributor {
   // (exited meanwhile) are left out. Cache entries for pids not in `processes` are dropped.
   std::vector<ProcessAttribution> AttributeAll(std::span<const GpuProcessRef> processes);
 
+  // Whether each pid still names the process cached for it: readable, same start time (so it
+  // neither exited nor was reused, and its cgroup and environment need not be read again). One
+  // stat read per pid into a stack buffer; allocates nothing; stops at the first pid that differs.
+  // False for a pid not in the cache. A caller that gets true may reuse what it built from the
+  // last AttributeAll.
+  bool StillCached(std::span<const pid_t> pids) const;
+
   std::size_t cache_size() const { return cache_.size(); }
   // How many /proc reads of cgroup+environ+status happened (cache misses), for tests and metrics.
   std::uint64_t misses() const { return misses_; }

@@ -179,8 +179,9 @@ std::size_t JobRecordStore::RecentCount() const {
 Status JobRecordStore::Append(const JobRecord& record) {
   std::string json = JobRecordToJson(record);
   const std::string line = json + "\n";
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> file_lock(file_mu_);
   Status written = AppendLine(line);
+  std::lock_guard<std::mutex> lock(mu_);
   if (options_.memory_records > 0)
     Remember(StoredJobRecord{record.job_id, record.team, record.start_time, record.end_time,
                              std::move(json)});
@@ -220,7 +221,7 @@ Status JobRecordStore::AppendLine(const std::string& line) {
 }
 
 Expected<std::vector<JobRecord>> JobRecordStore::ReadAll() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(file_mu_);
   std::vector<JobRecord> out;
   std::ifstream in(path_);
   if (!in) return out;  // no jobs finished yet
@@ -286,7 +287,9 @@ Status JobLedger::OnEvent(const JobEvent& event) {
       JobRecord record = MakeRecord(event.job, state, std::move(gpu));
       if (event.kind == JobEventKind::kVanished && record.start_time > 0)
         record.end_time = event.time;  // the projected end is not an end
-      return store_ ? store_->Append(record) : Status::Ok();
+      if (store_) return store_->Append(record);
+      finished_.push_back(std::move(record));
+      return Status::Ok();
     }
     default:
       return Status::Ok();
@@ -328,10 +331,18 @@ Status JobLedger::OnProcesses(const std::vector<AttributedGpuProcess>& processes
     if (store_) {
       Status s = store_->Append(r);
       if (!s.ok()) status = s;
+    } else {
+      finished_.push_back(std::move(r));
     }
     it = process_jobs_.erase(it);
   }
   return status;
+}
+
+std::vector<JobRecord> JobLedger::TakeFinished() {
+  std::vector<JobRecord> out;
+  out.swap(finished_);
+  return out;
 }
 
 std::vector<JobGpuStats> JobLedger::Running(double now_s) const {

@@ -18,8 +18,15 @@
 // of the newest one (serve: storage.retention) — appending each new record as it is written.
 // Older records stay on disk only (`ReadAll`, `Find`, and `gpuwarden jobs` without --url).
 //
-// Threading: JobRecordStore serialises its own appends and reads (mutex): the ledger writes while
-// the HTTP API reads. JobLedger is not synchronised (one owner).
+// Durability: when Append returns Ok, the record's line is on disk (written and fsync'ed) and
+// only then is it added to memory — so a record the agent's API lists as finished (it lists from
+// memory) survives a crash of the agent or the machine. A failed write is the exception: the record
+// is still kept in memory (the API shows it) and the error returned (serve counts it in
+// gpuwarden_job_record_errors_total).
+//
+// Threading: JobRecordStore serialises its appends and file reads with one mutex and guards the
+// records in memory with another, taken only briefly: the API's in-memory reads never wait for a
+// write or an fsync. JobLedger is not synchronised (one owner).
 #ifndef GPUWARDEN_JOBS_JOB_RECORDS_H_
 #define GPUWARDEN_JOBS_JOB_RECORDS_H_
 
@@ -111,11 +118,12 @@ class JobRecordStore {
   JobRecordStore(std::string path, JobRecordStoreOptions options)
       : path_(std::move(path)), options_(options) {}
   void Remember(StoredJobRecord record);       // mu_ held
-  Status AppendLine(const std::string& line);  // mu_ held
+  Status AppendLine(const std::string& line);  // file_mu_ held
 
   std::string path_;
   JobRecordStoreOptions options_;
-  mutable std::mutex mu_;
+  mutable std::mutex file_mu_;          // the file: appends and whole-file reads
+  mutable std::mutex mu_;               // what follows (taken after file_mu_ when both are)
   std::deque<StoredJobRecord> recent_;  // oldest first; recent_[i] has sequence first_seq_ + i
   std::uint64_t first_seq_ = 0;
   std::unordered_map<std::string, std::uint64_t> latest_seq_;  // job id -> its newest record
@@ -123,11 +131,17 @@ class JobRecordStore {
 };
 
 // Turns scheduler events and collector cycles into per-job statistics and records.
+//
+// Where a finished job's record goes: with a `store`, OnEvent/OnProcesses append it (fsync'ed)
+// before they return. With none, it is queued and handed out by TakeFinished, so that a caller
+// can write it itself after releasing its own lock (JobsService does: no disk write under the
+// lock its API waits on).
 class JobLedger {
  public:
   JobLedger(TeamMap teams, JobRecordStore* store, JobStatsOptions options = {});
 
-  // A Slurm lifecycle event (from SlurmPoller::TakeEvents). Finished/vanished jobs are written.
+  // A Slurm lifecycle event (from SlurmPoller::TakeEvents). Finished/vanished jobs are written
+  // (or queued, without a store).
   Status OnEvent(const JobEvent& event);
   // One collection cycle.
   void OnCycle(const CycleInput& cycle) { stats_.Observe(cycle); }
@@ -144,6 +158,13 @@ class JobLedger {
   Status OnProcesses(const std::vector<AttributedGpuProcess>& processes, double now_s);
   // Running jobs' statistics so far (for metrics).
   std::vector<JobGpuStats> Running(double now_s) const;
+  // The same into `out`, reusing its storage (JobStatsTracker::RunningInto: no allocation in a
+  // steady state).
+  void RunningInto(double now_s, std::vector<JobGpuStats>* out) const {
+    stats_.RunningInto(now_s, out);
+  }
+  // Without a store: the records of the jobs that finished since the last call, oldest first.
+  std::vector<JobRecord> TakeFinished();
   const TeamMap& teams() const { return teams_; }
 
   // Builds the record of a finished job (exposed for tests and the process-based source).
@@ -160,6 +181,7 @@ class JobLedger {
   JobRecordStore* store_;
   JobStatsTracker stats_;
   std::map<std::string, ProcessJob> process_jobs_;  // keyed "process:<GPUWARDEN_JOB>"
+  std::vector<JobRecord> finished_;                 // without a store: not yet taken
 };
 
 }  // namespace gw::jobs

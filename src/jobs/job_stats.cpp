@@ -1,6 +1,8 @@
 #include "jobs/job_stats.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -36,29 +38,101 @@ std::string ThrottleReasonName(std::uint64_t bit) {
   return "bit_" + std::to_string(n);
 }
 
+namespace {
+
+// The map key of one reason bit, built once (charging a throttled interval allocates no name).
+const std::string& ReasonKey(std::uint64_t bit) {
+  static const std::array<std::string, 64> kKeys = [] {
+    std::array<std::string, 64> keys;
+    for (int n = 0; n < 64; ++n) keys[static_cast<size_t>(n)] = ThrottleReasonName(1ull << n);
+    return keys;
+  }();
+  return kKeys[static_cast<size_t>(std::countr_zero(bit))];
+}
+
+// `*to = from` that keeps to's storage: strings, the GPU list and the throttle map's nodes (a
+// map's copy-assignment would construct every key again).
+void AssignStats(const JobGpuStats& from, JobGpuStats* to) {
+  to->job_id = from.job_id;
+  to->gpus = from.gpus;
+  to->start_s = from.start_s;
+  to->end_s = from.end_s;
+  to->gpu_seconds = from.gpu_seconds;
+  to->observed_gpu_seconds = from.observed_gpu_seconds;
+  to->energy_j = from.energy_j;
+  to->power_integral_j = from.power_integral_j;
+  to->util_avg_pct = from.util_avg_pct;
+  to->util_max_pct = from.util_max_pct;
+  to->memory_peak_bytes = from.memory_peak_bytes;
+  const bool same_reasons =
+      to->throttle_s.size() == from.throttle_s.size() &&
+      std::equal(from.throttle_s.begin(), from.throttle_s.end(), to->throttle_s.begin(),
+                 [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (same_reasons) {
+    auto out = to->throttle_s.begin();
+    for (const auto& [reason, seconds] : from.throttle_s) (out++)->second = seconds;
+  } else {
+    to->throttle_s = from.throttle_s;
+  }
+  to->ecc_corrected = from.ecc_corrected;
+  to->ecc_uncorrected = from.ecc_uncorrected;
+  to->xid_count = from.xid_count;
+  to->first_activity_s = from.first_activity_s;
+  to->start_latency_s = from.start_latency_s;
+  to->idle_gpu_seconds = from.idle_gpu_seconds;
+  to->idle_while_allocated = from.idle_while_allocated;
+}
+
+}  // namespace
+
+void JobStatsTracker::IntervalRing::push_back(const Interval& iv) {
+  if (count_ == items_.size()) {
+    // Full: unroll into a larger buffer, oldest first.
+    std::vector<Interval> larger;
+    larger.reserve(std::max<std::size_t>(16, items_.size() * 2));
+    for (std::size_t i = 0; i < count_; ++i) larger.push_back((*this)[i]);
+    larger.resize(larger.capacity());
+    items_.swap(larger);
+    head_ = 0;
+  }
+  items_[(head_ + count_) % items_.size()] = iv;
+  ++count_;
+}
+
+void JobStatsTracker::IntervalRing::pop_front() {
+  head_ = (head_ + 1) % items_.size();
+  --count_;
+}
+
 void JobStatsTracker::Begin(const std::string& job_id, std::vector<unsigned> gpus, double start_s) {
   if (jobs_.count(job_id)) return;
   Job job;
   std::sort(gpus.begin(), gpus.end());
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-  job.stats.job_id = job_id;
-  job.stats.gpus = std::move(gpus);
-  job.stats.start_s = start_s;
+  job.committed.stats.job_id = job_id;
+  job.committed.stats.gpus = std::move(gpus);
+  job.committed.stats.start_s = start_s;
+  job.through_now = job.committed;
   // Intervals seen before the start was learnt, in time order (Observe appends them so).
-  for (unsigned gpu : job.stats.gpus) {
+  std::vector<Interval> earlier;
+  for (unsigned gpu : job.committed.stats.gpus) {
     auto h = history_.find(gpu);
     if (h == history_.end()) continue;
-    for (const Interval& iv : h->second)
-      if (iv.t1 > start_s) job.recent.push_back(iv);
+    for (std::size_t i = 0; i < h->second.size(); ++i)
+      if (h->second[i].t1 > start_s) earlier.push_back(h->second[i]);
   }
-  std::stable_sort(job.recent.begin(), job.recent.end(),
+  std::stable_sort(earlier.begin(), earlier.end(),
                    [](const Interval& a, const Interval& b) { return a.t1 < b.t1; });
+  for (const Interval& iv : earlier) {
+    job.recent.push_back(iv);
+    Commit(iv, kForeverS, &job.through_now, options_);
+  }
   jobs_.emplace(job_id, std::move(job));
 }
 
-void JobStatsTracker::Commit(const Interval& iv, double until_s, Job* job,
+void JobStatsTracker::Commit(const Interval& iv, double until_s, Totals* totals,
                              const JobStatsOptions& o) {
-  JobGpuStats& s = job->stats;
+  JobGpuStats& s = totals->stats;
   const double lo = std::max(iv.t0, s.start_s), hi = std::min(iv.t1, until_s);
   if (iv.t1 <= iv.t0 || hi <= lo) return;
   const double dt = hi - lo;
@@ -66,11 +140,11 @@ void JobStatsTracker::Commit(const Interval& iv, double until_s, Job* job,
   s.observed_gpu_seconds += dt;
   s.energy_j += iv.energy_j * fraction;
   s.power_integral_j += iv.power_j * fraction;
-  job->util_time_pct_s += iv.util_pct * dt;
+  totals->util_time_pct_s += iv.util_pct * dt;
   const bool active = iv.util_pct > o.idle_util_pct;
   if (!active) s.idle_gpu_seconds += dt;
   for (std::uint64_t bits = iv.throttle; bits != 0; bits &= bits - 1)
-    s.throttle_s[ThrottleReasonName(bits & (~bits + 1))] += dt;
+    s.throttle_s[ReasonKey(bits & (~bits + 1))] += dt;
   // Point readings belong to the job when taken inside its lifetime.
   if (iv.t1 <= until_s) {
     s.util_max_pct = std::max(s.util_max_pct, iv.util_pct);
@@ -107,13 +181,19 @@ void JobStatsTracker::Observe(const CycleInput& cycle) {
       iv.ecc_uncorrected = delta(prev.ecc_uncorrected_total, cur.ecc_uncorrected_total);
       iv.xid = delta(prev.xid_total, cur.xid_total);
       for (auto& [id, job] : jobs_) {
-        if (iv.t1 <= job.stats.start_s) continue;
-        if (!std::binary_search(job.stats.gpus.begin(), job.stats.gpus.end(), cur.index)) continue;
+        const JobGpuStats& s = job.committed.stats;
+        if (iv.t1 <= s.start_s) continue;
+        if (!std::binary_search(s.gpus.begin(), s.gpus.end(), cur.index)) continue;
         job.recent.push_back(iv);
+        Commit(iv, kForeverS, &job.through_now, options_);
       }
       history_[cur.index].push_back(iv);
     }
-    last_[cur.index] = cur;
+    if (prev_it != last_.end()) {
+      prev_it->second = cur;
+    } else {
+      last_.emplace(cur.index, cur);
+    }
   }
   // Commit what is older than the retention window.
   double newest = 0;
@@ -123,20 +203,16 @@ void JobStatsTracker::Observe(const CycleInput& cycle) {
       intervals.pop_front();
   for (auto& [id, job] : jobs_) {
     while (!job.recent.empty() && job.recent.front().t1 < newest - options_.retention_s) {
-      Commit(job.recent.front(), kForeverS, &job, options_);
+      Commit(job.recent.front(), kForeverS, &job.committed, options_);
       job.recent.pop_front();
     }
   }
 }
 
-JobGpuStats JobStatsTracker::Finish(Job job, double until_s, const JobStatsOptions& o) {
-  for (const Interval& iv : job.recent) Commit(iv, until_s, &job, o);
-  JobGpuStats s = std::move(job.stats);
-  const double end = std::isfinite(until_s) ? until_s : 0;
-  if (end > 0) s.end_s = end;
-  if (s.observed_gpu_seconds > 0) s.util_avg_pct = job.util_time_pct_s / s.observed_gpu_seconds;
-  s.idle_while_allocated = !s.first_activity_s.has_value();
-  return s;
+void JobStatsTracker::Conclude(const Totals& totals, JobGpuStats* s) {
+  if (s->observed_gpu_seconds > 0)
+    s->util_avg_pct = totals.util_time_pct_s / s->observed_gpu_seconds;
+  s->idle_while_allocated = !s->first_activity_s.has_value();
 }
 
 std::optional<JobGpuStats> JobStatsTracker::End(const std::string& job_id, double end_s) {
@@ -144,7 +220,10 @@ std::optional<JobGpuStats> JobStatsTracker::End(const std::string& job_id, doubl
   if (it == jobs_.end()) return std::nullopt;
   Job job = std::move(it->second);
   jobs_.erase(it);
-  JobGpuStats s = Finish(std::move(job), end_s, options_);
+  for (std::size_t i = 0; i < job.recent.size(); ++i)
+    Commit(job.recent[i], end_s, &job.committed, options_);
+  JobGpuStats s = std::move(job.committed.stats);
+  Conclude(job.committed, &s);
   s.end_s = end_s;
   s.gpu_seconds = static_cast<double>(s.gpus.size()) * std::max(0.0, end_s - s.start_s);
   return s;
@@ -153,10 +232,23 @@ std::optional<JobGpuStats> JobStatsTracker::End(const std::string& job_id, doubl
 std::optional<JobGpuStats> JobStatsTracker::Current(const std::string& job_id, double now_s) const {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return std::nullopt;
-  JobGpuStats s = Finish(it->second, kForeverS, options_);
+  JobGpuStats s = it->second.through_now.stats;
+  Conclude(it->second.through_now, &s);
   s.end_s = 0;
   s.gpu_seconds = static_cast<double>(s.gpus.size()) * std::max(0.0, now_s - s.start_s);
   return s;
+}
+
+void JobStatsTracker::RunningInto(double now_s, std::vector<JobGpuStats>* out) const {
+  out->resize(jobs_.size());
+  std::size_t i = 0;
+  for (const auto& [id, job] : jobs_) {
+    JobGpuStats& s = (*out)[i++];
+    AssignStats(job.through_now.stats, &s);
+    Conclude(job.through_now, &s);
+    s.end_s = 0;
+    s.gpu_seconds = static_cast<double>(s.gpus.size()) * std::max(0.0, now_s - s.start_s);
+  }
 }
 
 std::vector<std::string> JobStatsTracker::RunningJobs() const {

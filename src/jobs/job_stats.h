@@ -20,12 +20,16 @@
 // too: each GPU's intervals of the last `retention_s` are kept, and `Begin` with a start in the
 // past charges those after the start (a job whose start is older than that loses the rest).
 //
+// Cost: each interval is charged twice as it arrives — to the job's committed figures once it is
+// older than `retention_s`, and at once to a running view that `Current`/`RunningInto` copy out —
+// so reading a running job's figures does not replay its tail. In a steady state (same jobs, same
+// GPUs) Observe and RunningInto allocate nothing: intervals live in rings that keep their capacity.
+//
 // Threading: none (one owner, e.g. the collector's thread or a task-layer thread).
 #ifndef GPUWARDEN_JOBS_JOB_STATS_H_
 #define GPUWARDEN_JOBS_JOB_STATS_H_
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -98,6 +102,9 @@ class JobStatsTracker {
   // The statistics so far of a running job (uncommitted tail included, not clipped).
   std::optional<JobGpuStats> Current(const std::string& job_id, double now_s) const;
   std::vector<std::string> RunningJobs() const;
+  // Current() of every running job into `out` (job id order), reusing its elements' storage: no
+  // allocation when the jobs are those of the last call.
+  void RunningInto(double now_s, std::vector<JobGpuStats>* out) const;
 
  private:
   struct Interval {
@@ -109,20 +116,39 @@ class JobStatsTracker {
     std::uint64_t throttle = 0;
     std::uint64_t ecc_corrected = 0, ecc_uncorrected = 0, xid = 0;  // deltas
   };
-  struct Job {
+  // Intervals oldest first, in a ring that grows when full and never shrinks (a deque frees and
+  // allocates a block every few pushes).
+  class IntervalRing {
+   public:
+    bool empty() const { return count_ == 0; }
+    std::size_t size() const { return count_; }
+    const Interval& front() const { return items_[head_]; }
+    const Interval& operator[](std::size_t i) const { return items_[(head_ + i) % items_.size()]; }
+    void push_back(const Interval& iv);
+    void pop_front();
+
+   private:
+    std::vector<Interval> items_;
+    std::size_t head_ = 0, count_ = 0;
+  };
+  struct Totals {
     JobGpuStats stats;
     double util_time_pct_s = 0;  // sum of util x dt
-    std::deque<Interval> recent;
   };
-  // Charges the part of `iv` inside [start, until_s] to the job.
-  static void Commit(const Interval& iv, double until_s, Job* job, const JobStatsOptions& o);
-  static JobGpuStats Finish(Job job, double until_s, const JobStatsOptions& o);
+  struct Job {
+    Totals committed;    // intervals older than retention_s, for good
+    Totals through_now;  // every interval so far, none clipped: what Current reports
+    IntervalRing recent;
+  };
+  // Charges the part of `iv` inside [start, until_s] to `totals`.
+  static void Commit(const Interval& iv, double until_s, Totals* totals, const JobStatsOptions& o);
+  static void Conclude(const Totals& totals, JobGpuStats* s);  // util_avg, idle flag
 
   JobStatsOptions options_;
   std::map<std::string, Job> jobs_;
   std::map<unsigned, GpuCycleSample> last_;  // per GPU, the previous sample (any job)
   // Per GPU, the intervals of the last retention_s (for jobs whose start is learnt late).
-  std::map<unsigned, std::deque<Interval>> history_;
+  std::map<unsigned, IntervalRing> history_;
 };
 
 }  // namespace gw::jobs

@@ -254,6 +254,7 @@ void SlurmPoller::PollOnce() {
   }
   const bool was_down = !table_.health().up && table_.health().failures_total > 0;
   std::vector<JobEvent> events = table_.Apply(*jobs, now);
+  ++jobs_version_;
   if (was_down && logger_) logger_->Info("slurm: squeue answers again");
   for (JobEvent& e : events) events_.push_back(std::move(e));
   if (events_.size() > kMaxQueuedEvents)
@@ -264,6 +265,11 @@ void SlurmPoller::PollOnce() {
 std::map<std::string, SlurmJob> SlurmPoller::Jobs() const {
   std::lock_guard<std::mutex> lock(mu_);
   return table_.jobs();
+}
+
+std::uint64_t SlurmPoller::JobsVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_version_;
 }
 
 SlurmHealth SlurmPoller::Health() const {

@@ -185,6 +185,9 @@ class SlurmPoller {
   void PollOnce();
 
   std::map<std::string, SlurmJob> Jobs() const;
+  // Moves with every successful poll (the job table may have changed), never otherwise: a reader
+  // that saw this version can skip copying Jobs() again.
+  std::uint64_t JobsVersion() const;
   SlurmHealth Health() const;
   // The pending jobs of the last successful poll and the health as of that moment, read together.
   std::vector<SlurmJob> PendingJobs(SlurmHealth* health) const;
@@ -201,6 +204,7 @@ class SlurmPoller {
   bool stopping_ = false;
   SlurmJobTable table_;
   std::vector<JobEvent> events_;
+  std::uint64_t jobs_version_ = 0;
   std::thread thread_;
 };
 
