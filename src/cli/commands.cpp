@@ -10,6 +10,7 @@
 #include "cli/diagnose_commands.h"
 #include "cli/governance_service.h"
 #include "cli/jobs_service.h"
+#include "cli/service_cost_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
 #include "collect/exposition.h"
@@ -120,6 +121,11 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   // The platform layer: idle reclaim, pools, quotas, cost (after the task layer each cycle).
   GovernanceService governance(config, &jobs, appender.get(), logger);
   governance.Start();
+  // A finished job's record carries its final cost (jobs -> governance, never the reverse).
+  jobs.SetJobCostLookup(
+      [&governance](const std::string& id) { return governance.FinalJobCost(id); });
+  // Cost per output of the scraped services (scrape.targets[].gpus, .outputs).
+  ServiceCostService services(config, &scraper, appender.get(), logger);
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
   const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
@@ -129,12 +135,13 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   findings.Start();
   if (rec) {
     StoreAppender* app = appender.get();
-    rec->SetAfterRecord([&alerting, &jobs, &governance, &findings, &scraper, stepped, app](
-                            const collect::Snapshot& s, int64_t t_ms) {
+    rec->SetAfterRecord([&alerting, &jobs, &governance, &findings, &scraper, &services, stepped,
+                         app](const collect::Snapshot& s, int64_t t_ms) {
       if (stepped) scraper.ScrapeDue(t_ms);  // scrapes follow the simulated clock
       if (scraper.Drain(app, s) > 0) (void)app->Commit();
       jobs.OnSnapshot(s);
       governance.OnSnapshot(s, t_ms);
+      services.OnSnapshot(s, t_ms);
       alerting.Tick(t_ms);
       findings.Tick(t_ms);
     });
@@ -176,19 +183,21 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra(
-      [&alerting, &jobs, &scraper, &governance, &findings](collect::Format f, std::string* out) {
-        alerting.RenderMetrics(f, out);
-        jobs.RenderMetrics(f, out);
-        scraper.RenderMetrics(f, out);
-        governance.RenderMetrics(f, out);
-        findings.RenderMetrics(f, out);
-      });
+  page.SetExtra([&alerting, &jobs, &scraper, &governance, &findings, &services](collect::Format f,
+                                                                                std::string* out) {
+    alerting.RenderMetrics(f, out);
+    jobs.RenderMetrics(f, out);
+    scraper.RenderMetrics(f, out);
+    governance.RenderMetrics(f, out);
+    findings.RenderMetrics(f, out);
+    services.RenderMetrics(f, out);
+  });
   RegisterRoutes(server->get(), &agent, &page);
   alerting.RegisterRoutes(server->get());
   jobs.RegisterRoutes(server->get());
   findings.RegisterRoutes(server->get());
   governance.RegisterRoutes(server->get());
+  services.RegisterRoutes(server->get());
   if (store) {
     http::PromApiOptions api;
     api.version = version;

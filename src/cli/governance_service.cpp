@@ -624,6 +624,29 @@ std::string GovernanceService::ReclaimJson(std::size_t limit) const {
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::optional<jobs::JobCostRecord> GovernanceService::FinalJobCost(
+    const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const governance::PriceSettings& prices = usage_.prices();
+  if (prices.gpu_hour_by_model.empty() && prices.default_gpu_hour == 0 &&
+      prices.energy_per_kwh == 0)
+    return std::nullopt;  // no prices configured: no cost to record
+  const governance::JobCost* found = nullptr;
+  if (auto it = usage_.jobs().find(job_id); it != usage_.jobs().end()) found = &it->second;
+  for (auto it = usage_.ended_jobs().rbegin(); !found && it != usage_.ended_jobs().rend(); ++it)
+    if (it->id == job_id) found = &*it;
+  if (!found) return std::nullopt;
+  const governance::CostTotals& c = found->cost;
+  jobs::JobCostRecord r;
+  r.currency = usage_.prices().currency;
+  r.allocated_gpu_hours = c.allocated_gpu_s / 3600;
+  r.energy_kwh = c.energy_j / 3.6e6;
+  r.allocation_cost = c.allocation_cost;
+  r.energy_cost = c.energy_cost;
+  r.idle_allocated_cost = c.idle_cost;
+  return r;
+}
+
 void GovernanceService::RegisterRoutes(http::Server* server) {
   server->Get("/api/gw/v1/teams", [this](const http::Request&, http::Response& res) {
     res.body = TeamsJson();

@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -84,6 +85,10 @@ class GovernanceService {
   void RegisterRoutes(http::Server* server);
   std::string TeamsJson() const;
   std::string ReclaimJson(std::size_t limit) const;
+
+  // A job's cost so far (running) or final (ended; the latest run), for its record
+  // (JobsService::SetJobCostLookup): nullopt for a job never seen holding GPUs. Any thread.
+  std::optional<jobs::JobCostRecord> FinalJobCost(const std::string& job_id) const;
 
  private:
   struct Figure {

@@ -105,7 +105,8 @@ std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
   std::string out = PadRight("JOB", 14) + PadRight("USER", 12) + PadRight("TEAM", 14) +
                     PadRight("PARTITION", 11) + PadRight("STATE", 11) + PadRight("START", 22) +
                     PadRight("ELAPSED", 10) + PadRight("GPUS", 10) + PadRight("GPU-H", 8) +
-                    PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) + "MEM PEAK\n";
+                    PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) +
+                    PadRight("MEM PEAK", 11) + "COST\n";
   for (const jobs::JobRecord& r : records) {
     out += PadRight(r.job_id, 13) + " " + PadRight(OrDash(r.user), 11) + " " +
            PadRight(OrDash(r.team), 13) + " " + PadRight(OrDash(r.partition), 10) + " " +
@@ -116,10 +117,12 @@ std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
              PadRight(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
              PadRight(Fmt("%.0f%%", r.gpu->util_avg_pct) + "/" + Fmt("%.0f%%", r.gpu->util_max_pct),
                       13) +
-             " " + Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30));
+             " " + PadRight(Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30)), 10);
     } else {
-      out += PadRight("-", 7) + " " + PadRight("-", 9) + " " + PadRight("-", 13) + " -";
+      out += PadRight("-", 7) + " " + PadRight("-", 9) + " " + PadRight("-", 13) + " " +
+             PadRight("-", 10);
     }
+    out += " " + (r.cost ? Fmt("%.2f ", r.cost->Total()) + r.cost->currency : std::string("-"));
     out += "\n";
   }
   return out;
@@ -147,6 +150,13 @@ std::string JobDetail(const jobs::JobRecord& r) {
   if (r.queue_wait_s) line("queue wait", FormatDuration(double(*r.queue_wait_s)));
   if (r.submit_wait_s) line("since submit", FormatDuration(double(*r.submit_wait_s)));
   line("elapsed", Elapsed(r));
+  if (r.cost)
+    line("cost", Fmt("%.4f ", r.cost->Total()) + r.cost->currency +
+                     Fmt(" (allocation %.4f", r.cost->allocation_cost) +
+                     Fmt(" for %.3f GPU-hours", r.cost->allocated_gpu_hours) +
+                     Fmt(", energy %.4f", r.cost->energy_cost) +
+                     Fmt(" for %.3f kWh", r.cost->energy_kwh) +
+                     Fmt("; idle %.4f)", r.cost->idle_allocated_cost));
   if (!r.gpu) {
     line("GPUs", "none recorded");
     return out;

@@ -154,6 +154,12 @@ double JobsService::NowS() const {
   return last_snapshot_s_ > 0 ? last_snapshot_s_ : WallNowS();
 }
 
+void JobsService::SetJobCostLookup(jobs::JobLedger::CostLookup lookup) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cost_lookup_ = lookup;
+  ledger_->SetCostLookup(std::move(lookup));
+}
+
 void JobsService::RecordSeriesInto(collect::SampleAppender* appender) {
   std::lock_guard<std::mutex> lock(mu_);
   series_ = appender ? std::make_unique<TaskSeriesRecorder>(appender) : nullptr;
@@ -393,6 +399,7 @@ std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
       r.gpu = std::move(stats);
     }
     if (r.gpu) r.gpu->job_id = r.job_id;
+    if (cost_lookup_) r.cost = cost_lookup_(r.job_id);  // so far
     out.push_back(std::move(r));
   };
   for (const jobs::JobGpuStats& s : running_) add(s.job_id, s);

@@ -129,6 +129,12 @@ class JobsService {
   // OnSnapshot must run on its writer thread. Call before the first OnSnapshot.
   void RecordSeriesInto(collect::SampleAppender* appender);
 
+  // Where a finished job's final cost comes from (GovernanceService::FinalJobCost), asked on
+  // OnSnapshot's thread (and, for running jobs' cost so far, on the API's) with this service's
+  // lock held — so `lookup` must not call back into this service. Before the first OnSnapshot;
+  // unset, records carry no cost.
+  void SetJobCostLookup(jobs::JobLedger::CostLookup lookup);
+
   // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T), GET /api/gw/v1/jobs/<id>, and
   // GET /api/gw/v1/queue (?team=T; cli/queue_api.h).
   void RegisterRoutes(http::Server* server);
@@ -199,6 +205,7 @@ class JobsService {
   jobs::CycleInput cycle_;           // Observe's scratch (its capacity is kept)
   std::uint64_t slurm_version_ = 0;  // the poller's JobsVersion last walked
   std::unique_ptr<jobs::JobLedger> ledger_;
+  jobs::JobLedger::CostLookup cost_lookup_;  // running jobs' cost so far (API)
   double last_snapshot_s_ = 0;
   // Running jobs as the ledger keys them ("process:<name>" for process jobs) and who they are.
   std::map<std::string, JobMeta> meta_;

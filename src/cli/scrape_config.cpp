@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <set>
 
+#include "promql/parser.h"
+
 namespace gw::cli {
 
 namespace {
@@ -61,6 +63,9 @@ Status Gpus(const std::string& file, const YAML::Node& node, const std::string& 
   return Status::Ok();
 }
 
+Status Outputs(const std::string& file, const YAML::Node& node, const std::string& key,
+               scrape::TargetConfig* t);  // below
+
 Status Target(const std::string& file, const YAML::Node& node, const std::string& key,
               scrape::TargetConfig* t) {
   if (!node.IsMap())
@@ -82,6 +87,12 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
       has_timeout = true;
     } else if (name == "gpus") {
       s = Gpus(file, v, sub, &t->gpus);
+    } else if (name == "outputs") {
+      s = Outputs(file, v, sub, t);
+    } else if (name == "output_unit") {
+      s = Text(file, v, sub, &t->output_unit);
+      if (s.ok() && t->output_unit.empty())
+        s = Error{Where(file, v) + sub + ": expected a unit such as request or token"};
     } else if (name == "bearer_token_file") {
       s = Text(file, v, sub, &t->bearer_token_file);
     } else if (name == "basic_auth") {
@@ -100,7 +111,8 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
       }
     } else {
       return Error{Where(file, field.first) + key + ": unknown key '" + Printable(name) +
-                   "' (name, url, interval, timeout, gpus, basic_auth, bearer_token_file)"};
+                   "' (name, url, interval, timeout, gpus, basic_auth, bearer_token_file, outputs, "
+                   "output_unit)"};
     }
     if (!s.ok()) return s;
   }
@@ -113,6 +125,27 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
                  ") must not be longer than interval (" + FormatDuration(t->interval_s) + ")"};
   if (!t->bearer_token_file.empty() && !t->basic_auth_username.empty())
     return Error{Where(file, node) + key + ": use basic_auth or bearer_token_file, not both"};
+  return Status::Ok();
+}
+
+// `outputs`: one vector selector (no offset, no @), which must name the series it sums: a
+// selector every series would match is refused as Prometheus refuses it.
+Status Outputs(const std::string& file, const YAML::Node& node, const std::string& key,
+               scrape::TargetConfig* t) {
+  if (Status s = Text(file, node, key, &t->outputs); !s.ok()) return s;
+  auto parsed = promql::Parse(t->outputs);
+  const std::string example =
+      " (a counter selector such as 'inference_requests_total{code=~\"2..\"}')";
+  if (!parsed.ok())
+    return Error{Where(file, node) + key + ": " + Printable(parsed.error().message) + example};
+  if ((*parsed)->kind != promql::ExprKind::kVectorSelector)
+    return Error{Where(file, node) + key + ": expected a vector selector, got '" +
+                 Printable(t->outputs) + "'" + example};
+  const auto& selector = static_cast<const promql::VectorSelector&>(**parsed);
+  if (selector.mods.offset_ms != 0 || selector.mods.at != promql::AtKind::kNone)
+    return Error{Where(file, node) + key + ": offset and @ are not allowed here, got '" +
+                 Printable(t->outputs) + "'"};
+  t->output_matchers = selector.matchers;
   return Status::Ok();
 }
 

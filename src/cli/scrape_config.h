@@ -10,6 +10,8 @@
 //         gpus: [0, 1]                   # GPU indices serving it (gpu_service_info)
 //         basic_auth: {username: u, password_file: /etc/gpuwarden/pw}
 //         bearer_token_file: /etc/gpuwarden/token
+//         outputs: 'inference_requests_total{code=~"2.."}'   # what one output is (cost per output)
+//         output_unit: request           # default "output"
 //
 // Errors read "FILE:LINE: scrape.targets[i].key: what is wrong".
 #ifndef GPUWARDEN_CLI_SCRAPE_CONFIG_H_

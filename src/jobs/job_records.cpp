@@ -81,6 +81,12 @@ std::string JobRecordToJson(const JobRecord& r) {
   if (r.queue_wait_s) j["queue_wait_s"] = *r.queue_wait_s;
   if (r.submit_wait_s) j["submit_wait_s"] = *r.submit_wait_s;
   if (r.gpu) j["gpu"] = StatsToJson(*r.gpu);
+  if (r.cost)
+    j["cost"] = {
+        {"currency", r.cost->currency},       {"allocated_gpu_hours", r.cost->allocated_gpu_hours},
+        {"energy_kwh", r.cost->energy_kwh},   {"allocation_cost", r.cost->allocation_cost},
+        {"energy_cost", r.cost->energy_cost}, {"idle_allocated_cost", r.cost->idle_allocated_cost},
+        {"total_cost", r.cost->Total()}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -106,6 +112,17 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
     if (j.contains("queue_wait_s")) r.queue_wait_s = j["queue_wait_s"].get<std::int64_t>();
     if (j.contains("submit_wait_s")) r.submit_wait_s = j["submit_wait_s"].get<std::int64_t>();
     if (j.contains("gpu") && j["gpu"].is_object()) r.gpu = StatsFromJson(j["gpu"], r.job_id);
+    if (j.contains("cost") && j["cost"].is_object()) {
+      const json& c = j["cost"];
+      JobCostRecord cost;
+      cost.currency = c.value("currency", "");
+      cost.allocated_gpu_hours = c.value("allocated_gpu_hours", 0.0);
+      cost.energy_kwh = c.value("energy_kwh", 0.0);
+      cost.allocation_cost = c.value("allocation_cost", 0.0);
+      cost.energy_cost = c.value("energy_cost", 0.0);
+      cost.idle_allocated_cost = c.value("idle_allocated_cost", 0.0);
+      r.cost = cost;  // total_cost is derived
+    }
     return r;
   } catch (const json::exception& e) {
     return Error{std::string("malformed job record: ") + e.what()};
@@ -287,6 +304,7 @@ Status JobLedger::OnEvent(const JobEvent& event) {
       JobRecord record = MakeRecord(event.job, state, std::move(gpu));
       if (event.kind == JobEventKind::kVanished && record.start_time > 0)
         record.end_time = event.time;  // the projected end is not an end
+      if (cost_lookup_ && record.start_time > 0) record.cost = cost_lookup_(record.job_id);
       if (store_) return store_->Append(record);
       finished_.push_back(std::move(record));
       return Status::Ok();
@@ -328,6 +346,7 @@ Status JobLedger::OnProcesses(const std::vector<AttributedGpuProcess>& processes
     r.end_time = static_cast<std::int64_t>(now_s);
     r.gpu = stats_.End(it->first, now_s);
     if (r.gpu) r.gpu->job_id = r.job_id;
+    if (cost_lookup_) r.cost = cost_lookup_(r.job_id);
     if (store_) {
       Status s = store_->Append(r);
       if (!s.ok()) status = s;

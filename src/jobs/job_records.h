@@ -8,7 +8,10 @@
 // "gpu": {gpus, start_s, end_s, gpu_seconds, observed_gpu_seconds, energy_j, power_integral_j,
 // util_avg_pct, util_max_pct, memory_peak_bytes, throttle_s {reason: seconds}, ecc_corrected,
 // ecc_uncorrected, xid_count, idle_gpu_seconds, idle_while_allocated, first_activity_s?,
-// start_latency_s?}. Readers ignore unknown keys. A torn last line (crash mid-append) is skipped
+// start_latency_s?}, and when the governance layer priced the job "cost": {currency,
+// allocated_gpu_hours, energy_kwh, allocation_cost, energy_cost, idle_allocated_cost, total_cost}
+// (its final figures: cli/governance_service.h). Readers ignore unknown keys; a record without
+// "cost" (older, or no prices) reads with no cost. A torn last line (crash mid-append) is skipped
 // when reading and the next append starts on a fresh line. A job id may appear more than once (a
 // requeued job); `Find` returns the latest.
 //
@@ -49,6 +52,18 @@
 
 namespace gw::jobs {
 
+// What a finished job cost (governance/usage.h's figures at its end): its GPUs' allocation cost
+// (GPU-hours x the price of their model) and energy cost while it held them.
+struct JobCostRecord {
+  std::string currency;
+  double allocated_gpu_hours = 0;
+  double energy_kwh = 0;
+  double allocation_cost = 0;
+  double energy_cost = 0;
+  double idle_allocated_cost = 0;  // the part of allocation_cost spent idle
+  double Total() const { return allocation_cost + energy_cost; }
+};
+
 struct JobRecord {
   std::string job_id;
   std::string source;  // "slurm", or "process" (GPUWARDEN_JOB without a scheduler)
@@ -67,6 +82,7 @@ struct JobRecord {
   std::optional<std::int64_t> queue_wait_s;   // start - eligible
   std::optional<std::int64_t> submit_wait_s;  // start - submit
   std::optional<JobGpuStats> gpu;             // absent when the job never ran on GPUs
+  std::optional<JobCostRecord> cost;          // absent when nobody priced it
 };
 
 std::string JobRecordToJson(const JobRecord& record);  // one line, no newline
@@ -167,6 +183,12 @@ class JobLedger {
   std::vector<JobRecord> TakeFinished();
   const TeamMap& teams() const { return teams_; }
 
+  // Where a finished job's cost comes from (the governance layer's ledger): asked, by the job id
+  // a person knows ("1234", or the GPUWARDEN_JOB name), just before the record is written;
+  // nullopt leaves the record without cost. Unset: no cost.
+  using CostLookup = std::function<std::optional<JobCostRecord>(const std::string& job_id)>;
+  void SetCostLookup(CostLookup lookup) { cost_lookup_ = std::move(lookup); }
+
   // Builds the record of a finished job (exposed for tests and the process-based source).
   JobRecord MakeRecord(const SlurmJob& job, std::string_view final_state,
                        std::optional<JobGpuStats> gpu) const;
@@ -182,6 +204,7 @@ class JobLedger {
   JobStatsTracker stats_;
   std::map<std::string, ProcessJob> process_jobs_;  // keyed "process:<GPUWARDEN_JOB>"
   std::vector<JobRecord> finished_;                 // without a store: not yet taken
+  CostLookup cost_lookup_;
 };
 
 }  // namespace gw::jobs

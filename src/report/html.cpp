@@ -233,6 +233,24 @@ void TeamsSection(const Report& r, std::string* out) {
   *out += "</tbody></table>";
 }
 
+// Cost per output: shown only when services are configured with gpus (gpu_service_cost_total).
+void ServicesSection(const Report& r, std::string* out) {
+  if (r.services.empty()) return;
+  *out +=
+      "<h2>Services: cost per output</h2><table><thead><tr><th>service</th><th>GPU cost</th>"
+      "<th>outputs</th><th>cost per 1000 outputs</th></tr></thead><tbody>";
+  for (const ServiceRow& s : r.services) {
+    const std::string unit = s.unit.empty() ? "" : " " + Esc(s.unit) + "s";
+    *out += "<tr><td>" + Esc(s.target) + "</td><td class=\"n\">" +
+            (std::isfinite(s.cost) ? Fmt("%.2f", s.cost) : "–") + "</td><td class=\"n\">" +
+            (std::isfinite(s.outputs) ? Fmt("%.0f", s.outputs) + unit : "–") +
+            "</td><td class=\"n\">" +
+            (std::isfinite(s.cost_per_output) ? Fmt("%.4f", s.cost_per_output * 1000) : "–") +
+            "</td></tr>";
+  }
+  *out += "</tbody></table>";
+}
+
 void GpusSection(const Report& r, std::string* out) {
   *out += "<h2>ECC and XID history per GPU</h2>";
   if (r.gpus.empty()) {
@@ -277,6 +295,7 @@ std::string ToHtml(const Report& r) {
   FleetSection(r, &out);
   ProblemsSection(r, &out);
   TeamsSection(r, &out);
+  ServicesSection(r, &out);
   out += "<h2>Queue-wait trend</h2>";
   if (r.queue_wait.lines.empty()) {
     out += "<p class=\"note\">No queue-wait data in the period.</p>";

@@ -54,6 +54,9 @@ const std::map<std::string, std::string> kQueries = {
     {"team_quota", "max by (team) (max_over_time(gpu_team_quota_gpus[${P}]))"},
     {"team_cost", "sum by (team) (increase(gpu_cost_allocation_total[${P}]))"},
     {"team_idle_cost", "sum by (team) (increase(gpu_cost_idle_allocated_total[${P}]))"},
+    {"service_cost", "sum by (target) (increase(gpu_service_cost_total[${P}]))"},
+    {"service_outputs", "sum by (target) (increase(gpu_service_outputs_total[${P}]))"},
+    {"service_unit", "max by (target, unit) (max_over_time(gpu_service_output_info[${P}]))"},
     {"queue_p95",
      "histogram_quantile(0.95, max by (partition, le) "
      "(rate(gpu_job_queue_wait_seconds_bucket[${S}])))"},
@@ -211,6 +214,26 @@ void BuildTeams(Ctx& c) {
   });
 }
 
+void BuildServices(Ctx& c) {
+  std::map<std::string, ServiceRow> rows;
+  for (const promql::Series& s : c.Instant("service_cost"))
+    rows[std::string(tsdb::LabelValue(s.labels, "target"))].cost = First(s);
+  if (rows.empty()) return;
+  for (const promql::Series& s : c.Instant("service_outputs")) {
+    auto it = rows.find(std::string(tsdb::LabelValue(s.labels, "target")));
+    if (it != rows.end()) it->second.outputs = First(s);
+  }
+  for (const promql::Series& s : c.Instant("service_unit")) {
+    auto it = rows.find(std::string(tsdb::LabelValue(s.labels, "target")));
+    if (it != rows.end()) it->second.unit = std::string(tsdb::LabelValue(s.labels, "unit"));
+  }
+  for (auto& [target, row] : rows) {
+    row.target = target;
+    if (row.outputs > 0) row.cost_per_output = row.cost / row.outputs;
+    c.out->services.push_back(std::move(row));
+  }
+}
+
 void BuildQueue(Ctx& c) {
   Chart p95 = c.Range("queue_p95", "Queue wait by partition (p50, p95)", "seconds", "partition");
   Chart p50 = c.Range("queue_p50", "", "seconds", "partition");
@@ -311,6 +334,7 @@ Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
     out.errors.push_back("findings: " + diagnosis.error().message);
   }
   BuildTeams(c);
+  BuildServices(c);
   BuildQueue(c);
   BuildGpus(c);
   BuildCapacity(c);
@@ -375,6 +399,13 @@ std::string ToJson(const Report& r) {
     if (t.idle_cost) j["idle_cost"] = Num(*t.idle_cost);
     teams.push_back(j);
   }
+  json services = json::array();
+  for (const ServiceRow& s : r.services)
+    services.push_back({{"target", s.target},
+                        {"unit", s.unit},
+                        {"cost", Num(s.cost)},
+                        {"outputs", Num(s.outputs)},
+                        {"cost_per_output", Num(s.cost_per_output)}});
   json gpus = json::array();
   for (const GpuRow& g : r.gpus) {
     json xids = json::object();
@@ -401,6 +432,7 @@ std::string ToJson(const Report& r) {
               {"teams", teams},
               {"has_quota", r.has_quota},
               {"has_cost", r.has_cost},
+              {"services", services},
               {"queue_wait", ChartJson(r.queue_wait)},
               {"gpus", gpus},
               {"ecc", ChartJson(r.ecc)},

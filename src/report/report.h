@@ -11,8 +11,9 @@
 // Sections: fleet health (GPUs, utilization, energy, throttling, findings by severity, a
 // utilization chart), top problems by layer (diagnose/ over the whole period), per-team usage
 // (GPU-hours, idle GPU-hours and energy from the task layer; quota and cost when the governance
-// families are in the store), the queue-wait trend per partition, ECC and XID history per GPU,
-// and a capacity recommendation. What the store has no data for is said, not invented.
+// families are in the store), cost per output of the scraped services (when configured), the
+// queue-wait trend per partition, ECC and XID history per GPU, and a capacity recommendation. What
+// the store has no data for is said, not invented.
 //
 // The HTML has inline CSS and inline SVG charts, no script and no external reference: it opens
 // offline, in a mail client or from a ticket. Queries: report.cpp's table (the governance names
@@ -67,6 +68,14 @@ struct TeamRow {
   std::optional<double> quota_gpus, cost, idle_cost;  // governance families, when present
 };
 
+// Cost per output of a scraped service (gpu_service_* families, docs/metrics.md "Cost per
+// output"), over the period.
+struct ServiceRow {
+  std::string target, unit;
+  double cost = NAN, outputs = NAN;
+  double cost_per_output = NAN;  // cost / outputs; NaN without outputs
+};
+
 struct GpuRow {
   std::string gpu, uuid, name;
   double utilization = NAN, temperature_max = NAN, throttled_share = NAN;
@@ -90,6 +99,7 @@ struct Report {
   diagnose::Diagnosis diagnosis;  // findings over the whole period
   std::vector<TeamRow> teams;
   bool has_quota = false, has_cost = false;
+  std::vector<ServiceRow> services;  // empty without gpu_service_cost_total in the period
   Chart queue_wait;
   std::vector<GpuRow> gpus;
   Chart ecc;  // lifetime corrected ECC count of the GPUs whose count grew
@@ -103,7 +113,8 @@ Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
                        const Options& options);
 
 std::string ToHtml(const Report& report);
-// {"time":…, "period_seconds":…, "fleet":{…}, "findings":[…], "teams":[…], "queue_wait":{…},
+// {"time":…, "period_seconds":…, "fleet":{…}, "findings":[…], "teams":[…], "services":[{target,
+//  unit, cost, outputs, cost_per_output}], "queue_wait":{…},
 //  "gpus":[…], "ecc":{…}, "capacity":{…}, "notes":[…], "errors":[…]}
 std::string ToJson(const Report& report);
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <unordered_map>
 
@@ -69,6 +71,13 @@ void Sample(std::string* out, std::string_view name, const std::string& target,
   out->append("\n");
 }
 
+bool CountsOutputs(const TargetConfig& config, const tsdb::Labels& labels) {
+  if (config.outputs.empty()) return false;
+  for (const tsdb::Matcher& m : config.output_matchers)
+    if (!m.Matches(tsdb::LabelValue(labels, m.name()))) return false;
+  return true;
+}
+
 }  // namespace
 
 struct Scraper::Target {
@@ -86,6 +95,12 @@ struct Scraper::Target {
   std::vector<uint32_t> seen_in;  // by id: the scrape generation that last had it
   uint32_t generation = 0;
   std::vector<uint32_t> present, present_next;  // ids of the last successful scrape
+  // Outputs (config.outputs): by id whether the series counts outputs, and its last value (NaN:
+  // not seen yet); the running sum, from the first successful scrape.
+  std::vector<uint8_t> is_output;
+  std::vector<double> output_last;
+  bool outputs_started = false;
+  double outputs_total = 0;
   // Under mu_.
   TargetHealth health;
 };
@@ -178,6 +193,30 @@ void Scraper::ScrapeDue(int64_t t_ms) {
   }
 }
 
+// Outputs, reset-aware per series as Prometheus' increase(): a value below the series' last one
+// is a restart of the counter, which counts from 0; a series first seen after the first successful
+// scrape counts from 0 (the service created it meanwhile); the first scrape is the baseline.
+void Scraper::CountOutputs(Target* t, const Batch& batch) {
+  for (const auto& [id, v] : batch.values) {
+    if (!t->is_output[id] || !std::isfinite(v) || v < 0) continue;  // not a counter's value
+    double& last = t->output_last[id];
+    if (std::isnan(last)) {
+      if (t->outputs_started) t->outputs_total += v;
+    } else {
+      t->outputs_total += v >= last ? v - last : v;
+    }
+    last = v;
+  }
+  t->outputs_started = true;
+}
+
+bool Scraper::Outputs(size_t target, double* total) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (target >= targets_.size() || !targets_[target]->health.outputs_known) return false;
+  *total = targets_[target]->health.outputs_total;
+  return true;
+}
+
 std::unique_ptr<Scraper::Batch> Scraper::TakeSpare() {
   std::lock_guard<std::mutex> lock(mu_);
   if (spare_.empty()) return std::make_unique<Batch>();
@@ -218,6 +257,8 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
             AddTargetLabel(&labels, t.config.name);
             id = static_cast<uint32_t>(t.seen_in.size());
             t.seen_in.push_back(0);
+            t.is_output.push_back(CountsOutputs(t.config, labels));
+            t.output_last.push_back(std::numeric_limits<double>::quiet_NaN());
             t.ids.emplace(std::string(series), id);
             batch->new_series.emplace_back(id, std::move(labels));
           } else {
@@ -243,6 +284,7 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
   }
   std::swap(t.present, t.present_next);
   batch->samples = batch->values.size();
+  if (status.ok() && !t.config.outputs.empty()) CountOutputs(&t, *batch);
 
   bool changed;
   {
@@ -256,6 +298,8 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
     if (batch->up) {
       h.samples = batch->samples;
       h.last_error.clear();
+      h.outputs_known = t.outputs_started;
+      h.outputs_total = t.outputs_total;
     } else {
       ++h.errors;
       h.last_error = status.message();

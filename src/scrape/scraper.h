@@ -18,7 +18,11 @@
 // gpuwarden_scrape_up, gpuwarden_scrape_duration_seconds and gpuwarden_scrape_samples {target},
 // and, for each GPU of the target's `gpus`, gpu_service_info{target, gpu, uuid} 1 (the contract
 // diagnosis uses to find the GPUs behind a service). The target going down or coming back is
-// logged once per change, with the reason.
+// logged once per change, with the reason. With `outputs` (a selector over the target's counters)
+// each successful scrape also sums the selected series, reset-aware, into the target's outputs
+// total (Outputs): a series whose value drops counts from 0 again (the service restarted), a
+// series that appears after the first successful scrape counts from 0, and the first successful
+// scrape is the baseline.
 //
 // Threading: scrapes run on the scrape thread (Start) or on the caller of ScrapeDue — never
 // both, never on an HTTP request thread. The store has one writer, so scrape results are queued
@@ -56,6 +60,10 @@ struct TargetHealth {
   uint64_t samples = 0;  // in the last successful scrape
   uint64_t scrapes = 0, errors = 0;
   std::string last_error;  // "" while up
+  // With `outputs` configured: the target's outputs counted since its first successful scrape
+  // (Scraper::CountOutputs), as of the last successful scrape.
+  bool outputs_known = false;
+  double outputs_total = 0;
 };
 
 // `now_ms` for the realtime loop (wall clock by default; tests drive it).
@@ -96,6 +104,9 @@ class Scraper {
   // gpuwarden_scrape_* {target} and gpu_service_info (docs/metrics.md, "Business metrics").
   void RenderMetrics(collect::Format format, std::string* out) const;
   std::vector<TargetHealth> Health() const;
+  // The outputs of target `target` (index into the configured list) counted so far: false while
+  // none are (no `outputs`, or no successful scrape yet). Any thread; no allocation.
+  bool Outputs(size_t target, double* total) const;
 
  private:
   struct Target;
@@ -106,6 +117,7 @@ class Scraper {
   // Scrapes one target at t_ms and queues the result; false when its queue is full.
   void ScrapeOne(size_t index, int64_t t_ms);
   std::unique_ptr<Batch> TakeSpare();
+  static void CountOutputs(Target* t, const Batch& batch);  // the scraping side
 
   Logger* log_;
   ScraperOptions options_;

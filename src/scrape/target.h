@@ -3,12 +3,15 @@
 // A target is an HTTP endpoint serving Prometheus text format 0.0.4 or OpenMetrics (an inference
 // server's /metrics). Its samples are stored with the extra label target="<name>"; `gpus` names
 // the GPU indices that serve it, which the agent publishes as gpu_service_info so that a slow
-// service can be tied to the state of its GPUs (docs/metrics.md, "Business metrics").
+// service can be tied to the state of its GPUs (docs/metrics.md, "Business metrics"). `outputs`
+// names what one output of the service is (a counter selector), for cost per output.
 #ifndef GPUWARDEN_SCRAPE_TARGET_H_
 #define GPUWARDEN_SCRAPE_TARGET_H_
 
 #include <string>
 #include <vector>
+
+#include "tsdb/storage.h"
 
 namespace gw::scrape {
 
@@ -20,6 +23,12 @@ struct TargetConfig {
   std::vector<unsigned> gpus;  // GPU indices serving the target (may be empty)
   std::string basic_auth_username, basic_auth_password_file;
   std::string bearer_token_file;
+  // Cost per output: the series of the target that count its outputs — a PromQL vector selector
+  // (`outputs`, as written) whose matchers every scraped series is tested against, the
+  // target="<name>" label included; their values are summed, reset-aware (Scraper). Empty: none.
+  std::string outputs;
+  std::vector<tsdb::Matcher> output_matchers;
+  std::string output_unit = "output";  // what one output is ("request", "token")
 
   double effective_timeout_s() const {
     if (timeout_s > 0) return timeout_s;

@@ -256,5 +256,124 @@ TEST(GovernanceServe, ABadPolicyIsRefusedWithItsLine) {
       << out;
 }
 
+// squeue --json with one job, 31 (account physics -> team vision), on GPU 0: RUNNING, or
+// COMPLETED at `end`.
+std::string OneJob(long now, const std::string& node, long end) {
+  const std::string state = end > 0 ? "COMPLETED" : "RUNNING";
+  return R"js({"meta": {}, "errors": [], "jobs": [
+  {"job_id": 31, "name": "train", "job_state": ")js" +
+         state + R"js(", "user_name": "alice", "account": "physics", "partition": "gpu",
+   "nodes": ")js" +
+         node + R"js(", "submit_time": )js" + std::to_string(now - 300) +
+         R"js(, "eligible_time": )js" + std::to_string(now - 300) + R"js(, "start_time": )js" +
+         std::to_string(now - 100) + R"js(, "end_time": )js" +
+         std::to_string(end > 0 ? end : now + 86400) +
+         R"js(, "gres_detail": ["gpu:1(IDX:0)"], "tres_per_node": "gres:gpu:1",
+   "tres_alloc_str": "cpu=1,gres/gpu=1"}]})js";
+}
+
+// A finished job's record carries its final cost, equal to the hand computation from the time it
+// held its GPU (the store's samples of gpu_job_cost_total and the collector's cycles), the
+// GPU's price and its energy counter.
+TEST(GovernanceServe, AFinishedJobsRecordCarriesItsCost) {
+  TempDir dir;
+  WriteFile(dir / "fleet.yaml",
+            "name: jobcost\nclock: stepped\ngpus:\n"
+            "  - model: A100-80GB\n    workload:\n      - {type: training}\n"
+            "  - model: L40S\n");
+  const long now = static_cast<long>(std::time(nullptr));
+  WriteFile(dir / "answer.json", OneJob(now, ShortHost(), 0));
+  const std::string squeue = dir / "squeue";
+  WriteFile(squeue, "#!/bin/sh\ncat '" + (dir / "answer.json") + "'\n");
+  chmod(squeue.c_str(), 0755);
+  WriteFile(dir / "gpuwarden.yaml",
+            "jobs:\n  scheduler: slurm\n  squeue_command: [" + squeue +
+                ", --json]\n  poll_interval: 200ms\n"
+                "teams:\n  accounts: {physics: vision}\n"
+                "governance:\n  prices:\n    gpu_hour: {A100: 3.2, default: 1.1}\n"
+                "    energy_kwh: 0.3\n    currency: EUR\n");
+  AgentProcess agent({"--simulate", dir / "fleet.yaml", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  ASSERT_NE(agent.port(), 0);
+  std::string metrics;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        agent.Advance(1);
+        metrics = agent.Get("/metrics").body;
+        return metrics.find("gpu_job_cost_total{job_id=\"31\"") != std::string::npos;
+      },
+      60))
+      << metrics << agent.Log();
+  agent.Advance(120);
+
+  // The job completes; advance until its record is written.
+  const double end_s = json::parse(agent.Get("/api/snapshot").body)["taken_at"];
+  WriteFile(dir / "answer.json.new", OneJob(now, ShortHost(), static_cast<long>(end_s)));
+  std::filesystem::rename(dir / "answer.json.new", dir / "answer.json");
+  json record;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        agent.Advance(1);
+        HttpReply r = agent.Get("/api/gw/v1/jobs/31");
+        if (r.status != 200) return false;
+        record = json::parse(r.body)["data"];
+        return record["state"] == "COMPLETED";
+      },
+      60))
+      << record.dump() << agent.Log();
+  const double t_now = json::parse(agent.Get("/api/snapshot").body)["taken_at"];
+
+  // By hand: the job held GPU 0 from the cycle before its first gpu_job_cost_total sample (each
+  // interval is charged to the state at its end) to its last sample.
+  auto range = [&](const std::string& expr) {
+    HttpReply r =
+        agent.Get("/api/v1/query?query=" + UrlEncode(expr) + "&time=" + std::to_string(t_now));
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json result = json::parse(r.body)["data"]["result"];
+    EXPECT_EQ(result.size(), 1u) << expr << ": " << r.body;
+    return result.empty() ? json::array() : result[0]["values"];
+  };
+  const json cost = range("gpu_job_cost_total{job_id=\"31\"}[1h]");
+  const json energy = range("gpu_energy_joules_total{gpu=\"0\"}[1h]");
+  ASSERT_GE(cost.size(), 120u);
+  const double t_first = cost[0][0].get<double>(), t_last = cost[cost.size() - 1][0].get<double>();
+  double t_from = t_first, e_from = NAN, e_to = NAN;
+  for (const json& s : energy) {
+    const double t = s[0].get<double>();
+    if (t < t_first) t_from = t;  // the cycle before the first charge
+  }
+  for (const json& s : energy) {
+    const double t = s[0].get<double>();
+    if (t == t_from) e_from = std::stod(s[1].get<std::string>());
+    if (t == t_last) e_to = std::stod(s[1].get<std::string>());
+  }
+  ASSERT_FALSE(std::isnan(e_from) || std::isnan(e_to)) << energy.dump();
+  ASSERT_LE(t_first - t_from, 120);
+  const double allocation_expected = 3.2 * (t_last - t_from) / 3600;
+  const double energy_expected = 0.3 * (e_to - e_from) / 3.6e6;
+  ASSERT_GT(energy_expected, 0);
+
+  ASSERT_TRUE(record.contains("cost")) << record.dump();
+  const json& c = record["cost"];
+  EXPECT_EQ(c["currency"], "EUR");
+  EXPECT_NEAR(c["allocated_gpu_hours"].get<double>(), (t_last - t_from) / 3600, 1e-9);
+  EXPECT_NEAR(c["allocation_cost"].get<double>(), allocation_expected, 1e-9);
+  EXPECT_NEAR(c["energy_cost"].get<double>(), energy_expected, 1e-9);
+  EXPECT_NEAR(c["total_cost"].get<double>(), allocation_expected + energy_expected, 1e-9);
+  // The same figure as the running job's last one, and on disk for `gpuwarden jobs`.
+  EXPECT_NEAR(c["total_cost"].get<double>(), std::stod(cost[cost.size() - 1][1].get<std::string>()),
+              1e-9);
+  std::string out;
+  ASSERT_EQ(
+      RunCommand({GpuwardenBinary(), "jobs", "show", "31", "--json", "--data-dir", dir / "data"},
+                 &out),
+      0)
+      << out;
+  EXPECT_NEAR(json::parse(out)["cost"]["total_cost"].get<double>(),
+              allocation_expected + energy_expected, 1e-9);
+  ASSERT_EQ(RunCommand({GpuwardenBinary(), "jobs", "--data-dir", dir / "data"}, &out), 0) << out;
+  EXPECT_NE(out.find(" EUR"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace gw::testing

@@ -163,6 +163,50 @@ TEST(Report, ImportedTeamsQuotasCostAndQueueAreShownAndDriveTheRecommendation) {
   EXPECT_NE(html.find("Queue wait by partition"), std::string::npos);
 }
 
+// Cost per output: services with gpu_service_* families (imported as the agent writes them) get a
+// row each — cost and outputs over the period and their ratio — in the HTML and the JSON.
+TEST(Report, ServicesShowTheirCostPerOutput) {
+  MemoryStore store;
+  RecordScenario("demo", 60 * 60, 15, &store);
+  const int64_t start_s = store.first_ms() / 1000;
+  std::string text;
+  for (int k = 0; k <= 240; ++k) {
+    const std::string ts = " " + std::to_string(start_s + k * 15) + "\n";
+    // llm: 0.02 per 15 s (4.8 per hour) for 300 requests per 15 s; idle: costs, serves nothing.
+    text += "gpu_service_cost_total{target=\"llm\"} " + std::to_string(0.02 * k) + ts;
+    text += "gpu_service_outputs_total{target=\"llm\"} " + std::to_string(300 * k) + ts;
+    text += "gpu_service_output_info{target=\"llm\",unit=\"request\"} 1" + ts;
+    text += "gpu_service_cost_total{target=\"idle\"} " + std::to_string(0.01 * k) + ts;
+    text += "gpu_service_outputs_total{target=\"idle\"} 0" + ts;
+  }
+  ASSERT_TRUE(store.Import(text + "# EOF\n").ok());
+  Report r = Make(store, 3600);
+  ASSERT_EQ(r.services.size(), 2u);
+  const ServiceRow& idle = r.services[0];
+  const ServiceRow& llm = r.services[1];
+  EXPECT_EQ(llm.target, "llm");
+  EXPECT_EQ(llm.unit, "request");
+  EXPECT_NEAR(llm.cost, 4.8, 0.05);
+  EXPECT_NEAR(llm.outputs, 72000, 720);
+  EXPECT_NEAR(llm.cost_per_output, 4.8 / 72000, 1e-9);
+  EXPECT_EQ(idle.target, "idle");
+  EXPECT_TRUE(std::isnan(idle.cost_per_output));
+  const std::string html = ToHtml(r);
+  EXPECT_EQ(HtmlErrors(html), "");
+  EXPECT_NE(html.find("Services: cost per output"), std::string::npos);
+  EXPECT_NE(html.find("0.0667"), std::string::npos) << html;  // per 1000 requests
+  const nlohmann::json j = nlohmann::json::parse(ToJson(r));
+  ASSERT_EQ(j["services"].size(), 2u);
+  EXPECT_TRUE(j["services"][0]["cost_per_output"].is_null());
+  EXPECT_EQ(j["services"][1]["unit"], "request");
+  // Without the families there is no section.
+  MemoryStore plain;
+  RecordScenario("demo", 60 * 60, 15, &plain);
+  Report none = Make(plain, 3600);
+  EXPECT_TRUE(none.services.empty());
+  EXPECT_EQ(ToHtml(none).find("Services: cost per output"), std::string::npos);
+}
+
 TEST(Report, TheSelfContainmentCheckCatchesExternalReferences) {
   EXPECT_NE(ExternalReferences("<img src=\"https://x/y.png\">"), "");
   EXPECT_NE(ExternalReferences("<a href='http://x'>x</a>"), "");

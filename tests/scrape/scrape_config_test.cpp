@@ -47,6 +47,30 @@ TEST(ScrapeConfigTest, ReadsTargetsWithDefaults) {
   EXPECT_EQ(chat.basic_auth_password_file, "/etc/pw");
 }
 
+TEST(ScrapeConfigTest, ReadsOutputsAsASelector) {
+  Config c;
+  ASSERT_TRUE(Load("scrape:\n  targets:\n"
+                   "    - name: llm\n      url: http://127.0.0.1:8000/metrics\n      gpus: [0]\n"
+                   "      outputs: 'inference_requests_total{code=~\"2..\"}'\n"
+                   "      output_unit: request\n"
+                   "    - name: chat\n      url: http://127.0.0.1:8001/metrics\n",
+                   &c)
+                  .ok());
+  ASSERT_EQ(c.scrape.targets.size(), 2u);
+  const auto& llm = c.scrape.targets[0];
+  EXPECT_EQ(llm.outputs, "inference_requests_total{code=~\"2..\"}");
+  EXPECT_EQ(llm.output_unit, "request");
+  ASSERT_EQ(llm.output_matchers.size(), 2u);
+  int matched = 0;
+  for (const tsdb::Matcher& m : llm.output_matchers) {
+    if (m.name() == "__name__") matched += m.Matches("inference_requests_total");
+    if (m.name() == "code") matched += m.Matches("200") && !m.Matches("500");
+  }
+  EXPECT_EQ(matched, 2);
+  EXPECT_TRUE(c.scrape.targets[1].outputs.empty());
+  EXPECT_EQ(c.scrape.targets[1].output_unit, "output");
+}
+
 TEST(ScrapeConfigTest, RefusesMistakesWithTheLine) {
   struct Case {
     std::string yaml, error;
@@ -69,7 +93,21 @@ TEST(ScrapeConfigTest, RefusesMistakesWithTheLine) {
            {head + "    - name: a\n      url: http://a/m\n      honor_labels: true\n",
             ":5: scrape.targets[0]: unknown key 'honor_labels' (name, url, interval, timeout, "
             "gpus, "
-            "basic_auth, bearer_token_file)"},
+            "basic_auth, bearer_token_file, outputs, output_unit)"},
+           {head + "    - name: a\n      url: http://a/m\n      outputs: 'requests_total{code=~'\n",
+            ":5: scrape.targets[0].outputs: 1:22: parse error: unexpected end of input inside "
+            "braces (a counter selector such as 'inference_requests_total{code=~\"2..\"}')"},
+           {head +
+                "    - name: a\n      url: http://a/m\n      outputs: rate(requests_total[5m])\n",
+            ":5: scrape.targets[0].outputs: expected a vector selector, got "
+            "'rate(requests_total[5m])' (a counter selector such as "
+            "'inference_requests_total{code=~\"2..\"}')"},
+           {head +
+                "    - name: a\n      url: http://a/m\n      outputs: requests_total offset 5m\n",
+            ":5: scrape.targets[0].outputs: offset and @ are not allowed here, got "
+            "'requests_total offset 5m'"},
+           {head + "    - name: a\n      url: http://a/m\n      output_unit: ''\n",
+            ":5: scrape.targets[0].output_unit: expected a unit such as request or token"},
        }) {
     Config config;
     Status s = Load(c.yaml, &config);

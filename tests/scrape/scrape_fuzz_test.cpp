@@ -53,7 +53,11 @@ TEST(ScrapeFuzz, MutatedPagesAreScrapedOrRefused) {
   t.name = "svc";
   t.url = "http://127.0.0.1:" + std::to_string(server->port()) + "/metrics";
   t.gpus = {0};
+  t.outputs = "inference_requests_total";  // outputs counted from every mutant, never backwards
+  t.output_matchers = {
+      *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", "inference_requests_total")};
   Scraper scraper({t}, nullptr);
+  double outputs = 0;
   CountingAppender store;
   collect::Snapshot snapshot;
   testing::Mutator mutator(7);
@@ -67,6 +71,11 @@ TEST(ScrapeFuzz, MutatedPagesAreScrapedOrRefused) {
     scraper.Drain(&store, snapshot);
     TargetHealth h = scraper.Health()[0];
     EXPECT_EQ(h.scrapes, static_cast<uint64_t>(i + 1));
+    double now = 0;
+    if (scraper.Outputs(0, &now)) {
+      EXPECT_GE(now, outputs) << body;
+      outputs = now;
+    }
     if (!h.up) {
       ++refused;
       EXPECT_EQ(h.last_error.rfind(t.url + ":", 0), 0u) << h.last_error;
@@ -82,6 +91,8 @@ TEST(ScrapeFuzz, MutatedConfigsAreAcceptedOrRefusedWithTheLine) {
       "scrape:\n  targets:\n"
       "    - name: llm\n      url: http://127.0.0.1:8000/metrics\n      interval: 15s\n"
       "      timeout: 5s\n      gpus: [0, 1]\n"
+      "      outputs: 'inference_requests_total{code=~\"2..\",model!=\"x\"}'\n"
+      "      output_unit: request\n"
       "    - name: chat\n      url: https://chat:9000/metrics\n"
       "      basic_auth: {username: u, password_file: /etc/pw}\n";
   testing::TempDir dir;

@@ -319,5 +319,54 @@ TEST(ScraperTest, StorelessScrapesOnlyUpdateHealth) {
   EXPECT_EQ(scraper.Health()[0].scrapes, 300u);
 }
 
+// Outputs: the selected series summed, reset-aware per series, from the first successful scrape.
+TEST(ScraperTest, CountsOutputsResetAwareFromTheFirstScrape) {
+  Page page;
+  auto body = [](int ok, int failed, int other) {
+    return "requests_total{code=\"200\"} " + std::to_string(ok) +
+           "\nrequests_total{code=\"500\"} " + std::to_string(failed) + "\ntokens_total " +
+           std::to_string(other) + "\n";
+  };
+  TargetConfig t = Target("llm", page.url());
+  t.outputs = "requests_total{code=~\"2..\"}";
+  t.output_matchers = {*tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", "requests_total"),
+                       *tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "code", "2.."),
+                       *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "target", "llm")};
+  Scraper scraper({t}, nullptr);
+  MemoryAppender store;
+  double total = -1;
+  EXPECT_FALSE(scraper.Outputs(0, &total));
+  page.Set(body(100, 5, 9000));
+  scraper.ScrapeDue(kT0);  // the baseline
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 0);
+  page.Set(body(160, 9, 9900));
+  scraper.ScrapeDue(kT0 + 15'000);
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 60);
+  // A failed scrape counts nothing and keeps the total.
+  page.Set("", 500);
+  scraper.ScrapeDue(kT0 + 30'000);
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 60);
+  // The service restarted: its counter starts again from 0 and has reached 25.
+  page.Set(body(25, 0, 10));
+  scraper.ScrapeDue(kT0 + 45'000);
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 85);
+  // A new matching series counts from 0.
+  page.Set(body(30, 0, 10) + "requests_total{code=\"201\"} 4\n");
+  scraper.ScrapeDue(kT0 + 60'000);
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 94);
+  EXPECT_EQ(scraper.Health()[0].outputs_total, 94);
+  EXPECT_GT(scraper.Drain(&store, TwoGpus()), 0u);
+  // A target without outputs has none.
+  Scraper plain({Target("chat", page.url())}, nullptr);
+  plain.ScrapeDue(kT0);
+  EXPECT_FALSE(plain.Outputs(0, &total));
+  EXPECT_FALSE(plain.Outputs(5, &total));
+}
+
 }  // namespace
 }  // namespace gw::scrape
