@@ -118,6 +118,16 @@ TEST_F(SlurmServe, AttributionQueueWaitEnergyIdleRecordsAndOutage) {
       },
       30))
       << agent->Log();
+  // The energy check below reads the store at Slurm's start second, so the store must already
+  // hold more than a second of samples when the jobs are submitted (a job submitted as the agent
+  // starts can begin before its first recorded sample).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto first = RawSamples(*agent, "gpu_energy_joules_total{gpu=\"0\"}");
+        return first.size() >= 2 && first.back().first - first.front().first > 1.5;
+      },
+      30))
+      << agent->Log();
 
   const std::string busy = Submit({"--gres=gpu:2", "-J", "busy", "-A", "physics"},
                                   "env GPUWARDEN_SIM_WORKLOAD=training sleep 14");
