@@ -122,12 +122,9 @@ int RunDiagnose(const Config& config, const DiagnoseArgs& args, Logger* logger) 
     Print(*d, args.json);
     return 0;
   }
-  auto db = OpenStore(config.storage, logger);
-  if (!db.ok()) {
-    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
-    return 1;
-  }
-  auto querier = (*db)->NewQuerier();
+  auto db = OpenStoreForCommand(config.storage, logger);
+  if (!db) return 1;
+  auto querier = db->NewQuerier();
   promql::Engine engine;
   diagnose::Options options;
   options.time_ms = t_ms;
@@ -155,12 +152,9 @@ int RunReport(const Config& config, const ReportArgs& args, Logger* logger) {
   if (!args.url.empty()) {
     if (int rc = FetchReport(args, &text); rc != 0) return rc;
   } else {
-    auto db = OpenStore(config.storage, logger);
-    if (!db.ok()) {
-      std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
-      return 1;
-    }
-    auto querier = (*db)->NewQuerier();
+    auto db = OpenStoreForCommand(config.storage, logger);
+    if (!db) return 1;
+    auto querier = db->NewQuerier();
     promql::Engine engine;
     report::Options options;
     options.time_ms = t_ms;

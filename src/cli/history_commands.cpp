@@ -118,12 +118,9 @@ int RunQuery(const Config& config, const QueryArgs& args, Logger* logger) {
     return Print(reply->status, reply->body, args.json);
   }
 
-  auto db = OpenStore(config.storage, logger);
-  if (!db.ok()) {
-    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
-    return 1;
-  }
-  auto querier = (*db)->NewQuerier();
+  auto db = OpenStoreForCommand(config.storage, logger);
+  if (!db) return 1;
+  auto querier = db->NewQuerier();
   promql::Engine engine;
   promql::QueryResult result = [&]() -> promql::QueryResult {
     if (!range) {
@@ -269,11 +266,8 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
   } unmap{mapped, size};
   const std::string_view text(static_cast<const char*>(mapped), size);
   // No WAL for an import: Flush makes it durable at the end, and a crashed import is re-run.
-  auto db = OpenStore(config.storage, logger, /*bulk_import=*/true);
-  if (!db.ok()) {
-    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
-    return 1;
-  }
+  auto db = OpenStoreForCommand(config.storage, logger, /*bulk_import=*/true);
+  if (!db) return 1;
   std::unordered_map<std::string, tsdb::SeriesRef> refs;
   tsdb::Labels labels;
   std::string last_series;  // samples of one series come in a run: look up once per run
@@ -295,7 +289,7 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
                   Error{file + ": " + std::string(r.series.substr(0, 80)) + ": " + s.message()};
               break;
             }
-            auto ref = (*db)->GetRef(labels);
+            auto ref = db->GetRef(labels);
             if (!ref.ok()) {
               parsed = Status(ref.error());
               break;
@@ -304,7 +298,7 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
           }
           last_ref = it->second;
         }
-        if ((*db)->Append(last_ref, r.t_ms, r.v).ok()) {
+        if (db->Append(last_ref, r.t_ms, r.v).ok()) {
           ++samples;
         } else {
           ++refused;
@@ -317,7 +311,7 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
     std::fprintf(stderr, "gpuwarden: %s\n", parsed.message().c_str());
     return 1;
   }
-  if (Status s = (*db)->Flush(); !s.ok()) {
+  if (Status s = db->Flush(); !s.ok()) {
     std::fprintf(stderr, "gpuwarden: flush: %s\n", s.message().c_str());
     return 1;
   }
@@ -332,11 +326,8 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
 }
 
 int RunTsdbExport(const Config& config, const std::string& match, Logger* logger) {
-  auto db = OpenStore(config.storage, logger);
-  if (!db.ok()) {
-    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
-    return 1;
-  }
+  auto db = OpenStoreForCommand(config.storage, logger);
+  if (!db) return 1;
   std::vector<tsdb::Matcher> matchers;
   if (match.empty()) {
     matchers.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "__name__", ".+"));
@@ -351,7 +342,7 @@ int RunTsdbExport(const Config& config, const std::string& match, Logger* logger
     matchers = static_cast<promql::VectorSelector&>(**expr).matchers;
   }
   std::vector<tsdb::SeriesData> series;
-  auto querier = (*db)->NewQuerier();
+  auto querier = db->NewQuerier();
   if (Status s = querier->Select(matchers, INT64_MIN / 2, INT64_MAX / 2, &series); !s.ok()) {
     std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
     return 1;

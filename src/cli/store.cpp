@@ -1,6 +1,7 @@
 #include "cli/store.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace gw::cli {
 
@@ -56,6 +57,16 @@ Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logge
   auto db = tsdb::DB::Open(options);
   if (!db.ok())
     return Error{"cannot open the store in '" + config.path + "': " + db.error().message};
+  return std::move(*db);
+}
+
+std::unique_ptr<tsdb::DB> OpenStoreForCommand(const StorageConfig& config, Logger* log,
+                                              bool bulk_import) {
+  auto db = OpenStore(config, log, bulk_import);
+  if (!db.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", db.error().message.c_str());
+    return nullptr;
+  }
   return std::move(*db);
 }
 

@@ -36,6 +36,11 @@ class StoreAppender : public collect::SampleAppender {
 Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log,
                                               bool bulk_import = false);
 
+// OpenStore for a one-shot command: on failure prints "gpuwarden: <why>" to stderr and returns
+// null (the command then exits 1).
+std::unique_ptr<tsdb::DB> OpenStoreForCommand(const StorageConfig& config, Logger* log,
+                                              bool bulk_import = false);
+
 // The figures /metrics shows for the store and its recorder.
 collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder* recorder);
 
