@@ -6,39 +6,13 @@
 #include <ctime>
 #include <iterator>
 
+#include "base/html.h"
 #include "diagnose/checks.h"
 #include "report/report.h"
 
 namespace gw::report {
 
 namespace {
-
-std::string Esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Fmt(const char* format, double v) {
   char b[64];
@@ -56,7 +30,7 @@ std::string Clock(int64_t ms, const char* format = "%Y-%m-%d %H:%M UTC") {
 }
 
 std::string Value(double v, std::string_view unit) {
-  return std::isfinite(v) ? Esc(diagnose::FormatValue(v, unit)) : "–";
+  return std::isfinite(v) ? HtmlEscape(diagnose::FormatValue(v, unit)) : "–";
 }
 
 constexpr const char* kCss = R"(
@@ -111,7 +85,7 @@ std::string LineChart(const Chart& chart, int64_t start_ms, int64_t end_ms) {
   std::string svg =
       "<svg viewBox=\"0 0 760 240\" width=\"760\" height=\"240\" role=\"img\" "
       "aria-label=\"" +
-      Esc(chart.title) + "\">";
+      HtmlEscape(chart.title) + "\">";
   for (int i = 0; i <= 4; ++i) {
     const double v = ymax * i / 4;
     svg += "<line x1=\"" + Fmt("%.1f", left) + "\" x2=\"" + Fmt("%.1f", w - right) + "\" y1=\"" +
@@ -122,7 +96,7 @@ std::string LineChart(const Chart& chart, int64_t start_ms, int64_t end_ms) {
   for (int i = 0; i <= 4; ++i) {
     const int64_t t = start_ms + (end_ms - start_ms) * i / 4;
     svg += "<text x=\"" + Fmt("%.1f", x(t)) + "\" y=\"" + Fmt("%.1f", h - 8) +
-           "\" text-anchor=\"middle\">" + Esc(Clock(t, "%m-%d %H:%M")) + "</text>";
+           "\" text-anchor=\"middle\">" + HtmlEscape(Clock(t, "%m-%d %H:%M")) + "</text>";
   }
   for (size_t i = 0; i < chart.lines.size(); ++i) {
     std::string points;
@@ -139,16 +113,16 @@ std::string LineChart(const Chart& chart, int64_t start_ms, int64_t end_ms) {
   std::string legend = "<div class=\"legend\">";
   for (size_t i = 0; i < chart.lines.size(); ++i)
     legend += "<span><i style=\"background:" + std::string(kPalette[i % std::size(kPalette)]) +
-              "\"></i>" + Esc(chart.lines[i].label) + "</span>";
+              "\"></i>" + HtmlEscape(chart.lines[i].label) + "</span>";
   legend += "</div>";
-  return "<h3>" + Esc(chart.title) + "</h3>" + svg + legend + "<p class=\"sub\">Query: <code>" +
-         Esc(chart.query) + "</code></p>";
+  return "<h3>" + HtmlEscape(chart.title) + "</h3>" + svg + legend +
+         "<p class=\"sub\">Query: <code>" + HtmlEscape(chart.query) + "</code></p>";
 }
 
 void FleetSection(const Report& r, std::string* out) {
   const Fleet& f = r.fleet;
   auto card = [out](const std::string& label, const std::string& value) {
-    *out += "<div class=\"card\"><b>" + value + "</b>" + Esc(label) + "</div>";
+    *out += "<div class=\"card\"><b>" + value + "</b>" + HtmlEscape(label) + "</div>";
   };
   *out += "<h2>Fleet health</h2><div class=\"cards\">";
   card("GPUs seen (up at the end)", Fmt("%.0f", f.gpus) + " (" + Fmt("%.0f", f.gpus_up) + ")");
@@ -178,19 +152,19 @@ void ProblemsSection(const Report& r, std::string* out) {
       const std::string sev(diagnose::SeverityName(f.severity));
       std::string evidence;
       for (size_t i = 0; i < f.evidence.size() && i < 3; ++i)
-        evidence += Esc(f.evidence[i].what) + ": " +
+        evidence += HtmlEscape(f.evidence[i].what) + ": " +
                     Value(f.evidence[i].value, f.evidence[i].unit) + "<br>";
       rows += "<tr><td><span class=\"sev " + sev + "\">" + sev + "</span></td><td><b>" +
-              Esc(f.title) + "</b><br><span class=\"sub\">" + Esc(f.kind) +
-              (f.cause.empty() ? "" : " — " + Esc(f.cause)) + "</span></td><td>" + evidence +
-              "<code>" + Esc(f.evidence.empty() ? "" : f.evidence[0].query) + "</code></td><td>" +
-              Esc(Clock(f.since_ms)) +
-              (f.active ? "<br>still active" : "<br>until " + Esc(Clock(f.last_ms))) + "</td><td>" +
-              Esc(f.action) + "</td></tr>";
+              HtmlEscape(f.title) + "</b><br><span class=\"sub\">" + HtmlEscape(f.kind) +
+              (f.cause.empty() ? "" : " — " + HtmlEscape(f.cause)) + "</span></td><td>" + evidence +
+              "<code>" + HtmlEscape(f.evidence.empty() ? "" : f.evidence[0].query) +
+              "</code></td><td>" + HtmlEscape(Clock(f.since_ms)) +
+              (f.active ? "<br>still active" : "<br>until " + HtmlEscape(Clock(f.last_ms))) +
+              "</td><td>" + HtmlEscape(f.action) + "</td></tr>";
     }
     if (n == 0) continue;
     std::string name(diagnose::LayerName(static_cast<diagnose::Layer>(layer)));
-    *out += "<h3>" + Esc(name) +
+    *out += "<h3>" + HtmlEscape(name) +
             " layer</h3><table><thead><tr><th>severity</th><th>finding</th>"
             "<th>evidence</th><th>when</th><th>action</th></tr></thead><tbody>" +
             rows + "</tbody></table>";
@@ -211,7 +185,7 @@ void TeamsSection(const Report& r, std::string* out) {
   *out += "</tr></thead><tbody>";
   for (const TeamRow& t : r.teams) {
     const double idle_share = t.gpu_hours > 0 ? t.idle_gpu_hours / t.gpu_hours : NAN;
-    *out += "<tr><td>" + Esc(t.team) + "</td><td class=\"n\">" +
+    *out += "<tr><td>" + HtmlEscape(t.team) + "</td><td class=\"n\">" +
             (std::isfinite(t.gpu_hours) ? Fmt("%.1f", t.gpu_hours) : "–") +
             "</td><td class=\"n\">" +
             (std::isfinite(t.idle_gpu_hours) ? Fmt("%.1f", t.idle_gpu_hours) : "–") +
@@ -240,8 +214,8 @@ void ServicesSection(const Report& r, std::string* out) {
       "<h2>Services: cost per output</h2><table><thead><tr><th>service</th><th>GPU cost</th>"
       "<th>outputs</th><th>cost per 1000 outputs</th></tr></thead><tbody>";
   for (const ServiceRow& s : r.services) {
-    const std::string unit = s.unit.empty() ? "" : " " + Esc(s.unit) + "s";
-    *out += "<tr><td>" + Esc(s.target) + "</td><td class=\"n\">" +
+    const std::string unit = s.unit.empty() ? "" : " " + HtmlEscape(s.unit) + "s";
+    *out += "<tr><td>" + HtmlEscape(s.target) + "</td><td class=\"n\">" +
             (std::isfinite(s.cost) ? Fmt("%.2f", s.cost) : "–") + "</td><td class=\"n\">" +
             (std::isfinite(s.outputs) ? Fmt("%.0f", s.outputs) + unit : "–") +
             "</td><td class=\"n\">" +
@@ -264,9 +238,9 @@ void GpusSection(const Report& r, std::string* out) {
   for (const GpuRow& g : r.gpus) {
     std::string xids;
     for (const auto& [code, n] : g.xids)
-      xids += "XID " + Esc(code) + " × " + Fmt("%.0f", n) + "<br>";
-    *out += "<tr><td>" + Esc(g.gpu) + "<br><span class=\"sub\">" + Esc(g.uuid) +
-            "</span></td><td>" + Esc(g.name) + "</td><td class=\"n\">" +
+      xids += "XID " + HtmlEscape(code) + " × " + Fmt("%.0f", n) + "<br>";
+    *out += "<tr><td>" + HtmlEscape(g.gpu) + "<br><span class=\"sub\">" + HtmlEscape(g.uuid) +
+            "</span></td><td>" + HtmlEscape(g.name) + "</td><td class=\"n\">" +
             Value(g.utilization, "ratio") + "</td><td class=\"n\">" +
             Value(g.temperature_max, "celsius") + "</td><td class=\"n\">" +
             Value(g.throttled_share, "ratio") + "</td><td class=\"n\">" +
@@ -287,10 +261,10 @@ std::string ToHtml(const Report& r) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       "<title>gpuwarden report " +
-      Esc(Clock(start)) + " – " + Esc(Clock(r.time_ms)) + "</title><style>" + kCss +
+      HtmlEscape(Clock(start)) + " – " + HtmlEscape(Clock(r.time_ms)) + "</title><style>" + kCss +
       "</style></head><body><main>";
-  out += "<h1>GPU fleet report</h1><p class=\"sub\">" + Esc(Clock(start)) + " – " +
-         Esc(Clock(r.time_ms)) + " (" + Esc(FormatDuration(r.period_s)) +
+  out += "<h1>GPU fleet report</h1><p class=\"sub\">" + HtmlEscape(Clock(start)) + " – " +
+         HtmlEscape(Clock(r.time_ms)) + " (" + HtmlEscape(FormatDuration(r.period_s)) +
          "), generated by gpuwarden from its history store.</p>";
   FleetSection(r, &out);
   ProblemsSection(r, &out);
@@ -303,12 +277,12 @@ std::string ToHtml(const Report& r) {
     out += LineChart(r.queue_wait, start, r.time_ms);
   }
   GpusSection(r, &out);
-  out += "<h2>Capacity recommendation</h2><p><span class=\"verdict\">" + Esc(r.capacity.verdict) +
-         "</span></p><p>" + Esc(r.capacity.reason) + "</p>";
+  out += "<h2>Capacity recommendation</h2><p><span class=\"verdict\">" +
+         HtmlEscape(r.capacity.verdict) + "</span></p><p>" + HtmlEscape(r.capacity.reason) + "</p>";
   if (!r.notes.empty() || !r.errors.empty()) {
     out += "<h2>Notes</h2><ul>";
-    for (const std::string& n : r.notes) out += "<li>" + Esc(n) + "</li>";
-    for (const std::string& e : r.errors) out += "<li>query failed: " + Esc(e) + "</li>";
+    for (const std::string& n : r.notes) out += "<li>" + HtmlEscape(n) + "</li>";
+    for (const std::string& e : r.errors) out += "<li>query failed: " + HtmlEscape(e) + "</li>";
     out += "</ul>";
   }
   out += "</main></body></html>\n";

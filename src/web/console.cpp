@@ -3,6 +3,7 @@
 #include <memory>
 #include <string_view>
 
+#include "base/html.h"
 #include "web/assets.h"
 #include "web/json_text.h"
 
@@ -28,29 +29,6 @@ struct ConsoleState {
 void ReplaceAll(std::string* text, std::string_view from, std::string_view to) {
   for (size_t at = text->find(from); at != std::string::npos; at = text->find(from, at + to.size()))
     text->replace(at, from.size(), to);
-}
-
-std::string EscapeHtml(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // Answers 304 when the client holds the current representation.
@@ -93,7 +71,7 @@ void RegisterConsole(http::Server* server, ConsoleOptions options) {
   if (const Asset* index = state->assets.Find("index.html")) {
     state->index_html.assign(index->body);
     ReplaceAll(&state->index_html, "{{base}}", base);
-    ReplaceAll(&state->index_html, "{{version}}", EscapeHtml(options.version));
+    ReplaceAll(&state->index_html, "{{version}}", HtmlEscape(options.version));
   } else {
     state->index_html = "<!doctype html><title>gpuwarden</title><p>console assets missing</p>";
   }
