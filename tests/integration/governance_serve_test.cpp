@@ -23,13 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string ShortHost() {
-  char name[256] = {0};
-  gethostname(name, sizeof name - 1);
-  std::string host = name;
-  return host.substr(0, host.find('.'));
-}
-
 // squeue --json: job 21 (account physics -> team vision) on GPU 0, job 22 (account nlp) on GPUs 1
 // and 2, job 23 waiting for 2 GPUs in the same partition.
 std::string Squeue(long now, const std::string& node) {

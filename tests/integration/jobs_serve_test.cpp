@@ -25,13 +25,6 @@ using nlohmann::json;
 
 constexpr const char* kSecret = "sk-live-7Qd9XHUNTER2-planted-secret-do-not-export";
 
-std::string ShortHost() {
-  char name[256] = {0};
-  gethostname(name, sizeof name - 1);
-  std::string host = name;
-  return host.substr(0, host.find('.'));
-}
-
 // squeue --json as Slurm 22.05 writes it: job 11 runs here on GPU 0, job 13 finished here, job 12
 // waits. Times around `now` (the stepped simulator starts at the wall clock).
 std::string Squeue(long now, const std::string& node) {

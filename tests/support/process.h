@@ -25,6 +25,15 @@ extern char** environ;
 
 namespace gw::testing {
 
+// This machine's host name up to its first dot (what Slurm calls the node, and `jobs.node_name`
+// defaults to).
+inline std::string ShortHost() {
+  char name[256] = {0};
+  gethostname(name, sizeof name - 1);
+  std::string host = name;
+  return host.substr(0, host.find('.'));
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
