@@ -180,16 +180,21 @@ void Alerting::Tick(int64_t t_ms) {
   manager_->EvalDue(t_ms);
 }
 
-void Alerting::StartWallClock() {
+void Alerting::StartWallClock(std::mutex* writer) {
   if (!manager_ || clock_.joinable()) return;
-  clock_ = std::thread([this] {
+  clock_ = std::thread([this, writer] {
     std::unique_lock<std::mutex> lock(clock_mu_);
     while (!stopping_) {
       lock.unlock();
       int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
-      Tick(now);
+      if (writer != nullptr) {
+        std::lock_guard<std::mutex> write(*writer);
+        Tick(now);
+      } else {
+        Tick(now);
+      }
       lock.lock();
       clock_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
     }

@@ -63,7 +63,9 @@ class Alerting {
   // Evaluates the groups that are due at t_ms (data up to t_ms is in the store).
   void Tick(int64_t t_ms);
   // Evaluates on the wall clock every second (for an agent that records nothing).
-  void StartWallClock();
+  // `writer`: held around each wall-clock evaluation (its results go into the store, whose writer
+  // must be one thread at a time: the recorder's, collect::Recorder::writer_mutex); may be null.
+  void StartWallClock(std::mutex* writer = nullptr);
 
   // GET /api/v1/rules, GET /api/v1/alerts, POST /-/reload on `server`.
   void RegisterRoutes(http::Server* server);

@@ -169,7 +169,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   agent.Start(listener);
   if (!agent.nvml_error().empty()) {
     logger->Error(agent.nvml_error() + "; serving self-metrics only, no GPU is being watched");
-    alerting.StartWallClock();  // nothing is recorded, so rules follow the wall clock
+    // Nothing is recorded, so rules follow the wall clock — writing to the store only while the
+    // recorder (which still records the agent's own state) is not.
+    alerting.StartWallClock(rec != nullptr ? &rec->writer_mutex() : nullptr);
   }
   // Scrapes are stored by the recorder's thread; without one they are only shown on /metrics.
   const bool scrapes_stored = rec != nullptr && agent.nvml_error().empty();

@@ -174,6 +174,7 @@ void Recorder::RecordIdentityAndXids(const GpuSnapshot& gpu, size_t position, in
 }
 
 void Recorder::RecordNow(const Snapshot& snap) {
+  std::lock_guard<std::mutex> writer(writer_mu_);
   if (snap.generation != 0 && snap.generation == last_generation_) return;
   last_generation_ = snap.generation;
   const int64_t t = ToMs(snap.taken_unix_seconds);

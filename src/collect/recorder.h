@@ -66,6 +66,10 @@ class Recorder {
   // Records `snapshot` on the calling thread (used by tests and by Stop for the last one).
   void RecordNow(const Snapshot& snapshot);
   RecorderStats stats() const;
+  // Held while a snapshot is recorded and its after-record hook runs. The store has one writer at
+  // a time; anything else that writes to it outside the hook (the rules on the wall clock when no
+  // snapshot comes) takes this first.
+  std::mutex& writer_mutex() { return writer_mu_; }
 
  private:
   struct SeriesSlot {
@@ -73,6 +77,7 @@ class Recorder {
     bool known = false;
     bool had_value = false;
   };
+  std::mutex writer_mu_;
   void Run();
   SeriesSlot* Slot(const GpuSnapshot& gpu, size_t gpu_position, size_t slot);
   // The agent's own state that rules need (gpuwarden_nvml_up, gpuwarden_gpus,
