@@ -84,7 +84,7 @@ TEST_F(ManagerTest, EvaluatesWhenDueAndSendsFiringAlerts) {
   const int64_t t0 = 1700000000000;
   manager->EvalDue(t0);
   EXPECT_EQ(manager->stats().evaluations, 1u);
-  manager->EvalDue(t0 + 1000);  // not due yet
+  manager->EvalDue(t0);  // the same slot again: not due
   EXPECT_EQ(manager->stats().evaluations, 1u);
   ASSERT_EQ(sent.size(), 1u);
   const Alert& a = sent[0][0];
@@ -92,8 +92,13 @@ TEST_F(ManagerTest, EvaluatesWhenDueAndSendsFiringAlerts) {
             (tsdb::Labels{{"alertname", "Always"}, {"cluster", "c1"}, {"severity", "page"}}));
   EXPECT_EQ(a.generator_url, "http://prom:9090/graph?g0.expr=vector%281%29&g0.tab=1");
   EXPECT_EQ(a.ends_at_ms - a.starts_at_ms, 4 * kMin);
-  for (int i = 1; i <= 3; ++i) manager->EvalDue(t0 + i * kMin);
-  EXPECT_EQ(manager->stats().evaluations, 4u);
+  // Slots are aligned to a per-group offset (a hash of the group's name and file, and the file
+  // lives in a random temporary directory), so the next slot falls anywhere in (t0, t0 + 1m].
+  // Ticking every second through one interval must evaluate exactly once more, not per tick.
+  for (int k = 1; k <= 60; ++k) manager->EvalDue(t0 + k * 1000);
+  EXPECT_EQ(manager->stats().evaluations, 2u);
+  for (int i = 2; i <= 4; ++i) manager->EvalDue(t0 + i * kMin);
+  EXPECT_EQ(manager->stats().evaluations, 5u);
   EXPECT_EQ(manager->stats().alerts_firing, 1u);
   // Firing alerts are resent once resend_delay (1m) has passed since the last send.
   EXPECT_GE(sent.size(), 2u);
