@@ -7,8 +7,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <tuple>
+
+#include "base/file.h"
 
 #include "http/prom_api.h"
 #include "http/server.h"
@@ -34,7 +38,7 @@ const Family kFamilies[] = {
     {"gpu_idle_allocated_gpu_seconds_total", "counter", "",
      "Allocated GPU-seconds at or below jobs.idle_threshold, by team and partition."},
     {"gpu_idle_allocated_ratio", "gauge", "ratio",
-     "Idle allocated GPU-seconds / allocated GPU-seconds since the agent started."},
+     "Idle allocated GPU-seconds / allocated GPU-seconds (kept across restarts)."},
     {"gpu_team_idle_gpus", "gauge", "", "Allocated GPUs idle now, by team, partition and memory."},
     {"gpu_reclaim_actions_total", "counter", "",
      "Reclaim decisions: notices, actions, exemptions, withdrawals (reason, action)."},
@@ -66,7 +70,7 @@ const Family kFamilies[] = {
      "1 while the team's use has stayed below governance.under_use_ratio of its quota for "
      "governance.under_use_for."},
     {"gpu_team_efficiency_ratio", "gauge", "ratio",
-     "Used / allocated GPU-hours since the agent started (OpenCost's efficiency)."},
+     "Used / allocated GPU-hours, kept across restarts (OpenCost's efficiency)."},
     {"gpu_cost_allocation_total", "counter", "",
      "Allocated GPU-hours x the GPU's price, by team and partition (currency units)."},
     {"gpu_cost_energy_total", "counter", "",
@@ -76,7 +80,7 @@ const Family kFamilies[] = {
     {"gpu_cost_capacity_total", "counter", "", "Every GPU of this node x its price."},
     {"gpu_cost_idle_total", "counter", "",
      "Capacity cost - allocation cost: GPUs nobody held (OpenCost's idle)."},
-    {"gpu_idle_cost_ratio", "gauge", "ratio", "Idle cost / capacity cost since the agent started."},
+    {"gpu_idle_cost_ratio", "gauge", "ratio", "Idle cost / capacity cost (kept across restarts)."},
     {"gpu_job_cost_total", "counter", "", "A running job's allocation + energy cost so far."},
     {"gpu_cost_info", "gauge", "", "1, with the currency of every gpu_cost_* figure."},
     {"gpuwarden_reclaim_log_errors_total", "counter", "",
@@ -128,6 +132,10 @@ std::string DecisionsLogPath(const Config& config) {
              : config.governance.decisions_log;
 }
 
+std::string UsageCheckpointPath(const Config& config) {
+  return config.storage.path + "/governance/usage.json";
+}
+
 namespace {
 
 governance::Settings SettingsOf(const Config& config) {
@@ -152,9 +160,12 @@ GovernanceService::GovernanceService(const Config& config, const JobsService* jo
                                            config.governance.cancel_command}),
       usage_(config.governance.settings.quotas, config.governance.settings.prices,
              config.jobs.idle_threshold),
-      pools_(config.governance.settings.pool) {
+      pools_(config.governance.settings.pool),
+      checkpoint_path_(UsageCheckpointPath(config)) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(decisions_path_).parent_path(), ec);
+  std::filesystem::create_directories(std::filesystem::path(checkpoint_path_).parent_path(), ec);
+  LoadCheckpoint();
   for (const governance::ReclaimPolicy& p : reclaim_.policies())
     log_->Info(std::string("governance: reclaim policy ") + p.Describe() + ": idle " +
                governance::FormatSeconds(p.idle_for_s) + " (" + MemoryFilterName(p.memory) +
@@ -180,6 +191,61 @@ void GovernanceService::Stop() {
   }
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
+  WriteCheckpoint();
+}
+
+void GovernanceService::LoadCheckpoint() {
+  std::ifstream in(checkpoint_path_, std::ios::binary);
+  if (!in) return;  // the first start
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  Status s;
+  if (doc.is_discarded() || !doc.is_object() ||
+      doc.value("format", "") != "gpuwarden-governance-state" || !doc.contains("usage")) {
+    s = Error{"not a gpuwarden governance state file"};
+  } else {
+    s = usage_.Restore(doc["usage"].dump());
+  }
+  if (s.ok()) {
+    for (const nlohmann::json& a : doc.value("reclaim_actions", nlohmann::json::array()))
+      if (a.is_object() && a.value("n", nlohmann::json()).is_number())
+        actions_[{a.value("reason", ""), a.value("action", "")}] = a["n"].get<double>();
+    for (const nlohmann::json& f : doc.value("reclaim_failures", nlohmann::json::array()))
+      if (f.is_object() && f.value("n", nlohmann::json()).is_number())
+        failures_[f.value("action", "")] = f["n"].get<double>();
+    log_->Info("governance: continuing the cost, quota and reclaim figures of " + checkpoint_path_);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::rename(checkpoint_path_, checkpoint_path_ + ".corrupt", ec);
+  log_->Error("governance: cannot read " + checkpoint_path_ + ": " + s.message() +
+              "; cost, quota and reclaim figures start from zero (the file is kept as " +
+              checkpoint_path_ + ".corrupt)");
+}
+
+void GovernanceService::WriteCheckpoint() {
+  std::lock_guard<std::mutex> writing(checkpoint_mu_);
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (last_now_s_ <= 0) return;  // nothing observed: keep what is there
+    nlohmann::json actions = nlohmann::json::array(), failures = nlohmann::json::array();
+    for (const auto& [key, n] : actions_)
+      actions.push_back({{"reason", key.first}, {"action", key.second}, {"n", n}});
+    for (const auto& [action, n] : failures_) failures.push_back({{"action", action}, {"n", n}});
+    nlohmann::json doc = {{"format", "gpuwarden-governance-state"},
+                          {"version", 1},
+                          {"usage", nlohmann::json::parse(usage_.Checkpoint())},
+                          {"reclaim_actions", std::move(actions)},
+                          {"reclaim_failures", std::move(failures)}};
+    text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    checkpoint_s_ = last_now_s_;
+  }
+  Status s = WriteFileDurably(checkpoint_path_, text);
+  if (!s.ok() && !checkpoint_failed_)
+    log_->Error("governance: cannot keep the running totals for a restart: " + s.message());
+  checkpoint_failed_ = !s.ok();
 }
 
 void GovernanceService::Loop() {
@@ -336,6 +402,13 @@ void GovernanceService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_
     BuildFigures(cycle);
   }
   WriteDecisions();
+  bool checkpoint_due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    checkpoint_due = checkpoint_s_ <= 0 || cycle.now_s - checkpoint_s_ >= 60 ||
+                     cycle.now_s < checkpoint_s_;  // a clock stepped back
+  }
+  if (checkpoint_due) WriteCheckpoint();
   if (!commands.empty()) {
     {
       std::lock_guard<std::mutex> lock(queue_mu_);

@@ -24,6 +24,13 @@
 // worker thread, one at a time, as child processes without a shell and with a timeout; a failure
 // is logged, counted in gpu_reclaim_failures_total and never retried for that job.
 //
+// Restarts: the cost totals, each team's GPU-hour period and the reclaim counters are written
+// to STORAGE_PATH/governance/usage.json (governance/usage.h's checkpoint, replaced atomically,
+// fsync'ed) once a minute of snapshot time and at Stop, and read back by the constructor, so a
+// restarted agent continues them (kill -9 loses at most the last minute; a quick restart charges
+// the gap as any gap of at most 2 minutes). An unreadable file is kept as usage.json.corrupt and
+// said in the log; the figures then start from zero.
+//
 // Threading: OnSnapshot on the recorder's thread (it alone uses the appender); RenderMetrics and
 // the API on the HTTP threads; commands and capacity polls on the worker. One mutex guards the
 // state; no NVML call or disk read happens on a request path.
@@ -63,6 +70,8 @@ namespace gw::cli {
 // The decisions log a configuration names (governance.decisions_log, else
 // STORAGE_PATH/governance/decisions.jsonl).
 std::string DecisionsLogPath(const Config& config);
+// Where the running totals are kept across restarts: STORAGE_PATH/governance/usage.json.
+std::string UsageCheckpointPath(const Config& config);
 
 class GovernanceService {
  public:
@@ -103,6 +112,8 @@ class GovernanceService {
   void WriteDecisions();  // mu_ not held: appends the queued lines to the log, fsync
   void BuildFigures(const governance::Cycle& cycle);  // mu_ held
   void AppendToStore(int64_t t_ms);                   // recorder thread
+  void LoadCheckpoint();
+  void WriteCheckpoint();  // mu_ not held
 
   Config config_;
   const JobsService* jobs_;
@@ -127,6 +138,10 @@ class GovernanceService {
   std::uint64_t decision_log_errors_ = 0;
   std::vector<std::string> unwritten_;  // decisions not yet in the log file
   std::mutex file_mu_;                  // serialises appends to the decisions log
+  std::string checkpoint_path_;
+  double checkpoint_s_ = 0;         // snapshot time of the last checkpoint (mu_)
+  std::mutex checkpoint_mu_;        // one checkpoint written at a time (recorder thread, Stop)
+  bool checkpoint_failed_ = false;  // said once in the log until a write succeeds (checkpoint_mu_)
 
   // The worker.
   std::mutex queue_mu_;

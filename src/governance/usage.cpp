@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
+#include <utility>
 
 namespace gw::governance {
 
@@ -154,6 +157,174 @@ void UsageLedger::Observe(const Cycle& cycle) {
       t.under_use = false;
     }
   }
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kFormat = "gpuwarden-usage-checkpoint";
+
+Json CostToJson(const CostTotals& c) {
+  return {{"allocated_gpu_s", c.allocated_gpu_s},
+          {"used_gpu_s", c.used_gpu_s},
+          {"idle_gpu_s", c.idle_gpu_s},
+          {"energy_j", c.energy_j},
+          {"allocation_cost", c.allocation_cost},
+          {"energy_cost", c.energy_cost},
+          {"idle_cost", c.idle_cost}};
+}
+
+// Readers throw std::runtime_error naming the field; Restore turns that into an Error.
+double Number(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>()))
+    throw std::runtime_error(std::string(key) + ": expected a finite number");
+  return it->get<double>();
+}
+
+std::string Text(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string())
+    throw std::runtime_error(std::string(key) + ": expected a string");
+  return it->get<std::string>();
+}
+
+const Json& Array(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array())
+    throw std::runtime_error(std::string(key) + ": expected an array");
+  return *it;
+}
+
+CostTotals CostFromJson(const Json& j) {
+  if (!j.is_object()) throw std::runtime_error("cost: expected an object");
+  CostTotals c;
+  c.allocated_gpu_s = Number(j, "allocated_gpu_s");
+  c.used_gpu_s = Number(j, "used_gpu_s");
+  c.idle_gpu_s = Number(j, "idle_gpu_s");
+  c.energy_j = Number(j, "energy_j");
+  c.allocation_cost = Number(j, "allocation_cost");
+  c.energy_cost = Number(j, "energy_cost");
+  c.idle_cost = Number(j, "idle_cost");
+  return c;
+}
+
+}  // namespace
+
+std::string UsageLedger::Checkpoint() const {
+  Json teams = Json::array();
+  for (const auto& [name, t] : teams_)
+    teams.push_back({{"team", name},
+                     {"cost", CostToJson(t.cost)},
+                     {"period_start_s", t.period_start_s},
+                     {"period_allocated_gpu_h", t.period_allocated_gpu_h},
+                     {"period_used_gpu_h", t.period_used_gpu_h}});
+  Json partitions = Json::array();
+  for (const auto& [name, c] : partitions_)
+    partitions.push_back({{"partition", name}, {"cost", CostToJson(c)}});
+  Json pairs = Json::array();
+  for (const auto& [key, c] : by_team_partition_)
+    pairs.push_back({{"team", key.first}, {"partition", key.second}, {"cost", CostToJson(c)}});
+  Json jobs = Json::array();
+  for (const auto& [id, j] : jobs_)
+    jobs.push_back({{"id", id},
+                    {"team", j.team},
+                    {"partition", j.partition},
+                    {"user", j.user},
+                    {"start_s", j.start_s},
+                    {"last_s", j.last_s},
+                    {"cost", CostToJson(j.cost)}});
+  Json energy = Json::array();
+  for (const auto& [index, j] : last_energy_j_) energy.push_back({{"gpu", index}, {"j", j}});
+  Json doc = {{"format", kFormat},
+              {"version", 1},
+              {"last_s", last_s_},
+              {"energy", std::move(energy)},
+              {"teams", std::move(teams)},
+              {"partitions", std::move(partitions)},
+              {"team_partitions", std::move(pairs)},
+              {"jobs", std::move(jobs)},
+              {"node",
+               {{"capacity_gpu_s", node_.capacity_gpu_s},
+                {"capacity_cost", node_.capacity_cost},
+                {"allocation_cost", node_.allocation_cost},
+                {"energy_j", node_.energy_j},
+                {"energy_cost", node_.energy_cost}}}};
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Status UsageLedger::Restore(std::string_view text) {
+  Json doc = Json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Error{"not JSON"};
+  if (doc.value("format", "") != kFormat) return Error{std::string("format: expected ") + kFormat};
+  if (doc.value("version", 0) != 1)
+    return Error{"version: expected 1, got " + doc.value("version", Json()).dump()};
+  // Read everything first; the ledger changes only once all of it is valid.
+  double last_s = 0;
+  std::map<unsigned, double> energy;
+  std::map<std::string, TeamUsage> teams;
+  std::map<std::string, CostTotals> partitions;
+  std::map<std::pair<std::string, std::string>, CostTotals> pairs;
+  std::map<std::string, JobCost> jobs;
+  NodeCost node;
+  try {
+    last_s = Number(doc, "last_s");
+    for (const Json& e : Array(doc, "energy")) {
+      const double gpu = Number(e, "gpu");
+      if (gpu < 0 || gpu != std::floor(gpu)) throw std::runtime_error("energy: bad GPU index");
+      energy[static_cast<unsigned>(gpu)] = Number(e, "j");
+    }
+    for (const Json& t : Array(doc, "teams")) {
+      TeamUsage u;
+      u.team = Text(t, "team");
+      u.cost = CostFromJson(t.value("cost", Json()));
+      u.period_start_s = Number(t, "period_start_s");
+      u.period_allocated_gpu_h = Number(t, "period_allocated_gpu_h");
+      u.period_used_gpu_h = Number(t, "period_used_gpu_h");
+      teams[u.team] = std::move(u);
+    }
+    for (const Json& p : Array(doc, "partitions"))
+      partitions[Text(p, "partition")] = CostFromJson(p.value("cost", Json()));
+    for (const Json& p : Array(doc, "team_partitions"))
+      pairs[{Text(p, "team"), Text(p, "partition")}] = CostFromJson(p.value("cost", Json()));
+    for (const Json& j : Array(doc, "jobs")) {
+      JobCost c;
+      c.id = Text(j, "id");
+      c.team = Text(j, "team");
+      c.partition = Text(j, "partition");
+      c.user = Text(j, "user");
+      c.start_s = Number(j, "start_s");
+      c.last_s = Number(j, "last_s");
+      c.cost = CostFromJson(j.value("cost", Json()));
+      jobs[c.id] = std::move(c);
+    }
+    auto n = doc.find("node");
+    if (n == doc.end() || !n->is_object()) throw std::runtime_error("node: expected an object");
+    node.capacity_gpu_s = Number(*n, "capacity_gpu_s");
+    node.capacity_cost = Number(*n, "capacity_cost");
+    node.allocation_cost = Number(*n, "allocation_cost");
+    node.energy_j = Number(*n, "energy_j");
+    node.energy_cost = Number(*n, "energy_cost");
+    node.idle_cost = std::max(0.0, node.capacity_cost - node.allocation_cost);
+  } catch (const std::exception& e) {
+    return Error{e.what()};
+  }
+  last_s_ = last_s;
+  last_energy_j_ = std::move(energy);
+  for (auto& [name, restored] : teams) {
+    TeamUsage& t = teams_[name];
+    t.team = name;
+    t.cost = restored.cost;
+    t.period_start_s = restored.period_start_s;
+    t.period_allocated_gpu_h = restored.period_allocated_gpu_h;
+    t.period_used_gpu_h = restored.period_used_gpu_h;
+  }
+  partitions_ = std::move(partitions);
+  by_team_partition_ = std::move(pairs);
+  jobs_ = std::move(jobs);
+  node_ = node;
+  return Status::Ok();
 }
 
 }  // namespace gw::governance

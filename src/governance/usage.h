@@ -28,7 +28,9 @@
 //                    the GPU-hour quota
 //   under_use        used / quota below under_use_ratio continuously for under_use_for_s (for a
 //                    GPU-hour quota: this period's used GPU-hours / the quota's pro-rated part)
-// Figures are in memory: a restart starts the period's GPU-hours from zero.
+// Restarts: Checkpoint() is the running totals as text and Restore() takes them back, so that a
+// restarted agent continues its cost counters and each team's GPU-hour period instead of
+// starting them from zero (cli/governance_service.h writes the checkpoint every minute).
 //
 // Threading: none (one owner).
 #ifndef GPUWARDEN_GOVERNANCE_USAGE_H_
@@ -38,6 +40,9 @@
 #include <string>
 #include <vector>
 
+#include <string_view>
+
+#include "base/error.h"
 #include "governance/cycle.h"
 #include "governance/settings.h"
 
@@ -57,7 +62,7 @@ struct CostTotals {
 
 struct TeamUsage {
   std::string team;
-  CostTotals cost;            // since the agent started
+  CostTotals cost;            // since the data directory was first used (checkpointed)
   double allocated_gpus = 0;  // now
   double used_gpus = 0;       // now, utilization-weighted
   TeamQuota quota;            // zeros: no quota
@@ -105,6 +110,20 @@ class UsageLedger {
   const std::vector<JobCost>& ended_jobs() const { return ended_; }
   const NodeCost& node() const { return node_; }
   const PriceSettings& prices() const { return prices_; }
+
+  // The running totals as JSON text: the cost totals of every team, partition, team x partition
+  // and the node; each team's GPU-hour period (its start and figures); the running jobs' cost so
+  // far; the last cycle's time and the GPUs' last energy readings. Not kept: the GPUs held now
+  // and the under-use streaks (the next cycles rebuild them) and the ended jobs (their records
+  // hold their final cost).
+  std::string Checkpoint() const;
+  // Takes a checkpoint back, before the first Observe. The first cycle after it charges the time
+  // since the checkpoint's last cycle only when that is within max_gap_s (a quick restart), as
+  // for any gap; energy likewise. Quotas stay those of the configuration; a period that has
+  // ended by the first cycle starts from zero, as always. A running job of the checkpoint that no
+  // cycle shows any more ends at the first cycle with its cost so far. Error (the text is not a
+  // version-1 checkpoint; which field is wrong): nothing changes.
+  Status Restore(std::string_view text);
 
  private:
   QuotaSettings quotas_;

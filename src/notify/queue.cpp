@@ -1,8 +1,6 @@
 // The per-target queue (latest state per fingerprint) and its atomically replaced file.
 #include "notify/queue.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -10,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "base/file.h"
 
 namespace gw::notify {
 
@@ -129,34 +129,7 @@ Status WriteQueueFile(const std::string& path, const QueueFile& file) {
   std::string text = DumpCompact(doc);
   text += '\n';
 
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error{Errno("create", tmp)};
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Error e{Errno("write", tmp)};
-      ::close(fd);
-      return e;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Error e{Errno("fsync", tmp)};
-    ::close(fd);
-    return e;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Error{Errno("rename", tmp)};
-  std::string dir = path.substr(0, path.find_last_of('/'));
-  int dfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);  // makes the rename durable; failure here leaves a valid file either way
-    ::close(dfd);
-  }
-  return Status::Ok();
+  return WriteFileDurably(path, text);
 }
 
 Expected<QueueFile> ReadQueueFile(const std::string& path) {

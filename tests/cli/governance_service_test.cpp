@@ -223,6 +223,63 @@ TEST(GovernanceService, AFailedCommandIsReportedAndNeverRetried) {
   jobs.Stop();
 }
 
+// The cost totals and reclaim counters survive a restart (STORAGE_PATH/governance/usage.json);
+// an unreadable checkpoint is set aside and the figures start from zero.
+TEST(GovernanceService, RunningTotalsSurviveARestartAndABadCheckpointIsSetAside) {
+  Fixture f(RunningJob("8", "0"), "echo 'scancel: error: Access/permission denied' >&2\nexit 1\n");
+  JobsService jobs(f.config, &f.log, JobsServiceOptions{"/nonexistent", "n1"});
+  jobs.Start();
+  ASSERT_TRUE(WaitFor([&] { return !jobs.SlurmJobs().empty(); }, 10));
+  auto step = [&](GovernanceService& gov, int t) {
+    collect::Snapshot s = Snap(kT0 + t, 0.0);
+    jobs.OnSnapshot(s);
+    gov.OnSnapshot(s, static_cast<int64_t>((kT0 + t) * 1000));
+  };
+  auto line = [](const std::string& text, const std::string& prefix) {
+    const size_t at = text.find(prefix);
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  const std::string path = UsageCheckpointPath(f.config);
+  std::string before;
+  {
+    GovernanceService gov(f.config, &jobs, nullptr, &f.log);
+    gov.Start();
+    for (int t = 0; t <= 100; ++t) step(gov, t);
+    const std::string log = DecisionsLogPath(f.config);
+    ASSERT_TRUE(WaitFor([&] { return Decisions(log).size() == 3; }, 10)) << ReadFile(log);
+    step(gov, 101);  // the failure is in the figures from here on
+    gov.RenderMetrics(collect::Format::kText, &before);
+  }  // Stop writes the last checkpoint
+  ASSERT_TRUE(std::filesystem::exists(path));
+  EXPECT_NE(line(before, "gpu_cost_allocation_total{"), "");
+  {
+    GovernanceService gov(f.config, &jobs, nullptr, &f.log);
+    step(gov, 102);  // one second later: charged as any interval
+    std::string after;
+    gov.RenderMetrics(collect::Format::kText, &after);
+    EXPECT_EQ(line(after, "gpu_reclaim_failures_total{"),
+              line(before, "gpu_reclaim_failures_total{"));
+    EXPECT_EQ(line(after, "gpu_reclaim_actions_total{action=\"cancel\""),
+              line(before, "gpu_reclaim_actions_total{action=\"cancel\""));
+    // 102 s of one A100 at 0.001 per GPU-second, across the restart.
+    nlohmann::json teams = nlohmann::json::parse(gov.TeamsJson());
+    EXPECT_NEAR(teams["data"]["teams"][0]["cost"]["allocation_cost"].get<double>(), 0.102, 1e-9)
+        << teams.dump();
+    gov.Stop();
+  }
+  WriteFile(path, "{\"format\": \"gpuwarden-governance-state\", \"usage\": {\"version\": 9}}");
+  {
+    GovernanceService gov(f.config, &jobs, nullptr, &f.log);
+    EXPECT_TRUE(std::filesystem::exists(path + ".corrupt"));
+    step(gov, 103);
+    nlohmann::json teams = nlohmann::json::parse(gov.TeamsJson());
+    EXPECT_NEAR(teams["data"]["teams"][0]["cost"]["allocation_cost"].get<double>(), 0, 1e-12);
+    gov.Stop();
+    EXPECT_TRUE(std::filesystem::exists(path)) << "a new checkpoint replaces the bad one";
+  }
+  jobs.Stop();
+}
+
 TEST(GovernanceConfig, KeysParseAndErrorsNameTheLine) {
   TempDir dir;
   WriteFile(

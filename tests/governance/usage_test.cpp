@@ -171,5 +171,110 @@ TEST(Usage, GpuHourQuotaPerPeriod) {
   EXPECT_FALSE(usage.teams().at("vision").over_quota);
 }
 
+// A restart in the middle of a GPU-hour period: the ledger written to a checkpoint and read back
+// into a new one continues exactly as a ledger that never stopped (the cycles missed while the
+// agent was down are within max_gap_s, so the first cycle after the restart charges them, as any
+// gap). Cost totals, the period's GPU-hours, the running job's cost and energy all match.
+TEST(Usage, ARestartFromACheckpointContinuesAsIfNeverStopped) {
+  QuotaSettings q;
+  q.teams["vision"].gpu_hours = 1.5;
+  q.teams["vision"].period_s = 86400;
+  PriceSettings prices;
+  prices.default_gpu_hour = 2.0;
+  prices.energy_per_kwh = 0.3;
+  const double day = std::floor(kT0 / 86400) * 86400 + 86400;
+  double base[3] = {5e6, 6e6, 7e6};
+  const std::vector<Gpu> gpus = {{"x", 0.9, 300}, {"x", 0.0, 60}, {"x", 0.4, 150}};
+  auto cycle = [&](double t) {
+    return MakeCycle(day + t, gpus, {Job("7", {0, 1}, "vision"), Job("8", {2}, "nlp", "debug")},
+                     true, base);
+  };
+  UsageLedger continuous(q, prices, 0.05), before(q, prices, 0.05);
+  for (double t = 0; t <= 1800; t += 15) {
+    continuous.Observe(cycle(t));
+    before.Observe(cycle(t));
+  }
+  const std::string checkpoint = before.Checkpoint();
+  UsageLedger after(q, prices, 0.05);
+  ASSERT_TRUE(after.Restore(checkpoint).ok());
+  // Down from 1800 s to 1890 s (the next cycle's interval covers the 90 s).
+  for (double t = 1890; t <= 3600; t += 15) {
+    after.Observe(cycle(t));
+  }
+  for (double t = 1890; t <= 3600; t += 15) continuous.Observe(cycle(t));
+
+  auto same = [](const CostTotals& a, const CostTotals& b, const std::string& what) {
+    EXPECT_NEAR(a.allocated_gpu_s, b.allocated_gpu_s, 1e-6) << what;
+    EXPECT_NEAR(a.used_gpu_s, b.used_gpu_s, 1e-6) << what;
+    EXPECT_NEAR(a.idle_gpu_s, b.idle_gpu_s, 1e-6) << what;
+    EXPECT_NEAR(a.energy_j, b.energy_j, 1e-6) << what;
+    EXPECT_NEAR(a.allocation_cost, b.allocation_cost, 1e-9) << what;
+    EXPECT_NEAR(a.energy_cost, b.energy_cost, 1e-9) << what;
+    EXPECT_NEAR(a.idle_cost, b.idle_cost, 1e-9) << what;
+  };
+  for (const char* team : {"vision", "nlp"})
+    same(after.teams().at(team).cost, continuous.teams().at(team).cost, team);
+  for (const char* part : {"gpu", "debug"})
+    same(after.partitions().at(part), continuous.partitions().at(part), part);
+  same(after.by_team_partition().at({"nlp", "debug"}),
+       continuous.by_team_partition().at({"nlp", "debug"}), "nlp/debug");
+  same(after.jobs().at("7").cost, continuous.jobs().at("7").cost, "job 7");
+  EXPECT_DOUBLE_EQ(after.jobs().at("7").start_s, day);
+  EXPECT_NEAR(after.node().capacity_cost, continuous.node().capacity_cost, 1e-9);
+  EXPECT_NEAR(after.node().idle_cost, continuous.node().idle_cost, 1e-9);
+  EXPECT_NEAR(after.node().energy_j, continuous.node().energy_j, 1e-6);
+  // The hand-computed figure: two GPUs for an hour = 2 GPU-hours in the period, over 1.5.
+  const TeamUsage& v = after.teams().at("vision");
+  EXPECT_NEAR(v.period_allocated_gpu_h, 2.0, 1e-9);
+  EXPECT_NEAR(v.period_used_gpu_h, continuous.teams().at("vision").period_used_gpu_h, 1e-9);
+  EXPECT_TRUE(v.over_quota);
+  EXPECT_TRUE(v.has_quota) << "the quota comes from the configuration";
+  EXPECT_NEAR(v.cost.allocation_cost, 2 * 2.0, 1e-9);
+
+  // A restart after the period ended: its figures start from zero at the first cycle.
+  UsageLedger next_day(q, prices, 0.05);
+  ASSERT_TRUE(next_day.Restore(after.Checkpoint()).ok());
+  next_day.Observe(cycle(86400 + 600));
+  EXPECT_DOUBLE_EQ(next_day.teams().at("vision").period_allocated_gpu_h, 0);
+  EXPECT_FALSE(next_day.teams().at("vision").over_quota);
+  // ... and a gap longer than max_gap_s is not charged; the totals are kept.
+  same(next_day.teams().at("vision").cost, continuous.teams().at("vision").cost, "after the gap");
+}
+
+TEST(Usage, ABadCheckpointIsRefusedAndChangesNothing) {
+  UsageLedger ledger({}, {}, 0.05);
+  double base[1] = {0};
+  ledger.Observe(MakeCycle(kT0, {{"x", 1.0, 100}}, {Job("1", {0}, "a")}, true, base));
+  ledger.Observe(MakeCycle(kT0 + 10, {{"x", 1.0, 100}}, {Job("1", {0}, "a")}, true, base));
+  const std::string good = ledger.Checkpoint();
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  const struct {
+    std::string text, message;
+  } cases[] = {
+      {"", "not JSON"},
+      {"[1,2]", "not JSON"},
+      {replaced("\"version\":1", "\"version\":2"), "version: expected 1"},
+      {replaced("gpuwarden-usage-checkpoint", "other"), "format"},
+      {replaced("\"last_s\":", "\"last_z\":"), "last_s"},
+      {replaced("\"allocation_cost\":", "\"allocation_cost\":\"3\",\"x\":"), "allocation_cost"},
+      {replaced("\"teams\":[", "\"teams\":[{\"team\":1},"), "team"},
+      {replaced("\"gpu\":0", "\"gpu\":-1"), "GPU index"},
+  };
+  for (const auto& c : cases) {
+    UsageLedger other({}, {}, 0.05);
+    ASSERT_TRUE(other.Restore(good).ok());
+    Status s = other.Restore(c.text);
+    EXPECT_FALSE(s.ok()) << c.text;
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << s.message();
+    EXPECT_EQ(other.Checkpoint(), good) << c.message;
+  }
+}
+
 }  // namespace
 }  // namespace gw::governance
