@@ -232,6 +232,35 @@ TEST(GovernanceServe, CostQuotaDryRunPoolsAndEveryFamily) {
   EXPECT_EQ(r["data"]["decisions"][0]["action"], "dry-run");  // newest first
   EXPECT_EQ(agent.Get("/api/gw/v1/reclaim?limit=x").status, 400);
   EXPECT_FALSE(std::filesystem::exists(dir / "touched"));
+
+  // A restart on the same data directory continues the cost counters and the reclaim counts
+  // (STORAGE_PATH/governance/usage.json, written at stop) instead of starting them at zero. The
+  // restarted stepped clock starts at the wall clock again, earlier than the simulated time
+  // reached: that step back is not charged, so the first figures equal the last ones, plus the
+  // few cycles the restarted agent has run by then.
+  const std::vector<Sample> last = ParseExposition(agent.Get("/metrics").body);
+  EXPECT_EQ(agent.process().Stop(), 0) << agent.Log();
+  ASSERT_TRUE(std::filesystem::exists(dir / "data/governance/usage.json"));
+  AgentProcess again({"--simulate", dir / "fleet.yaml", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  ASSERT_NE(again.port(), 0);
+  std::vector<Sample> resumed;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        again.Advance(1);
+        resumed = ParseExposition(again.Get("/metrics").body);
+        for (const Sample& s : resumed)
+          if (s.name == "gpu_cost_allocation_total") return true;
+        return false;
+      },
+      60))
+      << again.Log();
+  EXPECT_NE(again.Log().find("governance: continuing"), std::string::npos) << again.Log();
+  EXPECT_GE(cost(resumed, "vision"), cost(last, "vision"));
+  EXPECT_LT(cost(resumed, "vision"), cost(last, "vision") + PriceOf(model_of["0"]) * 120 / 3600);
+  EXPECT_GE(Value(resumed, "gpu_cost_capacity_total"), Value(last, "gpu_cost_capacity_total"));
+  EXPECT_EQ(Value(resumed, "gpu_reclaim_actions_total", {{"action", "dry-run"}}), 1);
+  EXPECT_EQ(Value(resumed, "gpu_reclaim_actions_total", {{"action", "notify"}}), 1);
 }
 
 TEST(GovernanceServe, ABadPolicyIsRefusedWithItsLine) {
