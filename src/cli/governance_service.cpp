@@ -214,7 +214,13 @@ void GovernanceService::LoadCheckpoint() {
     for (const nlohmann::json& f : doc.value("reclaim_failures", nlohmann::json::array()))
       if (f.is_object() && f.value("n", nlohmann::json()).is_number())
         failures_[f.value("action", "")] = f["n"].get<double>();
-    log_->Info("governance: continuing the cost, quota and reclaim figures of " + checkpoint_path_);
+    if (auto pools = doc.find("pools"); pools != doc.end()) {
+      if (Status p = pools_.Restore(pools->dump()); !p.ok())
+        log_->Error("governance: " + checkpoint_path_ + ": pools: " + p.message() +
+                    "; the queue-wait windows start empty");
+    }
+    log_->Info("governance: continuing the cost, quota, reclaim and queue-wait figures of " +
+               checkpoint_path_);
     return;
   }
   std::error_code ec;
@@ -239,6 +245,7 @@ void GovernanceService::WriteCheckpoint() {
                           {"usage", nlohmann::json::parse(usage_.Checkpoint())},
                           {"reclaim_actions", std::move(actions)},
                           {"reclaim_failures", std::move(failures)}};
+    if (slurm_) doc["pools"] = nlohmann::json::parse(pools_.Checkpoint());
     text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     checkpoint_s_ = last_now_s_;
   }

@@ -24,12 +24,13 @@
 // worker thread, one at a time, as child processes without a shell and with a timeout; a failure
 // is logged, counted in gpu_reclaim_failures_total and never retried for that job.
 //
-// Restarts: the cost totals, each team's GPU-hour period and the reclaim counters are written
-// to STORAGE_PATH/governance/usage.json (governance/usage.h's checkpoint, replaced atomically,
-// fsync'ed) once a minute of snapshot time and at Stop, and read back by the constructor, so a
-// restarted agent continues them (kill -9 loses at most the last minute; a quick restart charges
-// the gap as any gap of at most 2 minutes). An unreadable file is kept as usage.json.corrupt and
-// said in the log; the figures then start from zero.
+// Restarts: the cost totals, each team's GPU-hour period, the reclaim counters and (with Slurm)
+// the pools' queue-wait windows are written to STORAGE_PATH/governance/usage.json (the
+// checkpoints of governance/usage.h and pool.h, replaced atomically, fsync'ed) once a minute of
+// snapshot time and at Stop, and read back by the constructor, so a restarted agent continues them
+// (kill -9 loses at most the last minute; a quick restart charges the gap as any gap of at most 2
+// minutes). An unreadable file is kept as usage.json.corrupt and said in the log; the figures then
+// start from zero.
 //
 // Threading: OnSnapshot on the recorder's thread (it alone uses the appender); RenderMetrics and
 // the API on the HTTP threads; commands and capacity polls on the worker. One mutex guards the

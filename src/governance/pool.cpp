@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace gw::governance {
@@ -174,6 +175,61 @@ void PoolTracker::Observe(const std::map<std::string, jobs::SlurmJob>& jobs, dou
   for (auto it = idle_.begin(); it != idle_.end();)
     it = next.count(it->first) ? std::next(it) : idle_.erase(it);
   pools_ = std::move(next);
+}
+
+namespace {
+constexpr const char* kPoolFormat = "gpuwarden-pool-checkpoint";
+}  // namespace
+
+std::string PoolTracker::Checkpoint() const {
+  nlohmann::json waits = nlohmann::json::object();
+  for (const auto& [partition, q] : waits_) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Wait& w : q) list.push_back({w.start_s, w.wait_s});
+    waits[partition] = std::move(list);
+  }
+  nlohmann::json counted = nlohmann::json::object();
+  for (const auto& [id, start] : seen_started_) counted[id] = start;
+  nlohmann::json doc = {{"format", kPoolFormat},
+                        {"version", 1},
+                        {"waits", std::move(waits)},
+                        {"counted", std::move(counted)}};
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Status PoolTracker::Restore(std::string_view text) {
+  const nlohmann::json doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return Error{"not JSON"};
+  if (doc.value("format", "") != kPoolFormat)
+    return Error{std::string("format: expected ") + kPoolFormat};
+  if (doc.value("version", 0) != 1) return Error{"version: expected 1"};
+  auto finite = [](const nlohmann::json& v) {
+    return v.is_number() && std::isfinite(v.get<double>());
+  };
+  std::map<std::string, std::deque<Wait>> waits;
+  std::map<std::string, double> counted;
+  const auto w = doc.find("waits");
+  if (w == doc.end() || !w->is_object()) return Error{"waits: expected an object"};
+  for (const auto& [partition, list] : w->items()) {
+    if (!list.is_array()) return Error{"waits." + partition + ": expected an array"};
+    auto& q = waits[partition];
+    for (const nlohmann::json& pair : list) {
+      if (!pair.is_array() || pair.size() != 2 || !finite(pair[0]) || !finite(pair[1]))
+        return Error{"waits." + partition + ": expected [start, wait] pairs of numbers"};
+      q.push_back(Wait{pair[0].get<double>(), pair[1].get<double>()});
+    }
+    std::stable_sort(q.begin(), q.end(),
+                     [](const Wait& a, const Wait& b) { return a.start_s < b.start_s; });
+  }
+  const auto c = doc.find("counted");
+  if (c == doc.end() || !c->is_object()) return Error{"counted: expected an object"};
+  for (const auto& [id, start] : c->items()) {
+    if (!finite(start)) return Error{"counted." + id + ": expected a number"};
+    counted[id] = start.get<double>();
+  }
+  waits_ = std::move(waits);
+  seen_started_ = std::move(counted);
+  return Status::Ok();
 }
 
 }  // namespace gw::governance

@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "governance/settings.h"
 #include "jobs/slurm.h"
 
@@ -75,6 +76,13 @@ class PoolTracker {
   void SetCapacity(std::map<std::string, double> gpus_by_partition);
   void Observe(const std::map<std::string, jobs::SlurmJob>& jobs, double now_s);
   const std::map<std::string, PartitionPool>& pools() const { return pools_; }
+
+  // The queue waits the windows hold (and which listed jobs are already counted) as JSON text, and
+  // back before the first Observe, so that a restarted agent's windows still hold the jobs that
+  // started before it. Capacities and the sustained scale-out/shrink conditions start afresh.
+  // Error (not a version-1 pool checkpoint; which field): nothing changes.
+  std::string Checkpoint() const;
+  Status Restore(std::string_view text);
 
  private:
   struct Sustained {

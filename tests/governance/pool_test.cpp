@@ -127,5 +127,55 @@ TEST(Pool, QueueWaitQuantilesPerWindow) {
   EXPECT_EQ(pools.pools().at("gpu").waits[1].jobs, 20u);
 }
 
+// A restart: the windows keep the jobs that started before it (most have left squeue by then),
+// and a job squeue still lists is not counted twice.
+TEST(Pool, QueueWaitWindowsSurviveARestartWithoutCountingAJobTwice) {
+  PoolSettings s;
+  s.windows_s = {86400};
+  PoolTracker before(s);
+  std::map<std::string, jobs::SlurmJob> jobs;
+  const double now = kT0 + 100000;
+  for (int i = 1; i <= 10; ++i) {
+    jobs::SlurmJob j = Running(std::to_string(i), 1);
+    j.start_time = static_cast<std::int64_t>(now - 600 * i);
+    j.eligible_time = j.start_time - 30 * i;
+    jobs[j.id] = j;
+  }
+  before.Observe(jobs, now);
+  ASSERT_EQ(before.pools().at("gpu").waits[0].jobs, 10u);
+  const std::string checkpoint = before.Checkpoint();
+
+  // Jobs 1-8 ended while the agent was down; 9 and 10 still run; 11 started meanwhile.
+  std::map<std::string, jobs::SlurmJob> later = {{"9", jobs["9"]}, {"10", jobs["10"]}};
+  jobs::SlurmJob j11 = Running("11", 1);
+  j11.start_time = static_cast<std::int64_t>(now + 60);
+  j11.eligible_time = j11.start_time - 500;
+  later["11"] = j11;
+  PoolTracker after(s);
+  ASSERT_TRUE(after.Restore(checkpoint).ok());
+  after.Observe(later, now + 120);
+  const QueueWaitWindow& w = after.pools().at("gpu").waits[0];
+  EXPECT_EQ(w.jobs, 11u);
+  EXPECT_DOUBLE_EQ(w.p95_s, 500);  // nearest rank: the 11th of 11
+  EXPECT_DOUBLE_EQ(w.p50_s, 180);  // the 6th of 30, 60, ..., 300, 500
+
+  // Without the checkpoint the window would hold only what squeue still lists.
+  PoolTracker fresh(s);
+  fresh.Observe(later, now + 120);
+  EXPECT_EQ(fresh.pools().at("gpu").waits[0].jobs, 3u);
+
+  // Bad checkpoints change nothing.
+  for (const std::string& bad :
+       {std::string("{}"), std::string("nonsense"),
+        std::string(R"({"format":"gpuwarden-pool-checkpoint","version":1,"waits":{"gpu":[[1]]},)"
+                    R"("counted":{}})"),
+        std::string(R"({"format":"gpuwarden-pool-checkpoint","version":1,"waits":{},)"
+                    R"("counted":{"1":"x"}})")}) {
+    EXPECT_FALSE(after.Restore(bad).ok()) << bad;
+    after.Observe(later, now + 121);
+    EXPECT_EQ(after.pools().at("gpu").waits[0].jobs, 11u) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace gw::governance
