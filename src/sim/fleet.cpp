@@ -1,6 +1,7 @@
 #include "sim/fleet.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "nvml/abi.h"
 #include "sim/host_processes.h"
@@ -25,6 +26,7 @@ RealTime VirtualClock::RealTimeOf(VirtualUs t_us) const {
 
 Fleet::Fleet(Scenario scenario, VirtualClock clock)
     : scenario_(std::move(scenario)), clock_(clock) {
+  if (const char* machine = std::getenv("GPUWARDEN_SIM_MACHINE")) machine_ = machine;
   devices_.reserve(scenario_.gpus.size());
   for (const GpuSpec& gpu : scenario_.gpus) {
     devices_.push_back(std::make_unique<Device>(gpu, scenario_.seed));
@@ -50,7 +52,7 @@ bool Fleet::RefreshHostProcesses(RealTime real_now, VirtualUs now) {
     return false;
   last_host_scan_ = real_now;
   const std::vector<HostProcess> found =
-      ScanHostProcesses(scenario_.host_proc_root, scenario_.gpus);
+      ScanHostProcesses(scenario_.host_proc_root, scenario_.gpus, machine_);
   std::vector<std::vector<ProcessSpec>> per_gpu(devices_.size());
   std::vector<std::optional<WorkloadSegment>> workload(devices_.size());
   for (const HostProcess& p : found) {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -115,6 +116,7 @@ class Fleet {
   std::map<std::uint32_t, EventSet> event_sets_;
   std::uint32_t next_set_id_ = 1;
   std::optional<RealTime> last_host_scan_;
+  std::string machine_;  // GPUWARDEN_SIM_MACHINE of this process (sim/host_processes.h)
 };
 
 }  // namespace gw::sim

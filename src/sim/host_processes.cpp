@@ -16,16 +16,17 @@ namespace {
 constexpr std::size_t kMaxValue = 512;
 
 struct DeclaredEnv {
-  std::optional<std::string> workload, cuda_visible, slurm_gpus;
+  std::optional<std::string> workload, cuda_visible, slurm_gpus, machine;
 };
 
-// Reads environ through a fixed buffer, copying out only the three keys' values.
+// Reads environ through a fixed buffer, copying out only the four keys' values.
 bool ReadDeclaredEnv(const std::string& path, DeclaredEnv* env) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   static constexpr std::string_view kKeys[] = {"GPUWARDEN_SIM_WORKLOAD", "CUDA_VISIBLE_DEVICES",
-                                               "SLURM_JOB_GPUS"};
-  std::optional<std::string>* slots[] = {&env->workload, &env->cuda_visible, &env->slurm_gpus};
+                                               "SLURM_JOB_GPUS", "GPUWARDEN_SIM_MACHINE"};
+  std::optional<std::string>* slots[] = {&env->workload, &env->cuda_visible, &env->slurm_gpus,
+                                         &env->machine};
   char buf[4096];
   char key[32];
   std::size_t key_len = 0;
@@ -49,7 +50,7 @@ bool ReadDeclaredEnv(const std::string& path, DeclaredEnv* env) {
         finish();
       } else if (phase == kKey) {
         if (c == '=') {
-          for (int k = 0; k < 3; ++k)
+          for (int k = 0; k < 4; ++k)
             if (std::string_view(key, key_len) == kKeys[k]) slot = k;
           phase = slot >= 0 ? kValue : kSkip;
         } else if (key_len < sizeof key) {
@@ -131,7 +132,8 @@ double HostProcessMemoryMib(WorkloadType type) {
 }
 
 std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
-                                           const std::vector<GpuSpec>& gpus) {
+                                           const std::vector<GpuSpec>& gpus,
+                                           std::string_view machine) {
   std::vector<HostProcess> found;
   DIR* dir = opendir(proc_root.c_str());
   if (dir == nullptr) return found;
@@ -143,6 +145,7 @@ std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
     const std::string base = proc_root + "/" + std::string(name);
     DeclaredEnv env;
     if (!ReadDeclaredEnv(base + "/environ", &env) || !env.workload) continue;
+    if (env.machine.value_or("") != machine) continue;  // another simulated machine's process
     HostProcess p;
     if (!DefaultWorkloadSegment(*env.workload, &p.workload)) continue;
     const std::string& list = env.cuda_visible ? *env.cuda_visible : env.slurm_gpus.value_or("");

@@ -5,14 +5,22 @@
 // prefix is enough, as CUDA accepts). While it lives, those GPUs show the workload's activity
 // (utilization, memory, power) and list the process (its real pid) among their compute processes.
 //
+// Several simulated machines on one real one (test suites running side by side, two demos):
+// GPUWARDEN_SIM_MACHINE names the machine. A process takes part only when its
+// GPUWARDEN_SIM_MACHINE equals the simulator's own (the environment of the process that loaded
+// the library; absent on both sides counts as equal), so a process started for one simulated
+// machine never loads another's GPUs. Children and Slurm jobs (sbatch exports the environment)
+// inherit it.
+//
 // Only with scenario `host_processes: true`. The scan reads, for each pid under the proc root,
-// its environ file through a fixed scratch buffer, keeping only those three keys' values — as the
+// its environ file through a fixed scratch buffer, keeping only those four keys' values — as the
 // simulated driver this is its role; nothing else of another process's environment is kept.
 // Pure functions of the file tree: any thread.
 #ifndef GPUWARDEN_SIM_HOST_PROCESSES_H_
 #define GPUWARDEN_SIM_HOST_PROCESSES_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/scenario.h"
@@ -30,10 +38,12 @@ struct HostProcess {
 // Device memory a host process of each workload type holds per GPU (MiB).
 double HostProcessMemoryMib(WorkloadType type);
 
-// Every process under `proc_root` that declares a known workload and names at least one GPU of
-// `gpus`. Unreadable or vanished processes are skipped.
+// Every process under `proc_root` that declares a known workload, names at least one GPU of
+// `gpus` and belongs to `machine` (its GPUWARDEN_SIM_MACHINE, "" when absent). Unreadable or
+// vanished processes are skipped.
 std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
-                                           const std::vector<GpuSpec>& gpus);
+                                           const std::vector<GpuSpec>& gpus,
+                                           std::string_view machine = "");
 
 }  // namespace gw::sim
 

@@ -54,6 +54,29 @@ TEST(HostScan, DeclaredWorkloadsOnNamedGpus) {
   EXPECT_TRUE(ScanHostProcesses(root / "missing", s->gpus).empty());
 }
 
+// Two simulated machines on one host: each sees only the processes started for it.
+TEST(HostScan, OnlyTheProcessesOfTheSameSimulatedMachine) {
+  Expected<Scenario> s = ParseScenario(
+      "clock: stepped\nhost_processes: true\ngpus:\n  - model: H100\n    count: 2\n", "t.yaml", 0);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  TempDir root;
+  Fake(root.path(), 20, {"GPUWARDEN_SIM_WORKLOAD=training", "CUDA_VISIBLE_DEVICES=0"});
+  Fake(root.path(), 21,
+       {"GPUWARDEN_SIM_MACHINE=a", "GPUWARDEN_SIM_WORKLOAD=training", "CUDA_VISIBLE_DEVICES=1"});
+  Fake(root.path(), 22,
+       {"GPUWARDEN_SIM_WORKLOAD=idle", "CUDA_VISIBLE_DEVICES=1", "GPUWARDEN_SIM_MACHINE=b"});
+  auto pids = [&](std::string_view machine) {
+    std::vector<unsigned> out;
+    for (const HostProcess& p : ScanHostProcesses(root.path(), s->gpus, machine))
+      out.push_back(p.pid);
+    return out;
+  };
+  EXPECT_EQ(pids(""), (std::vector<unsigned>{20}));
+  EXPECT_EQ(pids("a"), (std::vector<unsigned>{21}));
+  EXPECT_EQ(pids("b"), (std::vector<unsigned>{22}));
+  EXPECT_TRUE(pids("c").empty());
+}
+
 TEST(HostScan, ScenarioKeys) {
   Expected<Scenario> off = ParseScenario("gpus:\n  - model: H100\n", "t.yaml", 0);
   ASSERT_TRUE(off.ok());
