@@ -82,6 +82,7 @@ std::shared_ptr<const Frame> FrameBuilder::Build(const Reading& reading) {
   frame->alerts_note = reading.alerts_note;
   frame->jobs_note = reading.jobs_note;
   frame->queue = reading.queue;
+  frame->services = reading.services;
   frame->gpus.reserve(snap.gpus.size());
   for (const collect::GpuSnapshot& gpu : snap.gpus) {
     GpuView v = ViewOf(gpu);

@@ -52,6 +52,19 @@ struct QueueSummary {
   double longest_wait_s = 0;
 };
 
+// One application target with a cost per output, as the agent's GET /api/gw/v1/services reports
+// it (remote sources only). Figures are over the agent's window (the last hour).
+struct ServiceView {
+  std::string target;
+  std::string unit;      // what one output is ("request", "token"); "" = no outputs configured
+  std::string currency;  // governance.prices.currency
+  bool has_gpus = false;
+  bool outputs_known = false;               // the agent has counted the target's outputs
+  double cost_per_1k = collect::kAbsent;    // NaN: no outputs in the window (or no GPUs)
+  double outputs_per_s = collect::kAbsent;  // window outputs / window seconds
+  double window_s = 0;
+};
+
 struct Reading {
   std::shared_ptr<const collect::Snapshot> snapshot;  // never null
   // The agent's health verdict per GPU index when the source has one (remote); else computed
@@ -64,6 +77,7 @@ struct Reading {
   std::string alerts_note;
   std::string jobs_note;
   QueueSummary queue;
+  std::vector<ServiceView> services;  // empty: the agent has none (or no services API)
 };
 
 struct GpuView {
@@ -106,6 +120,7 @@ struct Frame {
   std::vector<AlertView> alerts;
   std::string alerts_note, jobs_note;
   QueueSummary queue;
+  std::vector<ServiceView> services;
   // The last poll failed (an unreachable agent): the frame shows the previous data and this.
   std::string error;
 };

@@ -246,6 +246,7 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, Line& line
     line.Text(SortName(view.sort));
   }
   line.End();
+  Services(frame, line);
   if (!frame.error.empty()) {
     line.Style(kRed);
     line.Text("! ");
@@ -257,6 +258,69 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, Line& line
     line.Text(frame.nvml_error);
     line.End();
   } else if (line.screen()) {
+    line.End();
+  }
+}
+
+// "service llm: 0.0125 EUR per 1k requests, 80.0 requests/s (last 27m 00s)", or why there is
+// no figure.
+void FrameRenderer::Services(const Frame& frame, Line& line) {
+  const size_t n = frame.services.size();
+  const size_t shown = line.screen() ? std::min(n, kMaxServiceLines) : n;
+  for (size_t i = 0; i < shown; ++i) {
+    const ServiceView& s = frame.services[i];
+    const bool plural_s = s.unit.empty() || s.unit.back() != 's';
+    auto units = [&] {
+      line.Text(OrElse(s.unit, "output"));
+      if (plural_s) line.Text("s");
+    };
+    char window[32];
+    FormatWait(s.window_s, window, sizeof window);
+    line.Text("  service ");
+    line.Style(kBold);
+    line.Text(s.target);
+    line.Unstyle();
+    line.Text(": ");
+    if (!IsAbsent(s.cost_per_1k)) {
+      line.Format("%.4g", s.cost_per_1k);
+      if (!s.currency.empty()) {
+        line.Text(" ");
+        line.Text(s.currency);
+      }
+      line.Text(" per 1k ");
+      units();
+    } else {
+      line.Style(kDim);
+      if (!s.has_gpus) {
+        line.Text("no cost per output (no GPUs configured)");
+      } else if (s.unit.empty()) {
+        line.Text("no cost per output (no outputs configured)");
+      } else if (!s.outputs_known) {
+        line.Text("no cost per output (outputs not counted yet)");
+      } else {
+        line.Text("no cost per output (no ");
+        units();
+        line.Text(" in the last ");
+        line.Text(window);
+        line.Text(")");
+      }
+      line.Unstyle();
+    }
+    if (!IsAbsent(s.outputs_per_s)) {
+      line.Format(", %.1f ", s.outputs_per_s);
+      units();
+      line.Text("/s");
+    }
+    if (!IsAbsent(s.cost_per_1k)) {
+      line.Text(" (last ");
+      line.Text(window);
+      line.Text(")");
+    }
+    line.End();
+  }
+  if (shown < n) {
+    line.Format("  ... %.0f more services", static_cast<double>(n - shown));
+    line.Text(" (all of them: the console's Teams page, or top --once)");
     line.End();
   }
 }

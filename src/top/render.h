@@ -11,6 +11,9 @@
 //     problems, processes and job, then the alerts, then a key line.
 //   plain (--once, or stdout is not a terminal): no escape codes, ASCII only, every GPU, then
 //     every GPU's problems (with what to do), then the alerts.
+// Under the header line, one line per service of the agent (GET /api/gw/v1/services): its cost
+// per 1k outputs and outputs per second over the agent's window (on screen at most
+// kMaxServiceLines, then how many more).
 // Problems stand out: a GPU's title line carries "!!" (critical) or "! " (warning) and, on
 // screen, is red or yellow; bars turn yellow from 80 % and red from 95 % of their limit
 // (temperature against the GPU's own slowdown threshold, power against its enforced limit).
@@ -48,6 +51,8 @@ struct RenderOptions {
   bool screen = false;
 };
 
+inline constexpr size_t kMaxServiceLines = 3;
+
 class FrameRenderer {
  public:
   // The text to write; valid until the next call.
@@ -60,6 +65,7 @@ class FrameRenderer {
  private:
   class Line;
   void Header(const Frame& frame, const ViewState& view, Line& line);
+  void Services(const Frame& frame, Line& line);
   void GpuBlock(const GpuView& gpu, bool selected, Line& line);
   void Detail(const GpuView& gpu, Line& line);
   void Problems(const Frame& frame, Line& line);

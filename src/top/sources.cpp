@@ -177,6 +177,41 @@ Expected<QueueSummary> ParseQueueJson(std::string_view body) {
   return q;
 }
 
+Expected<std::vector<ServiceView>> ParseServicesJson(std::string_view body) {
+  json root = json::parse(body, nullptr, false);
+  if (root.is_discarded() || !root.is_object() || !root.contains("data") ||
+      !root["data"].is_object() || !root["data"].contains("services") ||
+      !root["data"]["services"].is_array())
+    return Error{"not a services reply (expected {\"data\":{\"services\":[...]}})"};
+  const json& data = root["data"];
+  const json currency = data.value("currency", json());
+  std::vector<ServiceView> out;
+  for (const json& s : data["services"]) {
+    if (!s.is_object()) continue;
+    ServiceView v;
+    const json target = s.value("target", json());
+    const json unit = s.value("output_unit", json());
+    if (target.is_string()) v.target = target.get<std::string>();
+    if (unit.is_string()) v.unit = unit.get<std::string>();
+    if (currency.is_string()) v.currency = currency.get<std::string>();
+    const json gpus = s.value("gpus", json());
+    v.has_gpus = gpus.is_array() && !gpus.empty();
+    v.outputs_known = s.value("outputs", json()).is_number();
+    const json per_1k = s.value("cost_per_1k_outputs", json());
+    if (per_1k.is_number()) v.cost_per_1k = per_1k.get<double>();
+    const json window = s.value("window", json());
+    if (window.is_object()) {
+      const json seconds = window.value("seconds", json());
+      const json outputs = window.value("outputs", json());
+      if (seconds.is_number()) v.window_s = seconds.get<double>();
+      if (outputs.is_number() && v.window_s > 0)
+        v.outputs_per_s = outputs.get<double>() / v.window_s;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 LocalSource::LocalSource(const cli::Config& config, double step_s, Logger* logger)
     : config_(config),
       step_s_(step_s),
@@ -257,6 +292,10 @@ Expected<Reading> RemoteSource::Read() {
   // The queue is a header figure: an agent without it (or without Slurm) shows none.
   if (auto doc = AgentBody(url_, "/api/gw/v1/queue", timeout_s_, &status); doc.ok()) {
     if (auto queue = ParseQueueJson(*doc); queue.ok()) r.queue = *queue;
+  }
+  // Services are header lines too: an agent without any (or without the API) shows none.
+  if (auto doc = AgentBody(url_, "/api/gw/v1/services", timeout_s_, &status); doc.ok()) {
+    if (auto services = ParseServicesJson(*doc); services.ok()) r.services = std::move(*services);
   }
   if (auto doc = AgentBody(url_, "/api/v1/alerts", timeout_s_, &status); doc.ok()) {
     auto alerts = ParseAlertsJson(*doc);

@@ -6,8 +6,8 @@
 //                 With a stepped simulator clock each Read() after the first moves time by the
 //                 refresh interval, so a fault scenario plays out on screen.
 //   RemoteSource  asks a running agent: GET /api/snapshot, /api/gw/v1/jobs?running=1,
-//                 /api/gw/v1/queue and /api/v1/alerts. An agent without the jobs, queue or
-//                 alerts API still shows its GPUs.
+//                 /api/gw/v1/queue, /api/gw/v1/services and /api/v1/alerts. An agent without
+//                 the jobs, queue, services or alerts API still shows its GPUs.
 //
 // Threading: Read() is called by the poller's thread only (top/poller.h); never on the UI thread,
 // as it may block on NVML or the network. Errors: Read() fails with one line (agent unreachable,
@@ -83,6 +83,9 @@ Expected<std::map<unsigned, GpuHolder>> ParseJobsJson(std::string_view body);
 // GET /api/gw/v1/queue: how many jobs wait and the longest wait (shown = false when the agent
 // knows no queue: no scheduler, or no successful poll yet).
 Expected<QueueSummary> ParseQueueJson(std::string_view body);
+// GET /api/gw/v1/services: each target's cost per 1k outputs and outputs per second over the
+// agent's window, in the agent's order.
+Expected<std::vector<ServiceView>> ParseServicesJson(std::string_view body);
 
 }  // namespace gw::top
 

@@ -20,7 +20,8 @@
 //   GET /api/gw/v1/chart       server-side downsampled history for charts (chart.h); only with
 //                              history.
 // The pages read everything else from the agent's existing endpoints (/api/snapshot,
-// /api/v1/query, /api/v1/alerts, /api/v1/rules, /api/gw/v1/jobs) and from optional ones that
+// /api/v1/query, /api/v1/alerts, /api/v1/rules, /api/gw/v1/jobs, /api/gw/v1/queue and
+// /api/gw/v1/services: the Teams page's services, not waited for) and from optional ones that
 // other modules may register (/api/gw/v1/findings): a 404 there shows "not available on this
 // agent". Nothing here calls NVML or touches the disk: assets are in memory, history comes
 // through the store's Querier.

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -173,6 +175,62 @@ TEST(TopOnce, RemoteShowsFaultJobAndFiringAlertOfAnAgent) {
   const std::string gone = Top({"--url", url}, &code);
   EXPECT_EQ(code, 1) << gone;
   EXPECT_NE(gone.find(url + "/api/snapshot"), std::string::npos) << gone;
+}
+
+// An agent with a priced service (gw-inference-sim on GPU 0 of the inference-thermal scenario,
+// scraped with its 2xx requests as outputs): top shows its cost per 1k requests and requests per
+// second under the header, as the agent's /api/gw/v1/services says them (stepped time stands
+// still between the two readings).
+TEST(TopOnce, RemoteShowsTheCostPerOutputOfAService) {
+  TempDir dir;
+  const std::string state = dir / "state";
+  const int port = FreePort();
+  Process service(
+      {"env", "GPUWARDEN_SIM_WORKLOAD=inference", "CUDA_VISIBLE_DEVICES=0",
+       "GPUWARDEN_SIM_STATE_DIR=" + state, std::string(GW_BINARY_DIR) + "/bin/gw-inference-sim",
+       "--listen", "127.0.0.1:" + std::to_string(port)},
+      dir / "llm.log");
+  ASSERT_TRUE(WaitFor([&] { return HttpGet(port, "/healthz").status == 200; }, 30))
+      << service.Output();
+  WriteFile(
+      dir / "gpuwarden.yaml",
+      "scrape:\n  targets:\n    - name: llm\n      url: 'http://127.0.0.1:" + std::to_string(port) +
+          "/metrics'\n      gpus: [0]\n"
+          "      outputs: 'inference_requests_total{code=~\"2..\"}'\n"
+          "      output_unit: request\n"
+          "governance:\n  prices:\n    gpu_hour: {default: 3.6}\n    currency: EUR\n");
+  setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
+  AgentProcess agent({"--simulate", "inference-thermal", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  unsetenv("GPUWARDEN_SIM_STATE_DIR");
+  ASSERT_NE(agent.port(), 0);
+  json llm;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        agent.Advance(30);
+        json api = json::parse(agent.Get("/api/gw/v1/services").body, nullptr, false);
+        if (!api.is_object() || api["data"]["services"].size() != 1) return false;
+        llm = api["data"]["services"][0];
+        return llm["cost_per_1k_outputs"].is_number() && llm["window"]["seconds"] >= 60;
+      },
+      120))
+      << llm.dump() << agent.Log();
+
+  const std::string url = "http://127.0.0.1:" + std::to_string(agent.port());
+  int code = -1;
+  const std::string out = Top({"--url", url}, &code);
+  ASSERT_EQ(code, 0) << out;
+  json api = json::parse(agent.Get("/api/gw/v1/services").body);
+  llm = api["data"]["services"][0];
+  char want[160];
+  std::snprintf(want, sizeof want, "  service llm: %.4g EUR per 1k requests, %.1f requests/s",
+                llm["cost_per_1k_outputs"].get<double>(),
+                llm["window"]["outputs"].get<double>() / llm["window"]["seconds"].get<double>());
+  const std::string line = LineWith(out, "service llm");
+  EXPECT_EQ(line.rfind(want, 0), 0u) << want << "\n" << out;
+  EXPECT_GT(llm["cost"].get<double>(), 0);
+  // Right under the header line.
+  EXPECT_EQ(out.find(line), out.find('\n') + 1) << out;
 }
 
 TEST(TopOnce, RefusesBadArguments) {

@@ -253,8 +253,58 @@ TEST_F(TopRender, HeaderShowsTheQueueOfARemoteAgent) {
   EXPECT_NE(header.find(" | queued 0, longest wait -"), std::string::npos) << header;
 }
 
+// Services of a remote agent: one line each under the header, or why there is no figure; on
+// screen at most kMaxServiceLines and how many more.
+std::vector<ServiceView> TestServices() {
+  ServiceView llm{"llm", "request", "EUR", true, true, 0.012847222222222223, 80, 1800};
+  ServiceView embed{"embed", "token", "EUR", true, false, collect::kAbsent, collect::kAbsent, 1800};
+  ServiceView web{"web", "page", "EUR", true, true, collect::kAbsent, 0, 1800};
+  ServiceView batch{"batch", "", "EUR", false, false, collect::kAbsent, collect::kAbsent, 0};
+  ServiceView tts{"tts", "clips", "EUR", true, true, 1.5, 2.3, 3600};
+  return {llm, embed, web, batch, tts};
+}
+
+TEST_F(TopRender, ServicesGetOneLineEachUnderTheHeader) {
+  FrameBuilder builder("http://node1:9966");
+  Reading r = TestReading();
+  EXPECT_EQ(renderer_.Render(*builder.Build(r), ViewState{}, RenderOptions{}).find("service "),
+            std::string::npos);
+  r.services = TestServices();
+  auto frame = builder.Build(r);
+  RenderOptions o;
+  o.width = 120;
+  const std::vector<std::string> lines = Lines(renderer_.Render(*frame, ViewState{}, o));
+  ASSERT_GE(lines.size(), 6u);
+  EXPECT_EQ(lines[1], "  service llm: 0.01285 EUR per 1k requests, 80.0 requests/s (last 30m 00s)");
+  EXPECT_EQ(lines[2], "  service embed: no cost per output (outputs not counted yet)");
+  EXPECT_EQ(lines[3],
+            "  service web: no cost per output (no pages in the last 30m 00s), 0.0 pages/s");
+  EXPECT_EQ(lines[4], "  service batch: no cost per output (no GPUs configured)");
+  EXPECT_EQ(lines[5], "  service tts: 1.5 EUR per 1k clips, 2.3 clips/s (last 1h 00m)");
+
+  // On screen: three, then the count of the rest; the screen keeps its size.
+  RenderOptions s{120, 40, true};
+  const std::string screen = renderer_.Render(*frame, ViewState{}, s);
+  const std::vector<std::string> rows = Lines(screen.substr(3), "\r\n");
+  EXPECT_EQ(rows.size(), 40u);
+  EXPECT_NE(rows[1].find("service \x1b[1mllm"), std::string::npos) << rows[1];
+  EXPECT_NE(rows[3].find("service \x1b[1mweb"), std::string::npos) << rows[3];
+  EXPECT_NE(rows[4].find("... 2 more services"), std::string::npos) << rows[4];
+  EXPECT_EQ(screen.find("tts"), std::string::npos);
+  for (auto [w, h] : {std::pair{40, 10}, std::pair{80, 24}}) {
+    RenderOptions small{w, h, true};
+    const std::string text = renderer_.Render(*frame, ViewState{}, small);
+    const std::vector<std::string> all = Lines(text.substr(3), "\r\n");
+    EXPECT_EQ(static_cast<int>(all.size()), h);
+    for (const std::string& l : all) EXPECT_LE(Columns(l), w) << l;
+    EXPECT_NE(all.back().find("q quit"), std::string::npos) << all.back();
+  }
+}
+
 TEST_F(TopRender, SteadyStateRenderingDoesNotAllocate) {
-  auto frame = Build(12);
+  Reading reading = TestReading(12);
+  reading.services = TestServices();
+  auto frame = FrameBuilder("test").Build(reading);
   for (bool screen : {false, true}) {
     RenderOptions o{132, screen ? 50 : 0, screen};
     ViewState view;

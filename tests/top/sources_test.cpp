@@ -101,5 +101,47 @@ TEST(TopQueueJson, CountsWaitingJobsAndTheLongestWait) {
   EXPECT_FALSE(ParseQueueJson("<html>").ok());
 }
 
+// The shape cli/service_cost_service.h documents: a priced target with outputs in the window, one
+// whose outputs are not counted yet, and one without GPUs.
+TEST(TopServicesJson, TakesCostPer1kAndOutputsPerSecond) {
+  auto services = ParseServicesJson(R"js({"status":"success","data":{"currency":"EUR",
+    "window_seconds":3600,"services":[
+    {"target":"llm","gpus":[0],"outputs_selector":"inference_requests_total","output_unit":"request",
+     "gpu_hours":0.5,"energy_kwh":0.2,"allocation_cost":1.8,"energy_cost":0.05,"cost":1.85,
+     "outputs":144000,"window":{"seconds":1800,"cost":1.85,"outputs":144000},
+     "cost_per_output":1.2847222222222223e-05,"cost_per_1k_outputs":0.012847222222222223},
+    {"target":"embed","gpus":[1],"outputs_selector":"x_total","output_unit":"token",
+     "gpu_hours":0.5,"energy_kwh":0.2,"allocation_cost":1.8,"energy_cost":0.05,"cost":1.85,
+     "outputs":null,"window":{"seconds":1800,"cost":1.85,"outputs":null},
+     "cost_per_output":null,"cost_per_1k_outputs":null},
+    {"target":"web","gpus":[],"outputs_selector":"y_total","output_unit":"page",
+     "outputs":10,"window":{"seconds":1800,"cost":0,"outputs":0},
+     "cost_per_output":null,"cost_per_1k_outputs":null}]}})js");
+  ASSERT_TRUE(services.ok()) << services.error().message;
+  ASSERT_EQ(services->size(), 3u);
+  const ServiceView& llm = (*services)[0];
+  EXPECT_EQ(llm.target, "llm");
+  EXPECT_EQ(llm.unit, "request");
+  EXPECT_EQ(llm.currency, "EUR");
+  EXPECT_TRUE(llm.has_gpus);
+  EXPECT_TRUE(llm.outputs_known);
+  EXPECT_DOUBLE_EQ(llm.cost_per_1k, 0.012847222222222223);
+  EXPECT_DOUBLE_EQ(llm.outputs_per_s, 80);
+  EXPECT_EQ(llm.window_s, 1800);
+  const ServiceView& embed = (*services)[1];
+  EXPECT_FALSE(embed.outputs_known);
+  EXPECT_TRUE(std::isnan(embed.cost_per_1k));
+  EXPECT_TRUE(std::isnan(embed.outputs_per_s));
+  EXPECT_FALSE((*services)[2].has_gpus);
+  EXPECT_EQ((*services)[2].outputs_per_s, 0);
+
+  auto none = ParseServicesJson(R"js({"status":"success","data":{"currency":"USD",
+    "window_seconds":3600,"services":[]}})js");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(ParseServicesJson(R"js({"data":{"services":{}}})js").ok());
+  EXPECT_FALSE(ParseServicesJson("<html>").ok());
+}
+
 }  // namespace
 }  // namespace gw::top

@@ -1,15 +1,17 @@
 // Browser tests of the web console: a real `gpuwarden serve` on a simulated fleet, the pages in
 // Debian's chromium (headless, driven by playwright-core). Run by ctest (label "browser"):
 //   node tests/web/console_browser_test.mjs BUILD/bin/gpuwarden OUTPUT_DIR
-// Screenshots of every page land in OUTPUT_DIR (build/test-output/web/).
+// Screenshots of every page land in OUTPUT_DIR (build/test-output/web/). The fleet test also runs
+// a simulated inference service (gw-inference-sim, beside the binary) as a priced scrape target,
+// for the Teams page's Services table.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
-import { duration } from '../../src/web/assets/format.js';
-import { Agent, launchBrowser, sleep } from './support.mjs';
+import { count, duration, money } from '../../src/web/assets/format.js';
+import { Agent, InferenceService, launchBrowser, sleep } from './support.mjs';
 
 const [binary, outDir] = process.argv.slice(2);
 if (!binary || !outDir) {
@@ -71,13 +73,27 @@ test('every page loads without console errors and shows the simulated fleet', as
   const eligibleAt = { 12: squeueNow - 900, 14: squeueNow - 900, 15: squeueNow - 3600 };
   writeFileSync(join(work, 'squeue.json'), squeueAnswer(hostname().split('.')[0], squeueNow));
   writeFileSync(join(work, 'squeue'), `#!/bin/sh\ncat '${join(work, 'squeue.json')}'\n`, { mode: 0o755 });
-  writeFileSync(join(work, 'gpuwarden.yaml'), `jobs:\n  scheduler: slurm\n  squeue_command: [${join(work, 'squeue')}, --json]\n  poll_interval: 200ms\n  idle_window: 5m\nteams:\n  accounts: {physics: science, ml: research}\n`);
+  // The service "llm" on GPU 4, scraped with its 2xx requests as outputs, its GPU priced.
+  const stateDir = join(work, 'state');
+  mkdirSync(stateDir);
+  const llm = await InferenceService.start(binary, { gpu: 4, stateDir });
+  writeFileSync(join(work, 'gpuwarden.yaml'), `jobs:\n  scheduler: slurm\n  squeue_command: [${join(work, 'squeue')}, --json]\n  poll_interval: 200ms\n  idle_window: 5m\nteams:\n  accounts: {physics: science, ml: research}\n`
+    + `scrape:\n  targets:\n    - name: llm\n      url: '${llm.url}'\n      gpus: [4]\n      outputs: 'inference_requests_total{code=~"2.."}'\n      output_unit: request\n`
+    + 'governance:\n  prices:\n    gpu_hour: {default: 2.5}\n    energy_kwh: 0.3\n    currency: EUR\n');
   const jobs = [
     hostJob('training', '0,1,2,3', 'llm-pretrain', 'research'),
     hostJob('idle_allocated', '7', 'notebook-7', 'analytics'),
     hostJob('inference', '6', 'eval-sweep', 'research'),
   ];
-  const agent = await Agent.start(binary, ['--simulate', join(here, 'console-demo.yaml'), '--sim-clock', 'stepped', '--config', join(work, 'gpuwarden.yaml')]);
+  let agent;
+  try {
+    agent = await Agent.start(binary, ['--simulate', join(here, 'console-demo.yaml'), '--sim-clock', 'stepped', '--config', join(work, 'gpuwarden.yaml')],
+      { env: { GPUWARDEN_SIM_STATE_DIR: stateDir } });
+  } catch (e) {
+    jobs.forEach((j) => j.kill('SIGTERM'));
+    await llm.stop();
+    throw e;
+  }
   let browser;
   try {
     // The simulator sees the processes on its next scan (real time); the collector lists them on
@@ -95,6 +111,10 @@ test('every page loads without console errors and shows the simulated fleet', as
     jobs[2].kill('SIGTERM');
     await sleep(300);
     for (let t = 720; t < 1620; t += 300) await agent.advance(300);
+    // By now the service has been scraped on simulated time for 27 minutes: it has a cost per output.
+    const services = (await agent.json('/api/gw/v1/services')).data;
+    assert.ok(services.services.find((s) => s.target === 'llm')?.cost_per_1k_outputs > 0,
+      `no cost per output for llm: ${JSON.stringify(services)}\n${llm.log}\n${agent.log}`);
 
     browser = await launchBrowser();
     const checks = {
@@ -150,6 +170,27 @@ test('every page loads without console errors and shows the simulated fleet', as
         await page.waitForSelector('tr[data-team="research"]');
         assert.match(await page.locator('tr[data-team="research"]').innerText(), /research\s+4/);
         await page.waitForSelector('tr[data-team="analytics"]');
+        // Services: the page's figures and the API's at the same time (the stepped clock stands
+        // still), shown as the console formats them.
+        const row = page.locator('.services tr[data-target="llm"]');
+        await row.waitFor();
+        const shown = {
+          cost: await row.getAttribute('data-cost'), per1k: await row.getAttribute('data-cost-per-1k'),
+          costText: await row.locator('td.cost').innerText(), outputsText: await row.locator('td.outputs').innerText(),
+          per1kText: await row.locator('td.per1k').innerText(), gpus: await row.locator('td').nth(1).innerText(),
+        };
+        const api = (await agent.json('/api/gw/v1/services')).data;
+        assert.equal(api.services.length, 1, JSON.stringify(api));
+        const s = api.services[0];
+        assert.equal(s.target, 'llm');
+        assert.ok(s.cost > 0, JSON.stringify(s));
+        assert.ok(Number(shown.cost) > 0, shown.cost);
+        assert.equal(Number(shown.cost), s.cost);
+        assert.equal(shown.costText.split('\n')[0], money(s.cost, 'EUR'));
+        assert.equal(shown.outputsText, `${count(s.outputs)} requests`);
+        assert.equal(Number(shown.per1k), s.cost_per_1k_outputs);
+        assert.equal(shown.per1kText.split('\n')[0], `${money(s.cost_per_1k_outputs, 'EUR')} / 1k requests`);
+        assert.equal(shown.gpus.trim(), '4');
       },
       alerts: async (page) => {
         await page.waitForSelector('.history .lane');
@@ -187,6 +228,7 @@ test('every page loads without console errors and shows the simulated fleet', as
     if (browser) await browser.close();
     jobs.forEach((j) => j.kill('SIGTERM'));
     await agent.stop();
+    await llm.stop();
     rmSync(work, { recursive: true, force: true });
   }
 });
@@ -217,6 +259,15 @@ test('a cooling failure turns its GPU tile to a problem state and lists the aler
     for (const name of names) assert.ok(await page.locator(`.firing tr[data-alert="${name}"][data-gpu="0"]`).count() >= 1, name);
     await page.waitForSelector('.history .lane');
     await shoot(page, 'fault-alerts');
+    assert.deepEqual(errors, []);
+    await page.close();
+
+    // No scrape target here: the Services table says so in one line.
+    ({ page, errors } = await open(browser.context, agent, '#/teams'));
+    await page.waitForSelector('.services .services-none');
+    assert.match(await page.locator('.services').innerText(), /^No service is configured/);
+    assert.equal(await page.locator('.services table').count(), 0);
+    await shoot(page, 'teams-no-services');
     assert.deepEqual(errors, []);
     await page.close();
 

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export const CHROMIUM = process.env.GW_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_FLAGS = [
@@ -82,6 +82,43 @@ export class Agent {
       await exited;
     }
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+// gw-inference-sim (docs/scenarios.md) beside `binary` as a scrape target: a host process on
+// simulated GPU `gpu` that follows the simulator's state files in `stateDir`, on 127.0.0.1 at the
+// port it picked; stop() ends it by its PID.
+export class InferenceService {
+  static async start(binary, { gpu, stateDir }) {
+    const path = join(dirname(binary), 'gw-inference-sim');
+    if (!existsSync(path)) throw new Error(`${path} not found: build the gw-inference-sim target`);
+    const child = spawn(path, ['--listen', '127.0.0.1:0'], {
+      env: { PATH: process.env.PATH, GPUWARDEN_SIM_WORKLOAD: 'inference', CUDA_VISIBLE_DEVICES: String(gpu), GPUWARDEN_SIM_STATE_DIR: stateDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const service = new InferenceService(child);
+    service.port = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`gw-inference-sim did not start:\n${service.log}`)), 30000);
+      const onData = (chunk) => {
+        service.log += chunk;
+        const m = /\(port (\d+)\)/.exec(service.log);
+        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`gw-inference-sim exited with ${code}:\n${service.log}`)); });
+    });
+    service.url = `http://127.0.0.1:${service.port}/metrics`;
+    return service;
+  }
+
+  constructor(child) { this.child = child; this.log = ''; this.port = 0; }
+
+  async stop() {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise((resolve) => this.child.on('exit', resolve));
+    process.kill(this.child.pid, 'SIGTERM');
+    await exited;
   }
 }
 

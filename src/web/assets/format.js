@@ -96,3 +96,18 @@ export const severityRank = { critical: 3, warning: 2, info: 1, none: 0 };
 export function worst(...levels) {
   return levels.reduce((a, b) => ((severityRank[b] || 0) > (severityRank[a] || 0) ? b : a), 'none');
 }
+
+// An amount of money in the agent's currency (governance.prices.currency): two decimals from 1
+// up, three significant digits below (a cost per output is often a fraction of a cent).
+export function money(v, currency) {
+  if (v === undefined || v === null || Number.isNaN(v)) return '–';
+  const a = Math.abs(v);
+  const text = a >= 1 || a === 0 ? num(v, 2) : Number(v).toLocaleString('en-US', { maximumSignificantDigits: 3 });
+  return `${text}\u00a0${currency}`;
+}
+
+// "request" -> "requests" (a unit already ending in s is kept); "" -> "outputs".
+export function plural(unit) {
+  if (!unit) return 'outputs';
+  return unit.endsWith('s') ? unit : `${unit}s`;
+}

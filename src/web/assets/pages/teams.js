@@ -1,8 +1,11 @@
 // Teams: GPUs each team holds now (gpu_allocation_info and the running jobs), what they got out
 // of them (utilization, idle ratio, GPU-hours, energy over the jobs on record), and, where the
 // agent exports them on /metrics, quota (gpu_team_quota_gpus) and cost (gpu_cost_*) series.
+// Below, the services (/api/gw/v1/services): what each scraped application target's GPUs cost
+// and what one output (request, token, ...) cost over the last hour. That request is not waited
+// for: the teams paint first, the services table fills in when its answer comes.
 import { getJson, scrape } from '../api.js';
-import { count, html, render } from '../format.js';
+import { count, duration, html, money, plural, render } from '../format.js';
 
 const REFRESH_S = 10;
 let st = null;
@@ -68,13 +71,74 @@ function draw(ctx) {
     <p class="muted">GPU-hours, idle ratio and energy add up the jobs on record (running and finished). ${hasQuota ? '' : 'No quota is exported on this agent (gpu_team_quota_gpus). '}${costNames.length ? '' : 'No cost series is exported on this agent (gpu_cost_*).'}</p>`);
 }
 
+// Why a service has no cost per output now: what is missing, in the operator's words.
+function noFigureReason(s) {
+  if (!s.gpus.length) return 'no GPUs configured (scrape.targets[].gpus): nothing to cost';
+  if (!s.outputs_selector) return 'no outputs configured (scrape.targets[].outputs)';
+  if (s.outputs === null) return 'outputs not counted yet: no successful scrape';
+  return `no ${plural(s.output_unit)} in the last ${duration(s.window.seconds)}`;
+}
+
+function serviceRow(s, currency) {
+  const units = plural(s.output_unit);
+  const perSecond = s.window.outputs !== null && s.window.seconds > 0 ? s.window.outputs / s.window.seconds : undefined;
+  const per1k = s.cost_per_1k_outputs;
+  return html`<tr data-target="${s.target}" data-cost="${s.cost}" data-cost-per-1k="${per1k === null ? '' : per1k}">
+    <td><b>${s.target}</b>${s.outputs_selector ? html`<br><small class="mono">${s.outputs_selector}</small>` : ''}</td>
+    <td>${s.gpus.length ? s.gpus.map((g) => html`<a href="#/gpu/${g}">${g}</a> `) : '–'}</td>
+    <td class="num cost">${money(s.cost, currency)}<br><small>${s.gpu_hours.toFixed(2)} GPU-h · ${s.energy_kwh.toFixed(2)} kWh</small></td>
+    <td class="num outputs">${s.outputs === null ? '–' : html`${count(s.outputs)} <small>${units}</small>`}</td>
+    <td class="num">${perSecond === undefined ? '–' : perSecond.toLocaleString('en-US', { maximumFractionDigits: 1 })}</td>
+    <td class="num per1k">${per1k === null ? html`— <small class="muted">${noFigureReason(s)}</small>`
+    : html`<b>${money(per1k, currency)}</b> <small>/ 1k ${units}</small><br><small>over ${duration(s.window.seconds)}</small>`}</td></tr>`;
+}
+
+function drawServices() {
+  const r = st.services;
+  let content;
+  if (!r) {
+    content = html`<p class="muted">Reading the services…</p>`;
+  } else if (r.missing) {
+    content = html`<p class="muted services-none">This agent has no services API (/api/gw/v1/services).</p>`;
+  } else if (r.error) {
+    content = html`<p class="muted services-none">The services could not be read: ${r.error}</p>`;
+  } else if (!r.data.services.length) {
+    content = html`<p class="muted services-none">No service is configured: cost per output needs a scrape target with <code>gpus</code> and <code>outputs</code> (scrape.targets in the configuration).</p>`;
+  } else {
+    const d = r.data;
+    const head = ['Target', 'GPUs', 'Cost so far ', 'Outputs ', 'Outputs/s ', `Cost per 1k outputs (last ${d.window_seconds === 3600 ? 'hour' : duration(d.window_seconds)}) `];
+    content = html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
+      <tbody>${d.services.map((s) => serviceRow(s, d.currency))}</tbody></table></div>
+      <p class="muted">Cost: the allocation and energy of each target's GPUs (governance.prices, ${d.currency}) since the agent started; outputs as the target counts them (scrape.targets[].outputs).</p>`;
+  }
+  render(st.els.services, content);
+}
+
+// Starts reading the services unless a read is under way; draws them when the answer comes.
+function loadServices(now) {
+  const mine = st;
+  if (mine.servicesLoading) return;
+  mine.servicesLoading = true;
+  getJson('/api/gw/v1/services').then((r) => {
+    mine.servicesLoading = false;
+    if (st !== mine) return;
+    mine.services = r;
+    mine.servicesAt = now;
+    drawServices();
+  });
+}
+
 export default {
   title: () => 'Teams',
   mount(root) {
-    root.innerHTML = `<div class="pagehead"><div><h1>Teams</h1><div class="sub">GPU usage by team: held now, used well, quota and cost</div></div></div><div class="body"></div>`;
-    st = { at: -Infinity, jobs: [], allocated: {}, quota: {}, cost: [], els: { body: root.querySelector('.body') } };
+    root.innerHTML = `<div class="pagehead"><div><h1>Teams</h1><div class="sub">GPU usage by team: held now, used well, quota and cost</div></div></div><div class="body"></div>
+      <h2>Services</h2><div class="services"></div>`;
+    st = { at: -Infinity, jobs: [], allocated: {}, quota: {}, cost: [], services: null, servicesAt: -Infinity, servicesLoading: false,
+      els: { body: root.querySelector('.body'), services: root.querySelector('.services') } };
+    drawServices();
   },
   async update(ctx) {
+    if (ctx.now - st.servicesAt >= REFRESH_S || ctx.now < st.servicesAt) loadServices(ctx.now);
     if (ctx.now - st.at >= REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
       const [jobs, series] = await Promise.all([
