@@ -11,7 +11,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
 import { count, duration, money } from '../../src/web/assets/format.js';
-import { Agent, InferenceService, launchBrowser, sleep } from './support.mjs';
+import { Agent, InferenceService, launchBrowser, simMachineEnv, sleep } from './support.mjs';
 
 const [binary, outDir] = process.argv.slice(2);
 if (!binary || !outDir) {
@@ -63,7 +63,7 @@ function squeueAnswer(node, now) {
 function hostJob(workload, gpus, job, team) {
   return spawn('sleep', ['600'], {
     stdio: 'ignore',
-    env: { PATH: process.env.PATH, GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
+    env: { PATH: process.env.PATH, ...simMachineEnv(), GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
   });
 }
 

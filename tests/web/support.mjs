@@ -7,6 +7,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 export const CHROMIUM = process.env.GW_CHROMIUM || '/usr/bin/chromium';
+// The simulated machine this test is (GPUWARDEN_SIM_MACHINE, set by ctest; docs/scenarios.md):
+// processes spawned with a chosen environment must carry it for the simulator to see them.
+export function simMachineEnv() {
+  const machine = process.env.GPUWARDEN_SIM_MACHINE;
+  return machine === undefined ? {} : { GPUWARDEN_SIM_MACHINE: machine };
+}
 export const CHROMIUM_FLAGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -93,7 +99,7 @@ export class InferenceService {
     const path = join(dirname(binary), 'gw-inference-sim');
     if (!existsSync(path)) throw new Error(`${path} not found: build the gw-inference-sim target`);
     const child = spawn(path, ['--listen', '127.0.0.1:0'], {
-      env: { PATH: process.env.PATH, GPUWARDEN_SIM_WORKLOAD: 'inference', CUDA_VISIBLE_DEVICES: String(gpu), GPUWARDEN_SIM_STATE_DIR: stateDir },
+      env: { PATH: process.env.PATH, ...simMachineEnv(), GPUWARDEN_SIM_WORKLOAD: 'inference', CUDA_VISIBLE_DEVICES: String(gpu), GPUWARDEN_SIM_STATE_DIR: stateDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const service = new InferenceService(child);
