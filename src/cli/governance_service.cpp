@@ -376,8 +376,16 @@ void GovernanceService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_
     r.power_w = collect::IsAbsent(p) ? 0 : p;
     cycle.gpus.push_back(std::move(r));
   }
-  std::map<std::string, jobs::SlurmJob> slurm_jobs;
-  if (slurm_) slurm_jobs = jobs_->SlurmJobs();
+  // The Slurm job table: copied only when a poll has changed it (it may hold a whole cluster's
+  // queue; snapshots come every second, polls every few).
+  if (slurm_) {
+    const std::uint64_t version = jobs_->SlurmJobsVersion();
+    if (version == 0 || version != slurm_version_) {
+      slurm_jobs_ = jobs_->SlurmJobs();
+      slurm_version_ = version;
+    }
+  }
+  const std::map<std::string, jobs::SlurmJob>& slurm_jobs = slurm_jobs_;
   for (JobsService::HeldGpus& h : jobs_->AllocatedJobs()) {
     governance::RunningJob j;
     j.id = h.job_id;
@@ -405,7 +413,7 @@ void GovernanceService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_
     commands = reclaim_.Evaluate(cycle, idle_, &decisions);
     for (const Decision& d : decisions) Record(d);
     usage_.Observe(cycle);
-    if (slurm_) pools_.Observe(slurm_jobs, cycle.now_s);
+    if (slurm_) pools_.Observe(slurm_jobs, cycle.now_s, slurm_version_);
     BuildFigures(cycle);
   }
   WriteDecisions();

@@ -137,8 +137,10 @@ class GovernanceService {
   double last_now_s_ = 0;
   std::vector<Figure> figures_;
   std::uint64_t decision_log_errors_ = 0;
-  std::vector<std::string> unwritten_;  // decisions not yet in the log file
-  std::mutex file_mu_;                  // serialises appends to the decisions log
+  std::vector<std::string> unwritten_;                // decisions not yet in the log file
+  std::mutex file_mu_;                                // serialises appends to the decisions log
+  std::map<std::string, jobs::SlurmJob> slurm_jobs_;  // recorder thread: the last table copied
+  std::uint64_t slurm_version_ = 0;                   // ... and its JobsVersion (0: none)
   std::string checkpoint_path_;
   double checkpoint_s_ = 0;         // snapshot time of the last checkpoint (mu_)
   std::mutex checkpoint_mu_;        // one checkpoint written at a time (recorder thread, Stop)

@@ -538,4 +538,8 @@ std::map<std::string, jobs::SlurmJob> JobsService::SlurmJobs() const {
   return poller_->Jobs();
 }
 
+std::uint64_t JobsService::SlurmJobsVersion() const {
+  return poller_ ? poller_->JobsVersion() : 0;
+}
+
 }  // namespace gw::cli

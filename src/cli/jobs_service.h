@@ -156,6 +156,9 @@ class JobsService {
   std::vector<HeldGpus> AllocatedJobs() const;
   // The scheduler's jobs as last polled (empty without jobs.scheduler: slurm).
   std::map<std::string, jobs::SlurmJob> SlurmJobs() const;
+  // Moves with every successful poll, never otherwise (0 without Slurm): a reader that saw this
+  // version need not copy SlurmJobs() again (SlurmPoller::JobsVersion).
+  std::uint64_t SlurmJobsVersion() const;
 
  private:
   struct JobMeta {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -88,57 +89,88 @@ double Quantile(const std::vector<double>& sorted, double q) {
 
 }  // namespace
 
-void PoolTracker::Observe(const std::map<std::string, jobs::SlurmJob>& jobs, double now_s) {
-  std::map<std::string, PartitionPool> next;
-  auto pool = [&next](const std::string& p) -> PartitionPool& {
-    PartitionPool& x = next[p];
-    x.partition = p;
-    return x;
-  };
-  for (const auto& [p, gpus] : scheduler_capacity_) pool(p).capacity = gpus;
-  for (const auto& [p, gpus] : settings_.capacity_gpus) pool(p).capacity = gpus;
-  std::set<std::string> listed;
-  for (const auto& [id, j] : jobs) {
-    listed.insert(id);
-    const std::string partition = FirstPartition(j.partition);
-    if (j.state == jobs::JobState::kPending) {
-      const double want = Requested(j);
-      if (want <= 0) continue;
-      PartitionPool& x = pool(partition);
-      x.pending += want;
-      x.pending_jobs += 1;
-    } else if (j.state == jobs::JobState::kRunning || j.state == jobs::JobState::kSuspended ||
-               j.state == jobs::JobState::kCompleting) {
-      const double held = Allocated(j);
-      if (held > 0) pool(partition).allocated += held;
+void PoolTracker::Observe(const std::map<std::string, jobs::SlurmJob>& jobs, double now_s,
+                          std::uint64_t jobs_version) {
+  // The job table: aggregates per partition and newly started jobs' waits, only when it changed.
+  if (jobs_version == 0 || jobs_version != jobs_version_) {
+    jobs_version_ = jobs_version;
+    demand_.clear();
+    for (auto& [id, seen] : seen_started_) seen.listed = false;
+    for (const auto& [id, j] : jobs) {
+      const std::string partition = FirstPartition(j.partition);
+      if (j.state == jobs::JobState::kPending) {
+        const double want = Requested(j);
+        if (want > 0) {
+          Demand& d = demand_[partition];
+          d.pending += want;
+          d.pending_jobs += 1;
+        }
+      } else if (j.state == jobs::JobState::kRunning || j.state == jobs::JobState::kSuspended ||
+                 j.state == jobs::JobState::kCompleting) {
+        const double held = Allocated(j);
+        if (held > 0) demand_[partition].allocated += held;
+      }
+      // Queue waits: each job once, when first seen started.
+      auto seen = seen_started_.find(id);
+      if (seen != seen_started_.end()) {
+        seen->second.listed = true;
+      } else if (j.started() && j.eligible_time > 0 && j.start_time >= j.eligible_time) {
+        seen_started_[id] = Counted{double(j.start_time), true};
+        auto& q = waits_[partition];
+        Wait w{double(j.start_time), double(j.start_time - j.eligible_time)};
+        auto at = std::upper_bound(q.begin(), q.end(), w.start_s,
+                                   [](double t, const Wait& x) { return t < x.start_s; });
+        q.insert(at, w);
+        ++waits_generation_[partition];
+        demand_[partition];
+      }
     }
-    // Queue waits: each job once, when first seen started.
-    if (j.started() && j.eligible_time > 0 && j.start_time >= j.eligible_time &&
-        !seen_started_.count(id)) {
-      seen_started_[id] = double(j.start_time);
-      auto& q = waits_[partition];
-      Wait w{double(j.start_time), double(j.start_time - j.eligible_time)};
-      auto at = std::upper_bound(q.begin(), q.end(), w.start_s,
-                                 [](double t, const Wait& x) { return t < x.start_s; });
-      q.insert(at, w);
-      pool(partition);
-    }
+    // Forget jobs squeue no longer lists (they cannot start again under the same id unrequeued).
+    for (auto it = seen_started_.begin(); it != seen_started_.end();)
+      it = it->second.listed ? std::next(it) : seen_started_.erase(it);
   }
-  // Forget jobs squeue no longer lists (they cannot start again under the same id unrequeued).
-  for (auto it = seen_started_.begin(); it != seen_started_.end();)
-    it = listed.count(it->first) ? std::next(it) : seen_started_.erase(it);
 
   double longest = 0;
   for (double w : settings_.windows_s) longest = std::max(longest, w);
   for (auto& [p, q] : waits_) {
+    const std::size_t before = q.size();
     while (!q.empty() && q.front().start_s < now_s - longest) q.pop_front();
     while (q.size() > 100000) q.pop_front();
-    if (!q.empty()) pool(p);
+    if (q.size() != before) ++waits_generation_[p];
   }
 
-  for (auto& [p, x] : next) {
+  // The partitions: configured or learnt capacity, demand, or queue waits in a window. Figures
+  // are updated in place (no allocation per cycle once the partitions are known).
+  auto keep = [&](const std::string& p) {
+    return scheduler_capacity_.count(p) || settings_.capacity_gpus.count(p) || demand_.count(p) ||
+           (waits_.count(p) && !waits_.at(p).empty());
+  };
+  for (auto it = pools_.begin(); it != pools_.end();)
+    it = keep(it->first) ? std::next(it) : pools_.erase(it);
+  auto add = [&](const std::string& p) {
+    if (pools_.count(p)) return;
+    PartitionPool& x = pools_[p];
+    x.partition = p;
+  };
+  for (const auto& [p, gpus] : scheduler_capacity_) add(p);
+  for (const auto& [p, gpus] : settings_.capacity_gpus) add(p);
+  for (const auto& [p, d] : demand_) add(p);
+  for (const auto& [p, q] : waits_)
+    if (!q.empty()) add(p);
+
+  for (auto& [p, x] : pools_) {
+    x.capacity = 0;
+    if (auto c = scheduler_capacity_.find(p); c != scheduler_capacity_.end())
+      x.capacity = c->second;
+    if (auto c = settings_.capacity_gpus.find(p); c != settings_.capacity_gpus.end())
+      x.capacity = c->second;
+    const auto d = demand_.find(p);
+    x.allocated = d != demand_.end() ? d->second.allocated : 0;
+    x.pending = d != demand_.end() ? d->second.pending : 0;
+    x.pending_jobs = d != demand_.end() ? d->second.pending_jobs : 0;
     x.free = x.capacity > 0 ? std::max(0.0, x.capacity - x.allocated) : 0;
     x.congestion = x.capacity > 0 ? (x.allocated + x.pending) / x.capacity : 0;
+    x.congested_for_s = x.idle_for_s = x.scale_out_gpus = x.shrink_gpus = 0;
     // Scale out: demand above the threshold and something waiting, sustained.
     Sustained& c = congested_[p];
     const double shortfall = std::max(1.0, std::ceil(x.allocated + x.pending - x.capacity));
@@ -160,21 +192,44 @@ void PoolTracker::Observe(const std::map<std::string, jobs::SlurmJob>& jobs, dou
     } else {
       i = {};
     }
-    // Queue waits per window.
-    const auto& q = waits_[p];
-    for (double window : settings_.windows_s) {
-      std::vector<double> values;
-      for (auto it = q.rbegin(); it != q.rend() && it->start_s >= now_s - window; ++it)
-        values.push_back(it->wait_s);
-      std::sort(values.begin(), values.end());
-      x.waits.push_back({window, values.size(), Quantile(values, 0.5), Quantile(values, 0.95)});
+    // Queue waits per window: recomputed only when the partition's waits changed or the oldest
+    // wait in a window has aged out of it (or the clock went back).
+    const std::deque<Wait>* q = nullptr;
+    if (auto w = waits_.find(p); w != waits_.end()) q = &w->second;
+    const std::uint64_t generation = waits_generation_[p];
+    std::vector<WindowCache>& caches = window_caches_[p];
+    caches.resize(settings_.windows_s.size());
+    x.waits.resize(settings_.windows_s.size());
+    for (std::size_t k = 0; k < settings_.windows_s.size(); ++k) {
+      const double window = settings_.windows_s[k];
+      WindowCache& cache = caches[k];
+      const bool valid = cache.computed && cache.generation == generation && now_s >= cache.at_s &&
+                         cache.oldest_s >= now_s - window;
+      if (!valid) {
+        values_.clear();
+        double oldest = std::numeric_limits<double>::infinity();
+        if (q != nullptr) {
+          for (auto it = q->rbegin(); it != q->rend() && it->start_s >= now_s - window; ++it) {
+            values_.push_back(it->wait_s);
+            oldest = it->start_s;
+          }
+        }
+        std::sort(values_.begin(), values_.end());
+        cache.result = {window, values_.size(), Quantile(values_, 0.5), Quantile(values_, 0.95)};
+        cache.generation = generation;
+        cache.oldest_s = oldest;
+        cache.computed = true;
+      }
+      cache.at_s = now_s;
+      x.waits[k] = cache.result;
     }
   }
   for (auto it = congested_.begin(); it != congested_.end();)
-    it = next.count(it->first) ? std::next(it) : congested_.erase(it);
+    it = pools_.count(it->first) ? std::next(it) : congested_.erase(it);
   for (auto it = idle_.begin(); it != idle_.end();)
-    it = next.count(it->first) ? std::next(it) : idle_.erase(it);
-  pools_ = std::move(next);
+    it = pools_.count(it->first) ? std::next(it) : idle_.erase(it);
+  for (auto it = window_caches_.begin(); it != window_caches_.end();)
+    it = pools_.count(it->first) ? std::next(it) : window_caches_.erase(it);
 }
 
 namespace {
@@ -189,7 +244,7 @@ std::string PoolTracker::Checkpoint() const {
     waits[partition] = std::move(list);
   }
   nlohmann::json counted = nlohmann::json::object();
-  for (const auto& [id, start] : seen_started_) counted[id] = start;
+  for (const auto& [id, seen] : seen_started_) counted[id] = seen.start_s;
   nlohmann::json doc = {{"format", kPoolFormat},
                         {"version", 1},
                         {"waits", std::move(waits)},
@@ -207,7 +262,7 @@ Status PoolTracker::Restore(std::string_view text) {
     return v.is_number() && std::isfinite(v.get<double>());
   };
   std::map<std::string, std::deque<Wait>> waits;
-  std::map<std::string, double> counted;
+  std::map<std::string, Counted> counted;
   const auto w = doc.find("waits");
   if (w == doc.end() || !w->is_object()) return Error{"waits: expected an object"};
   for (const auto& [partition, list] : w->items()) {
@@ -225,10 +280,12 @@ Status PoolTracker::Restore(std::string_view text) {
   if (c == doc.end() || !c->is_object()) return Error{"counted: expected an object"};
   for (const auto& [id, start] : c->items()) {
     if (!finite(start)) return Error{"counted." + id + ": expected a number"};
-    counted[id] = start.get<double>();
+    counted[id] = Counted{start.get<double>(), true};
   }
   waits_ = std::move(waits);
   seen_started_ = std::move(counted);
+  for (const auto& [partition, q] : waits_) ++waits_generation_[partition];
+  jobs_version_ = 0;  // the next table is read in full
   return Status::Ok();
 }
 

@@ -30,6 +30,7 @@
 #ifndef GPUWARDEN_GOVERNANCE_POOL_H_
 #define GPUWARDEN_GOVERNANCE_POOL_H_
 
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <string>
@@ -74,7 +75,11 @@ class PoolTracker {
 
   // Capacities learnt from the scheduler (configured ones take precedence).
   void SetCapacity(std::map<std::string, double> gpus_by_partition);
-  void Observe(const std::map<std::string, jobs::SlurmJob>& jobs, double now_s);
+  // `jobs_version`: SlurmPoller::JobsVersion() of `jobs` — when it equals the previous call's (and
+  // is not 0), the table is known unchanged and is not walked again: a cycle between two squeue
+  // polls costs O(partitions x windows) and allocates nothing. 0: always walk the table.
+  void Observe(const std::map<std::string, jobs::SlurmJob>& jobs, double now_s,
+               std::uint64_t jobs_version = 0);
   const std::map<std::string, PartitionPool>& pools() const { return pools_; }
 
   // The queue waits the windows hold (and which listed jobs are already counted) as JSON text, and
@@ -93,12 +98,32 @@ class PoolTracker {
     double start_s = 0, wait_s = 0;
   };
 
+  struct Demand {
+    double allocated = 0, pending = 0, pending_jobs = 0;
+  };
+  struct Counted {
+    double start_s = 0;
+    bool listed = false;  // in the table being read
+  };
+  struct WindowCache {  // one window's quantiles, valid while its waits are unchanged
+    bool computed = false;
+    std::uint64_t generation = 0;
+    double oldest_s = 0;  // start of the oldest wait in the window (+inf: none)
+    double at_s = 0;      // when computed or last reused
+    QueueWaitWindow result;
+  };
+
   PoolSettings settings_;
   std::map<std::string, double> scheduler_capacity_;
   std::map<std::string, PartitionPool> pools_;
   std::map<std::string, Sustained> congested_, idle_;
-  std::map<std::string, std::deque<Wait>> waits_;  // per partition, by start time
-  std::map<std::string, double> seen_started_;     // job id -> start time already counted
+  std::map<std::string, std::deque<Wait>> waits_;          // per partition, by start time
+  std::map<std::string, std::uint64_t> waits_generation_;  // moves when a partition's waits do
+  std::map<std::string, Counted> seen_started_;            // job id -> start time already counted
+  std::uint64_t jobs_version_ = 0;
+  std::map<std::string, Demand> demand_;  // per partition, from the last table read
+  std::map<std::string, std::vector<WindowCache>> window_caches_;
+  std::vector<double> values_;  // scratch for the quantiles
 };
 
 }  // namespace gw::governance

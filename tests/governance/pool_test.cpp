@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace gw::governance {
 namespace {
 
@@ -175,6 +178,89 @@ TEST(Pool, QueueWaitWindowsSurviveARestartWithoutCountingAJobTwice) {
     after.Observe(later, now + 121);
     EXPECT_EQ(after.pools().at("gpu").waits[0].jobs, 11u) << bad;
   }
+}
+
+// Between two squeue polls the table is unchanged: the tracker told so by the version skips the
+// table and reuses cached quantiles. Its figures must equal, cycle by cycle, those of a tracker
+// that reads the whole table every time, and its queue-wait quantiles those computed here from
+// the waits themselves — through polls that add, start and end jobs, waits ageing out of the 1 h
+// window between polls, and congestion/shrink conditions coming and going.
+TEST(Pool, AnUnchangedTableGivesTheSameFiguresAsReadingItAgain) {
+  PoolSettings s;
+  s.windows_s = {3600, 86400};
+  s.scale_out_ratio = 1.0;
+  s.scale_out_for_s = 300;
+  s.shrink_for_s = 600;
+  s.shrink_free_ratio = 0.5;
+  PoolTracker cached(s), full(s);
+  cached.SetCapacity({{"gpu", 8}, {"debug", 2}});
+  full.SetCapacity({{"gpu", 8}, {"debug", 2}});
+  std::map<std::string, jobs::SlurmJob> jobs;
+  std::map<std::string, std::vector<std::pair<double, double>>> waits;  // partition: start, wait
+  auto expected = [&](const std::string& partition, double now, double window, double q) {
+    std::vector<double> in;
+    for (const auto& [start, wait] : waits[partition])
+      if (start >= now - window) in.push_back(wait);
+    std::sort(in.begin(), in.end());
+    if (in.empty()) return std::make_pair(size_t{0}, 0.0);
+    const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * double(in.size()))));
+    return std::make_pair(in.size(), in[rank - 1]);
+  };
+  std::uint64_t version = 1;
+  const double t0 = kT0 + 200000;
+  int next_id = 1;
+  bool window_shrank = false;
+  size_t last_in_hour = 0;
+  for (int t = 0; t <= 3 * 3600; t += 30) {
+    if (t % 300 == 0) {  // a poll: something changed
+      ++version;
+      const int phase = (t / 300) % 6;
+      if (phase < 3) {
+        jobs::SlurmJob p = Pending(std::to_string(next_id++), 2, phase == 1 ? "debug" : "gpu");
+        jobs[p.id] = p;
+      }
+      for (auto& [id, j] : jobs) {  // the oldest pending job starts
+        if (j.state != jobs::JobState::kPending) continue;
+        j.state = jobs::JobState::kRunning;
+        j.eligible_time = static_cast<std::int64_t>(t0 + t - 400 - 10 * std::stoi(id));
+        j.start_time = static_cast<std::int64_t>(t0 + t - 95);  // ages out between polls
+        j.gpus.total = 2;
+        waits[j.partition].push_back(
+            {double(j.start_time), double(j.start_time - j.eligible_time)});
+        break;
+      }
+      if (phase == 5 && jobs.size() > 3) jobs.erase(jobs.begin());  // one ends
+    }
+    cached.Observe(jobs, t0 + t, version);
+    full.Observe(jobs, t0 + t);
+    ASSERT_EQ(cached.pools().size(), full.pools().size()) << t;
+    for (const auto& [p, a] : full.pools()) {
+      const PartitionPool& b = cached.pools().at(p);
+      EXPECT_EQ(b.allocated, a.allocated) << p << " " << t;
+      EXPECT_EQ(b.pending, a.pending) << p << " " << t;
+      EXPECT_EQ(b.congestion, a.congestion) << p << " " << t;
+      EXPECT_EQ(b.congested_for_s, a.congested_for_s) << p << " " << t;
+      EXPECT_EQ(b.scale_out_gpus, a.scale_out_gpus) << p << " " << t;
+      EXPECT_EQ(b.idle_for_s, a.idle_for_s) << p << " " << t;
+      EXPECT_EQ(b.shrink_gpus, a.shrink_gpus) << p << " " << t;
+      ASSERT_EQ(b.waits.size(), 2u);
+      for (size_t k = 0; k < 2; ++k) {
+        const double window = s.windows_s[k];
+        for (const PartitionPool* x : {&a, &b}) {
+          EXPECT_EQ(x->waits[k].jobs, expected(p, t0 + t, window, 0.5).first) << p << " " << t;
+          EXPECT_EQ(x->waits[k].p50_s, expected(p, t0 + t, window, 0.5).second) << p << " " << t;
+          EXPECT_EQ(x->waits[k].p95_s, expected(p, t0 + t, window, 0.95).second) << p << " " << t;
+        }
+      }
+      if (p == "gpu" && t % 300 != 0) {
+        window_shrank = window_shrank || b.waits[0].jobs < last_in_hour;
+        last_in_hour = b.waits[0].jobs;
+      } else if (p == "gpu") {
+        last_in_hour = b.waits[0].jobs;
+      }
+    }
+  }
+  EXPECT_TRUE(window_shrank) << "no wait aged out of the hour between two polls";
 }
 
 }  // namespace
