@@ -9,6 +9,6 @@ if ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1'; then
   echo "demo: NVIDIA driver found: watching the real GPUs"
   exec build/bin/gpuwarden serve "$@"
 fi
-echo "demo: no NVIDIA driver here: running the simulated demo fleet"
-echo "demo: open http://localhost:9966/metrics  (or: build/bin/gpuwarden snapshot --simulate demo)"
-exec build/bin/gpuwarden serve --simulate demo "$@"
+echo "demo: no NVIDIA driver here: running the simulated demo fleet, with jobs, teams and a service"
+echo "demo: open http://localhost:9966/  (the console; /metrics for Prometheus)"
+exec bash scripts/demo-sim.sh build "$@"
