@@ -1,7 +1,11 @@
 #include "cli/service_cost_service.h"
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "base/file.h"
 #include "http/server.h"
 
 namespace gw::cli {
@@ -47,8 +51,46 @@ ServiceCostService::ServiceCostService(const Config& config, const scrape::Scrap
       log_(logger),
       targets_(CostedTargets(config)),
       selectors_(SelectorsOf(config)),
-      ledger_(SpecsOf(config), config.governance.settings.prices) {
+      ledger_(SpecsOf(config), config.governance.settings.prices),
+      checkpoint_path_(config.storage.path + "/governance/services.json") {
   outputs_.resize(targets_.size());
+  if (!targets_.empty()) LoadCheckpoint();
+}
+
+ServiceCostService::~ServiceCostService() {
+  WriteCheckpoint();
+}
+
+void ServiceCostService::LoadCheckpoint() {
+  std::ifstream in(checkpoint_path_, std::ios::binary);
+  if (!in) return;  // the first start
+  std::stringstream text;
+  text << in.rdbuf();
+  const Status s = ledger_.Restore(text.str());
+  if (s.ok()) {
+    log_->Info("services: continuing the cost and outputs of " + checkpoint_path_);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::rename(checkpoint_path_, checkpoint_path_ + ".corrupt", ec);
+  log_->Error("services: cannot read " + checkpoint_path_ + ": " + s.message() +
+              "; the services' cost and outputs start from zero (the file is kept as " +
+              checkpoint_path_ + ".corrupt)");
+}
+
+void ServiceCostService::WriteCheckpoint() {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!observed_) return;  // nothing new: keep what is there
+    text = ledger_.Checkpoint() + "\n";
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(checkpoint_path_).parent_path(), ec);
+  const Status s = WriteFileDurably(checkpoint_path_, text);
+  if (!s.ok() && !checkpoint_failed_)
+    log_->Error("services: cannot keep the cost per output for a restart: " + s.message());
+  checkpoint_failed_ = !s.ok();
 }
 
 void ServiceCostService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) {
@@ -79,6 +121,10 @@ void ServiceCostService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t
     ledger_.Observe(cycle_, outputs_);
     observed_ = true;
   }
+  if (checkpoint_s_ <= 0 || cycle_.now_s - checkpoint_s_ >= 60 || cycle_.now_s < checkpoint_s_) {
+    checkpoint_s_ = cycle_.now_s;
+    WriteCheckpoint();
+  }
   if (!appender_) return;
   if (!series_) series_ = std::make_unique<TaskSeriesRecorder>(appender_);
   {
@@ -107,8 +153,8 @@ void ServiceCostService::Walk(TaskFamilySink* sink) const {
     sink->Sample("gpu_service_cost_total", std::span(label, 1), s.Total());
   }
   sink->Family("gpu_service_outputs_total", "counter", "",
-               "The target's outputs (scrape.targets[].outputs), reset-aware, since the agent "
-               "started.");
+               "The target's outputs (scrape.targets[].outputs), reset-aware, kept across "
+               "restarts.");
   for (const governance::ServiceCost& s : services) {
     if (!s.outputs_known) continue;
     label[0].value = s.spec.target;

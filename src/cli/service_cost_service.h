@@ -21,6 +21,12 @@
 // {"seconds", "cost", "outputs"}, "cost_per_output" and "cost_per_1k_outputs" (null without
 // outputs in the window)}]}}.
 //
+// Restarts: the ledger's checkpoint (totals, outputs so far, the window) is written to
+// STORAGE_PATH/governance/services.json (atomically, fsync'ed) once a minute of snapshot time and
+// when the service is destroyed, and read back by the constructor, so gpu_service_cost_total and
+// gpu_service_outputs_total continue across a restart (outputs made while the agent was down are
+// not counted). An unreadable file is kept as services.json.corrupt and said in the log.
+//
 // Threading: OnSnapshot on the recorder's thread (it alone uses the appender); RenderMetrics and
 // the API on the HTTP threads. One mutex guards the ledger; no disk read on a request path.
 #ifndef GPUWARDEN_CLI_SERVICE_COST_SERVICE_H_
@@ -53,6 +59,7 @@ class ServiceCostService {
   // `scraper` and `logger` must outlive this object; `appender` (may be null: no store) too.
   ServiceCostService(const Config& config, const scrape::Scraper* scraper,
                      collect::SampleAppender* appender, Logger* logger);
+  ~ServiceCostService();  // writes the last checkpoint (after the recorder has stopped)
   ServiceCostService(const ServiceCostService&) = delete;
   ServiceCostService& operator=(const ServiceCostService&) = delete;
 
@@ -70,6 +77,8 @@ class ServiceCostService {
 
  private:
   void Walk(TaskFamilySink* sink) const;  // mu_ held
+  void LoadCheckpoint();
+  void WriteCheckpoint();  // the recorder's thread or the destructor; mu_ not held
 
   const scrape::Scraper* scraper_;
   collect::SampleAppender* appender_;
@@ -86,6 +95,9 @@ class ServiceCostService {
   std::vector<std::optional<double>> outputs_;
   std::unique_ptr<TaskSeriesRecorder> series_;
   std::uint64_t store_errors_seen_ = 0;
+  std::string checkpoint_path_;
+  double checkpoint_s_ = 0;  // snapshot time of the last checkpoint (the recorder's thread)
+  bool checkpoint_failed_ = false;
 };
 
 }  // namespace gw::cli

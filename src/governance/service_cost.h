@@ -26,8 +26,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "governance/cycle.h"
 #include "governance/settings.h"
 
@@ -69,8 +71,19 @@ class ServiceCostLedger {
   const PriceSettings& prices() const { return prices_; }
   double window_s() const { return window_s_; }
 
+  // Restarts. Checkpoint(): every service's totals (by target), its outputs so far, the window's
+  // checkpoints, the last cycle's time and the GPUs' energy readings, as JSON text. Restore(),
+  // before the first Observe: the totals continue; outputs continue from the restored count (the
+  // scraper counts from 0 again after a restart: Observe adds its count to it; outputs made while
+  // the agent was down are not counted); the window keeps its checkpoints when the configured
+  // targets are the same, in the same order, else it starts afresh. A target of the checkpoint no
+  // longer configured is dropped; a new one starts from zero. Error (not a version-1 checkpoint;
+  // which field): nothing changes.
+  std::string Checkpoint() const;
+  Status Restore(std::string_view text);
+
  private:
-  struct Checkpoint {
+  struct Mark {
     double t_s = 0, cost = 0, outputs = 0;
   };
   static constexpr std::size_t kCheckpoints = 62;  // window/60 apart: one more than the window
@@ -82,9 +95,10 @@ class ServiceCostLedger {
   std::vector<ServiceCost> services_;
   // Per service a ring of checkpoints (kCheckpoints each, oldest at ring_head_), all services
   // checkpointed at the same cycles.
-  std::vector<Checkpoint> rings_;
+  std::vector<Mark> rings_;
   std::size_t ring_head_ = 0, ring_size_ = 0;
   std::map<unsigned, unsigned> holders_;  // GPU -> number of services naming it
+  std::vector<double> outputs_base_;      // per service: outputs restored from a checkpoint
 };
 
 }  // namespace gw::governance

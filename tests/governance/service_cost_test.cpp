@@ -100,5 +100,55 @@ TEST(ServiceCost, ATargetWithoutGpusCostsNothing) {
   EXPECT_EQ(ledger.services()[0].cost_per_output, 0);
 }
 
+// A restart from a checkpoint: the scraper counts outputs from 0 again, the ledger adds them to
+// the restored count, so the totals and the hour's cost per output equal those of a ledger that
+// never stopped (the 90 s the agent was down: no outputs counted, the time charged as any gap).
+TEST(ServiceCost, ARestartContinuesTotalsOutputsAndTheWindow) {
+  const std::vector<ServiceSpec> specs = {{"llm", {0}, "request"}, {"chat", {1}, "request"}};
+  ServiceCostLedger continuous(specs, Prices()), before(specs, Prices());
+  // 80 requests per second, counted by the scraper from its first scrape.
+  auto counted = [](double since, double t) { return 80 * (t - since); };
+  double e = 5e6;
+  for (int t = 1000; t <= 1000 + 5400; t += 10) {
+    e += 300 * 10;
+    continuous.Observe(At(t, 300, e), {counted(1000, t), counted(1000, t) / 2});
+    before.Observe(At(t, 300, e), {counted(1000, t), counted(1000, t) / 2});
+  }
+  ServiceCostLedger after(specs, Prices());
+  ASSERT_TRUE(after.Restore(before.Checkpoint()).ok());
+  // Down 90 s; the restarted scraper's count starts at 0 at its first scrape (t = 6490).
+  const double restart = 1000 + 5400 + 90;
+  const double lost = 80 * 90;  // made while down: never counted
+  for (int t = static_cast<int>(restart); t <= restart + 1800; t += 10) {
+    e += 300 * 10;
+    after.Observe(At(t, 300, e), {counted(restart, t), counted(restart, t) / 2});
+    continuous.Observe(At(t, 300, e), {counted(1000, t) - lost, (counted(1000, t) - lost) / 2});
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    const ServiceCost& a = after.services()[i];
+    const ServiceCost& c = continuous.services()[i];
+    EXPECT_NEAR(a.gpu_s, c.gpu_s, 1e-6) << i;
+    EXPECT_NEAR(a.Total(), c.Total(), 1e-9) << i;
+    EXPECT_NEAR(a.outputs, c.outputs, 1e-6) << i;
+    EXPECT_NEAR(a.window_outputs, c.window_outputs, 1e-6) << i;
+    ASSERT_TRUE(a.has_cost_per_output);
+    EXPECT_NEAR(a.cost_per_output, c.cost_per_output, 1e-12) << i;
+  }
+  EXPECT_NEAR(after.services()[0].window_s, 3600, 60) << "the hour reaches back across the restart";
+
+  // Another configuration: the target kept by name, the window starts afresh; bad text changes
+  // nothing.
+  ServiceCostLedger renamed({{"chat", {1}, "request"}}, Prices());
+  ASSERT_TRUE(renamed.Restore(after.Checkpoint()).ok());
+  EXPECT_NEAR(renamed.services()[0].Total(), after.services()[1].Total(), 1e-12);
+  const std::string good = renamed.Checkpoint();
+  EXPECT_FALSE(renamed.Restore("{\"format\": \"x\"}").ok());
+  EXPECT_FALSE(renamed
+                   .Restore(R"({"format": "gpuwarden-service-cost-checkpoint", "version": 1,
+      "last_s": 1, "energy": [], "services": [{"target": "chat", "window": [[1, 2]]}]})")
+                   .ok());
+  EXPECT_EQ(renamed.Checkpoint(), good);
+}
+
 }  // namespace
 }  // namespace gw::governance

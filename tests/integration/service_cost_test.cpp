@@ -147,6 +147,33 @@ TEST(ServiceCost, CostPerOutputEqualsTheHandComputation) {
   EXPECT_NEAR(s["gpu_hours"].get<double>(), (t_last - t_first) / 3600, 1e-9);
   EXPECT_NEAR(s["cost_per_1k_outputs"].get<double>(), 1000 * cost_expected / outputs_expected,
               1e-9);
+
+  // A restart on the same data directory: cost and outputs continue from where they were
+  // (STORAGE_PATH/governance/services.json), they do not start from zero.
+  const double cost_before = s["cost"].get<double>(), outputs_before = s["outputs"].get<double>();
+  EXPECT_EQ(agent.process().Stop(), 0) << agent.Log();
+  setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
+  AgentProcess again({"--simulate", "inference-thermal", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  unsetenv("GPUWARDEN_SIM_STATE_DIR");
+  ASSERT_NE(again.port(), 0);
+  EXPECT_NE(again.Log().find("services: continuing"), std::string::npos) << again.Log();
+  again.Advance(1);  // one cycle; no scrape has counted anything yet
+  const json first = json::parse(again.Get("/api/gw/v1/services").body)["data"]["services"][0];
+  ASSERT_TRUE(first["outputs"].is_number()) << first.dump();
+  EXPECT_GE(first["outputs"].get<double>(), outputs_before) << first.dump();
+  EXPECT_GE(first["cost"].get<double>(), cost_before) << first.dump();
+  json resumed;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        again.Advance(5);
+        const json d = json::parse(again.Get("/api/gw/v1/services").body)["data"];
+        resumed = d["services"][0];
+        return resumed["outputs"].is_number() && resumed["outputs"].get<double>() > outputs_before;
+      },
+      120))
+      << resumed.dump() << again.Log();
+  EXPECT_GE(resumed["cost"].get<double>(), cost_before);
 }
 
 TEST(ServiceCost, ABadOutputsSelectorIsRefusedWithItsLine) {

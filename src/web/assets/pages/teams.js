@@ -109,7 +109,7 @@ function drawServices() {
     const head = ['Target', 'GPUs', 'Cost so far ', 'Outputs ', 'Outputs/s ', `Cost per 1k outputs (last ${d.window_seconds === 3600 ? 'hour' : duration(d.window_seconds)}) `];
     content = html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
       <tbody>${d.services.map((s) => serviceRow(s, d.currency))}</tbody></table></div>
-      <p class="muted">Cost: the allocation and energy of each target's GPUs (governance.prices, ${d.currency}) since the agent started; outputs as the target counts them (scrape.targets[].outputs).</p>`;
+      <p class="muted">Cost: the allocation and energy of each target's GPUs (governance.prices, ${d.currency}), kept across restarts; outputs as the target counts them (scrape.targets[].outputs).</p>`;
   }
   render(st.els.services, content);
 }
