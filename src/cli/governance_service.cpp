@@ -7,12 +7,10 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <tuple>
 
-#include "base/file.h"
+#include "cli/state_file.h"
 
 #include "http/prom_api.h"
 #include "http/server.h"
@@ -195,11 +193,9 @@ void GovernanceService::Stop() {
 }
 
 void GovernanceService::LoadCheckpoint() {
-  std::ifstream in(checkpoint_path_, std::ios::binary);
-  if (!in) return;  // the first start
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  const std::optional<std::string> text = ReadStateFile(checkpoint_path_);
+  if (!text) return;  // the first start
+  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   Status s;
   if (doc.is_discarded() || !doc.is_object() ||
       doc.value("format", "") != "gpuwarden-governance-state" || !doc.contains("usage")) {
@@ -207,27 +203,24 @@ void GovernanceService::LoadCheckpoint() {
   } else {
     s = usage_.Restore(doc["usage"].dump());
   }
-  if (s.ok()) {
-    for (const nlohmann::json& a : doc.value("reclaim_actions", nlohmann::json::array()))
-      if (a.is_object() && a.value("n", nlohmann::json()).is_number())
-        actions_[{a.value("reason", ""), a.value("action", "")}] = a["n"].get<double>();
-    for (const nlohmann::json& f : doc.value("reclaim_failures", nlohmann::json::array()))
-      if (f.is_object() && f.value("n", nlohmann::json()).is_number())
-        failures_[f.value("action", "")] = f["n"].get<double>();
-    if (auto pools = doc.find("pools"); pools != doc.end()) {
-      if (Status p = pools_.Restore(pools->dump()); !p.ok())
-        log_->Error("governance: " + checkpoint_path_ + ": pools: " + p.message() +
-                    "; the queue-wait windows start empty");
-    }
-    log_->Info("governance: continuing the cost, quota, reclaim and queue-wait figures of " +
-               checkpoint_path_);
+  if (!s.ok()) {
+    SetAsideStateFile(checkpoint_path_, "governance", s.message(),
+                      "cost, quota and reclaim figures start from zero", log_);
     return;
   }
-  std::error_code ec;
-  std::filesystem::rename(checkpoint_path_, checkpoint_path_ + ".corrupt", ec);
-  log_->Error("governance: cannot read " + checkpoint_path_ + ": " + s.message() +
-              "; cost, quota and reclaim figures start from zero (the file is kept as " +
-              checkpoint_path_ + ".corrupt)");
+  for (const nlohmann::json& a : doc.value("reclaim_actions", nlohmann::json::array()))
+    if (a.is_object() && a.value("n", nlohmann::json()).is_number())
+      actions_[{a.value("reason", ""), a.value("action", "")}] = a["n"].get<double>();
+  for (const nlohmann::json& f : doc.value("reclaim_failures", nlohmann::json::array()))
+    if (f.is_object() && f.value("n", nlohmann::json()).is_number())
+      failures_[f.value("action", "")] = f["n"].get<double>();
+  if (auto pools = doc.find("pools"); pools != doc.end()) {
+    if (Status p = pools_.Restore(pools->dump()); !p.ok())
+      log_->Error("governance: " + checkpoint_path_ + ": pools: " + p.message() +
+                  "; the queue-wait windows start empty");
+  }
+  log_->Info("governance: continuing the cost, quota, reclaim and queue-wait figures of " +
+             checkpoint_path_);
 }
 
 void GovernanceService::WriteCheckpoint() {
@@ -249,10 +242,7 @@ void GovernanceService::WriteCheckpoint() {
     text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     checkpoint_s_ = last_now_s_;
   }
-  Status s = WriteFileDurably(checkpoint_path_, text);
-  if (!s.ok() && !checkpoint_failed_)
-    log_->Error("governance: cannot keep the running totals for a restart: " + s.message());
-  checkpoint_failed_ = !s.ok();
+  WriteStateFile(checkpoint_path_, text, "governance", &checkpoint_failed_, log_);
 }
 
 void GovernanceService::Loop() {

@@ -1,11 +1,8 @@
 #include "cli/service_cost_service.h"
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "base/file.h"
+#include "cli/state_file.h"
 #include "http/server.h"
 
 namespace gw::cli {
@@ -62,20 +59,14 @@ ServiceCostService::~ServiceCostService() {
 }
 
 void ServiceCostService::LoadCheckpoint() {
-  std::ifstream in(checkpoint_path_, std::ios::binary);
-  if (!in) return;  // the first start
-  std::stringstream text;
-  text << in.rdbuf();
-  const Status s = ledger_.Restore(text.str());
-  if (s.ok()) {
-    log_->Info("services: continuing the cost and outputs of " + checkpoint_path_);
+  const std::optional<std::string> text = ReadStateFile(checkpoint_path_);
+  if (!text) return;  // the first start
+  if (const Status s = ledger_.Restore(*text); !s.ok()) {
+    SetAsideStateFile(checkpoint_path_, "services", s.message(),
+                      "the services' cost and outputs start from zero", log_);
     return;
   }
-  std::error_code ec;
-  std::filesystem::rename(checkpoint_path_, checkpoint_path_ + ".corrupt", ec);
-  log_->Error("services: cannot read " + checkpoint_path_ + ": " + s.message() +
-              "; the services' cost and outputs start from zero (the file is kept as " +
-              checkpoint_path_ + ".corrupt)");
+  log_->Info("services: continuing the cost and outputs of " + checkpoint_path_);
 }
 
 void ServiceCostService::WriteCheckpoint() {
@@ -85,12 +76,7 @@ void ServiceCostService::WriteCheckpoint() {
     if (!observed_) return;  // nothing new: keep what is there
     text = ledger_.Checkpoint() + "\n";
   }
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(checkpoint_path_).parent_path(), ec);
-  const Status s = WriteFileDurably(checkpoint_path_, text);
-  if (!s.ok() && !checkpoint_failed_)
-    log_->Error("services: cannot keep the cost per output for a restart: " + s.message());
-  checkpoint_failed_ = !s.ok();
+  WriteStateFile(checkpoint_path_, text, "services", &checkpoint_failed_, log_);
 }
 
 void ServiceCostService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) {

@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "support/agent_process.h"
+#include "support/inference_service.h"
 
 namespace gw::testing {
 namespace {
@@ -184,21 +185,11 @@ TEST(TopOnce, RemoteShowsFaultJobAndFiringAlertOfAnAgent) {
 TEST(TopOnce, RemoteShowsTheCostPerOutputOfAService) {
   TempDir dir;
   const std::string state = dir / "state";
-  const int port = FreePort();
-  Process service(
-      {"env", "GPUWARDEN_SIM_WORKLOAD=inference", "CUDA_VISIBLE_DEVICES=0",
-       "GPUWARDEN_SIM_STATE_DIR=" + state, std::string(GW_BINARY_DIR) + "/bin/gw-inference-sim",
-       "--listen", "127.0.0.1:" + std::to_string(port)},
-      dir / "llm.log");
-  ASSERT_TRUE(WaitFor([&] { return HttpGet(port, "/healthz").status == 200; }, 30))
-      << service.Output();
-  WriteFile(
-      dir / "gpuwarden.yaml",
-      "scrape:\n  targets:\n    - name: llm\n      url: 'http://127.0.0.1:" + std::to_string(port) +
-          "/metrics'\n      gpus: [0]\n"
-          "      outputs: 'inference_requests_total{code=~\"2..\"}'\n"
-          "      output_unit: request\n"
-          "governance:\n  prices:\n    gpu_hour: {default: 3.6}\n    currency: EUR\n");
+  InferenceService service(dir / "llm.log", 0, state);
+  ASSERT_TRUE(service.ready()) << service.process().Output();
+  WriteFile(dir / "gpuwarden.yaml",
+            service.ScrapeConfig() +
+                "governance:\n  prices:\n    gpu_hour: {default: 3.6}\n    currency: EUR\n");
   setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
   AgentProcess agent({"--simulate", "inference-thermal", "--sim-clock", "stepped", "--config",
                       dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
