@@ -12,31 +12,18 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/jobs_service.h"
+#include "support/fake_proc.h"
 #include "support/process.h"
 #include "top/alloc_count.h"
 
 namespace gw::cli {
 namespace {
 
+using gw::testing::FakeProcess;
 using gw::testing::ReadFile;
 using gw::testing::TempDir;
 using gw::testing::WaitFor;
 using gw::testing::WriteFile;
-
-// <root>/<pid>/{stat,status,cgroup,environ}; `start` is the start time (stat field 22).
-void FakeProcess(const std::string& root, unsigned pid, std::uint64_t start,
-                 const std::string& cgroup, const std::vector<std::string>& env) {
-  const std::string dir = root + "/" + std::to_string(pid);
-  std::filesystem::create_directories(dir);
-  WriteFile(dir + "/stat", std::to_string(pid) +
-                               " (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
-                               std::to_string(start) + " 1000 10 0\n");
-  WriteFile(dir + "/status", "Name:\tpython3\nUid:\t0\t0\t0\t0\n");
-  WriteFile(dir + "/cgroup", cgroup);
-  std::string text;
-  for (const std::string& e : env) text += e + '\0';
-  WriteFile(dir + "/environ", text);
-}
 
 std::string SlurmCgroup(int job) {
   return "0::/system.slice/slurmstepd.scope/job_" + std::to_string(job) + "/step_0/user/task_0\n";

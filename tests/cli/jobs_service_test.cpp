@@ -10,32 +10,19 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/jobs_commands.h"
+#include "support/fake_proc.h"
 #include "support/process.h"
 #include "tsdb/storage.h"
 
 namespace gw::cli {
 namespace {
 
+using gw::testing::FakeProcess;
 using gw::testing::ReadFile;
 using gw::testing::TempDir;
 using gw::testing::WriteFile;
 
 constexpr const char* kSecret = "hunter2-AKIAIOSFODNN7EXAMPLE-do-not-leak";
-
-// A fake /proc: <root>/<pid>/{stat,status,cgroup,environ}.
-void FakeProcess(const std::string& root, int pid, std::uint64_t start, const std::string& cgroup,
-                 const std::vector<std::string>& env) {
-  const std::string dir = root + "/" + std::to_string(pid);
-  std::filesystem::create_directories(dir);
-  WriteFile(dir + "/stat", std::to_string(pid) +
-                               " (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
-                               std::to_string(start) + " 1000 10 0\n");
-  WriteFile(dir + "/status", "Name:\tpython3\nUid:\t0\t0\t0\t0\n");
-  WriteFile(dir + "/cgroup", cgroup);
-  std::string text;
-  for (const std::string& e : env) text += e + '\0';
-  WriteFile(dir + "/environ", text);
-}
 
 collect::GpuSnapshot Gpu(unsigned index, double util_ratio, double memory_used,
                          std::vector<unsigned> pids = {}) {

@@ -12,11 +12,13 @@
 #include "jobs/cgroup.h"
 #include "jobs/environ.h"
 #include "jobs/job_records.h"
+#include "support/fake_proc.h"
 #include "support/process.h"
 
 namespace gw::jobs {
 namespace {
 
+using gw::testing::FakeProcess;
 using gw::testing::ReadFile;
 using gw::testing::TempDir;
 using gw::testing::WriteFile;
@@ -120,31 +122,15 @@ TEST(Environ, OnlyAllowedKeysAreKept) {
   EXPECT_FALSE(ReadAllowedEnv(dir / "missing").ok());
 }
 
-// A fake /proc: <root>/<pid>/{stat,status,cgroup,environ}.
-void FakeProcess(const std::string& root, int pid, std::uint64_t start, int uid,
-                 const std::string& cgroup, const std::vector<std::string>& env) {
-  const std::string dir = root + "/" + std::to_string(pid);
-  std::filesystem::create_directories(dir);
-  WriteFile(dir + "/stat", std::to_string(pid) +
-                               " (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
-                               std::to_string(start) + " 1000 10 0\n");
-  WriteFile(dir + "/status", "Name:\tpython3\nUid:\t" + std::to_string(uid) + "\t" +
-                                 std::to_string(uid) + "\t0\t0\n");
-  WriteFile(dir + "/cgroup", cgroup);
-  std::string text;
-  for (const std::string& e : env) text += e + '\0';
-  WriteFile(dir + "/environ", text);
-}
-
 TEST(Attributor, FakeProcTree) {
   TempDir root;
-  FakeProcess(root.path(), 100, 5000, 0, "0::/system.slice/slurmstepd.scope/job_12/step_0/user\n",
+  FakeProcess(root.path(), 100, 5000, "0::/system.slice/slurmstepd.scope/job_12/step_0/user\n",
               {"SLURM_JOB_ID=12", "SLURM_JOB_ACCOUNT=physics", "SLURM_JOB_PARTITION=gpu",
                "SLURM_JOB_USER=alice", "SLURM_JOB_GPUS=0,1",
                std::string("AWS_SECRET_ACCESS_KEY=") + kSecret});
-  FakeProcess(root.path(), 200, 6000, 4242424, "0::/user.slice\n",
-              {"GPUWARDEN_JOB=nightly-eval", "GPUWARDEN_TEAM=nlp"});
-  FakeProcess(root.path(), 300, 7000, 0, "0::/user.slice\n", {"SLURM_JOB_ID=55"});
+  FakeProcess(root.path(), 200, 6000, "0::/user.slice\n",
+              {"GPUWARDEN_JOB=nightly-eval", "GPUWARDEN_TEAM=nlp"}, 4242424);
+  FakeProcess(root.path(), 300, 7000, "0::/user.slice\n", {"SLURM_JOB_ID=55"});
   Attributor attributor(AttributorOptions{root.path()});
   Expected<ProcessAttribution> a = attributor.Attribute(100);
   ASSERT_TRUE(a.ok()) << a.error().message;
@@ -173,7 +159,7 @@ TEST(Attributor, FakeProcTree) {
   EXPECT_EQ(attributor.AttributeAll(refs).size(), 2u);
   EXPECT_EQ(attributor.misses(), misses);
   EXPECT_EQ(attributor.cache_size(), 2u);  // 300 dropped: not in this pass
-  FakeProcess(root.path(), 100, 9999, 0, "0::/user.slice\n", {"GPUWARDEN_JOB=other"});
+  FakeProcess(root.path(), 100, 9999, "0::/user.slice\n", {"GPUWARDEN_JOB=other"});
   Expected<ProcessAttribution> reused = attributor.Attribute(100);
   ASSERT_TRUE(reused.ok());
   EXPECT_EQ(reused->job_id, "other");
@@ -199,7 +185,7 @@ class PodNamer : public AttributionSource {
 
 TEST(Attributor, SourcesRefine) {
   TempDir root;
-  FakeProcess(root.path(), 10, 1, 0,
+  FakeProcess(root.path(), 10, 1,
               "0::/kubepods.slice/kubepods-pod1f2e3d4c_5b6a_4789_8abc_def012345678.slice/x\n", {});
   Attributor attributor(AttributorOptions{root.path()});
   auto source = std::make_unique<PodNamer>();
