@@ -272,18 +272,24 @@ std::string Squeue(const std::string& node) {
   ]})js";
 }
 
-TEST(JobsService, SlurmJobsFromAStandInSqueue) {
-  TempDir dir;
+// A stand-in squeue printing DIR/answer.json (`answer`; it fails while the file is absent), and
+// `config` polling it every 50 ms with its data under DIR/data.
+void StandInSqueue(const TempDir& dir, const std::string& answer, Config* config) {
   const std::string script = dir / "squeue";
-  WriteFile(dir / "answer.json", Squeue("node[1-3]"));
+  WriteFile(dir / "answer.json", answer);
   WriteFile(script, "#!/bin/sh\n[ -f '" + (dir / "answer.json") + "' ] || exit 1\ncat '" +
                         (dir / "answer.json") + "'\n");
   chmod(script.c_str(), 0755);
+  config->storage.path = dir / "data";
+  config->jobs.scheduler = "slurm";
+  config->jobs.squeue_command = {script, "--json"};
+  config->jobs.poll_interval_s = 0.05;
+}
+
+TEST(JobsService, SlurmJobsFromAStandInSqueue) {
+  TempDir dir;
   Config config;
-  config.storage.path = dir / "data";
-  config.jobs.scheduler = "slurm";
-  config.jobs.squeue_command = {script, "--json"};
-  config.jobs.poll_interval_s = 0.05;
+  StandInSqueue(dir, Squeue("node[1-3]"), &config);
   config.teams.accounts = {{"physics", "sim"}};
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
@@ -348,16 +354,8 @@ TEST(JobsService, SlurmJobsFromAStandInSqueue) {
 // the last known queue kept (marked stale) while squeue fails.
 TEST(JobsService, QueueFromTheLastPoll) {
   TempDir dir;
-  const std::string script = dir / "squeue";
-  WriteFile(dir / "answer.json", Squeue("node[1-3]"));
-  WriteFile(script, "#!/bin/sh\n[ -f '" + (dir / "answer.json") + "' ] || exit 1\ncat '" +
-                        (dir / "answer.json") + "'\n");
-  chmod(script.c_str(), 0755);
   Config config;
-  config.storage.path = dir / "data";
-  config.jobs.scheduler = "slurm";
-  config.jobs.squeue_command = {script, "--json"};
-  config.jobs.poll_interval_s = 0.05;
+  StandInSqueue(dir, Squeue("node[1-3]"), &config);
   config.teams.accounts = {{"bio", "biology"}};
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
@@ -556,14 +554,7 @@ TEST(JobsService, NodeNameFromTheConfiguration) {
   Config config;
   ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &config).ok());
   EXPECT_EQ(config.jobs.node_name, "othernode");
-  const std::string script = dir / "squeue";
-  WriteFile(dir / "answer.json", Squeue("node[1-3]"));
-  WriteFile(script, "#!/bin/sh\ncat '" + (dir / "answer.json") + "'\n");
-  chmod(script.c_str(), 0755);
-  config.storage.path = dir / "data";
-  config.jobs.scheduler = "slurm";
-  config.jobs.squeue_command = {script, "--json"};
-  config.jobs.poll_interval_s = 0.05;
+  StandInSqueue(dir, Squeue("node[1-3]"), &config);
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", ""});
   jobs.Start();
