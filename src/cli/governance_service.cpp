@@ -162,7 +162,6 @@ GovernanceService::GovernanceService(const Config& config, const JobsService* jo
       checkpoint_path_(UsageCheckpointPath(config)) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(decisions_path_).parent_path(), ec);
-  std::filesystem::create_directories(std::filesystem::path(checkpoint_path_).parent_path(), ec);
   LoadCheckpoint();
   for (const governance::ReclaimPolicy& p : reclaim_.policies())
     log_->Info(std::string("governance: reclaim policy ") + p.Describe() + ": idle " +

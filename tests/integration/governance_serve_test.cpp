@@ -92,8 +92,11 @@ TEST(GovernanceServe, CostQuotaDryRunPoolsAndEveryFamily) {
                 "    bio: {gpu_hours: 10, period: 1d}\n"
                 "  under_use_ratio: 0.3\n  under_use_for: 1m\n"
                 "  prices:\n    gpu_hour: {A100: 3.2, default: 1.1}\n    currency: EUR\n");
-  AgentProcess agent({"--simulate", dir / "fleet.yaml", "--sim-clock", "stepped", "--config",
-                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  // The agent; started again on the same data directory further down.
+  const std::vector<std::string> agent_args = {
+      "--simulate", dir / "fleet.yaml",     "--sim-clock", "stepped",
+      "--config",   dir / "gpuwarden.yaml", "--data-dir",  dir / "data"};
+  AgentProcess agent(agent_args);
   ASSERT_NE(agent.port(), 0);
 
   std::string metrics;
@@ -241,8 +244,7 @@ TEST(GovernanceServe, CostQuotaDryRunPoolsAndEveryFamily) {
   const std::vector<Sample> last = ParseExposition(agent.Get("/metrics").body);
   EXPECT_EQ(agent.process().Stop(), 0) << agent.Log();
   ASSERT_TRUE(std::filesystem::exists(dir / "data/governance/usage.json"));
-  AgentProcess again({"--simulate", dir / "fleet.yaml", "--sim-clock", "stepped", "--config",
-                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  AgentProcess again(agent_args);
   ASSERT_NE(again.port(), 0);
   std::vector<Sample> resumed;
   ASSERT_TRUE(WaitFor(

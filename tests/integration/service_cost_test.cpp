@@ -47,8 +47,11 @@ TEST(ServiceCost, CostPerOutputEqualsTheHandComputation) {
                 "governance:\n  prices:\n    gpu_hour: {default: 3.6}\n    energy_kwh: 0.25\n"
                 "    currency: EUR\n");
   setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
-  AgentProcess agent({"--simulate", "inference-thermal", "--sim-clock", "stepped", "--config",
-                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  // The agent; started again on the same data directory further down.
+  const std::vector<std::string> agent_args = {
+      "--simulate", "inference-thermal",    "--sim-clock", "stepped",
+      "--config",   dir / "gpuwarden.yaml", "--data-dir",  dir / "data"};
+  AgentProcess agent(agent_args);
   unsetenv("GPUWARDEN_SIM_STATE_DIR");
   ASSERT_NE(agent.port(), 0);
 
@@ -143,8 +146,7 @@ TEST(ServiceCost, CostPerOutputEqualsTheHandComputation) {
   const double cost_before = s["cost"].get<double>(), outputs_before = s["outputs"].get<double>();
   EXPECT_EQ(agent.process().Stop(), 0) << agent.Log();
   setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
-  AgentProcess again({"--simulate", "inference-thermal", "--sim-clock", "stepped", "--config",
-                      dir / "gpuwarden.yaml", "--data-dir", dir / "data"});
+  AgentProcess again(agent_args);
   unsetenv("GPUWARDEN_SIM_STATE_DIR");
   ASSERT_NE(again.port(), 0);
   EXPECT_NE(again.Log().find("services: continuing"), std::string::npos) << again.Log();
