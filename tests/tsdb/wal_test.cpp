@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -325,6 +327,55 @@ TEST(WalReplay, GarbageBetweenRecordsIsSkipped) {
   ExpectCycles(db.get(), 0, 10);
   EXPECT_EQ(db->stats().wal_corruptions, 1u);
   EXPECT_EQ(db->stats().wal_skipped_bytes, garbage.size());
+}
+
+// Prints what resynchronising costs when the damage is at the start of a large samples record
+// (the scan then walks through its payload, where plausible headers are common): timings for
+// docs/benchmarks.md, no assertion on speed.
+TEST(WalReplay, ResyncThroughALargeDamagedRecord) {
+  TempDir tmp;
+  constexpr int kSeries = 2000, kCycles = 50;
+  {
+    DBOptions o = Options(tmp.path(), nullptr);
+    auto db = std::move(DB::Open(o)).value();
+    std::vector<SeriesRef> refs;
+    for (int i = 0; i < kSeries; ++i)
+      refs.push_back(*db->GetRef({{"__name__", "gpu_power_milliwatts"}, {"i", std::to_string(i)}}));
+    for (int c = 0; c < kCycles; ++c) {
+      for (int i = 0; i < kSeries; ++i)
+        ASSERT_TRUE(db->Append(refs[static_cast<size_t>(i)], c * 1000LL,
+                               300000 + (c * 7919 + i * 104729) % 90001)
+                        .ok());
+      ASSERT_TRUE(db->Commit().ok());
+    }
+  }
+  std::string seg;
+  for (const std::string& s : Segments(tmp.path()))
+    if (fs::file_size(s) > 0) seg = s;
+  const std::string clean = gw::testing::ReadFile(seg);
+  const auto records = Records(clean);
+  ASSERT_EQ(records.size(), static_cast<size_t>(kSeries + kCycles));
+  auto open_seconds = [&](uint64_t* samples) {
+    const auto start = std::chrono::steady_clock::now();
+    auto db = std::move(DB::Open(Options(tmp.path(), nullptr))).value();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    *samples = db->stats().wal_replayed_samples;
+    return s;
+  };
+  uint64_t clean_samples = 0, damaged_samples = 0;
+  const double clean_s = open_seconds(&clean_samples);
+  ASSERT_EQ(clean_samples, static_cast<uint64_t>(kSeries) * kCycles);
+  // Damage the CRC of cycle 10's samples record (~30 KB): everything after it must come back.
+  for (const std::string& s : Segments(tmp.path())) fs::remove(s);
+  std::string damaged = clean;
+  damaged[records[kSeries + 10].first + 4] ^= 0x01;
+  gw::testing::WriteFile(seg, damaged);
+  const double damaged_s = open_seconds(&damaged_samples);
+  EXPECT_EQ(damaged_samples, static_cast<uint64_t>(kSeries) * (kCycles - 1));
+  std::printf(
+      "replay of %zu bytes (%d samples): clean %.3f s, one damaged %zu-byte record %.3f s\n",
+      clean.size(), kSeries * kCycles, clean_s, records[kSeries + 10].second, damaged_s);
 }
 
 // ---- Read-only. ----
