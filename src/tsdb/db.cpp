@@ -216,7 +216,7 @@ Expected<std::unique_ptr<DB>> DB::Open(const DBOptions& options) {
 }
 
 Status DB::OpenSqlite() {
-  std::string path = options_.dir + "/" + kDbFile;
+  const std::string path = options_.dir + "/" + kDbFile;
   // Read-only: the database as it is; none (nothing written yet) reads as an empty one in
   // memory, so that the WAL alone can still be read.
   bool in_memory = false;
