@@ -186,6 +186,47 @@ TEST(StorageSafety, ASecondWriterIsRefusedWithTheHoldersPidAndTheAgentLosesNothi
   EXPECT_EQ(CountGpu0(again), recorded) << again.Log();
 }
 
+// Issue 16, failure 8: with tsdb.sqlite gone and the WAL still there, the WAL's samples were
+// dropped without a word (its segments named no series: they were all in the lost database). Now
+// they are replayed into a new database, and the log says what happened.
+TEST(StorageSafety, AMissingDatabaseKeepsTheWalsSamplesAndSaysSo) {
+  TempDir dir;
+  const std::string data = dir / "data";
+  const std::vector<std::string> args = {"--simulate", "demo", "--sim-clock",     "stepped",
+                                         "--interval", "2s",   "--slow-interval", "10s",
+                                         "--data-dir", data};
+  double first_count = 0, recorded = 0;
+  {
+    AgentProcess first(args);  // its series reach tsdb.sqlite at the final flush
+    ASSERT_NE(first.port(), 0);
+    Step(first, 1);
+    first_count = CountGpu0(first);
+    ASSERT_EQ(first_count, 2);
+    first.process().Stop();
+  }
+  {
+    // The same series: only samples go to the WAL. (Its simulated clock starts at the wall
+    // clock again, so its first samples may not be newer than the first agent's: those are
+    // refused, and not in the WAL either.)
+    AgentProcess second(args);
+    ASSERT_NE(second.port(), 0);
+    Step(second, 10);
+    recorded = CountGpu0(second);
+    ASSERT_GE(recorded, first_count + 8);
+    kill(second.process().pid(), SIGKILL);
+    second.process().Wait(10);
+  }
+  for (const char* f : {"tsdb.sqlite", "tsdb.sqlite-wal", "tsdb.sqlite-shm"})
+    fs::remove(data + "/" + f);
+  AgentProcess again({"--nvml-lib", "/nonexistent/libnvml.so", "--data-dir", data});
+  ASSERT_NE(again.port(), 0);
+  // Every sample the second agent wrote (the first's were only in the lost database).
+  EXPECT_EQ(CountGpu0(again), recorded - first_count) << again.Log();
+  EXPECT_NE(again.Log().find("tsdb.sqlite was missing; created a new, empty one and replayed"),
+            std::string::npos)
+      << again.Log();
+}
+
 // Readers (query, export) work beside a running agent and change nothing in its directory (they
 // used to start a WAL segment of their own in it, and could cut a tail being written).
 TEST(StorageSafety, ReadersBesideARunningAgentChangeNothing) {
