@@ -90,6 +90,13 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // One writer per data directory (the store, alert queues, job records, governance state): a
+  // second agent or an import is refused before it touches anything.
+  auto data_lock = LockDataDir(config.storage, "serve");
+  if (!data_lock.ok()) {
+    logger->Error(data_lock.error().message);
+    return 1;
+  }
   http::ServerOptions options;
   options.listen_address = config.listen;
   options.web_config_file = config.web_config_file;

@@ -122,7 +122,7 @@ int RunDiagnose(const Config& config, const DiagnoseArgs& args, Logger* logger) 
     Print(*d, args.json);
     return 0;
   }
-  auto db = OpenStoreForCommand(config.storage, logger);
+  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
   if (!db) return 1;
   auto querier = db->NewQuerier();
   promql::Engine engine;
@@ -152,7 +152,7 @@ int RunReport(const Config& config, const ReportArgs& args, Logger* logger) {
   if (!args.url.empty()) {
     if (int rc = FetchReport(args, &text); rc != 0) return rc;
   } else {
-    auto db = OpenStoreForCommand(config.storage, logger);
+    auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
     if (!db) return 1;
     auto querier = db->NewQuerier();
     promql::Engine engine;

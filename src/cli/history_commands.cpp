@@ -118,7 +118,7 @@ int RunQuery(const Config& config, const QueryArgs& args, Logger* logger) {
     return Print(reply->status, reply->body, args.json);
   }
 
-  auto db = OpenStoreForCommand(config.storage, logger);
+  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
   if (!db) return 1;
   auto querier = db->NewQuerier();
   promql::Engine engine;
@@ -241,6 +241,13 @@ class ParsePipeline {
 }  // namespace
 
 int RunTsdbImport(const Config& config, const std::string& file, Logger* logger) {
+  // One writer per data directory: refused, touching nothing, while an agent or another import
+  // holds it (its checkpoint would delete the agent's live WAL segments).
+  auto lock = LockDataDir(config.storage, "tsdb import");
+  if (!lock.ok()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", lock.error().message.c_str());
+    return 1;
+  }
   // The file is mapped, not copied: parsing reads it in place.
   int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
@@ -266,7 +273,7 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
   } unmap{mapped, size};
   const std::string_view text(static_cast<const char*>(mapped), size);
   // No WAL for an import: Flush makes it durable at the end, and a crashed import is re-run.
-  auto db = OpenStoreForCommand(config.storage, logger, /*bulk_import=*/true);
+  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kBulkImport);
   if (!db) return 1;
   std::unordered_map<std::string, tsdb::SeriesRef> refs;
   tsdb::Labels labels;
@@ -326,7 +333,7 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
 }
 
 int RunTsdbExport(const Config& config, const std::string& match, Logger* logger) {
-  auto db = OpenStoreForCommand(config.storage, logger);
+  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
   if (!db) return 1;
   std::vector<tsdb::Matcher> matchers;
   if (match.empty()) {

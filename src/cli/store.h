@@ -12,6 +12,7 @@
 #include "collect/exposition.h"
 #include "collect/recorder.h"
 #include "tsdb/db.h"
+#include "tsdb/dir_lock.h"
 
 namespace gw::cli {
 
@@ -31,15 +32,27 @@ class StoreAppender : public collect::SampleAppender {
   std::chrono::steady_clock::time_point last_flush_, last_retention_;
 };
 
-// Opens the DB under config.path (creating it), reporting problems in one line. `bulk_import`:
-// no write-ahead log (an import is made durable by its final Flush and can be re-run).
+enum class StoreMode {
+  kWriter,      // serve: the WAL and everything (hold the data directory's lock: LockDataDir)
+  kBulkImport,  // no write-ahead log (an import is made durable by its final Flush and can be
+                // re-run); hold the lock too
+  kReadOnly,    // query, export, diagnose, report: beside a running agent, changing nothing
+};
+
+// Opens the DB under config.path (a writer creates it), reporting problems in one line.
 Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log,
-                                              bool bulk_import = false);
+                                              StoreMode mode = StoreMode::kWriter);
 
 // OpenStore for a one-shot command: on failure prints "gpuwarden: <why>" to stderr and returns
 // null (the command then exits 1).
 std::unique_ptr<tsdb::DB> OpenStoreForCommand(const StorageConfig& config, Logger* log,
-                                              bool bulk_import = false);
+                                              StoreMode mode);
+
+// The data directory's writer lock for `command` ("serve", "tsdb import"): held until the
+// returned object is destroyed. Refused with "data directory DIR is in use by gpuwarden pid N
+// (serve)" when another process holds it.
+Expected<std::unique_ptr<tsdb::DirLock>> LockDataDir(const StorageConfig& config,
+                                                     const std::string& command);
 
 // The figures /metrics shows for the store and its recorder.
 collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder* recorder);

@@ -38,6 +38,8 @@ struct StoreFigures {
   bool present = false;  // false: no store (nothing rendered)
   double series = 0, samples_appended = 0, out_of_order = 0, bytes_on_disk = 0, wal_bytes = 0;
   double wal_corruptions = 0, chunk_corruptions = 0, chunks_persisted = 0;
+  double wal_write_failures = 0, wal_writes_failing = 0, wal_pending_bytes = 0;
+  double wal_dropped_samples = 0, flush_failures = 0;
   double last_flush_seconds = 0;
   double compactions = 0, blocks_written = 0, compaction_seconds = 0, last_compaction_seconds = 0;
   double selects = 0, select_seconds = 0, block_cache_hits = 0, block_cache_misses = 0;

@@ -147,15 +147,22 @@ struct DB::BlockCache {
 };
 
 DB::DB(const DBOptions& options)
-    : options_(options), head_(options.head), cache_(std::make_unique<BlockCache>()) {
+    : options_(options),
+      head_(options.head),
+      wal_log_(std::make_unique<FailureLog>(
+          "tsdb: WAL write",
+          "the samples stay in memory (queries see them) and are written at the next WAL write "
+          "or flush that works",
+          options.failure_summary_interval_s, options.logger)),
+      flush_log_(std::make_unique<FailureLog>("tsdb: flush to " + options.dir + "/" + kDbFile,
+                                              "the data stays in memory and in the WAL",
+                                              options.failure_summary_interval_s, options.logger)),
+      cache_(std::make_unique<BlockCache>()) {
   cache_->limit = options.block_cache_bytes;
 }
 
 DB::~DB() {
-  if (wal_) {
-    Status st = wal_->Commit();
-    if (!st.ok()) Warn(st.message());
-  }
+  if (wal_) (void)Commit();  // a failure is logged there
   sqlite3_finalize(select_chunks_);
   sqlite3_finalize(select_blocks_);
   sqlite3_close(sql_);
@@ -167,26 +174,60 @@ void DB::Warn(const std::string& message) const {
 
 Expected<std::unique_ptr<DB>> DB::Open(const DBOptions& options) {
   std::error_code ec;
-  fs::create_directories(options.dir, ec);
-  if (ec) return Error{"tsdb: cannot create " + options.dir + ": " + ec.message()};
-  std::unique_ptr<DB> db(new DB(options));
-  Status st = db->OpenSqlite();
-  if (st.ok()) st = db->LoadMeta();
-  if (st.ok()) st = db->LoadSeries();
-  WalReplayStats replay;
-  if (st.ok()) st = db->ReplayWal(&replay);
-  if (!st.ok()) return Error{st.message()};
-  db->wal_replayed_samples_ = replay.samples;
-  db->wal_corruptions_ = replay.corruptions;
-  db->out_of_order_at_open_ = db->head_.out_of_order();
-  return db;
+  if (!options.read_only) {
+    fs::create_directories(options.dir, ec);
+    if (ec) return Error{"tsdb: cannot create " + options.dir + ": " + ec.message()};
+  }
+  const std::string sqlite_path = options.dir + "/" + kDbFile;
+  const bool had_sqlite = fs::exists(sqlite_path, ec);
+  // A reader beside a live writer: a checkpoint may delete a WAL segment between reading SQLite
+  // and reading that segment. Then its samples are in SQLite, but the series it named may not
+  // have been when SQLite was read: read again (a checkpoint takes well under a second and comes
+  // every flush interval, so a second pass all but always sees a quiet directory).
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<DB> db(new DB(options));
+    Status st = db->OpenSqlite();
+    if (st.ok()) st = db->LoadMeta();
+    if (st.ok()) st = db->LoadSeries();
+    WalReplayStats replay;
+    bool vanished = false;
+    if (st.ok()) st = db->ReplayWal(&replay, &vanished);
+    if (!st.ok()) return Error{st.message()};
+    if (vanished && attempt < 4) continue;
+    db->wal_replayed_samples_ = replay.samples;
+    db->wal_corruptions_ = replay.corruptions;
+    db->wal_skipped_bytes_ = replay.skipped_bytes;
+    db->out_of_order_at_open_ = db->head_.out_of_order();
+    if (db->wal_orphan_samples_ > 0)
+      db->Warn("tsdb: wal replay: " + std::to_string(db->wal_orphan_samples_) +
+               " samples belong to series that neither the WAL nor " + sqlite_path +
+               " names (their series records were lost); dropped");
+    if (!had_sqlite && replay.records > 0 && !options.read_only) {
+      // Say what happened: the WAL is kept and goes into the new database at the next flush.
+      db->Warn("tsdb: " + sqlite_path + " was missing; created a new, empty one and replayed " +
+               std::to_string(replay.samples) + " samples of " +
+               std::to_string(db->unpersisted_series_.size()) + " series from the WAL (" +
+               std::to_string(replay.segments) +
+               " segments) into it; they are written to it at the next flush. Data flushed "
+               "before the database was lost is gone");
+    }
+    return db;
+  }
 }
 
 Status DB::OpenSqlite() {
   const std::string path = options_.dir + "/" + kDbFile;
-  if (sqlite3_open_v2(path.c_str(), &sql_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK)
+  // Read-only: the database as it is; none (nothing written yet) reads as an empty one in
+  // memory, so that the WAL alone can still be read.
+  bool in_memory = false;
+  if (options_.read_only) {
+    std::error_code ec;
+    in_memory = !fs::exists(path, ec);
+  }
+  const int flags = options_.read_only && !in_memory
+                        ? SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX
+                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+  if (sqlite3_open_v2(in_memory ? ":memory:" : path.c_str(), &sql_, flags, nullptr) != SQLITE_OK)
     return Error{"tsdb: cannot open " + path + ": " + sqlite3_errmsg(sql_)};
   sqlite3_busy_timeout(sql_, 5000);
   auto exec = [&](const char* sql) -> Status {
@@ -197,7 +238,10 @@ Status DB::OpenSqlite() {
     return Error{"tsdb: " + path + ": " + msg};
   };
   // page_size and auto_vacuum only take effect on a new database.
-  if (Status st = exec(kPreSchema); !st.ok()) return st;
+  const bool writable = !options_.read_only || in_memory;
+  if (writable) {
+    if (Status st = exec(kPreSchema); !st.ok()) return st;
+  }
   {
     // Refuse other format versions before touching the schema.
     Stmt q(sql_, "SELECT value FROM meta WHERE key = 'format_version'");
@@ -210,7 +254,9 @@ Status DB::OpenSqlite() {
                      " only (no migration: move the data directory away and start afresh)"};
     }
   }
-  if (Status st = exec(kSchema); !st.ok()) return st;
+  if (writable) {
+    if (Status st = exec(kSchema); !st.ok()) return st;
+  }
   if (sqlite3_prepare_v2(sql_,
                          "SELECT crc32, data FROM chunks WHERE series_id = ? AND maxt >= ? "
                          "AND mint <= ? ORDER BY mint",
@@ -225,11 +271,14 @@ Status DB::OpenSqlite() {
 
 Status DB::LoadMeta() {
   // The block range is fixed at creation: block ids depend on it.
-  Stmt ins(sql_, "INSERT OR IGNORE INTO meta(key, value) VALUES('block_range_ms', ?)");
-  if (!ins.ok()) return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
-  sqlite3_bind_int64(ins.get(), 1, std::max<int64_t>(options_.block_range_ms, 60'000));
-  if (sqlite3_step(ins.get()) != SQLITE_DONE)
-    return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
+  block_range_ms_ = std::max<int64_t>(options_.block_range_ms, 60'000);
+  if (sqlite3_db_readonly(sql_, "main") != 1) {
+    Stmt ins(sql_, "INSERT OR IGNORE INTO meta(key, value) VALUES('block_range_ms', ?)");
+    if (!ins.ok()) return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
+    sqlite3_bind_int64(ins.get(), 1, block_range_ms_);
+    if (sqlite3_step(ins.get()) != SQLITE_DONE)
+      return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
+  }
   Stmt q(sql_, "SELECT key, CAST(value AS INTEGER) FROM meta");
   if (!q.ok()) return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
   while (sqlite3_step(q.get()) == SQLITE_ROW) {
@@ -277,9 +326,9 @@ Status DB::LoadSeries() {
   return Status::Ok();
 }
 
-Status DB::ReplayWal(WalReplayStats* replay) {
+Status DB::ReplayWal(WalReplayStats* replay, bool* vanished) {
   auto on_series = [this](SeriesRef ref, const Labels& labels) {
-    if (head_.LabelsOf(ref) == labels) return;  // already loaded from SQLite
+    if (head_.LabelsOf(ref) == labels) return;  // already loaded (SQLite, or an earlier record)
     Status st = head_.AddSeries(ref, labels);
     if (st.ok())
       unpersisted_series_.push_back(ref);
@@ -287,12 +336,19 @@ Status DB::ReplayWal(WalReplayStats* replay) {
       Warn("tsdb: wal replay: " + st.message());
   };
   // Samples already persisted come back as out-of-order and are skipped.
-  auto on_sample = [this](SeriesRef ref, int64_t t, double v) { (void)head_.Append(ref, t, v); };
+  auto on_sample = [this](SeriesRef ref, int64_t t, double v) {
+    if (!head_.Append(ref, t, v).ok() && head_.LabelsOf(ref).empty()) ++wal_orphan_samples_;
+  };
+  const std::string dir = options_.dir + "/wal";
+  if (options_.read_only)
+    return Wal::Replay(dir, options_.logger, on_series, on_sample, replay, vanished);
   WalOptions wo;
-  wo.dir = options_.dir + "/wal";
+  wo.dir = dir;
   wo.segment_bytes = options_.wal_segment_bytes;
   wo.sync = options_.wal_sync;
   wo.sync_interval_s = options_.wal_sync_interval_s;
+  wo.max_pending_bytes = options_.wal_max_pending_bytes;
+  wo.files = options_.wal_files;
   auto wal = Wal::Open(wo, options_.logger, on_series, on_sample, replay);
   if (!wal.ok()) return Error{wal.error().message};
   wal_ = std::move(wal).value();
@@ -303,15 +359,32 @@ Expected<SeriesRef> DB::GetRef(const Labels& labels) {
   bool created = false;
   auto ref = head_.GetOrCreate(labels, &created);
   if (ref.ok() && created) {
-    if (options_.write_wal) wal_->AddSeries(*ref, labels);
+    LogSeries(*ref, &labels);
     unpersisted_series_.push_back(*ref);
   }
   return ref;
 }
 
+void DB::LogSeries(SeriesRef ref, const Labels* labels) {
+  if (!options_.write_wal || !wal_) return;
+  if (ref >= wal_series_gen_.size()) wal_series_gen_.resize(ref + 1 + ref / 4, 0);
+  const uint64_t generation = wal_->generation();
+  if (wal_series_gen_[ref] == generation) return;
+  wal_series_gen_[ref] = generation;
+  if (labels != nullptr) {
+    wal_->AddSeries(ref, *labels);
+  } else {
+    wal_->AddSeries(ref, head_.LabelsOf(ref));
+  }
+}
+
 Status DB::Append(SeriesRef ref, int64_t t_ms, double v) {
   Status st = head_.Append(ref, t_ms, v);
-  if (st.ok() && options_.write_wal) wal_->AddSample(ref, t_ms, v);
+  if (st.ok() && options_.write_wal && wal_) {
+    if (ref >= wal_series_gen_.size() || wal_series_gen_[ref] != wal_->generation())
+      LogSeries(ref, nullptr);
+    wal_->AddSample(ref, t_ms, v);
+  }
   return st;
 }
 
@@ -322,7 +395,18 @@ Status DB::Append(const Labels& labels, int64_t t_ms, double v) {
 }
 
 Status DB::Commit() {
-  return wal_->Commit();
+  if (!wal_) return Error{"tsdb: " + options_.dir + " is open read-only"};
+  const bool writes = wal_->has_buffered();
+  Status st = wal_->Commit();
+  const auto now = std::chrono::steady_clock::now();
+  if (st.ok()) {
+    if (writes) wal_log_->Succeeded(now);
+  } else {
+    wal_log_->Failed(st.message(), now);
+  }
+  wal_pending_bytes_ = wal_->pending_bytes();
+  wal_dropped_samples_ = wal_->dropped_samples();
+  return st;
 }
 
 // One series' work in a compaction: the fresh samples (from the head) plus, filled in by
@@ -343,8 +427,9 @@ struct DB::BlockJob {
 
 Status DB::Flush() {
   const auto start = std::chrono::steady_clock::now();
-  Status st = Commit();
-  if (!st.ok()) return st;
+  if (!wal_) return Error{"tsdb: " + options_.dir + " is open read-only"};
+  // A failed WAL write (logged there) does not stop the flush: SQLite makes the data durable.
+  (void)Commit();
   auto collected = head_.CutAndCollect(/*cut_open=*/true);
   uint64_t written = 0;
   std::vector<BlockJob> jobs;
@@ -435,8 +520,10 @@ Status DB::Flush() {
     if (!ok || !exec("COMMIT")) {
       std::string msg = error.empty() ? sqlite3_errmsg(sql_) : error;
       exec("ROLLBACK");
+      flush_log_->Failed(msg, std::chrono::steady_clock::now());
       return Error{"tsdb: flush: " + msg};
     }
+    flush_log_->Succeeded(std::chrono::steady_clock::now());
     // Fold SQLite's own journal into the database file and truncate it, so the data is not on
     // disk twice between SQLite's automatic checkpoints; return pages freed by compaction to
     // the file system. Failure here loses nothing.
@@ -448,7 +535,10 @@ Status DB::Flush() {
   for (const auto& [ref, chunks] : collected) head_.DropPersisted(ref, chunks.size());
   unpersisted_series_.clear();
   chunks_persisted_ += written;
-  st = wal_->Checkpoint();
+  // Everything appended so far is in SQLite: the WAL (and any records it kept after failed
+  // writes) is no longer needed.
+  Status st = wal_->Checkpoint();
+  wal_pending_bytes_ = wal_->pending_bytes();
   last_flush_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return st;
@@ -456,6 +546,7 @@ Status DB::Flush() {
 
 Status DB::Compact() {
   const auto start = std::chrono::steady_clock::now();
+  if (!wal_) return Error{"tsdb: " + options_.dir + " is open read-only"};
   std::lock_guard lock(sql_mu_);
   std::vector<BlockJob> jobs;
   {
@@ -658,6 +749,7 @@ bool DB::InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<Encoded
 }
 
 Status DB::ApplyRetention(int64_t now_ms) {
+  if (!wal_) return Error{"tsdb: " + options_.dir + " is open read-only"};
   std::lock_guard lock(sql_mu_);
   const int64_t raw_cutoff = now_ms - options_.retention_ms;
   const int64_t rollup_cutoff = now_ms - options_.rollup_retention_ms;
@@ -1054,9 +1146,16 @@ DBStats DB::stats() const {
   s.out_of_order = head_.out_of_order() - out_of_order_at_open_;
   s.wal_replayed_samples = wal_replayed_samples_;
   s.wal_corruptions = wal_corruptions_;
+  s.wal_skipped_bytes = wal_skipped_bytes_;
+  s.wal_orphan_samples = wal_orphan_samples_;
+  s.wal_write_failures = wal_log_->failures();
+  s.wal_writes_failing = wal_log_->failing();
+  s.wal_pending_bytes = wal_pending_bytes_.load();
+  s.wal_dropped_samples = wal_dropped_samples_.load();
+  s.flush_failures = flush_log_->failures();
   s.chunk_corruptions = chunk_corruptions_.load();
   s.chunks_persisted = chunks_persisted_.load();
-  s.wal_bytes = wal_->size_bytes();
+  s.wal_bytes = wal_ ? wal_->size_bytes() : 0;
   const std::string db = options_.dir + "/" + kDbFile;
   s.sqlite_bytes = FileSize(db) + FileSize(db + "-wal");  // -shm is SQLite's in-memory index
   s.bytes_on_disk = s.wal_bytes + s.sqlite_bytes;

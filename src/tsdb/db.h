@@ -31,6 +31,7 @@
 #define GPUWARDEN_TSDB_DB_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "tsdb/failure_log.h"
 #include "tsdb/head.h"
 #include "tsdb/rollup.h"
 #include "tsdb/storage.h"
@@ -67,6 +69,15 @@ struct DBOptions {
   // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
   // Flush loses the import, never older data.
   bool write_wal = true;
+  // Readers beside a live writer (`gpuwarden query`, `tsdb export`, `diagnose`, `report`): SQLite
+  // opened read-only, the WAL replayed without being changed (no new segment, no truncation),
+  // nothing created (a directory without tsdb.sqlite reads as the WAL alone). Writer methods
+  // fail, except GetRef/Append, which change only this process' memory.
+  bool read_only = false;
+  // Write failures (docs/tsdb-format.md, "Write failures").
+  uint64_t wal_max_pending_bytes = 64ULL << 20;  // WAL records kept in memory for a retry
+  double failure_summary_interval_s = 60;        // one log line per interval while writes fail
+  WalFiles* wal_files = nullptr;                 // tests: injected write failures
 };
 
 struct DBStats {
@@ -74,7 +85,14 @@ struct DBStats {
   uint64_t samples_appended = 0;      // accepted since open (WAL replay included)
   uint64_t out_of_order = 0;          // rejected by Append since open (replay excluded)
   uint64_t wal_replayed_samples = 0;  // read back from the WAL at open
-  uint64_t wal_corruptions = 0;       // torn/bad WAL segment tails found at open
+  uint64_t wal_corruptions = 0;       // torn/damaged WAL stretches found at open
+  uint64_t wal_skipped_bytes = 0;     // bytes in them (skipped or cut off)
+  uint64_t wal_orphan_samples = 0;    // replayed samples of series no record names (dropped)
+  uint64_t wal_write_failures = 0;    // Commits whose WAL write failed since open
+  bool wal_writes_failing = false;    // the last WAL write failed
+  uint64_t wal_pending_bytes = 0;     // records kept in memory for a retry
+  uint64_t wal_dropped_samples = 0;   // samples left out of the WAL (retry buffer full)
+  uint64_t flush_failures = 0;        // Flushes that failed since open
   uint64_t chunk_corruptions = 0;     // persisted chunks that failed their checksum or decode
   uint64_t chunks_persisted = 0;      // chunks written to SQLite since open
   uint64_t wal_bytes = 0;
@@ -116,12 +134,16 @@ class DB {
   // Appends the stale marker (StaleNaN) — the series has disappeared at t_ms.
   Status MarkStale(SeriesRef ref, int64_t t_ms) { return Append(ref, t_ms, StaleNaN()); }
   // Writes the batch appended since the last Commit to the WAL (one write). After it returns OK,
-  // the batch survives kill -9 (see wal.h for fsync).
+  // the batch survives kill -9 (see wal.h for fsync). When the write fails the batch stays in
+  // memory (and visible) and is written by the next Commit that works, or persisted by the next
+  // Flush; the failure is logged at most once per failure_summary_interval_s and counted in
+  // stats(), so callers need not log it again.
   Status Commit();
   // Commits, encodes every open chunk, writes all in-memory chunks, their 5-minute rollups and
   // new series to SQLite in one transaction, then drops the chunks from memory and deletes the
   // WAL segments they came from. Call every few minutes (each Flush ends every open chunk, so
-  // much more often costs compression).
+  // much more often costs compression). A failing WAL write does not stop it (SQLite then makes
+  // the data durable); a failed Flush is logged like a failed Commit.
   Status Flush();
   // Re-encodes every series' chunk rows (left by a Flush without compact_on_flush) into blocks,
   // merged with the blocks already there, in one SQLite transaction.
@@ -161,7 +183,9 @@ class DB {
   explicit DB(const DBOptions& options);
   Status OpenSqlite();
   Status LoadSeries();
-  Status ReplayWal(WalReplayStats* replay);
+  Status ReplayWal(WalReplayStats* replay, bool* vanished);
+  // Buffers the series record of `ref` in the WAL unless the current segment generation has it.
+  void LogSeries(SeriesRef ref, const Labels* labels);
   void Warn(const std::string& message) const;
   bool InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<EncodedChunk>& chunks);
   struct BlockJob;
@@ -187,6 +211,14 @@ class DB {
   Head head_;
   std::unique_ptr<Wal> wal_;
   std::vector<SeriesRef> unpersisted_series_;  // writer only
+  // Per series: the WAL generation its series record was last buffered in (writer only). A new
+  // segment generation gets the record again before the series' first sample in it, so the
+  // segments since the last checkpoint name every series they hold (a lost tsdb.sqlite loses
+  // no WAL sample).
+  std::vector<uint64_t> wal_series_gen_;
+  std::unique_ptr<FailureLog> wal_log_, flush_log_;
+  std::atomic<uint64_t> wal_pending_bytes_{0}, wal_dropped_samples_{0};
+  uint64_t wal_skipped_bytes_ = 0, wal_orphan_samples_ = 0;
 
   mutable std::mutex sql_mu_;  // guards the connection and statements
   sqlite3* sql_ = nullptr;
