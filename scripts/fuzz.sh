@@ -36,12 +36,10 @@ else
   for f in tests/fuzz/corpus/*/; do targets+=("$(basename "$f")"); done
 fi
 
-# Longest input per target. PromQL and templates nest without limit today (issue 16 item 1):
-# inputs past a few thousand bytes can overflow the stack by design of the recursive parsers, so
-# the targets that reach them stay at 2048 bytes until depth limits land.
+# Longest input per target: enough for any nesting the depth limits allow (docs/limits.md:
+# 512 PromQL levels, 100 template levels) and for past them; binary formats get more room.
 max_len() {
   case "$1" in
-    promql_parse | promql_eval | rule_file | template | config) echo 2048 ;;
     wal | chunks) echo 65536 ;;
     *) echo 16384 ;;
   esac

@@ -6,7 +6,8 @@ configuration examples in docs/, and a few hand-written pages and requests. The 
 with the store's own encoders (built by scripts/fuzz.sh; skipped with a note when missing).
 
 Run from anywhere: python3 tests/fuzz/make_seeds.py. It replaces the corpus directories, so the
-result depends only on the repo. Seeds stay under 2 KB where the target runs with -max_len 2048.
+result depends only on the repo. PromQL, rule and template seeds stay under 2 KB (one rule per
+seed), which keeps the corpus small and the fuzzer's inputs short to start with.
 """
 import glob
 import hashlib
@@ -20,7 +21,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
-SHORT = 2048  # targets that parse PromQL or templates run with -max_len 2048 (scripts/fuzz.sh)
+SHORT = 2048  # the longest PromQL, rule or template seed
 
 
 def read(path):
@@ -93,7 +94,7 @@ def main():
     for i, e in enumerate(exprs):
         c.add(bytes([[112, 80, 40, 200][i % 4]]) + e.encode())
 
-    # rule_file: one group with one rule per seed (whole files are too long for -max_len 2048).
+    # rule_file: one group with one rule per seed (whole files would make long, slow seeds).
     c = Corpus("rule_file", SHORT)
     for group, rule in rules():
         doc = {"groups": [{k: v for k, v in group.items() if k != "rules"}]}
