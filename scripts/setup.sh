@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   g++ cmake ninja-build ccache pkg-config git clang-format
+  # libFuzzer targets (scripts/fuzz.sh): clang 14 and its sanitizer/fuzzer runtimes
+  clang libclang-rt-14-dev
   # libraries
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev

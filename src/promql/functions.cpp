@@ -322,8 +322,12 @@ struct Civil {
   int month, day, hour, minute, weekday;
 };
 Civil ToCivil(int64_t secs) {
-  int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
-  int64_t sod = secs - days * 86400;
+  // Floor division without negating `secs` (which overflows for math.MinInt64).
+  int64_t days = secs / 86400, sod = secs % 86400;
+  if (sod < 0) {
+    --days;
+    sod += 86400;
+  }
   Civil c{};
   c.hour = static_cast<int>(sod / 3600);
   c.minute = static_cast<int>(sod % 3600 / 60);
@@ -349,7 +353,7 @@ int DaysInMonth(int64_t year, int month) {
 template <class F>
 EvalValue DateFn(Evaluator& ev, const Call& c, int64_t t, F f) {
   if (c.args.empty()) return FromVector({Element{{}, f(ToCivil(t / 1000)), 0}});
-  return Simple(ev, c, t, [&f](double x) { return f(ToCivil(static_cast<int64_t>(x))); });
+  return Simple(ev, c, t, [&f](double x) { return f(ToCivil(GoInt64(x))); });
 }
 
 #define GW_MATH(name, expr)                                                            \

@@ -2,6 +2,8 @@
 #ifndef GPUWARDEN_PROMQL_FUNCTIONS_H_
 #define GPUWARDEN_PROMQL_FUNCTIONS_H_
 
+#include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -24,6 +26,13 @@ struct FunctionInfo {
 
 // nullptr if there is no such function.
 const FunctionInfo* LookupFunction(std::string_view name);
+
+// Go's int64(x) as Prometheus gets it on amd64: NaN and values outside int64's range become
+// math.MinInt64 (in C++ that conversion is undefined behaviour).
+inline int64_t GoInt64(double x) {
+  if (x >= -9.223372036854775808e18 && x < 9.223372036854775808e18) return static_cast<int64_t>(x);
+  return std::numeric_limits<int64_t>::min();
+}
 
 }  // namespace gw::promql
 

@@ -107,8 +107,9 @@ bool ParsePromDuration(std::string_view text, int64_t* ms) {
   // A bare number is seconds (Prometheus accepts "[300]" style only as a float duration).
   bool all_digits = text.find_first_not_of("0123456789.") == std::string_view::npos;
   if (all_digits) {
-    double secs = std::strtod(std::string(text).c_str(), nullptr);
-    *ms = static_cast<int64_t>(std::llround(secs * 1000));
+    const double v = std::strtod(std::string(text).c_str(), nullptr) * 1000;
+    if (!(v < 9.2e18)) return false;  // beyond int64 milliseconds (about 292 million years)
+    *ms = static_cast<int64_t>(std::llround(v));
     return true;
   }
   size_t i = 0, next_unit = 0;
@@ -124,7 +125,11 @@ bool ParsePromDuration(std::string_view text, int64_t* ms) {
     size_t u = next_unit;
     while (u < std::size(kUnits) && unit != kUnits[u].first) ++u;
     if (u == std::size(kUnits)) return false;  // unknown or out of order
-    total += n * kUnits[u].second;
+    int64_t part = 0;
+    if (__builtin_mul_overflow(n, kUnits[u].second, &part) ||
+        __builtin_add_overflow(total, part, &total)) {
+      return false;  // beyond int64 milliseconds
+    }
     next_unit = u + 1;
   }
   *ms = total;

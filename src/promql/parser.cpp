@@ -406,8 +406,9 @@ class Parser {
     }
     Advance();
     v *= sign;
-    if (std::isinf(v) || std::isnan(v) || v >= 9.223372036854775807e18 ||
-        v <= -9.223372036854775808e18) {
+    // Prometheus checks int64 seconds; the time is kept in int64 milliseconds, so beyond
+    // ±9.2e15 s (292,000 years) it is refused with the same message instead of overflowing.
+    if (std::isinf(v) || std::isnan(v) || v >= 9.223372036854775e15 || v <= -9.223372036854775e15) {
       char buf[400];
       std::snprintf(buf, sizeof buf, "%f", v);
       std::string text = std::isnan(v) ? "NaN" : std::isinf(v) ? (v > 0 ? "+Inf" : "-Inf") : buf;

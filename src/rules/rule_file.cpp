@@ -47,6 +47,19 @@ class FileParser {
     if (root.IsNull()) return file;
     if (!root.IsMap())
       return Error{path_ + ":" + Pos(root) + ": yaml: expected a mapping with 'groups'"};
+    // A key that is not a string (a mapping or a list as key) makes yaml-cpp throw while the
+    // file is walked; that is an error in the file, never a crash of `rules check` or `serve`.
+    try {
+      return Walk(root, &file);
+    } catch (const YAML::Exception& e) {
+      return Error{path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
+                   std::to_string(e.mark.column + 1) + ": yaml: " + e.msg};
+    }
+  }
+
+ private:
+  Expected<RuleFile> Walk(const YAML::Node& root, RuleFile* out) {
+    RuleFile& file = *out;
     for (const auto& item : root) {
       std::string key = item.first.as<std::string>();
       if (key != "groups")
@@ -69,7 +82,6 @@ class FileParser {
     return file;
   }
 
- private:
   void Add(const YAML::Node& at, const std::string& msg) {
     errors_.push_back(path_ + ":" + Pos(at) + ": " + msg);
   }

@@ -432,18 +432,28 @@ std::string GoSprintf(const std::string& format, const std::vector<Value>& args)
     }
     (void)space;
     int width = -1, prec = -1;
+    // Go's fmt refuses widths and precisions beyond 1e6 (tooLarge): from an argument they are
+    // ignored; written in the format, the rest of the format is dropped (then "%!(NOVERB)").
+    constexpr int kTooLarge = 1000000;
     auto number = [&](int* out_n) {
       if (i < format.size() && format[i] == '*') {
         ++i;
-        if (argi < args.size() && args[argi].kind == Value::kInt)
+        if (argi < args.size() && args[argi].kind == Value::kInt && args[argi].i <= kTooLarge &&
+            args[argi].i >= -kTooLarge)
           *out_n = static_cast<int>(args[argi].i);
         ++argi;
         return;
       }
       if (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
         *out_n = 0;
-        while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])))
+        while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
+          if (*out_n > kTooLarge) {
+            *out_n = -1;
+            i = format.size();
+            return;
+          }
           *out_n = *out_n * 10 + (format[i++] - '0');
+        }
       }
     };
     number(&width);

@@ -14,6 +14,15 @@ namespace {
 
 enum ContainerKind : char { kPlain = 1, kZstd = 2 };
 
+// True when `frame` can be a zstd frame of `plain_size` bytes: its header declares that size
+// (ZSTD_compress always writes it) and it is not more than zstd can expand (a 4-byte RLE block
+// per 128 KiB block: 32768-fold). Checked before the output buffer is allocated, so a damaged
+// length costs nothing instead of gigabytes.
+bool PlausibleZstd(std::string_view frame, uint64_t plain_size) {
+  return plain_size <= (1ULL << 31) && plain_size / 32768 <= frame.size() &&
+         ZSTD_getFrameContentSize(frame.data(), frame.size()) == plain_size;
+}
+
 // Frames `parts` as uvarint k, k × (uvarint length, bytes), then picks plain or zstd.
 std::string Pack(const std::vector<std::string>& parts, int zstd_level) {
   std::string plain;
@@ -46,7 +55,7 @@ Status Unpack(std::string_view in, std::string* storage, std::vector<std::string
   if (kind == kZstd) {
     uint64_t plain_size;
     // A block is at most a few MB; refuse absurd sizes rather than allocate them.
-    if (!GetUvarint(&in, &plain_size) || plain_size > (1ULL << 31))
+    if (!GetUvarint(&in, &plain_size) || !PlausibleZstd(in, plain_size))
       return Error{"block: bad length"};
     storage->resize(plain_size);
     const size_t n = ZSTD_decompress(storage->data(), storage->size(), in.data(), in.size());
@@ -104,7 +113,7 @@ bool GetSection(std::string_view* in, std::string* raw) {
   if (kind == 0) return GetString(in, raw);
   uint64_t raw_len, len;
   if (kind != 1 || !GetUvarint(in, &raw_len) || !GetUvarint(in, &len) || len > in->size() ||
-      raw_len > (1ULL << 31))
+      !PlausibleZstd(in->substr(0, len), raw_len))
     return false;
   raw->resize(raw_len);
   const size_t n = ZSTD_decompress(raw->data(), raw->size(), in->data(), len);

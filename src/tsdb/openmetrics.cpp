@@ -142,10 +142,11 @@ Status ParseText(std::string_view text, const std::string& file_label, const Tex
       size_t exemplar = ts.find(" #");
       if (exemplar != std::string_view::npos) ts = ts.substr(0, exemplar);
       double t = 0;
-      if (!ParseNumber(ts, &t) || !std::isfinite(t))
+      const double ms = ParseNumber(ts, &t) ? (options.timestamps_in_seconds ? t * 1000 : t) : NAN;
+      // Beyond int64 milliseconds (±292 million years) too: refused, never wrapped.
+      if (!(std::fabs(ms) < 9.2e18))
         return Error{where() + "invalid timestamp '" + std::string(ts) + "'"};
-      t_ms = options.timestamps_in_seconds ? static_cast<int64_t>(std::llround(t * 1000))
-                                           : static_cast<int64_t>(t);
+      t_ms = static_cast<int64_t>(options.timestamps_in_seconds ? std::round(ms) : ms);
     }
     if (Status s = sink(series, t_ms, v); !s.ok()) return Error{where() + s.message()};
   }

@@ -329,6 +329,40 @@ TEST_F(EngineTest, RandomQueriesEvaluateOrFailCleanly) {
   EXPECT_GT(evaluated, 200);
 }
 
+// Found by tests/fuzz (promql_eval): float-to-int64 conversions of values out of int64's range
+// were undefined behaviour (UBSan: "1.7e+70 is outside the range of representable values").
+// They now follow Go on amd64, as Prometheus computes them: NaN and out-of-range values become
+// math.MinInt64, whose date is far in the past; nothing else changes.
+TEST_F(EngineTest, DateFunctionsOfHugeValuesAreMinInt64) {
+  for (const char* fn :
+       {"year", "month", "day_of_month", "day_of_week", "hour", "minute", "days_in_month"}) {
+    const std::string min = std::string(fn) + "(vector(-9223372036854775808))";
+    const double expected = One(min, 0);
+    EXPECT_FALSE(std::isnan(expected)) << min;
+    for (const char* v : {"1e70", "-1e70", "NaN", "Inf", "-Inf", "9223372036854775808"}) {
+      const std::string q = std::string(fn) + "(vector(" + v + "))";
+      EXPECT_EQ(One(q, 0), expected) << q;
+    }
+  }
+  EXPECT_EQ(One("year(vector(0))", 0), 1970);
+  EXPECT_EQ(One("year(vector(-1))", 0), 1969);
+  EXPECT_EQ(One("hour(vector(-1))", 0), 23);
+}
+
+// `@ T` with T * 1000 beyond int64 milliseconds overflowed the same way; it is refused with
+// Prometheus' message for timestamps beyond int64 seconds.
+TEST_F(EngineTest, AtModifierBeyondInt64MillisecondsIsRefused) {
+  Add(L({{"__name__", "x"}}), 0, 1);
+  for (const char* q : {"x @ 100000000000000000", "x @ -100000000000000000"}) {
+    QueryResult r = engine_.Instant(q_, q, 0);
+    ASSERT_FALSE(r.ok()) << q;
+    EXPECT_EQ(r.error().kind, QueryError::Kind::kBadData);
+    EXPECT_NE(r.error().message.find("timestamp out of bounds for @ modifier"), std::string::npos)
+        << r.error().message;
+  }
+  EXPECT_EQ(One("x @ 0", 0), 1);
+}
+
 // Expressions at the depth limit evaluate (the evaluator recurses once per level, so this runs
 // the deepest stack a query can reach); deeper ones are bad_data, never a crash.
 TEST_F(EngineTest, DeepExpressionsEvaluateToTheLimitAndFailPastIt) {

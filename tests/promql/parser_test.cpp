@@ -185,6 +185,14 @@ TEST(ParserTest, Durations) {
   EXPECT_FALSE(ParsePromDuration("1m1h", &ms));
   EXPECT_FALSE(ParsePromDuration("", &ms));
   EXPECT_EQ(FormatPromDuration(0), "0s");
+  // Beyond int64 milliseconds: refused, never wrapped (found by tests/fuzz/promql_parse).
+  EXPECT_TRUE(ParsePromDuration("292y", &ms));
+  EXPECT_FALSE(ParsePromDuration("292471209y", &ms));
+  EXPECT_FALSE(ParsePromDuration("99999999999999999999999y", &ms));
+  EXPECT_FALSE(ParsePromDuration("292471208y52w", &ms));
+  EXPECT_FALSE(ParsePromDuration("333333333333333333333333.7", &ms));
+  EXPECT_EQ(Canonical("x[292471209y]"),
+            "ERROR: 1:3: parse error: not a valid duration string: \"292471209y\"");
   EXPECT_EQ(FormatPromDuration(90061001), "1d1h1m1s1ms");
   EXPECT_EQ(FormatPromDuration(14 * 86400000LL), "2w");
   EXPECT_EQ(FormatPromDuration(15 * 86400000LL), "15d");

@@ -85,5 +85,22 @@ TEST(RuleFile, MissingFile) {
   EXPECT_NE(r.error().message.find("/nonexistent/rules.yml"), std::string::npos);
 }
 
+// Found by tests/fuzz (rule_file): a key that is a mapping or a list made yaml-cpp throw out of
+// ParseRuleText, so `rules check` and `serve` (at start and on reload) died in std::terminate.
+// testdata/fuzz/nonstring_key.yml is the fuzzer's input as it found it.
+TEST(RuleFile, NonStringKeysAreErrorsNotCrashes) {
+  for (const char* text : {"? {a: b}\n: c\n", "groups:\n  - ? [a]\n    : b\n",
+                           "groups:\n  - name: g\n    rules:\n      - ? {x: 1}\n        : y\n"}) {
+    auto r = ParseRuleText(text, "k.yml");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().message.rfind("k.yml:", 0), 0u) << r.error().message;
+  }
+  const std::string path =
+      std::string(GW_SOURCE_DIR) + "/tests/rules/testdata/fuzz/nonstring_key.yml";
+  auto r = ParseRuleFile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind(path + ":", 0), 0u) << r.error().message;
+}
+
 }  // namespace
 }  // namespace gw::rules

@@ -76,6 +76,11 @@ TEST(Template, ControlFlowAndFunctions) {
              "0.000001 1234567.5 3.14159 \"ab\" }}"),
       "3.14|42|str|1.5|\"q\"|ff|1e-06|1.234568e+06|  3.1|ab  |");
   EXPECT_EQ(Expand("{{ printf \"%d\" 1.5 }}|{{ printf \"%s\" }}"), "%!d(float64=1.5)|%!s(MISSING)");
+  // Found by tests/fuzz (template): a width past int's range overflowed (undefined behaviour;
+  // "%4294967296d" padded to width 0, longer ones to gigabytes). Go gives up past 1e6.
+  EXPECT_EQ(Expand("{{ printf \"%4294967296d|\" 1 }}"), "%!(NOVERB)%!(EXTRA int=1)");
+  EXPECT_EQ(Expand("{{ printf \"%.4294967296f\" 1.5 }}"), "%!(NOVERB)%!(EXTRA float64=1.5)");
+  EXPECT_EQ(Expand("{{ printf \"%3d|%-3d|\" 1 2 }}"), "  1|2  |");
   EXPECT_EQ(Expand("{{ toUpper \"abc\" }}|{{ title \"hello world\" }}|{{ reReplaceAll \"(a+)b\" "
                    "\"${1}X\" \"aab cab\" }}"),
             "ABC|Hello World|aaX caX");

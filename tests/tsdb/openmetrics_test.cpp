@@ -103,5 +103,24 @@ TEST(OpenMetrics, MutantsNeverCrash) {
   }
 }
 
+// Found by tests/fuzz (text_import): a timestamp beyond int64 milliseconds ("1700000015.e25")
+// was converted with undefined behaviour and imported at an arbitrary time. Now refused.
+TEST(OpenMetrics, TimestampsBeyondInt64MillisecondsAreRefused) {
+  for (bool seconds : {true, false}) {
+    TextOptions o;
+    o.timestamps_in_seconds = seconds;
+    for (const char* text : {"a 1 1700000015.e25\n", "a 1 -1e300\n", "a 1 9.3e18\n"}) {
+      Collected c;
+      Status s = ParseText(text, "t.om", o, c.Sink());
+      ASSERT_FALSE(s.ok()) << text;
+      EXPECT_NE(s.message().find("t.om:1: invalid timestamp"), std::string::npos) << s.message();
+      EXPECT_TRUE(c.samples.empty());
+    }
+    Collected c;
+    ASSERT_TRUE(ParseText("a 1 1700000015.25\n", "t.om", o, c.Sink()).ok());
+    EXPECT_EQ(std::get<1>(c.samples[0]), seconds ? 1700000015250 : 1700000015);
+  }
+}
+
 }  // namespace
 }  // namespace gw::tsdb

@@ -1,0 +1,55 @@
+// The decoders of what the store keeps in SQLite: chunks, compacted blocks (zstd) and rollups.
+// Byte 0 picks the decoder; the rest is the encoded form. Property: whatever a decoder accepts
+// encodes again into something that decodes to the same samples, bit for bit.
+#include <cstring>
+#include <vector>
+
+#include "fuzz_util.h"
+#include "tsdb/block.h"
+#include "tsdb/chunk.h"
+
+namespace {
+
+bool SameBits(const std::vector<gw::tsdb::Sample>& a, const std::vector<gw::tsdb::Sample>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].t_ms != b[i].t_ms || std::memcmp(&a[i].v, &b[i].v, sizeof(double)) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const std::string_view encoded = gw::fuzz::AsText(data + 1, size - 1);
+  std::vector<gw::tsdb::Sample> samples, again;
+  switch (data[0] % 3) {
+    case 0:
+      if (!gw::tsdb::DecodeChunk(encoded, &samples).ok()) return 0;
+      if (samples.size() > gw::tsdb::kMaxChunkSamples) gw::fuzz::Fail("chunk over the limit");
+      if (!gw::tsdb::DecodeChunk(gw::tsdb::EncodeChunk(samples), &again).ok() ||
+          !SameBits(samples, again)) {
+        gw::fuzz::Fail("chunk does not round-trip");
+      }
+      again.clear();
+      if (!gw::tsdb::DecodeChunk(gw::tsdb::EncodeXorChunk(samples), &again).ok() ||
+          !SameBits(samples, again)) {
+        gw::fuzz::Fail("XOR chunk does not round-trip");
+      }
+      break;
+    case 1:
+      if (!gw::tsdb::DecodeBlock(encoded, &samples).ok()) return 0;
+      if (!gw::tsdb::DecodeBlock(gw::tsdb::EncodeBlock(samples, 1), &again).ok() ||
+          !SameBits(samples, again)) {
+        gw::fuzz::Fail("block does not round-trip");
+      }
+      break;
+    default: {
+      std::vector<gw::tsdb::Rollup> rollups;
+      (void)gw::tsdb::DecodeRollups(encoded, &rollups);
+      break;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,49 @@
+# The libFuzzer build (GW_FUZZ=ON, build-fuzz/; scripts/fuzz.sh drives it, docs/fuzzing.md says
+# how). Included from the top-level CMakeLists.txt, which then stops: only the libraries the fuzz
+# targets link are configured, and every one of them is compiled with coverage instrumentation
+# (fuzzer-no-link) and ASan + UBSan, so libFuzzer sees the code under test, not just the harness.
+if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  message(FATAL_ERROR "GW_FUZZ needs clang (libFuzzer): configure with "
+                      "-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++")
+endif()
+
+add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                    -fno-sanitize-recover=all)
+add_link_options(-fsanitize=address,undefined)
+
+foreach(module base tsdb promql rules sim http web)
+  add_subdirectory(src/${module})
+endforeach()
+
+# The agent's configuration reader lives in gw_cli, which links the whole agent; the fuzz target
+# compiles just the files that parse the configuration.
+add_library(gw_fuzz_config STATIC src/cli/config.cpp src/cli/scrape_config.cpp
+            src/cli/diagnose_config.cpp src/cli/governance_config.cpp)
+target_include_directories(gw_fuzz_config PUBLIC ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp)
+
+add_custom_target(fuzz)
+# gw_fuzz_target(NAME LIBS...): tests/fuzz/NAME.cpp linked with libFuzzer's main as
+# build-fuzz/bin/fuzz_NAME; its seeds are tests/fuzz/corpus/NAME/.
+function(gw_fuzz_target name)
+  add_executable(fuzz_${name} ${PROJECT_SOURCE_DIR}/tests/fuzz/${name}.cpp)
+  target_link_libraries(fuzz_${name} PRIVATE ${ARGN})
+  target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
+  add_dependencies(fuzz fuzz_${name})
+endfunction()
+
+gw_fuzz_target(promql_parse gw_promql)
+gw_fuzz_target(promql_eval gw_promql gw_tsdb)
+gw_fuzz_target(rule_file gw_rules)
+gw_fuzz_target(template gw_rules)
+gw_fuzz_target(config gw_fuzz_config)
+gw_fuzz_target(web_config gw_http)
+gw_fuzz_target(scenario gw_sim_core)
+gw_fuzz_target(text_import gw_tsdb)
+gw_fuzz_target(wal gw_tsdb)
+gw_fuzz_target(chunks gw_tsdb)
+gw_fuzz_target(http_request gw_web gw_http)
+
+# The binary seeds (tests/fuzz/make_seeds.py runs it); not a fuzzer, not part of `fuzz`.
+add_executable(fuzz_binary_seeds ${PROJECT_SOURCE_DIR}/tests/fuzz/binary_seeds.cpp)
+target_link_libraries(fuzz_binary_seeds PRIVATE gw_tsdb)
