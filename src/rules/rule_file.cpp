@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/yaml_keys.h"
 #include "promql/parser.h"
 #include "rules/template.h"
 
@@ -43,6 +44,16 @@ class FileParser {
     } catch (const YAML::Exception& e) {
       return Error{path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                    std::to_string(e.mark.column + 1) + ": yaml: " + e.msg};
+    }
+    // Like promtool (go-yaml's strict decoding): a key given twice in one mapping is an error,
+    // every repetition listed, before anything else is checked.
+    if (std::vector<DuplicateYamlKey> dups = FindDuplicateYamlKeys(text); !dups.empty()) {
+      std::string msg;
+      for (const DuplicateYamlKey& d : dups)
+        msg += (msg.empty() ? "" : "\n") + path_ + ":" + std::to_string(d.line) + ":" +
+               std::to_string(d.column) + ": yaml: mapping key \"" + d.key +
+               "\" already defined at line " + std::to_string(d.first_line);
+      return Error{msg};
     }
     if (root.IsNull()) return file;
     if (!root.IsMap())
