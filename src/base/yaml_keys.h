@@ -35,6 +35,12 @@ class DuplicateFinder : public YAML::EventHandler {
  public:
   std::vector<DuplicateYamlKey> found;
   size_t limit = 1;
+  // Every mapping in document order (pre-order), with its keys and the nearest mapping around it.
+  struct Mapping {
+    int parent = -1;
+    std::vector<std::pair<std::string, int>> keys;  // scalar keys with their 1-based lines
+  };
+  std::vector<Mapping> mappings;
 
   void OnDocumentStart(const YAML::Mark&) override { frames_.clear(); }
   void OnDocumentEnd() override {}
@@ -47,14 +53,20 @@ class DuplicateFinder : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
     Node(mark, nullptr);
+    const int around = frames_.empty() ? -1 : frames_.back().mapping;
     frames_.emplace_back();
+    frames_.back().mapping = around;
   }
   void OnSequenceEnd() override { Pop(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
     Node(mark, nullptr);
+    Mapping m;
+    m.parent = frames_.empty() ? -1 : frames_.back().mapping;
+    mappings.push_back(std::move(m));
     frames_.emplace_back();
     frames_.back().is_map = true;
+    frames_.back().mapping = static_cast<int>(mappings.size()) - 1;
   }
   void OnMapEnd() override { Pop(); }
 
@@ -62,6 +74,7 @@ class DuplicateFinder : public YAML::EventHandler {
   struct Frame {
     bool is_map = false;
     bool next_is_key = true;
+    int mapping = -1;                              // this mapping's index, or the one around
     std::map<std::string, int, std::less<>> keys;  // key -> 1-based line
   };
 
@@ -71,8 +84,10 @@ class DuplicateFinder : public YAML::EventHandler {
     Frame& f = frames_.back();
     const bool is_key = f.next_is_key;
     f.next_is_key = !f.next_is_key;
-    if (!is_key || scalar == nullptr || found.size() >= limit) return;  // complex keys: skipped
+    if (!is_key || scalar == nullptr) return;  // complex keys are not compared
     const int line = mark.line + 1;
+    mappings[static_cast<size_t>(f.mapping)].keys.emplace_back(*scalar, line);
+    if (found.size() >= limit) return;
     auto [it, inserted] = f.keys.emplace(*scalar, line);
     if (!inserted) found.push_back(DuplicateYamlKey{*scalar, line, mark.column + 1, it->second});
   }
@@ -100,6 +115,47 @@ inline std::vector<DuplicateYamlKey> FindDuplicateYamlKeys(std::string_view text
   } catch (const YAML::Exception&) {
   }
   return std::move(finder.found);
+}
+
+// go-yaml's strict decoding (what promtool uses), in its words and order: for each mapping in
+// document order, each pair of equal keys as "line J: mapping key \"k\" already defined at line
+// I" (I before J, ordered by I then J); a mapping with duplicates is not decoded further, so
+// nothing inside it is reported. At most `limit` lines.
+inline std::vector<std::string> GoYamlDuplicateKeyErrors(std::string_view text,
+                                                         size_t limit = 100) {
+  std::istringstream in{std::string(text)};
+  yaml_keys_detail::DuplicateFinder finder;
+  finder.limit = 0;
+  try {
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(finder)) {
+    }
+  } catch (const YAML::Exception&) {
+    return {};  // not YAML: the caller's load reports it
+  }
+  std::vector<std::string> out;
+  std::vector<char> pruned(finder.mappings.size(), 0);  // inside a mapping with duplicates
+  for (size_t m = 0; m < finder.mappings.size() && out.size() < limit; ++m) {
+    const auto& mapping = finder.mappings[m];
+    if (mapping.parent >= 0 && pruned[static_cast<size_t>(mapping.parent)]) {
+      pruned[m] = 1;
+      continue;
+    }
+    std::map<std::string_view, std::vector<size_t>> positions;
+    for (size_t i = 0; i < mapping.keys.size(); ++i) positions[mapping.keys[i].first].push_back(i);
+    for (size_t i = 0; i < mapping.keys.size() && out.size() < limit; ++i) {
+      const std::vector<size_t>& same = positions[mapping.keys[i].first];
+      for (size_t j : same) {
+        if (j <= i) continue;
+        pruned[m] = 1;
+        out.push_back("line " + std::to_string(mapping.keys[j].second) + ": mapping key \"" +
+                      mapping.keys[i].first + "\" already defined at line " +
+                      std::to_string(mapping.keys[i].second));
+        if (out.size() >= limit) break;
+      }
+    }
+  }
+  return out;
 }
 
 // The first key given twice in one mapping; nullopt if none.

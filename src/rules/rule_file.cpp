@@ -45,14 +45,11 @@ class FileParser {
       return Error{path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                    std::to_string(e.mark.column + 1) + ": yaml: " + e.msg};
     }
-    // Like promtool (go-yaml's strict decoding): a key given twice in one mapping is an error,
-    // every repetition listed, before anything else is checked.
-    if (std::vector<DuplicateYamlKey> dups = FindDuplicateYamlKeys(text); !dups.empty()) {
-      std::string msg;
-      for (const DuplicateYamlKey& d : dups)
-        msg += (msg.empty() ? "" : "\n") + path_ + ":" + std::to_string(d.line) + ":" +
-               std::to_string(d.column) + ": yaml: mapping key \"" + d.key +
-               "\" already defined at line " + std::to_string(d.first_line);
+    // Like promtool (go-yaml's strict decoding), in its words: a key given twice in one mapping
+    // is an error, every repetition listed, before anything else is checked.
+    if (std::vector<std::string> dups = GoYamlDuplicateKeyErrors(text); !dups.empty()) {
+      std::string msg = path_ + ": yaml: unmarshal errors:";
+      for (const std::string& d : dups) msg += "\n  " + d;
       return Error{msg};
     }
     if (root.IsNull()) return file;

@@ -111,23 +111,39 @@ TEST(DuplicateKeys, WebConfig) {
   EXPECT_NE(w.error().message.find("duplicate key \"cert_file\""), std::string::npos);
 }
 
-// promtool 2.42 (`promtool check rules`) refuses these with go-yaml's words, every repetition:
-//   r.yml: yaml: unmarshal errors:
-//     line 6: mapping key "expr" already defined at line 5
+// promtool 2.42 (`promtool check rules`) refuses these with go-yaml's words, every repetition,
+// and so does this (tests/rules/compat_test.cpp runs both on testdata/rules_duplicate_keys.yml).
 TEST(DuplicateKeys, RuleFileAsPromtool) {
+  // Two repetitions in one mapping: both, in go-yaml's order. The labels' repetition inside that
+  // mapping is not reported: go-yaml does not decode a mapping that has duplicates any further.
   auto r = rules::ParseRuleText(
       "groups:\n  - name: a\n    rules:\n      - alert: X\n        expr: up == 0\n"
-      "        expr: up == 1\n        labels:\n          severity: page\n"
-      "          severity: info\n",
+      "        for: 1m\n        expr: up == 1\n        for: 2m\n        labels:\n"
+      "          severity: page\n          severity: info\n",
       "r.yml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
-            "r.yml:6:9: yaml: mapping key \"expr\" already defined at line 5\n"
-            "r.yml:9:11: yaml: mapping key \"severity\" already defined at line 8");
+            "r.yml: yaml: unmarshal errors:\n"
+            "  line 7: mapping key \"expr\" already defined at line 5\n"
+            "  line 8: mapping key \"for\" already defined at line 6");
+  auto labels = rules::ParseRuleText(
+      "groups:\n  - name: a\n    rules:\n      - alert: X\n        expr: up == 0\n"
+      "        labels:\n          severity: page\n          severity: info\n",
+      "r.yml");
+  ASSERT_FALSE(labels.ok());
+  EXPECT_EQ(labels.error().message,
+            "r.yml: yaml: unmarshal errors:\n"
+            "  line 8: mapping key \"severity\" already defined at line 7");
+  // A key three times: every pair, ordered by the first of each pair.
+  EXPECT_EQ(GoYamlDuplicateKeyErrors("a: 1\nb: 1\na: 2\na: 3\n"),
+            (std::vector<std::string>{"line 3: mapping key \"a\" already defined at line 1",
+                                      "line 4: mapping key \"a\" already defined at line 1",
+                                      "line 4: mapping key \"a\" already defined at line 3"}));
   auto top = rules::ParseRuleText("groups: []\ngroups: []\n", "r.yml");
   ASSERT_FALSE(top.ok());
   EXPECT_EQ(top.error().message,
-            "r.yml:2:1: yaml: mapping key \"groups\" already defined at line 1");
+            "r.yml: yaml: unmarshal errors:\n  line 2: mapping key \"groups\" already defined at "
+            "line 1");
 }
 
 TEST(DuplicateKeys, RuleUnitTestFile) {
