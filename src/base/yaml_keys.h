@@ -100,18 +100,19 @@ class DuplicateFinder : public YAML::EventHandler {
 
 }  // namespace yaml_keys_detail
 
-// The keys given again in the same mapping, in document order (at most `limit`), over every
-// document in `text`. Text that is not YAML gives what was found before the error (the caller's
-// own load reports the error).
+// The keys given again in the same mapping, in document order (at most `limit`), in the first
+// document of `text` (the one YAML::Load reads). Text that is not YAML gives what was found
+// before the error (the caller's own load reports the error).
 inline std::vector<DuplicateYamlKey> FindDuplicateYamlKeys(std::string_view text,
                                                            size_t limit = 100) {
   std::istringstream in{std::string(text)};
   yaml_keys_detail::DuplicateFinder finder;
   finder.limit = limit;
   try {
+    // The first document only, as YAML::Load reads (after a document that loads, asking the
+    // parser for more can spin on some malformed tails).
     YAML::Parser parser(in);
-    while (finder.found.size() < limit && parser.HandleNextDocument(finder)) {
-    }
+    parser.HandleNextDocument(finder);
   } catch (const YAML::Exception&) {
   }
   return std::move(finder.found);
@@ -128,8 +129,7 @@ inline std::vector<std::string> GoYamlDuplicateKeyErrors(std::string_view text,
   finder.limit = 0;
   try {
     YAML::Parser parser(in);
-    while (parser.HandleNextDocument(finder)) {
-    }
+    parser.HandleNextDocument(finder);  // the first document, as YAML::Load
   } catch (const YAML::Exception&) {
     return {};  // not YAML: the caller's load reports it
   }
