@@ -37,7 +37,7 @@ std::string ScenarioArgument(const std::string& scenario) {
 Agent::Agent(const Config& config, Logger* logger) : config_(config), log_(logger) {}
 
 Agent::~Agent() {
-  Stop();
+  (void)Stop();
 }
 
 void Agent::Start(collect::Collector::PublishListener on_publish) {
@@ -63,6 +63,7 @@ void Agent::Start(collect::Collector::PublishListener on_publish) {
                                                 clock_mode, config_.simulate.speed);
         if (!s.ok()) nvml_error_ = s.message();
         options.stepped = clock_mode == 1;
+        options.sim_start_unix = config_.simulate.start_unix;
       }
       if (nvml_error_.empty()) {
         Status s = library_->Init();
@@ -76,10 +77,16 @@ void Agent::Start(collect::Collector::PublishListener on_publish) {
   collector_->Start();
 }
 
-void Agent::Stop() {
-  if (collector_) collector_->Stop();
+collect::Collector::StopOutcome Agent::Stop() {
+  if (collector_) stop_outcome_ = collector_->Stop();
   collector_.reset();
+  if (!stop_outcome_.clean()) {
+    // A thread left inside NVML may still read the library's function table when its call
+    // returns: the table stays (and the library stays loaded) until the process exits.
+    (void)library_.release();
+  }
   library_.reset();
+  return stop_outcome_;
 }
 
 }  // namespace gw::cli

@@ -28,7 +28,9 @@ class Agent {
   // Loads NVML and starts the collector. Never fails: see nvml_error(). `on_publish` (may be
   // null) gets every published snapshot on the collector's thread and must return at once.
   void Start(collect::Collector::PublishListener on_publish = nullptr);
-  void Stop();
+  // Stops the collector (bounded: see Collector::Stop) and says what it had to leave behind.
+  // Safe to call again (returns the same outcome).
+  collect::Collector::StopOutcome Stop();
 
   const std::string& nvml_error() const { return nvml_error_; }
   bool simulated() const { return simulated_; }
@@ -41,6 +43,7 @@ class Agent {
   std::unique_ptr<collect::Collector> collector_;
   std::string nvml_error_;
   bool simulated_ = false;
+  collect::Collector::StopOutcome stop_outcome_;
 };
 
 }  // namespace gw::cli

@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -80,7 +81,10 @@ int ListenPort(const std::string& listen) {
   return std::atoi(listen.c_str() + colon + 1);
 }
 
-int RunServe(const Config& config, const std::string& version, Logger* logger) {
+namespace {
+
+// `serve` until SIGINT/SIGTERM; the exit code.
+int Serve(const Config& config, const std::string& version, Logger* logger) {
   // SIGINT/SIGTERM stop, SIGHUP reloads the rules; all taken by sigwait below, so block them
   // before any thread starts.
   sigset_t signals;
@@ -123,6 +127,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   JobsService jobs(config, logger);  // the task layer: attribution, jobs, records
   // Its families go into the store too, before the rules run on each snapshot (task-layer rules).
   if (appender) jobs.RecordSeriesInto(appender.get());
+  const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
+  // A stepped simulator's time is not the wall clock: flush and retention follow it.
+  if (appender && stepped) appender->FollowDataClock();
   jobs.Start();
   scrape::Scraper scraper(config.scrape.targets, logger);  // business metrics (scrape.targets)
   // The platform layer: idle reclaim, pools, quotas, cost (after the task layer each cycle).
@@ -135,7 +142,6 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   ServiceCostService services(config, &scraper, appender.get(), logger);
   // A stepped simulator records synchronously, so that /-/sim/advance returns with every
   // snapshot stored and every rule evaluated (deterministic tests); otherwise on its own thread.
-  const bool stepped = !config.simulate.scenario.empty() && config.simulate.clock == "stepped";
   collect::Recorder* rec = recorder.get();
   FindingsService findings(db.get(), stepped, logger, config.diagnose,
                            appender.get());  // diagnose/ over the store; /metrics, the store
@@ -163,7 +169,7 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
     Agent* agent;
     collect::Recorder* recorder;
     ~StopProducers() {
-      agent->Stop();
+      (void)agent->Stop();
       if (recorder != nullptr) recorder->Stop();
     }
   } stop_producers{&agent, rec};
@@ -238,8 +244,14 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   }
   logger->Info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
                ", shutting down");
+  // The collector first: it stops within kCollectorStopSeconds whatever NVML does (a thread
+  // inside a stuck call is left behind, never joined), and wakes the /-/sim/advance requests
+  // waiting on it, so the HTTP server's stop below does not wait on them.
+  const collect::Collector::StopOutcome stopped = agent.collector().Stop(kCollectorStopSeconds);
   (*server)->Stop();
-  agent.Stop();
+  (void)agent.Stop();
+  // What must be durable is written whatever the collector left behind: the last snapshot and
+  // the WAL commit, the rules' and queues' state, the governance checkpoint, the chunks.
   if (recorder) recorder->Stop();  // records the last snapshot
   jobs.Stop();
   findings.Stop();
@@ -247,7 +259,29 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   if (db) {
     if (Status s = db->Flush(); !s.ok()) logger->Error("store: final flush failed: " + s.message());
   }
+  if (!stopped.clean()) {
+    std::string what;
+    for (const std::string& a : stopped.abandoned) what += (what.empty() ? "" : "; ") + a;
+    logger->Error("shutdown: left behind, still inside NVML: " + what +
+                  ". Everything else was stopped and written; exiting with code " +
+                  std::to_string(kExitLeftInsideNvml));
+    return kExitLeftInsideNvml;
+  }
+  logger->Info("shutdown complete");
   return 0;
+}
+
+}  // namespace
+
+int RunServe(const Config& config, const std::string& version, Logger* logger) {
+  const int code = Serve(config, version, logger);
+  if (code == kExitLeftInsideNvml) {
+    // A thread is still inside NVML and the library stays loaded: leave without the process's
+    // static destructors, which could block behind that thread or pull state from under it.
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  return code;
 }
 
 int RunSnapshot(const Config& config_in, bool json, const std::string& sim_time, Logger* logger) {

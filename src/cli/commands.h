@@ -11,6 +11,11 @@ namespace gw::cli {
 
 // Serves until SIGINT/SIGTERM. Exit 0 on a clean stop, 1 if the listener cannot start.
 // Without NVML it keeps serving self-metrics and logs why.
+// `serve` stops within kCollectorStopSeconds of SIGTERM as far as NVML is concerned: a collector
+// thread still inside NVML after that is left behind, the rest is stopped and written, and the
+// process exits with kExitLeftInsideNvml (docs/operations.md).
+inline constexpr double kCollectorStopSeconds = 2.0;
+inline constexpr int kExitLeftInsideNvml = 3;
 int RunServe(const Config& config, const std::string& version, Logger* logger);
 
 // Collects once (one slow and one fast cycle) and prints. Exit 0, or 2 when there is no NVML.

@@ -6,7 +6,9 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 
+#include "base/yaml_keys.h"
 #include "cli/scrape_config.h"
 
 namespace gw::cli {
@@ -256,6 +258,19 @@ const std::map<std::string, Setter>& Setters() {
          c->simulate.speed = v;
          return Status::Ok();
        }},
+      {"simulate.start",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         std::string text;
+         if (Status s = Scalar(ctx, n, "simulate.start", &text); !s.ok()) return s;
+         char* end = nullptr;
+         double v = std::strtod(text.c_str(), &end);
+         if (end == text.c_str() || *end != '\0' || !(v >= 0))
+           return Status(Error{ctx.Where(n) +
+                               ": simulate.start: expected Unix seconds (0 = now), got '" +
+                               Printable(text) + "'"});
+         c->simulate.start_unix = v;
+         return Status::Ok();
+       }},
       {"storage.path", [](const Context& ctx, const YAML::Node& n,
                           Config* c) { return Scalar(ctx, n, "storage.path", &c->storage.path); }},
       {"storage.retention",
@@ -473,12 +488,17 @@ const std::vector<std::string>& ConfigKeys() {
 Status LoadConfigFile(const std::string& path, Config* config) {
   std::ifstream in(path);
   if (!in) return Error{path + ": cannot read the configuration file"};
+  std::stringstream text;
+  text << in.rdbuf();
   YAML::Node root;
   try {
-    root = YAML::Load(in);
+    root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
     return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + Printable(e.msg)};
   }
+  // yaml-cpp keeps both pairs of a repeated key and the walk below would let the last one win.
+  if (auto dup = FindDuplicateYamlKey(text.str()))
+    return Error{DescribeDuplicateYamlKey(path, *dup)};
   if (root.IsNull()) return Status::Ok();  // an empty file keeps the defaults
   Context ctx{path};
   try {

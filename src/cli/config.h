@@ -26,6 +26,9 @@ struct SimulateConfig {
   std::string scenario;            // "" = not simulating; a built-in name or a .yaml path
   std::string clock = "realtime";  // realtime | stepped (time moves only via /-/sim/advance)
   double speed = 0;                // <= 0: as the scenario says
+  // Stepped clock: the Unix time (seconds) of virtual t = 0, so a restarted run can continue a
+  // simulated timeline where the last one stopped; 0 = the wall clock when collection starts.
+  double start_unix = 0;
 };
 
 struct StorageConfig {

@@ -26,6 +26,7 @@ struct Flags {
   std::string config_file;
   std::string listen, web_config, nvml_lib, simulate, sim_clock, log_level;
   double sim_speed = 0;
+  double sim_start = -1;
   std::string interval, slow_interval, memory_peak_interval, call_timeout;
   bool per_process = false;
   // snapshot only
@@ -54,6 +55,8 @@ void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
   cmd->add_option("--sim-clock", f->sim_clock, "simulated clock: realtime (default) or stepped");
   cmd->add_option("--sim-speed", f->sim_speed,
                   "simulated seconds per real second (default: the scenario's)");
+  cmd->add_option("--sim-start", f->sim_start,
+                  "stepped clock: Unix seconds of simulated t = 0 (default: now)");
   cmd->add_option("--interval", f->interval,
                   "fast collection interval (default " +
                       gw::FormatDuration(defaults.collect.fast_interval_s) + ")");
@@ -85,6 +88,7 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
   if (!f.simulate.empty()) c->simulate.scenario = f.simulate;
   if (!f.sim_clock.empty()) c->simulate.clock = f.sim_clock;
   if (f.sim_speed > 0) c->simulate.speed = f.sim_speed;
+  if (f.sim_start >= 0) c->simulate.start_unix = f.sim_start;
   if (!f.log_level.empty()) c->log_level = f.log_level;
   if (!f.data_dir.empty()) c->storage.path = f.data_dir;
   if (f.per_process) c->collect.per_process_metrics = true;

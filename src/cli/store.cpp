@@ -25,6 +25,7 @@ Expected<collect::SampleAppender::Ref> StoreAppender::GetRef(const tsdb::Labels&
 }
 
 Status StoreAppender::Append(Ref ref, int64_t t_ms, double v) {
+  if (t_ms > data_now_ms_) data_now_ms_ = t_ms;
   return db_->Append(static_cast<tsdb::SeriesRef>(ref), t_ms, v);
 }
 
@@ -34,6 +35,19 @@ Status StoreAppender::Commit() {
   // samples in memory and writes them when it can. Every caller of this Commit would otherwise
   // log each failure again.
   (void)db_->Commit();
+  if (follow_data_clock_) {
+    if (data_last_flush_ms_ == 0) data_last_flush_ms_ = data_now_ms_;
+    if (data_now_ms_ - data_last_flush_ms_ >= Ms(config_.flush_interval_s)) {
+      data_last_flush_ms_ = data_now_ms_;
+      (void)db_->Flush();
+    }
+    if (data_last_retention_ms_ == 0 || data_now_ms_ - data_last_retention_ms_ >= 3'600'000) {
+      data_last_retention_ms_ = data_now_ms_;
+      if (Status s = db_->ApplyRetention(data_now_ms_); !s.ok())
+        log_->Error("store: retention failed: " + s.message());
+    }
+    return Status::Ok();
+  }
   auto now = std::chrono::steady_clock::now();
   if (now - last_flush_ >= std::chrono::duration<double>(config_.flush_interval_s)) {
     last_flush_ = now;

@@ -24,12 +24,18 @@ class StoreAppender : public collect::SampleAppender {
   Expected<Ref> GetRef(const tsdb::Labels& labels) override;
   Status Append(Ref ref, int64_t t_ms, double v) override;
   Status Commit() override;
+  // Flush and retention follow the newest appended sample's time instead of the wall clock
+  // (a stepped simulator: housekeeping then happens in simulated time, like rule evaluation).
+  void FollowDataClock() { follow_data_clock_ = true; }
 
  private:
   tsdb::DB* db_;
   StorageConfig config_;
   Logger* log_;
   std::chrono::steady_clock::time_point last_flush_, last_retention_;
+  bool follow_data_clock_ = false;
+  int64_t data_now_ms_ = 0;  // the newest appended sample (FollowDataClock)
+  int64_t data_last_flush_ms_ = 0, data_last_retention_ms_ = 0;
 };
 
 enum class StoreMode {

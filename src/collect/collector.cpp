@@ -1,9 +1,12 @@
 #include "collect/collector.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -46,7 +49,7 @@ std::string_view CallName(Call call) {
   return kNames[static_cast<size_t>(call)];
 }
 
-struct Collector::Impl : CallGuard {
+struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl> {
   nvml::Library* library;
   CollectorOptions options;
   Logger* log;
@@ -70,11 +73,16 @@ struct Collector::Impl : CallGuard {
   std::vector<std::array<bool, kCallCount>> hung;  // per GPU
   std::vector<std::pair<size_t, Call>> recovered;  // hung calls that came back
   std::vector<std::thread> abandoned;
+  // Worker threads replaced by the watchdog (or left behind by Stop) that are still inside NVML.
+  std::atomic<int> stuck_workers{0};
 
   // ---- control (guarded by ctl_mu) -------------------------------------------------------
   std::mutex ctl_mu;
   std::condition_variable ctl_cv;
   bool stopping = false;
+  std::atomic<bool> stop_requested{false};  // read between GPUs, so a long cycle ends early
+  uint64_t worker_exited_generation = 0;    // the generation of the last worker that left normally
+  bool events_exited = false;
   bool first_cycle_done = false;
   uint64_t advance_requested = 0, advance_completed = 0;
   unsigned long long advance_delta_ms = 0;
@@ -94,7 +102,12 @@ struct Collector::Impl : CallGuard {
   uint64_t published = 0;
 
   std::thread worker, watchdog, events;
+  // The listener runs under listener_mu; once Stop closes it, no worker (an abandoned one that
+  // comes back from NVML included) calls it again, so what it calls may then be destroyed.
+  std::mutex listener_mu;
+  bool listener_closed = false;
   PublishListener listener;
+  std::optional<Collector::StopOutcome> stop_outcome;  // the first Stop()'s (ctl_mu)
 
   Impl(nvml::Library* lib, std::string nvml_error, CollectorOptions opts, Logger* logger)
       : library(lib), options(opts), log(logger) {
@@ -286,7 +299,10 @@ struct Collector::Impl : CallGuard {
     bool peak = options.memory_peak_interval_s > 0 && now >= next_peak;
     if (slow) {
       auto t0 = SteadyClock::now();
-      for (GpuReader& g : gpus) g.SlowCycle(now);
+      for (GpuReader& g : gpus) {
+        if (stop_requested.load(std::memory_order_relaxed)) return;
+        g.SlowCycle(now);
+      }
       stats.last_slow_cycle_seconds =
           std::chrono::duration<double>(SteadyClock::now() - t0).count();
       ++stats.slow_cycles;
@@ -294,7 +310,10 @@ struct Collector::Impl : CallGuard {
     }
     if (fast) {
       auto t0 = SteadyClock::now();
-      for (GpuReader& g : gpus) g.FastCycle(now);
+      for (GpuReader& g : gpus) {
+        if (stop_requested.load(std::memory_order_relaxed)) return;
+        g.FastCycle(now);
+      }
       stats.last_fast_cycle_seconds =
           std::chrono::duration<double>(SteadyClock::now() - t0).count();
       ++stats.fast_cycles;
@@ -352,7 +371,11 @@ struct Collector::Impl : CallGuard {
       std::lock_guard<std::mutex> lock(pub_mu);
       latest = next;
     }
-    if (listener) listener(next);
+    {
+      std::lock_guard<std::mutex> lock(listener_mu);
+      if (listener_closed) throw Abandoned{};  // stopped (or left behind by Stop): unwind
+      if (listener) listener(next);
+    }
     {
       std::lock_guard<std::mutex> lock(ctl_mu);
       first_cycle_done = true;
@@ -366,8 +389,19 @@ struct Collector::Impl : CallGuard {
       Discover();
       double now = Now();
       next_fast = next_slow = next_peak = now;
-      if (options.stepped) sim_start_unix = UnixSeconds() - now;
-      if (!options.stepped && event_set != nullptr) events = std::thread([this] { EventLoop(); });
+      if (options.stepped)
+        sim_start_unix = options.sim_start_unix > 0 ? options.sim_start_unix : UnixSeconds() - now;
+      std::lock_guard<std::mutex> lock(ctl_mu);
+      if (stopping) return;
+      if (!options.stepped && event_set != nullptr)
+        events = std::thread([self = shared_from_this()] {
+          self->EventLoop();
+          {
+            std::lock_guard<std::mutex> done(self->ctl_mu);
+            self->events_exited = true;
+          }
+          self->ctl_cv.notify_all();
+        });
     }
     if (!options.stepped) {
       RunDue(Now());
@@ -402,6 +436,7 @@ struct Collector::Impl : CallGuard {
         target_ms = advance_target_ms;
       }
       while (now_ms < target_ms) {
+        if (stop_requested.load(std::memory_order_relaxed)) return;
         double due_ms = NextWake() * 1000.0;
         unsigned long long step = target_ms - now_ms;
         if (due_ms > static_cast<double>(now_ms))
@@ -457,6 +492,7 @@ struct Collector::Impl : CallGuard {
                  " has not returned for " + FormatDuration(options.call_timeout_s) +
                  "; marking it hung and collecting the rest without it");
       abandoned.push_back(std::move(worker));
+      ++stuck_workers;
       if (library) library->LeakOnDestruction();  // the stuck thread still runs library code
       uint64_t generation = worker_generation;
       worker = std::thread([self, generation] { WorkerMain(self, generation); });
@@ -468,8 +504,23 @@ struct Collector::Impl : CallGuard {
     try {
       self->RunWorker();
     } catch (const Abandoned&) {
-      // A hung call returned after this worker was replaced: leave without touching state.
+      // A hung call returned after this worker was replaced (or the collector stopped without
+      // it): leave without touching state.
     }
+    bool was_current;
+    {
+      std::lock_guard<std::mutex> lock(self->own_mu);
+      was_current = generation == self->worker_generation;
+    }
+    if (!was_current) {  // the watchdog or Stop counted it as stuck and forgot it
+      --self->stuck_workers;
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(self->ctl_mu);
+      self->worker_exited_generation = generation;
+    }
+    self->ctl_cv.notify_all();
   }
 };
 
@@ -479,7 +530,7 @@ Collector::Collector(nvml::Library* library, std::string nvml_error, CollectorOp
       options_(options) {}
 
 Collector::~Collector() {
-  Stop();
+  (void)Stop();
 }
 
 void Collector::OnPublish(PublishListener listener) {
@@ -497,28 +548,100 @@ void Collector::Start() {
   impl_->watchdog = std::thread([self] { self->WatchdogLoop(self); });
 }
 
-void Collector::Stop() {
+Collector::StopOutcome Collector::Stop(double timeout_s) {
+  Impl& im = *impl_;
   {
-    std::lock_guard<std::mutex> lock(impl_->ctl_mu);
-    if (impl_->stopping) return;
-    impl_->stopping = true;
+    std::lock_guard<std::mutex> lock(im.ctl_mu);
+    if (im.stopping) return im.stop_outcome.value_or(StopOutcome{});
+    im.stopping = true;
   }
-  impl_->ctl_cv.notify_all();
-  if (impl_->watchdog.joinable()) impl_->watchdog.join();
-  std::thread worker;
+  im.stop_requested = true;
+  im.ctl_cv.notify_all();
+  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                 std::chrono::duration<double>(timeout_s));
+  // The watchdog never calls NVML: it leaves at once. After it, only Stop moves the generation.
+  if (im.watchdog.joinable()) im.watchdog.join();
+  StopOutcome outcome;
+  std::thread worker, events;
   std::vector<std::thread> abandoned;
+  uint64_t generation;
   {
-    std::lock_guard<std::mutex> lock(impl_->own_mu);
-    worker = std::move(impl_->worker);
-    abandoned = std::move(impl_->abandoned);
+    std::lock_guard<std::mutex> lock(im.own_mu);
+    worker = std::move(im.worker);
+    abandoned = std::move(im.abandoned);
+    generation = im.worker_generation;
   }
-  if (worker.joinable()) worker.join();
-  if (impl_->events.joinable()) impl_->events.join();
-  // Abandoned workers are inside a call that may never return; they hold `impl_` alive.
+  // Never join a thread that may be inside NVML: wait for it to say it left, up to the deadline.
+  bool worker_left = true, events_left = true;
+  auto worker_exited = [&] { return im.worker_exited_generation == generation; };
+  if (worker.joinable()) {
+    std::unique_lock<std::mutex> lock(im.ctl_mu);
+    worker_left = im.ctl_cv.wait_until(lock, deadline, worker_exited);
+  }
+  {
+    // Waits for a listener call in progress (recording a snapshot: no NVML, bounded), then
+    // shuts the door: no worker calls the listener after this.
+    std::lock_guard<std::mutex> lock(im.listener_mu);
+    im.listener_closed = true;
+  }
+  {
+    std::unique_lock<std::mutex> lock(im.ctl_mu);
+    // A worker that was recording rather than inside NVML leaves right after the listener.
+    if (!worker_left)
+      worker_left = im.ctl_cv.wait_for(lock, std::chrono::milliseconds(200), worker_exited);
+    // The worker starts the event thread; once the worker is done (or given up), it is set.
+    events = std::move(im.events);
+    if (events.joinable())
+      events_left = im.ctl_cv.wait_until(lock, deadline, [&] { return im.events_exited; });
+  }
+  if (worker_left) {
+    if (worker.joinable()) worker.join();
+  } else {
+    std::lock_guard<std::mutex> lock(im.own_mu);
+    std::string what = "the NVML worker";
+    if (!im.inflight.active) {
+      what += " (in an NVML call outside the GPU reads: discovery or the simulator's clock)";
+    } else {
+      const double for_s =
+          std::chrono::duration<double>(SteadyClock::now() - im.inflight.start).count();
+      char took[32];
+      std::snprintf(took, sizeof took, "%.1f s", for_s);
+      what += " (GPU " + std::to_string(im.inflight.gpu) + ", " +
+              std::string(CallName(im.inflight.call)) + ", in the call for " + took + ")";
+      im.inflight.active = false;
+    }
+    outcome.abandoned.push_back(what);
+    ++im.worker_generation;  // if its call ever returns, it unwinds without touching anything
+    ++im.stuck_workers;
+    worker.detach();
+  }
+  if (events_left) {
+    if (events.joinable()) events.join();
+  } else {
+    outcome.abandoned.push_back("the NVML event thread (in nvmlEventSetWait)");
+    events.detach();
+  }
+  // Workers the watchdog replaced earlier: they hold `impl_` alive and unwind if they return.
   for (std::thread& t : abandoned) t.detach();
-  if (impl_->event_set && impl_->library && impl_->library->api().nvmlEventSetFree)
-    impl_->library->api().nvmlEventSetFree(impl_->event_set);
-  impl_->event_set = nullptr;
+  const int earlier = im.stuck_workers.load() - (worker_left ? 0 : 1);
+  if (earlier > 0)
+    outcome.abandoned.push_back(std::to_string(earlier) +
+                                " worker(s) the watchdog replaced earlier, still inside NVML");
+  if (outcome.clean()) {
+    if (im.event_set && im.library && im.library->api().nvmlEventSetFree)
+      im.library->api().nvmlEventSetFree(im.event_set);
+    im.event_set = nullptr;
+  } else if (im.library) {
+    // A thread is still inside the library: neither nvmlShutdown (it may block behind the stuck
+    // call) nor dlclose (the thread runs its code) may happen.
+    im.library->LeakOnDestruction();
+  }
+  {
+    std::lock_guard<std::mutex> lock(im.ctl_mu);
+    im.stop_outcome = outcome;
+  }
+  im.ctl_cv.notify_all();  // Advance() callers waiting on a step see `stopping`
+  return outcome;
 }
 
 bool Collector::WaitForFirstCycle(double timeout_s) {
@@ -539,16 +662,20 @@ Status Collector::Advance(double seconds, double timeout_s) {
   if (seconds <= 0) return Error{"advance: seconds must be positive"};
   std::unique_lock<std::mutex> lock(impl_->ctl_mu);
   if (!impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-        return impl_->first_cycle_done && impl_->advance_requested == impl_->advance_completed;
+        return impl_->stopping ||
+               (impl_->first_cycle_done && impl_->advance_requested == impl_->advance_completed);
       }))
     return Error{"advance: the collector is still busy with an earlier step"};
+  if (impl_->stopping) return Error{"advance: the agent is stopping"};
   // Only the worker touches the simulator; it turns this delta into a target clock.
   impl_->advance_delta_ms = static_cast<unsigned long long>(std::llround(seconds * 1000));
   uint64_t ticket = ++impl_->advance_requested;
   impl_->ctl_cv.notify_all();
-  if (!impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                              [&] { return impl_->advance_completed >= ticket; }))
+  if (!impl_->ctl_cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+        return impl_->stopping || impl_->advance_completed >= ticket;
+      }))
     return Error{"advance: timed out waiting for the collector"};
+  if (impl_->advance_completed < ticket) return Error{"advance: the agent is stopping"};
   return Status::Ok();
 }
 

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -38,6 +39,8 @@ struct CollectorOptions {
   bool per_process_metrics = false;      // per-pid series (cardinality: opt-in)
   // Stepped mode (simulator only): time moves only through Collector::Advance.
   bool stepped = false;
+  // Stepped mode: the Unix time of virtual t = 0 in snapshots; 0 = the wall clock at discovery.
+  double sim_start_unix = 0;
 };
 
 class Collector {
@@ -59,7 +62,19 @@ class Collector {
   // Discovers the GPUs and starts the threads. The first snapshot (one slow and one fast cycle)
   // is published before the first sleep; WaitForFirstCycle blocks until then.
   void Start();
-  void Stop();
+
+  // What Stop() left behind: threads still inside an NVML call when it gave up waiting.
+  struct StopOutcome {
+    std::vector<std::string>
+        abandoned;  // e.g. "the NVML worker (GPU 1, nvmlDeviceGetPowerUsage, …)"
+    bool clean() const { return abandoned.empty(); }
+  };
+  // Stops collecting within `timeout_s` whatever NVML does: a thread that may be inside NVML is
+  // never joined; one that has not finished by then is left behind (it unwinds without touching
+  // anything if its call ever returns), the library is then neither shut down nor unloaded, and
+  // the outcome names it. After Stop no listener call is in progress or will start, and
+  // Advance() callers return. Later calls return the first call's outcome.
+  StopOutcome Stop(double timeout_s = 2.0);
   bool WaitForFirstCycle(double timeout_s);
 
   // The latest published snapshot; never null after construction (an empty one at first).

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/yaml_keys.h"
 #include "promql/parser.h"
 #include "rules/template.h"
 
@@ -43,6 +44,13 @@ class FileParser {
     } catch (const YAML::Exception& e) {
       return Error{path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                    std::to_string(e.mark.column + 1) + ": yaml: " + e.msg};
+    }
+    // Like promtool (go-yaml's strict decoding), in its words: a key given twice in one mapping
+    // is an error, every repetition listed, before anything else is checked.
+    if (std::vector<std::string> dups = GoYamlDuplicateKeyErrors(text); !dups.empty()) {
+      std::string msg = path_ + ": yaml: unmarshal errors:";
+      for (const std::string& d : dups) msg += "\n  " + d;
+      return Error{msg};
     }
     if (root.IsNull()) return file;
     if (!root.IsMap())

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
+#include "base/yaml_keys.h"
 #include "promql/ast.h"
 #include "promql/parser.h"
 #include "rules/group.h"
@@ -417,12 +420,18 @@ Expected<SeriesValues> ExpandSeriesValues(const std::string& text) {
 }
 
 std::vector<std::string> RunRuleUnitTestFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {path + ": cannot read the file"};
+  std::stringstream text;
+  text << in.rdbuf();
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
     return {path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
   }
+  // promtool's strict decoding refuses a key given twice in one mapping; so does this.
+  if (auto dup = FindDuplicateYamlKey(text.str())) return {DescribeDuplicateYamlKey(path, *dup)};
   static const std::set<std::string> kTop = {"rule_files", "evaluation_interval",
                                              "group_eval_order", "tests"};
   if (!root.IsMap()) return {path + ": expected a mapping (rule_files, tests, ...)"};

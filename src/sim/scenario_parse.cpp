@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "base/yaml_keys.h"
 #include "sim/noise.h"
 #include "sim/scenario.h"
 
@@ -429,6 +430,9 @@ Expected<Scenario> ParseScenario(std::string_view text, const std::string& file_
                                  std::int64_t default_start_s) {
   try {
     const YAML::Node root = YAML::Load(std::string(text));
+    // yaml-cpp keeps both pairs of a repeated key; the walk would let one of them win silently.
+    if (auto dup = FindDuplicateYamlKey(text))
+      return Error{DescribeDuplicateYamlKey(file_label, *dup)};
     return ParseDocument(root, file_label, default_start_s);
   } catch (const ParseFailure& failure) {
     return Error{file_label + ":" + std::to_string(failure.line) + ": " + failure.message};

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "collect/health.h"
 #include "support/sim_fixture.h"
@@ -147,6 +149,33 @@ TEST(Collector, HangingCallTripsTheWatchdogAndCollectionGoesOn) {
   sim.Advance(3);
   EXPECT_EQ(sim.Latest()->stats.fast_cycles, cycles + 3);
   EXPECT_NE(sim.Log().find("marking it hung"), std::string::npos) << sim.Log();
+}
+
+// Stop never joins a worker stuck inside NVML: with the watchdog far away (10 minutes), a stop
+// during the hang returns after its own timeout, names the call, wakes the caller waiting in
+// Advance, and publishes nothing afterwards.
+TEST(Collector, StopDuringAHangReturnsWithinItsTimeoutAndSaysWhatWasLeft) {
+  CollectorOptions o = Fast();
+  o.call_timeout_s = 600;
+  SimCollector sim("hang", o);
+  ASSERT_TRUE(sim.ok());
+  sim.Advance(8);
+  const uint64_t published = sim.Latest()->generation;
+  Status advanced = Status::Ok();
+  std::thread stuck([&] { advanced = sim.collector().Advance(5, 120); });  // hangs at t = 10 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = std::chrono::steady_clock::now();
+  Collector::StopOutcome out = sim.collector().Stop(0.5);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stuck.join();
+  EXPECT_LT(took, 30);  // generous: it is 0.5 s + 0.2 s; without the fix it never returns
+  EXPECT_FALSE(advanced.ok());
+  ASSERT_EQ(out.abandoned.size(), 1u);
+  EXPECT_NE(out.abandoned[0].find("GPU 1, nvmlDeviceGetPowerUsage"), std::string::npos)
+      << out.abandoned[0];
+  EXPECT_GE(sim.Latest()->generation, published);  // t = 9 s was published before the hang
+  // A second Stop returns the same outcome at once.
+  EXPECT_EQ(sim.collector().Stop(0.5).abandoned, out.abandoned);
 }
 
 TEST(Collector, NotSupportedMeansAbsentNotZero) {

@@ -71,7 +71,7 @@ TEST(RulesCompat, SameVerdictAsPromtool) {
 TEST(RulesCompat, CheckRulesSameVerdict) {
   if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed";
   for (const char* f : {"rules_gpu.yml", "rules_templates.yml", "rules_chain.yml",
-                        "rules_invalid.yml", "rules_limit.yml"}) {
+                        "rules_invalid.yml", "rules_limit.yml", "rules_duplicate_keys.yml"}) {
     SCOPED_TRACE(f);
     std::string cd = "cd '" + TestData() + "' && ";
     std::string prom_out, gw_out;
