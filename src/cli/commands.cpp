@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/heap.h"
 #include "cli/agent.h"
 #include "cli/alerting.h"
 #include "cli/diagnose_commands.h"
 #include "cli/governance_service.h"
 #include "cli/jobs_service.h"
+#include "cli/query_metrics.h"
 #include "cli/service_cost_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
@@ -80,6 +82,13 @@ int ListenPort(const std::string& listen) {
   return std::atoi(listen.c_str() + colon + 1);
 }
 
+promql::EngineOptions QueryEngineOptions(const Config& config) {
+  promql::EngineOptions o;
+  o.timeout_s = config.query.timeout_s;
+  o.max_samples = static_cast<size_t>(config.query.max_samples);
+  return o;
+}
+
 int RunServe(const Config& config, const std::string& version, Logger* logger) {
   // SIGINT/SIGTERM stop, SIGHUP reloads the rules; all taken by sigwait below, so block them
   // before any thread starts.
@@ -90,6 +99,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // The query API's concurrency limit and queue (query.max_concurrency, query.max_queued).
+  auto query_gate = std::make_shared<promql::QueryGate>(promql::GateOptions{
+      .max_concurrency = config.query.max_concurrency, .max_queued = config.query.max_queued});
   http::ServerOptions options;
   options.listen_address = config.listen;
   options.web_config_file = config.web_config_file;
@@ -185,8 +197,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs, &scraper, &governance, &findings, &services](collect::Format f,
-                                                                                std::string* out) {
+  page.SetExtra([&alerting, &jobs, &scraper, &governance, &findings, &services, gate = query_gate](
+                    collect::Format f, std::string* out) {
+    RenderQueryMetrics(*gate, f, out);
     alerting.RenderMetrics(f, out);
     jobs.RenderMetrics(f, out);
     scraper.RenderMetrics(f, out);
@@ -203,6 +216,8 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   if (store) {
     http::PromApiOptions api;
     api.version = version;
+    api.engine = QueryEngineOptions(config);
+    api.engine.gate = query_gate;
     http::RegisterPromApi(
         server->get(), [store] { return store->NewQuerier(); }, api);
   }
@@ -222,6 +237,8 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
                std::to_string((*server)->port()) + ")" +
                (agent.simulated() ? ", simulated fleet '" + config.simulate.scenario + "'" : "") +
                (config.web_config_file.empty() ? "" : ", web config " + config.web_config_file));
+  // Memory freed by the last large queries goes back to the kernel while the agent idles.
+  PeriodicHeapTrim idle_trim;
   int signal_number = 0;
   while (true) {
     sigwait(&signals, &signal_number);
@@ -231,6 +248,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   }
   logger->Info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
                ", shutting down");
+  // Queries still waiting or evaluating end now ("query was canceled"), so the server's Stop
+  // does not wait for them.
+  query_gate->Shutdown();
   (*server)->Stop();
   agent.Stop();
   if (recorder) recorder->Stop();  // records the last snapshot
