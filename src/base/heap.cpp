@@ -87,6 +87,9 @@ bool HeapTrimmer::MaybeTrim(size_t threshold_bytes) {
   const int64_t now = SteadyMs();
   int64_t last = last_ms_.load(std::memory_order_relaxed);
   if (last != 0 && now - last < min_interval_ms_) return false;
+  int64_t checked = last_check_ms_.load(std::memory_order_relaxed);
+  if (threshold_bytes == 0 && checked != 0 && now - checked < 100) return false;
+  last_check_ms_.store(now, std::memory_order_relaxed);
   const size_t floor = floor_.load(std::memory_order_relaxed);
   if (floor != ~size_t{0} && Slack() < floor + threshold) return false;
   // One caller trims; the others see the new time and skip.

@@ -41,8 +41,8 @@ uint64_t TrimsTotal();
 void LimitMallocArenas(int arenas);
 
 // Trims when the memory resident beyond the heap in use (RSS − in use) has grown by more than
-// `threshold_bytes` since the last trim, at most once per `min_interval_ms`: cheap enough
-// (a read of /proc/self/statm and mallinfo2) to call after every query.
+// `threshold_bytes` since the last trim, at most once per `min_interval_ms`: cheap enough to call
+// after every query (it looks at /proc/self/statm and mallinfo2 at most every 100 ms).
 class HeapTrimmer {
  public:
   explicit HeapTrimmer(size_t threshold_bytes = 16u << 20, int64_t min_interval_ms = 1000)
@@ -53,7 +53,8 @@ class HeapTrimmer {
  private:
   size_t threshold_;
   int64_t min_interval_ms_;
-  std::atomic<int64_t> last_ms_{0};
+  std::atomic<int64_t> last_ms_{0};        // the last trim
+  std::atomic<int64_t> last_check_ms_{0};  // the last look at the figures (at most every 100 ms)
   // RSS − heap in use right after the last trim: what a trim cannot give back (code, stacks,
   // partly used pages). SIZE_MAX until the first trim.
   std::atomic<size_t> floor_{~size_t{0}};
