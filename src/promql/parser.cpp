@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "promql/functions.h"
 #include "promql/lexer.h"
@@ -127,6 +128,51 @@ class Parser {
     return false;
   }
 
+  // The height of a finished node (1 for a leaf). Only composite nodes are recorded.
+  int Height(const Expr* e) const {
+    if (!e) return 0;
+    auto it = heights_.find(e);
+    return it == heights_.end() ? 1 : it->second;
+  }
+  // Records the height of a composite node whose children are finished, and fails once a tree
+  // grows higher than kMaxExprDepth: the printer, the type checks and the evaluator walk it
+  // recursively, and a chain such as "1+1+1+..." is built by a loop, not by recursion.
+  void Built(const Expr& e) {
+    int h = 0;
+    switch (e.kind) {
+      case ExprKind::kParen:
+        h = Height(static_cast<const ParenExpr&>(e).expr.get());
+        break;
+      case ExprKind::kUnary:
+        h = Height(static_cast<const UnaryExpr&>(e).expr.get());
+        break;
+      case ExprKind::kSubquery:
+        h = Height(static_cast<const Subquery&>(e).expr.get());
+        break;
+      case ExprKind::kBinary: {
+        const auto& b = static_cast<const BinaryExpr&>(e);
+        h = std::max(Height(b.lhs.get()), Height(b.rhs.get()));
+        break;
+      }
+      case ExprKind::kAggregate: {
+        const auto& a = static_cast<const AggregateExpr&>(e);
+        h = std::max(Height(a.expr.get()), Height(a.param.get()));
+        break;
+      }
+      case ExprKind::kCall:
+        for (const auto& a : static_cast<const Call&>(e).args) h = std::max(h, Height(a.get()));
+        break;
+      default:
+        break;
+    }
+    heights_[&e] = h + 1;
+    if (h + 1 > kMaxExprDepth) FailTooDeep(e.pos);
+  }
+  void FailTooDeep(int pos) {
+    Fail(pos, "expression nested too deeply: more than " + std::to_string(kMaxExprDepth) +
+                  " levels of operators, parentheses, calls and subqueries (gpuwarden's limit)");
+  }
+
   std::optional<BinaryOp> PeekBinaryOp() const {
     const Token& t = Peek();
     switch (t.type) {
@@ -169,6 +215,13 @@ class Parser {
 
   // Precedence climbing: parses operators binding tighter than `min_prec`.
   ExprPtr ParseExpr(int min_prec) {
+    // Every nested construct passes through here, so this bounds the parser's own recursion;
+    // the trees it builds are bounded by Built() below.
+    if (++nesting_ > kMaxExprDepth) {
+      FailTooDeep(Peek().pos);
+      --nesting_;
+      return std::make_unique<NumberLiteral>();
+    }
     ExprPtr lhs = ParseUnary();
     while (!failed_) {
       std::optional<BinaryOp> op = PeekBinaryOp();
@@ -186,7 +239,9 @@ class Parser {
       bin->lhs = std::move(lhs);
       op_positions_[bin.get()] = op_pos;
       lhs = std::move(bin);
+      Built(*lhs);
     }
+    --nesting_;
     return lhs;
   }
 
@@ -253,6 +308,7 @@ class Parser {
       u->pos = pos;
       u->negate = negate;
       u->expr = std::move(operand);
+      Built(*u);
       return u;
     }
     ExprPtr e = ParsePrimary();
@@ -377,6 +433,7 @@ class Parser {
       sq->range_ms = range;
       sq->step_ms = step;
       sq->expr = std::move(e);
+      Built(*sq);
       return sq;
     }
     if (!Expect(Tok::kRightBracket, "in subquery or range, expected \":\" or \"]\"")) return e;
@@ -425,6 +482,7 @@ class Parser {
         p->pos = Advance().pos;
         p->expr = ParseExpr(0);
         if (!failed_) Expect(Tok::kRightParen, "");
+        Built(*p);
         return p;
       }
       case Tok::kLeftBrace:
@@ -481,6 +539,7 @@ class Parser {
       }
     }
     Expect(Tok::kRightParen, "");
+    Built(*call);
     return call;
   }
 
@@ -526,6 +585,7 @@ class Parser {
     }
     if (with_param) agg->param = std::move(args[0]);
     agg->expr = std::move(args.back());
+    Built(*agg);
     return agg;
   }
 
@@ -744,6 +804,8 @@ class Parser {
   std::string error_;
   std::map<const BinaryExpr*, int> op_positions_;
   std::set<const Expr*> offset_set_;  // nodes with an explicit offset (even "offset 0s")
+  int nesting_ = 0;                   // ParseExpr calls in progress
+  std::unordered_map<const Expr*, int> heights_;  // see Built()
 };
 
 }  // namespace

@@ -16,6 +16,15 @@
 
 namespace gw::promql {
 
+// The deepest tree Parse() builds: levels of binary operators, unary operators, parentheses,
+// function calls, aggregations and subqueries on the longest path from the root to a leaf (a
+// chain "a + b + c" of N terms is N levels). Deeper input, however it is nested, fails with
+// "expression nested too deeply: more than 512 levels ..." instead of exhausting the stack of the
+// parser, the type checks, Format() or the evaluator, which all recurse over the tree. Prometheus
+// has no such limit (Go's stacks grow); real queries stay far below it (docs/limits.md).
+inline constexpr int kMaxExprDepth = 512;
+
+// Parses and type-checks `query`; the error is Prometheus' wording with a "line:col:" prefix.
 Expected<ExprPtr> Parse(std::string_view query);
 
 std::string Format(const Expr& e);

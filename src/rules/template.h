@@ -33,6 +33,12 @@
 
 namespace gw::rules {
 
+// Parsing fails with Go's "max expression depth exceeded" past this many nested control
+// structures ({{if}}, {{range}}, {{with}}, {{else if}}) and parenthesized pipelines together:
+// the parser and the executor recurse once per level. Go allows 10,000 (its stacks grow); rule
+// templates use a handful.
+inline constexpr int kMaxTemplateDepth = 100;
+
 // One element of a `query` result as templates see it: `.Labels` and `.Value`.
 struct QuerySample {
   tsdb::Labels labels;

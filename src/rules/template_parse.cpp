@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <set>
+#include <utility>
 
 #include "rules/template_internal.h"
 
@@ -86,10 +87,10 @@ class Lexer {
         continue;
       }
       Emit(Tok::kLeft, open, "{{");
-      if (!LexAction()) return out_;
+      if (!LexAction()) return std::move(out_);
     }
     Emit(Tok::kEOF, t_.size(), "");
-    return out_;
+    return std::move(out_);
   }
 
  private:
@@ -359,7 +360,22 @@ class Parser {
     return Tok::kError;
   }
 
+  // Counts one level of nesting (a control structure, an {{else if}} or a parenthesized
+  // pipeline) and fails past kMaxTemplateDepth: parsing and execution both recurse per level.
+  bool Enter(size_t pos) {
+    if (++depth_ <= kMaxTemplateDepth) return true;
+    Fail(pos, "max expression depth exceeded (more than " + std::to_string(kMaxTemplateDepth) +
+                  " nested actions and parentheses)");
+    return false;
+  }
+
   void ParseControl(Tok kind, size_t pos, List* list) {
+    if (!Enter(pos)) return;
+    ParseControlBody(kind, pos, list);
+    --depth_;
+  }
+
+  void ParseControlBody(Tok kind, size_t pos, List* list) {
     const char* ctx = kind == Tok::kIf ? "if" : kind == Tok::kRange ? "range" : "with";
     size_t mark = vars_.size();
     auto pipe = ParsePipe(ctx, Tok::kRight);
@@ -584,7 +600,9 @@ class Parser {
         break;
       case Tok::kLParen: {
         a->kind = Arg::kPipe;
+        if (!Enter(t.pos)) return false;
         a->pipe = ParsePipe("parenthesized pipeline", Tok::kRParen);
+        --depth_;
         if (!a->pipe) return false;
         break;
       }
@@ -664,6 +682,7 @@ class Parser {
   size_t i_ = 0;
   std::string err_;
   std::vector<std::string> vars_;
+  int depth_ = 0;  // see Enter()
 };
 
 std::string ArgString(const Arg& a) {

@@ -1,6 +1,7 @@
 // Engine tests with hand-worked expectations: lookback and stale markers, range queries,
 // counter resets, limits and errors.
 #include "promql/engine.h"
+#include "promql/parser.h"
 
 #include <gtest/gtest.h>
 
@@ -326,6 +327,32 @@ TEST_F(EngineTest, RandomQueriesEvaluateOrFailCleanly) {
     }
   }
   EXPECT_GT(evaluated, 200);
+}
+
+// Expressions at the depth limit evaluate (the evaluator recurses once per level, so this runs
+// the deepest stack a query can reach); deeper ones are bad_data, never a crash.
+TEST_F(EngineTest, DeepExpressionsEvaluateToTheLimitAndFailPastIt) {
+  Add(L({{"__name__", "x"}}), 0, -2);
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const int n = kMaxExprDepth;
+  EXPECT_EQ(One("1" + repeat(" + 1", n - 1), 0), n);
+  EXPECT_EQ(One(repeat("abs(", n - 1) + "x" + repeat(")", n - 1), 0), 2);
+  EXPECT_EQ(One(repeat("(", n - 1) + "x" + repeat(")", n - 1), 0), -2);
+  EXPECT_EQ(One(repeat("-", n - 1) + "x", 0), n % 2 == 0 ? 2 : -2);
+  EXPECT_EQ(One("x" + repeat(" or x", n - 1), 0), -2);
+  EXPECT_EQ(One("max_over_time(" + repeat("abs(", n - 3) + "x" + repeat(")", n - 3) + "[1m:])", 0),
+            2);
+  for (const std::string& q : {"1" + repeat("+1", 20000), repeat("(", 15000) + "1",
+                               repeat("-", 40000) + "x", repeat("abs(", 14000) + "x"}) {
+    QueryResult r = engine_.Instant(q_, q, 0);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, QueryError::Kind::kBadData);
+    EXPECT_NE(r.error().message.find("nested too deeply"), std::string::npos) << r.error().message;
+  }
 }
 
 }  // namespace

@@ -293,5 +293,60 @@ TEST(ParserTest, RandomInputsParseOrFailCleanly) {
   EXPECT_GT(parsed, 100);
 }
 
+// Each shape of nesting, built to exactly the limit and one level past it. Inputs that crashed
+// the agent (stack overflow) before the limit existed: 15k "(", 40k unary "-", 14k nested
+// "abs(", a 20k-term "1+1+...", a chain of subqueries.
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(ParserTest, NestingUpToTheLimitParsesAndFormats) {
+  const int n = kMaxExprDepth;
+  const std::string shapes[] = {
+      Repeat("(", n - 1) + "x" + Repeat(")", n - 1),     // n-1 parens + the selector
+      Repeat("abs(", n - 1) + "x" + Repeat(")", n - 1),  // n-1 calls + the selector
+      "x" + Repeat(" + x", n - 1),                       // n terms: n-1 binary levels + leaf
+      Repeat("-", n - 1) + "x",                          // n-1 unary minus + the selector
+      Repeat("abs(", n - 3) + "max_over_time(x[1m:])" + Repeat(")", n - 3),
+      Repeat("sum(", n - 1) + "x" + Repeat(")", n - 1),
+  };
+  for (const std::string& q : shapes) {
+    auto e = Parse(q);
+    ASSERT_TRUE(e.ok()) << q.substr(0, 40) << ": " << e.error().message;
+    auto again = Parse(Format(**e));
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_EQ(Format(**again), Format(**e));
+  }
+}
+
+TEST(ParserTest, NestingPastTheLimitIsAClearErrorNotACrash) {
+  const std::string limit =
+      "expression nested too deeply: more than " + std::to_string(kMaxExprDepth) + " levels";
+  const std::string attacks[] = {
+      Repeat("(", 15000),
+      Repeat("(", kMaxExprDepth + 1) + "x" + Repeat(")", kMaxExprDepth + 1),
+      Repeat("-", 40000) + "1",
+      Repeat("-", 40000) + "x",
+      Repeat("abs(", 14000) + "x" + Repeat(")", 14000),
+      "1" + Repeat("+1", 20000),
+      "x" + Repeat(" or x", kMaxExprDepth),
+      "2" + Repeat("^2", 20000),  // right-associative: recursion, not a loop
+      "x" + Repeat("[1m:1m]", 20000),
+      Repeat("sum(", 20000) + "x" + Repeat(")", 20000),
+      Repeat("topk(1,", 20000) + "x" + Repeat(")", 20000),
+      Repeat("x + (", 20000) + "x" + Repeat(")", 20000),
+  };
+  for (const std::string& q : attacks) {
+    auto e = Parse(q);
+    ASSERT_FALSE(e.ok()) << q.substr(0, 40);
+    EXPECT_NE(e.error().message.find(limit), std::string::npos)
+        << q.substr(0, 40) << ": " << e.error().message;
+    EXPECT_EQ(e.error().message.find("parse error: "), e.error().message.find(':', 2) + 2)
+        << e.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace gw::promql

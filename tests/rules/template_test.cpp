@@ -137,5 +137,32 @@ TEST(Template, ErrorsWordedAsGo) {
                   .ok());
 }
 
+// Nested actions and parentheses up to the limit expand; deeper ones are Go's "max expression
+// depth exceeded", never a stack overflow (a rule file's annotation is untrusted text).
+TEST(Template, NestingUpToTheLimitWorksAndPastItIsAnError) {
+  auto repeat = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  const int n = kMaxTemplateDepth;
+  EXPECT_EQ(Expand("{{ " + repeat("(", n) + "1" + repeat(")", n) + " }}"), "1");
+  EXPECT_EQ(Expand(repeat("{{ if true }}", n) + "deep" + repeat("{{ end }}", n)), "deep");
+  EXPECT_EQ(
+      Expand("{{ if false }}{{ " + repeat("else if false }}{{ ", n - 1) + "else }}last{{ end }}"),
+      "last");
+  for (const std::string& t :
+       {"{{ " + repeat("(", n + 1) + "1" + repeat(")", n + 1) + " }}",
+        "{{ " + repeat("(", 100000) + " }}",
+        repeat("{{ if true }}", 30000) + repeat("{{ end }}", 30000),
+        repeat("{{ with $value }}", n + 1) + repeat("{{ end }}", n + 1),
+        "{{ if false }}" + repeat("{{ else if false }}", 30000) + "{{ end }}",
+        repeat("{{ range $labels }}", 30000)}) {
+    std::string out = Expand(t);
+    EXPECT_NE(out.find("template: __alert_A:1: max expression depth exceeded"), std::string::npos)
+        << out.substr(0, 200);
+  }
+}
+
 }  // namespace
 }  // namespace gw::rules
