@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/agent_process.h"
+#include "support/metrics_doc.h"
 
 namespace gw::testing {
 namespace {
@@ -143,6 +144,12 @@ TEST(QueryLimits, TooManySamplesIsPrometheusError) {
   r = agent.Get(QueryPath("count_over_time(vector(1)[10m:1s])", "&time=100000"));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["data"]["result"][0]["value"][1], "601");
+  // Every family of docs/metrics.md's "Queries and memory" section is on /metrics.
+  const std::string page = agent.Get("/metrics").body;
+  const std::vector<std::string> families = DocumentedFamilies("## Queries and memory");
+  EXPECT_EQ(families.size(), 6u);
+  for (const std::string& family : families)
+    EXPECT_TRUE(HasSampleOf(page, family)) << family << " is documented but not on /metrics";
 }
 
 TEST(QueryLimits, RuleThatLoadsTooManySamplesFailsWithTheError) {
