@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
 #include "http/server.h"
 
 namespace gw::cli {
@@ -91,6 +92,8 @@ Alerting::Alerting(const Config& config, tsdb::DB* db, int port, Logger* log)
   std::sort(options.external_labels.begin(), options.external_labels.end());
   options.external_url = external_url_;
   options.resend_delay_ms = static_cast<int64_t>(config.alerting.resend_delay_s * 1000);
+  // Rules run on the recorder thread: the query timeout and sample limit, never the HTTP gate.
+  options.engine = QueryEngineOptions(config);
   sink_ = std::make_unique<StoreSink>(db_);
   manager_ = std::make_unique<rules::Manager>(
       options, [db] { return db->NewQuerier(); }, sink_.get(),

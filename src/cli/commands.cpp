@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "base/heap.h"
 #include "cli/agent.h"
 #include "cli/alerting.h"
 #include "cli/diagnose_commands.h"
 #include "cli/governance_service.h"
 #include "cli/jobs_service.h"
+#include "cli/query_metrics.h"
 #include "cli/service_cost_service.h"
 #include "cli/snapshot_view.h"
 #include "cli/store.h"
@@ -81,6 +83,13 @@ int ListenPort(const std::string& listen) {
   return std::atoi(listen.c_str() + colon + 1);
 }
 
+promql::EngineOptions QueryEngineOptions(const Config& config) {
+  promql::EngineOptions o;
+  o.timeout_s = config.query.timeout_s;
+  o.max_samples = static_cast<size_t>(config.query.max_samples);
+  return o;
+}
+
 namespace {
 
 // `serve` until SIGINT/SIGTERM; the exit code.
@@ -101,6 +110,9 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
     logger->Error(data_lock.error().message);
     return 1;
   }
+  // The query API's concurrency limit and queue (query.max_concurrency, query.max_queued).
+  auto query_gate = std::make_shared<promql::QueryGate>(promql::GateOptions{
+      .max_concurrency = config.query.max_concurrency, .max_queued = config.query.max_queued});
   http::ServerOptions options;
   options.listen_address = config.listen;
   options.web_config_file = config.web_config_file;
@@ -198,8 +210,9 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
                               return StoreFiguresOf(*store, rec);
                             })
                                           : nullptr);
-  page.SetExtra([&alerting, &jobs, &scraper, &governance, &findings, &services](collect::Format f,
-                                                                                std::string* out) {
+  page.SetExtra([&alerting, &jobs, &scraper, &governance, &findings, &services, gate = query_gate](
+                    collect::Format f, std::string* out) {
+    RenderQueryMetrics(*gate, f, out);
     alerting.RenderMetrics(f, out);
     jobs.RenderMetrics(f, out);
     scraper.RenderMetrics(f, out);
@@ -216,6 +229,8 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
   if (store) {
     http::PromApiOptions api;
     api.version = version;
+    api.engine = QueryEngineOptions(config);
+    api.engine.gate = query_gate;
     http::RegisterPromApi(
         server->get(), [store] { return store->NewQuerier(); }, api);
   }
@@ -235,6 +250,8 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
                std::to_string((*server)->port()) + ")" +
                (agent.simulated() ? ", simulated fleet '" + config.simulate.scenario + "'" : "") +
                (config.web_config_file.empty() ? "" : ", web config " + config.web_config_file));
+  // Memory freed by the last large queries goes back to the kernel while the agent idles.
+  PeriodicHeapTrim idle_trim;
   int signal_number = 0;
   while (true) {
     sigwait(&signals, &signal_number);
@@ -248,6 +265,9 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
   // inside a stuck call is left behind, never joined), and wakes the /-/sim/advance requests
   // waiting on it, so the HTTP server's stop below does not wait on them.
   const collect::Collector::StopOutcome stopped = agent.collector().Stop(kCollectorStopSeconds);
+  // Queries still waiting or evaluating end now ("query was canceled"), so the server's Stop
+  // does not wait for them.
+  query_gate->Shutdown();
   (*server)->Stop();
   (void)agent.Stop();
   // What must be durable is written whatever the collector left behind: the last snapshot and

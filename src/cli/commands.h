@@ -6,8 +6,13 @@
 
 #include "base/log.h"
 #include "cli/config.h"
+#include "promql/engine.h"
 
 namespace gw::cli {
+
+// The evaluation limits of config.query (timeout, max samples), without a gate: for rules and
+// `gpuwarden query`. serve's query API adds its gate (query.max_concurrency, query.max_queued).
+promql::EngineOptions QueryEngineOptions(const Config& config);
 
 // Serves until SIGINT/SIGTERM. Exit 0 on a clean stop, 1 if the listener cannot start.
 // Without NVML it keeps serving self-metrics and logs why.

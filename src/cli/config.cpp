@@ -13,6 +13,18 @@
 
 namespace gw::cli {
 
+bool ParseInteger(const std::string& text, long long min, long long max, long long* out) {
+  if (text.empty() || text.size() > 19) return false;
+  long long v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
+  }
+  if (v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
 namespace {
 
 struct Context {
@@ -78,6 +90,22 @@ Setter Bool(const std::string& key, std::function<bool&(Config*)> field) {
       return Status(Error{ctx.Where(node) + ": " + key + ": expected true or false, got '" +
                           Printable(text) + "'"});
     }
+    return Status::Ok();
+  };
+}
+
+// A whole number in [min, max].
+Setter Integer(const std::string& key, long long min, long long max,
+               std::function<void(Config*, long long)> set) {
+  return [key, min, max, set](const Context& ctx, const YAML::Node& node, Config* c) {
+    std::string text;
+    if (Status s = Scalar(ctx, node, key, &text); !s.ok()) return s;
+    long long v = 0;
+    if (!ParseInteger(text, min, max, &v))
+      return Status(Error{ctx.Where(node) + ": " + key + ": expected a whole number from " +
+                          std::to_string(min) + " to " + std::to_string(max) + ", got '" +
+                          Printable(text) + "'"});
+    set(c, v);
     return Status::Ok();
   };
 }
@@ -297,6 +325,17 @@ const std::map<std::string, Setter>& Setters() {
        Duration(
            "collect.memory_peak_interval",
            [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
+      {"query.timeout",
+       Duration(
+           "query.timeout", [](Config* c) -> double& { return c->query.timeout_s; }, false)},
+      {"query.max_samples", Integer("query.max_samples", 1, kMaxQuerySamples,
+                                    [](Config* c, long long v) { c->query.max_samples = v; })},
+      {"query.max_concurrency",
+       Integer("query.max_concurrency", 1, kMaxQueryConcurrency,
+               [](Config* c, long long v) { c->query.max_concurrency = static_cast<int>(v); })},
+      {"query.max_queued",
+       Integer("query.max_queued", 0, kMaxQueryQueued,
+               [](Config* c, long long v) { c->query.max_queued = static_cast<int>(v); })},
       {"rules.builtin", Bool("rules.builtin", [](Config* c) -> bool& { return c->rules.builtin; })},
       {"rules.files", [](const Context& ctx, const YAML::Node& n,
                          Config* c) { return StringList(ctx, n, "rules.files", &c->rules.files); }},
@@ -403,9 +442,8 @@ const std::map<std::string, Setter>& Setters() {
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
       {"scrape.targets",
-       [](const Context& ctx, const YAML::Node& n, Config* c) {
-         return ParseScrapeTargets(ctx.file, n, &c->scrape.targets);
-       }},
+       [](const Context& ctx, const YAML::Node& n,
+          Config* c) { return ParseScrapeTargets(ctx.file, n, &c->scrape.targets); }},
       {"governance.reclaim", Governance("governance.reclaim")},
       {"governance.decisions_log", Governance("governance.decisions_log")},
       {"governance.requeue_command", Governance("governance.requeue_command")},
@@ -530,6 +568,13 @@ Status Validate(const Config& c) {
       c.log_level != "error")
     return Error{"log_level must be debug, info, warn or error, not '" + c.log_level + "'"};
   if (Status s = ValidateDiagnose(c.diagnose); !s.ok()) return s;
+  if (!(c.query.timeout_s > 0)) return Error{"query.timeout must be positive"};
+  if (c.query.max_samples < 1 || c.query.max_samples > kMaxQuerySamples)
+    return Error{"query.max_samples must be from 1 to " + std::to_string(kMaxQuerySamples)};
+  if (c.query.max_concurrency < 1 || c.query.max_concurrency > kMaxQueryConcurrency)
+    return Error{"query.max_concurrency must be from 1 to " + std::to_string(kMaxQueryConcurrency)};
+  if (c.query.max_queued < 0 || c.query.max_queued > kMaxQueryQueued)
+    return Error{"query.max_queued must be from 0 to " + std::to_string(kMaxQueryQueued)};
   return Status::Ok();
 }
 

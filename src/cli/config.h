@@ -86,6 +86,16 @@ struct ScrapeConfig {
   std::vector<scrape::TargetConfig> targets;
 };
 
+// Limits on PromQL evaluation (Prometheus' --query.* flags; docs/configuration.md). Timeout and
+// max_samples apply to the query API, rule evaluation and `gpuwarden query`; the concurrency and
+// the queue to the query API of `serve`.
+struct QueryConfig {
+  double timeout_s = 120;
+  long long max_samples = 50000000;
+  int max_concurrency = 2;
+  int max_queued = 4;
+};
+
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
@@ -101,7 +111,15 @@ struct Config {
   ScrapeConfig scrape;
   GovernanceConfig governance;  // cli/governance_config.h
   DiagnoseConfig diagnose;      // cli/diagnose_config.h: findings thresholds, window, interval
+  QueryConfig query;
 };
+
+inline constexpr long long kMaxQuerySamples = 1000000000000LL;
+inline constexpr long long kMaxQueryConcurrency = 1024;
+inline constexpr long long kMaxQueryQueued = 1024;
+
+// A decimal whole number without sign in [min, max] (flags and YAML share it).
+bool ParseInteger(const std::string& text, long long min, long long max, long long* out);
 
 // Every configuration key, dotted ("collect.interval"), for docs and tests.
 const std::vector<std::string>& ConfigKeys();

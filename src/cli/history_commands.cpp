@@ -121,7 +121,7 @@ int RunQuery(const Config& config, const QueryArgs& args, Logger* logger) {
   auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
   if (!db) return 1;
   auto querier = db->NewQuerier();
-  promql::Engine engine;
+  promql::Engine engine(QueryEngineOptions(config));
   promql::QueryResult result = [&]() -> promql::QueryResult {
     if (!range) {
       int64_t t = NowMs();

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/heap.h"
 #include "base/log.h"
 #include "cli/agent.h"
 #include "cli/commands.h"
@@ -42,7 +43,25 @@ struct Flags {
   gw::top::TopArgs top;            // top
   gw::cli::DiagnoseArgs diagnose;  // diagnose
   gw::cli::ReportArgs report;      // report
+  // query limits (serve: all four; query: timeout and max samples)
+  std::string query_timeout, query_max_samples, query_max_concurrency, query_max_queued;
 };
+
+void AddQueryLimitFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults, bool serving) {
+  cmd->add_option("--query.timeout", f->query_timeout,
+                  "longest a query may take, queue wait included (default " +
+                      gw::FormatDuration(defaults.query.timeout_s) + ")");
+  cmd->add_option("--query.max-samples", f->query_max_samples,
+                  "most samples a query may hold in memory at once (default " +
+                      std::to_string(defaults.query.max_samples) + ")");
+  if (!serving) return;
+  cmd->add_option("--query.max-concurrency", f->query_max_concurrency,
+                  "queries evaluated at once by the HTTP API (default " +
+                      std::to_string(defaults.query.max_concurrency) + ")");
+  cmd->add_option("--query.max-queued", f->query_max_queued,
+                  "queries that may wait for a turn; more get 503 at once (default " +
+                      std::to_string(defaults.query.max_queued) + ")");
+}
 
 void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
   cmd->add_option("--config", f->config_file, "YAML configuration file (docs/configuration.md)");
@@ -110,6 +129,34 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
       return false;
     }
   }
+  if (!f.query_timeout.empty() && !gw::ParseDurationSeconds(f.query_timeout, &c->query.timeout_s)) {
+    std::fprintf(stderr,
+                 "gpuwarden: --query.timeout: expected a duration such as 30s or 2m, got '%s'\n",
+                 f.query_timeout.c_str());
+    return false;
+  }
+  struct IntegerFlag {
+    const std::string& text;
+    const char* name;
+    long long min, max;
+    long long value = 0;
+  } integers[] = {
+      {f.query_max_samples, "--query.max-samples", 1, gw::cli::kMaxQuerySamples},
+      {f.query_max_concurrency, "--query.max-concurrency", 1, gw::cli::kMaxQueryConcurrency},
+      {f.query_max_queued, "--query.max-queued", 0, gw::cli::kMaxQueryQueued},
+  };
+  for (IntegerFlag& i : integers) {
+    if (i.text.empty()) continue;
+    if (!gw::cli::ParseInteger(i.text, i.min, i.max, &i.value)) {
+      std::fprintf(stderr, "gpuwarden: %s: expected a whole number from %lld to %lld, got '%s'\n",
+                   i.name, i.min, i.max, i.text.c_str());
+      return false;
+    }
+  }
+  if (!f.query_max_samples.empty()) c->query.max_samples = integers[0].value;
+  if (!f.query_max_concurrency.empty())
+    c->query.max_concurrency = static_cast<int>(integers[1].value);
+  if (!f.query_max_queued.empty()) c->query.max_queued = static_cast<int>(integers[2].value);
   if (gw::Status s = gw::cli::Validate(*c); !s.ok()) {
     std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
     return false;
@@ -120,6 +167,9 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Two malloc arenas instead of up to 8 per core: a thread that once ran a large query keeps
+  // little memory afterwards (docs/operations.md, "Memory"). Before any thread starts.
+  gw::LimitMallocArenas(2);
   // A scraper that disconnects mid-response must not kill the agent (see http/server.h).
   std::signal(SIGPIPE, SIG_IGN);
   const gw::cli::Config defaults;
@@ -135,6 +185,7 @@ int main(int argc, char** argv) {
                     "Prometheus web configuration file: TLS and basic auth (default: plain HTTP)");
   serve->add_option("--data-dir", flags.data_dir,
                     "history store directory (default " + defaults.storage.path + ")");
+  AddQueryLimitFlags(serve, &flags, defaults, /*serving=*/true);
 
   CLI::App* snapshot = app.add_subcommand("snapshot", "print every GPU's state now");
   AddCommonFlags(snapshot, &flags, defaults);
@@ -154,6 +205,7 @@ int main(int argc, char** argv) {
   query->add_option("--data-dir", flags.data_dir,
                     "history store directory (default " + defaults.storage.path + ")");
   query->add_option("--config", flags.config_file, "YAML configuration file");
+  AddQueryLimitFlags(query, &flags, defaults, /*serving=*/false);
 
   CLI::App* tsdb = app.add_subcommand("tsdb", "manage the history store");
   tsdb->require_subcommand(1);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "base/heap.h"
 #include "http/prom_format.h"
 #include "promql/parser.h"
 
@@ -85,6 +86,8 @@ const char* ErrorType(promql::QueryError::Kind kind) {
       return "timeout";
     case promql::QueryError::Kind::kCanceled:
       return "canceled";
+    case promql::QueryError::Kind::kUnavailable:
+      return "unavailable";
     case promql::QueryError::Kind::kInternal:
       return "internal";
   }
@@ -94,13 +97,28 @@ const char* ErrorType(promql::QueryError::Kind kind) {
 int HttpStatus(const std::string& error_type) {
   if (error_type == "bad_data") return 400;
   if (error_type == "execution") return 422;
-  if (error_type == "timeout" || error_type == "canceled") return 503;
+  if (error_type == "timeout" || error_type == "canceled" || error_type == "unavailable")
+    return 503;
   if (error_type == "not_found") return 404;
   return 500;
 }
 
 void Fail(Response& res, const std::string& error_type, const std::string& message) {
   WriteApiError(res, HttpStatus(error_type), error_type, message);
+}
+
+void Succeed(Response& res, std::string data_json);
+
+// The reply to a query: its result, or its error in the API's shape.
+void Answer(Response& res, const promql::QueryResult& result) {
+  if (!result.ok()) {
+    const auto& e = result.error();
+    Fail(res, ErrorType(e.kind),
+         e.kind == promql::QueryError::Kind::kBadData ? "invalid parameter \"query\": " + e.message
+                                                      : e.message);
+    return;
+  }
+  Succeed(res, QueryResultJson(result.value()));
 }
 
 void Succeed(Response& res, std::string data_json) {
@@ -112,6 +130,13 @@ void Succeed(Response& res, std::string data_json) {
   res.body += kHead;
   res.body += data_json;
   res.body += '}';
+}
+
+// After a query handler's evaluation (its memory freed, the answer serialized): gives the
+// allocator's free memory back to the kernel when it holds much (base/heap.h). Without it, each
+// HTTP thread's malloc arena keeps the high-water mark of the largest query it ran.
+void TrimAfterQuery() {
+  ProcessHeapTrimmer().MaybeTrim();
 }
 
 int64_t NowMs() {
@@ -243,19 +268,13 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
     int64_t t = 0;
     if (!TimeParam(req, res, "time", NowMs(), &t) || !TimeoutParam(req, res, &engine_options))
       return;
-    promql::Engine engine(engine_options);
-    auto querier = shared->first();
-    promql::QueryResult result = engine.Instant(*querier, req.param("query"), t);
-    if (!result.ok()) {
-      const auto& e = result.error();
-      std::string type = ErrorType(e.kind);
-      Fail(res, type,
-           e.kind == promql::QueryError::Kind::kBadData
-               ? "invalid parameter \"query\": " + e.message
-               : e.message);
-      return;
+    {
+      promql::Engine engine(engine_options);
+      auto querier = shared->first();
+      promql::QueryResult result = engine.Instant(*querier, req.param("query"), t);
+      Answer(res, result);
     }
-    Succeed(res, QueryResultJson(result.value()));
+    TrimAfterQuery();
   };
 
   Handler query_range = [shared](const Request& req, Response& res) {
@@ -295,18 +314,13 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
       return;
     }
     if (!TimeoutParam(req, res, &engine_options)) return;
-    promql::Engine engine(engine_options);
-    auto querier = shared->first();
-    promql::QueryResult result = engine.Range(*querier, req.param("query"), start, end, step);
-    if (!result.ok()) {
-      const auto& e = result.error();
-      Fail(res, ErrorType(e.kind),
-           e.kind == promql::QueryError::Kind::kBadData
-               ? "invalid parameter \"query\": " + e.message
-               : e.message);
-      return;
+    {
+      promql::Engine engine(engine_options);
+      auto querier = shared->first();
+      promql::QueryResult result = engine.Range(*querier, req.param("query"), start, end, step);
+      Answer(res, result);
     }
-    Succeed(res, QueryResultJson(result.value()));
+    TrimAfterQuery();
   };
 
   Handler series = [shared](const Request& req, Response& res) {

@@ -167,6 +167,7 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
   const bool one_group = !a.without && grouping.empty();
   std::string key;
   for (Element& s : input) {
+    Tick();
     if (op == AggregateOp::kCountValues) SetLabel(&s.labels, value_label, FormatFloatPlain(s.v));
     // The key is LabelsKey(GroupLabels(...)), built without the intermediate label set.
     key.clear();

@@ -2,8 +2,11 @@
 #include "promql/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "promql/eval.h"
 #include "promql/parser.h"
@@ -61,19 +64,22 @@ void CheckNoDuplicateLabelsets(const Vector& v) {
 // ----- evaluator core -----
 
 Evaluator::Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms,
-                     int64_t end_ms)
-    : querier_(querier), options_(options), start_ms_(start_ms), end_ms_(end_ms) {
-  deadline_ = std::chrono::steady_clock::now() +
-              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                  std::chrono::duration<double>(options.timeout_s));
-}
+                     int64_t end_ms, std::chrono::steady_clock::time_point deadline)
+    : querier_(querier),
+      options_(options),
+      start_ms_(start_ms),
+      end_ms_(end_ms),
+      deadline_(deadline) {}
 
 void Evaluator::CheckDeadline() const {
+  if (options_.gate && options_.gate->canceled())
+    throw EvalError{QueryError::Kind::kCanceled, "query was canceled in expression evaluation"};
   if (std::chrono::steady_clock::now() > deadline_)
     throw EvalError{QueryError::Kind::kTimeout, "query timed out in expression evaluation"};
 }
 
 void Evaluator::AddSamples(size_t n) {
+  Tick();
   step_samples_ += n;
   if (step_samples_ > options_.max_samples) {
     throw EvalError{QueryError::Kind::kExecution,
@@ -201,6 +207,7 @@ Vector Evaluator::EvalSelectorAt(const VectorSelector& vs, int64_t t_ms) {
   Vector out;
   out.reserve(f.series.size());
   for (size_t i = 0; i < f.series.size(); ++i) {
+    Tick();
     const tsdb::SeriesRuns& s = f.series[i];
     const RunPos p = f.at.pos[i];
     // The newest sample at or before ref: the one before p.
@@ -244,6 +251,7 @@ std::vector<Series> Evaluator::MatrixAt(const MatrixSelector& ms, int64_t t_ms) 
   std::vector<Series> out;
   size_t n = 0;
   for (size_t i = 0; i < f.series.size(); ++i) {
+    Tick();
     Series series;
     CopyPoints(f.series[i], f.lo.pos[i], f.hi.pos[i], &series.points);
     if (series.points.empty()) continue;
@@ -263,15 +271,15 @@ std::vector<Series> Evaluator::SubqueryAt(const Subquery& sq, int64_t t_ms) {
   int64_t first = (lo / step) * step;
   if (first < lo) first += step;
   std::map<tsdb::Labels, Series> by_labels;
-  size_t n = 0;
   for (int64_t ts = first; ts <= ref; ts += step) {
     CheckDeadline();
     EvalValue v = Eval(*sq.expr, ts);
     for (Element& e : v.vector) {
       Series& s = by_labels[e.labels];
       s.points.push_back(Point{ts, e.v});
-      ++n;
     }
+    // The points gathered so far are held in memory too.
+    AddSamples(v.vector.size());
   }
   std::vector<Series> out;
   out.reserve(by_labels.size());
@@ -279,7 +287,6 @@ std::vector<Series> Evaluator::SubqueryAt(const Subquery& sq, int64_t t_ms) {
     s.labels = labels;
     out.push_back(std::move(s));
   }
-  AddSamples(n);
   return out;
 }
 
@@ -389,6 +396,40 @@ QueryError BadData(std::string message) {
   return QueryError{QueryError::Kind::kBadData, std::move(message)};
 }
 
+std::chrono::steady_clock::time_point DeadlineAfter(double timeout_s) {
+  // A timeout beyond a year is as good as none (and must not overflow the clock).
+  const double s = std::clamp(timeout_s, 0.0, 365 * 86400.0);
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(s));
+}
+
+// Takes a slot of options.gate (if any) before `deadline`. Admitted: *ticket holds the slot and
+// nothing is returned; otherwise the error to answer with, in Prometheus' wording where it has one.
+std::optional<QueryError> Admit(const EngineOptions& options,
+                                std::chrono::steady_clock::time_point deadline,
+                                QueryGate::Ticket* ticket) {
+  if (!options.gate) return std::nullopt;
+  *ticket = options.gate->Enter(deadline);
+  switch (ticket->outcome()) {
+    case QueryGate::Outcome::kAdmitted:
+      return std::nullopt;
+    case QueryGate::Outcome::kTimeout:
+      return QueryError{QueryError::Kind::kTimeout, "query timed out in query queue"};
+    case QueryGate::Outcome::kCanceled:
+      return QueryError{QueryError::Kind::kCanceled, "query was canceled in query queue"};
+    case QueryGate::Outcome::kQueueFull: {
+      const GateOptions& g = options.gate->options();
+      return QueryError{QueryError::Kind::kUnavailable,
+                        "query queue is full: " + std::to_string(g.max_queued) +
+                            " queries are already waiting for one of " +
+                            std::to_string(g.max_concurrency) +
+                            " evaluation slots (--query.max-concurrency); try again later"};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Engine::Engine(EngineOptions options) : options_(options) {}
@@ -396,8 +437,11 @@ Engine::Engine(EngineOptions options) : options_(options) {}
 QueryResult Engine::Instant(tsdb::Querier& querier, std::string_view expr, int64_t t_ms) const {
   Expected<ExprPtr> parsed = Parse(expr);
   if (!parsed) return BadData(parsed.error().message);
+  const auto deadline = DeadlineAfter(options_.timeout_s);
+  QueryGate::Ticket ticket;
+  if (auto refused = Admit(options_, deadline, &ticket)) return std::move(*refused);
   try {
-    Evaluator ev(querier, options_, t_ms, t_ms);
+    Evaluator ev(querier, options_, t_ms, t_ms, deadline);
     ev.Prepare(**parsed);
     EvalValue v = ev.Eval(**parsed, t_ms);
     Value out;
@@ -430,8 +474,11 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
     return BadData(std::string("invalid expression type \"") + ValueTypeName(type) +
                    "\" for range query, must be Scalar or instant Vector");
   }
+  const auto deadline = DeadlineAfter(options_.timeout_s);
+  QueryGate::Ticket ticket;
+  if (auto refused = Admit(options_, deadline, &ticket)) return std::move(*refused);
   try {
-    Evaluator ev(querier, options_, start_ms, end_ms);
+    Evaluator ev(querier, options_, start_ms, end_ms, deadline);
     ev.Prepare(**parsed);
     using ByLabels = std::map<tsdb::Labels, std::vector<Point>>;
     ByLabels by_labels;

@@ -17,6 +17,7 @@
 #define GPUWARDEN_PROMQL_ENGINE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "promql/ast.h"
+#include "promql/gate.h"
 #include "tsdb/storage.h"
 
 namespace gw::promql {
@@ -50,8 +52,9 @@ struct Value {
 
 struct QueryError {
   // kBadData: the query text is wrong (HTTP 400 bad_data); kExecution: evaluation failed
-  // (e.g. duplicate series in a match group); kTimeout, kCanceled; kInternal: the store failed.
-  enum class Kind { kBadData, kExecution, kTimeout, kCanceled, kInternal };
+  // (e.g. duplicate series in a match group, too many samples); kTimeout, kCanceled;
+  // kUnavailable: the query queue is full (EngineOptions::gate); kInternal: the store failed.
+  enum class Kind { kBadData, kExecution, kTimeout, kCanceled, kUnavailable, kInternal };
   Kind kind = Kind::kInternal;
   std::string message;  // Prometheus' wording
 };
@@ -72,9 +75,18 @@ class [[nodiscard]] QueryResult {
 
 struct EngineOptions {
   int64_t lookback_delta_ms = 5 * 60 * 1000;
+  // Wall-clock limit of one query, queue wait included (Prometheus' --query.timeout). Evaluation
+  // checks it between steps, between the series of a step and inside subqueries, and stops with
+  // kTimeout "query timed out in expression evaluation".
   double timeout_s = 120;
-  // Most samples held at once during one evaluation (Prometheus' --query.max-samples).
+  // Most samples held at once during one evaluation (Prometheus' --query.max-samples): the
+  // samples selected by the current step, the points of subqueries and range vectors, and, for
+  // range queries, the points of the result so far. Past it: kExecution "query processing would
+  // load too many samples into memory in query execution".
   size_t max_samples = 50000000;
+  // Optional: a slot of this gate is taken before evaluation (serve's query API and console), and
+  // its Shutdown() cancels the evaluation. Null: no limit (rules, the CLI, tests).
+  std::shared_ptr<QueryGate> gate;
   // The interval of subqueries written without a step (Prometheus' global evaluation_interval).
   int64_t default_subquery_step_ms = 60 * 1000;
 };

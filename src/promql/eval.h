@@ -39,15 +39,21 @@ struct EvalValue {
 
 class Evaluator {
  public:
-  Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms, int64_t end_ms);
+  Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms, int64_t end_ms,
+            std::chrono::steady_clock::time_point deadline);
 
   // Loads the samples every selector of `root` needs for evaluations in [start, end].
   void Prepare(const Expr& root);
 
   EvalValue Eval(const Expr& e, int64_t t_ms);
 
-  // Throws the timeout error once the deadline has passed.
+  // Throws the timeout error once the deadline has passed, the canceled error once the gate
+  // (EngineOptions::gate) shuts down.
   void CheckDeadline() const;
+  // CheckDeadline every 256th call: cheap enough for loops over series and elements.
+  void Tick() {
+    if ((++ticks_ & 0xff) == 0) CheckDeadline();
+  }
   // Counts samples held by the current step; throws past max_samples.
   void AddSamples(size_t n);
   void ResetStepSamples() { step_samples_ = 0; }
@@ -106,6 +112,7 @@ class Evaluator {
   int64_t start_ms_, end_ms_;
   std::chrono::steady_clock::time_point deadline_;
   size_t step_samples_ = 0;
+  uint32_t ticks_ = 0;
   std::map<const VectorSelector*, Fetched> data_;
   std::vector<Point> points_buffer_;  // ForEachRangeSeries' reused buffer
 };

@@ -106,6 +106,10 @@ TEST(Config, BadValuesNameFileAndLine) {
       {"simulate:\n  speed: -3\n", ":2: simulate.speed: expected a positive number"},
       {"collect: [1, 2]\n", ":1: collect: expected a mapping"},
       {"listen: [a\n", ":"},  // YAML syntax error, still with a line
+      {"query:\n  max_concurrency: 0\n",
+       ":2: query.max_concurrency: expected a whole number from 1 to 1024, got '0'"},
+      {"query:\n  max_samples: -5\n", ":2: query.max_samples: expected a whole number"},
+      {"query:\n  timeout: soon\n", ":2: query.timeout: expected a duration"},
   };
   for (const Case& c : cases) {
     WriteFile(dir / "c.yaml", c.text);
@@ -115,6 +119,25 @@ TEST(Config, BadValuesNameFileAndLine) {
     EXPECT_EQ(s.message().rfind(dir / "c.yaml", 0), 0u) << s.message();
     EXPECT_NE(s.message().find(c.expected), std::string::npos) << s.message();
   }
+}
+
+TEST(Config, QueryLimits) {
+  TempDir dir;
+  WriteFile(dir / "c.yaml",
+            "query:\n  timeout: 30s\n  max_samples: 5000000\n  max_concurrency: 4\n"
+            "  max_queued: 0\n");
+  Config c;
+  ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &c).ok());
+  EXPECT_EQ(c.query.timeout_s, 30);
+  EXPECT_EQ(c.query.max_samples, 5000000);
+  EXPECT_EQ(c.query.max_concurrency, 4);
+  EXPECT_EQ(c.query.max_queued, 0);
+  EXPECT_TRUE(Validate(c).ok());
+  Config defaults;  // Prometheus' timeout and sample limit; a node agent's concurrency
+  EXPECT_EQ(defaults.query.timeout_s, 120);
+  EXPECT_EQ(defaults.query.max_samples, 50000000);
+  EXPECT_EQ(defaults.query.max_concurrency, 2);
+  EXPECT_EQ(defaults.query.max_queued, 4);
 }
 
 TEST(Config, MissingFileIsClear) {

@@ -1,0 +1,134 @@
+#include "base/heap.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace gw {
+
+namespace {
+
+std::atomic<uint64_t> g_trims{0};
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+HeapFigures ReadHeap() {
+  HeapFigures h;
+#if defined(__GLIBC__)
+  const struct mallinfo2 m = mallinfo2();
+  h.in_use_bytes = m.uordblks + m.hblkhd;
+  h.free_bytes = m.fordblks;
+  h.mapped_bytes = m.hblkhd;
+#endif
+  return h;
+}
+
+size_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+void LimitMallocArenas(int arenas) {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "arena_max") != nullptr) return;
+  mallopt(M_ARENA_MAX, arenas);
+#else
+  (void)arenas;
+#endif
+}
+
+void TrimHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  g_trims.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t TrimsTotal() {
+  return g_trims.load(std::memory_order_relaxed);
+}
+
+namespace {
+
+// Resident bytes not accounted for by the heap in use.
+size_t Slack() {
+  const size_t rss = ResidentBytes();
+  const size_t in_use = ReadHeap().in_use_bytes;
+  return rss > in_use ? rss - in_use : 0;
+}
+
+}  // namespace
+
+bool HeapTrimmer::MaybeTrim(size_t threshold_bytes) {
+  const size_t threshold = threshold_bytes > 0 ? threshold_bytes : threshold_;
+  const int64_t now = SteadyMs();
+  int64_t last = last_ms_.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < min_interval_ms_) return false;
+  int64_t checked = last_check_ms_.load(std::memory_order_relaxed);
+  if (threshold_bytes == 0 && checked != 0 && now - checked < 100) return false;
+  last_check_ms_.store(now, std::memory_order_relaxed);
+  const size_t floor = floor_.load(std::memory_order_relaxed);
+  if (floor != ~size_t{0} && Slack() < floor + threshold) return false;
+  // One caller trims; the others see the new time and skip.
+  if (!last_ms_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return false;
+  TrimHeap();
+  floor_.store(Slack(), std::memory_order_relaxed);
+  return true;
+}
+
+HeapTrimmer& ProcessHeapTrimmer() {
+  static HeapTrimmer trimmer;
+  return trimmer;
+}
+
+struct PeriodicHeapTrim::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread thread;
+};
+
+PeriodicHeapTrim::PeriodicHeapTrim(int64_t period_ms) : state_(std::make_unique<State>()) {
+  state_->thread = std::thread([s = state_.get(), period_ms] {
+    std::unique_lock lock(s->mu);
+    while (!s->cv.wait_for(lock, std::chrono::milliseconds(period_ms), [s] { return s->stop; })) {
+      lock.unlock();
+      ProcessHeapTrimmer().MaybeTrim(1u << 20);
+      lock.lock();
+    }
+  });
+}
+
+PeriodicHeapTrim::~PeriodicHeapTrim() {
+  {
+    std::lock_guard lock(state_->mu);
+    state_->stop = true;
+  }
+  state_->cv.notify_all();
+  state_->thread.join();
+}
+
+}  // namespace gw

@@ -1,0 +1,83 @@
+// base/heap.h — what the C library's allocator holds, and giving its free memory back.
+//
+// glibc's malloc keeps freed memory for reuse: in the arena of the thread that freed it (one
+// arena per thread that allocated, up to 8 × cores), and above the mmap threshold, which grows
+// each time a large block is freed. After a large query a worker's arena can hold hundreds of
+// megabytes that nothing uses; only malloc_trim gives the free pages of every arena back to the
+// kernel. docs/operations.md ("Memory") has the measurements.
+//
+//   LimitMallocArenas(2);                 // first thing in main
+//   ProcessHeapTrimmer().MaybeTrim();     // after a query
+//   HeapFigures h = ReadHeap();           // mallinfo2: walks every arena under its lock
+#ifndef GPUWARDEN_BASE_HEAP_H_
+#define GPUWARDEN_BASE_HEAP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace gw {
+
+struct HeapFigures {
+  size_t in_use_bytes = 0;  // allocated and not freed (arenas and direct mmaps)
+  size_t free_bytes = 0;    // freed but still held by the allocator (what a trim can return)
+  size_t mapped_bytes = 0;  // of in_use_bytes, in blocks mmapped on their own
+};
+
+// The allocator's figures now (zeros where the C library is not glibc).
+HeapFigures ReadHeap();
+
+// The process' resident memory (/proc/self/statm), 0 if unreadable.
+size_t ResidentBytes();
+
+// Gives every arena's free pages back to the kernel (malloc_trim(0)); counts in TrimsTotal().
+void TrimHeap();
+uint64_t TrimsTotal();
+
+// Caps glibc's malloc arenas at `arenas` (mallopt M_ARENA_MAX) unless the environment already
+// sets a cap (MALLOC_ARENA_MAX, or glibc.malloc.arena_max in GLIBC_TUNABLES). Call before any
+// thread starts. Fewer arenas: less memory kept per thread that once allocated much.
+void LimitMallocArenas(int arenas);
+
+// Trims when the memory resident beyond the heap in use (RSS − in use) has grown by more than
+// `threshold_bytes` since the last trim, at most once per `min_interval_ms`: cheap enough to call
+// after every query (it looks at /proc/self/statm and mallinfo2 at most every 100 ms).
+class HeapTrimmer {
+ public:
+  explicit HeapTrimmer(size_t threshold_bytes = 16u << 20, int64_t min_interval_ms = 1000)
+      : threshold_(threshold_bytes), min_interval_ms_(min_interval_ms) {}
+  // True when it trimmed. `threshold_bytes` overrides the constructor's (0: use it).
+  bool MaybeTrim(size_t threshold_bytes = 0);
+
+ private:
+  size_t threshold_;
+  int64_t min_interval_ms_;
+  std::atomic<int64_t> last_ms_{0};        // the last trim
+  std::atomic<int64_t> last_check_ms_{0};  // the last look at the figures (at most every 100 ms)
+  // RSS − heap in use right after the last trim: what a trim cannot give back (code, stacks,
+  // partly used pages). SIZE_MAX until the first trim.
+  std::atomic<size_t> floor_{~size_t{0}};
+};
+
+// The process' trimmer: 32 MiB free, at most once a second. Query handlers call MaybeTrim() after
+// each query; PeriodicHeapTrim calls it while the agent is idle.
+HeapTrimmer& ProcessHeapTrimmer();
+
+// A thread that calls ProcessHeapTrimmer().MaybeTrim(1 MiB) every `period_ms`, so memory freed by
+// the last queries of a burst is given back even when no request follows. Stops when destroyed.
+class PeriodicHeapTrim {
+ public:
+  explicit PeriodicHeapTrim(int64_t period_ms = 5000);
+  ~PeriodicHeapTrim();
+  PeriodicHeapTrim(const PeriodicHeapTrim&) = delete;
+  PeriodicHeapTrim& operator=(const PeriodicHeapTrim&) = delete;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gw
+
+#endif  // GPUWARDEN_BASE_HEAP_H_
