@@ -20,7 +20,6 @@ int main(int argc, char** argv) {
   if (argc > 3) o.clients = std::atoi(argv[3]);
   if (argc > 4) o.slow_sockets = std::atoi(argv[4]);
   if (argc > 5) o.costly_queries = std::atoi(argv[5]);
-  o.costly_wait_s = 1;
   gw::testing::LoadReport r = gw::testing::RunLoad(o);
   using R = gw::testing::LoadReport;
   std::printf("clients=%d slow_sockets=%d costly_queries=%d seconds=%.1f\n", o.clients,

@@ -279,9 +279,8 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, size_t* consume
         if (line.find('\r') != std::string_view::npos) return done(Fail("bare CR in chunked body"));
         if (state_ == State::kTrailer) {
           trailer_bytes_ += line_.size() + 1;
-          const bool last = line.empty();
-          line_.clear();
-          if (last) {
+          if (line.empty()) {
+            line_.clear();
             state_ = State::kDone;
             return done(Result::kDone);
           }
@@ -290,6 +289,7 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, size_t* consume
           if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
             return done(Fail("malformed chunked trailer"));
           }
+          line_.clear();  // `line` points into it: cleared only once read
           continue;
         }
         // chunk-size [; extensions]

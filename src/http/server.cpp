@@ -1349,12 +1349,14 @@ void Server::Impl::AfterWrite(Conn* c) {
 
 void Server::Impl::Linger(Conn* c) {
   char buf[16384];
-  for (int i = 0; i < 64; ++i) {  // at most 1 MiB per wake-up
+  for (int i = 0; i < 64; ++i) {  // at most 1 MiB per wake-up; the rest on the next one
     ssize_t n = Recv(c, buf, sizeof buf);
     if (n == -1) return;
-    if (n <= 0) break;
+    if (n <= 0) {
+      Close(c);  // the client has read the answer and closed: done
+      return;
+    }
   }
-  Close(c);
 }
 
 void Server::Impl::Close(Conn* c) {

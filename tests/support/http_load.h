@@ -29,11 +29,13 @@ struct LoadOptions {
   int slow_sockets = 8;    // connections that send a head one byte a second, never finishing
   int costly_queries = 8;  // sent once each at the start, all at the same time
   std::string costly_query = "count_over_time(gpu_up[30d:1ms])";
+  // Their `timeout` parameter: how long each holds a worker (the engine's default is 2 min).
+  std::string costly_timeout = "20s";
   double duration_s = 10;  // how long clients and probes run
   double probe_interval_s = 0.1;
   double probe_deadline_s = 5;     // a probe not answered within this counts as failed
   double request_timeout_s = 150;  // a client request not answered within this is an error
-  double costly_wait_s = 5;        // after the run, how long costly queries may still take
+  double costly_wait_s = 15;       // after the run, how long costly queries may still take
   std::string auth_header;         // e.g. "Authorization: Basic ...\r\n"
 };
 
@@ -76,7 +78,8 @@ inline LoadReport RunLoad(const LoadOptions& o) {
   // Costly queries: all at once, answered whenever the engine is done (or times them out).
   for (int i = 0; i < o.costly_queries; ++i) {
     threads.emplace_back([&, i] {
-      const std::string body = "query=" + gw::http::UrlEncode(o.costly_query);
+      const std::string body = "query=" + gw::http::UrlEncode(o.costly_query) +
+                               (o.costly_timeout.empty() ? "" : "&timeout=" + o.costly_timeout);
       const std::string request =
           "POST /api/v1/query HTTP/1.1\r\nHost: x\r\n" + o.auth_header +
           "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
