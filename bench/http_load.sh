@@ -2,6 +2,7 @@
 # The HTTP load of issue 16 (docs/benchmarks.md) against `gpuwarden serve --simulate demo` in real
 # time: RSS before and after, then bench/http_load.cpp's numbers.
 #   bench/http_load.sh [seconds] [clients] [slow_sockets] [costly_queries]   (default 30 50 8 8)
+#   GPUWARDEN=/path/to/gpuwarden bench/http_load.sh ...   (another binary; its libnvml-sim.so beside it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
@@ -9,8 +10,9 @@ clients="${2:-50}"
 slow="${3:-8}"
 costly="${4:-8}"
 port=19978
+bin="${GPUWARDEN:-build/bin/gpuwarden}"  # another build's binary, to compare
 data=$(mktemp -d)
-build/bin/gpuwarden serve --simulate demo --listen "127.0.0.1:$port" --data-dir "$data" \
+"$bin" serve --simulate demo --listen "127.0.0.1:$port" --data-dir "$data" \
   --log-level warn &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$data"' EXIT

@@ -572,17 +572,23 @@ TEST(ServerCapacityTest, PriorityRoutesAnswerWhileEveryWorkerIsBusy) {
     ASSERT_TRUE(RawSend(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", RawAfter(1)));
     slow_heads.push_back(fd);
   }
+  // Six at once: two run (and block); of the other four at most two fit in the queue (fewer if
+  // they came while the first two were still in it), the rest find it full: 503 at once.
   std::vector<std::thread> slow;
-  std::vector<int> slow_status(4, 0);
-  for (int i = 0; i < 4; ++i) {
+  std::vector<std::atomic<int>> slow_status(6);
+  for (int i = 0; i < 6; ++i) {
     slow.emplace_back([&, i] { slow_status[i] = RawExchange(port, RawGet("/slow"), 30).status; });
   }
-  // Two running, two queued: the queue is full.
-  for (int i = 0; i < 200 && entered < 2; ++i)
+  auto refused = [&] {
+    int n = 0;
+    for (const auto& status : slow_status) n += status == 503;
+    return n;
+  };
+  for (int i = 0; i < 1000 && (entered < 2 || refused() < 2); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(entered, 2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(RawExchange(port, RawGet("/slow"), 5).status, 503);
+  }
+  EXPECT_EQ(entered, 2);  // (EXPECT: the threads are released and joined below either way)
+  EXPECT_GE(refused(), 2);
 
   for (int i = 0; i < 5; ++i) {
     RawResponse r = RawExchange(port, RawGet("/healthz"), 5);
@@ -595,7 +601,10 @@ TEST(ServerCapacityTest, PriorityRoutesAnswerWhileEveryWorkerIsBusy) {
   }
   cv.notify_all();
   for (auto& t : slow) t.join();
-  for (int status : slow_status) EXPECT_EQ(status, 200);
+  int ok = 0;
+  for (const auto& status : slow_status) ok += status == 200;
+  EXPECT_GE(ok, 2);
+  EXPECT_EQ(ok + refused(), 6);
   for (int fd : slow_heads) close(fd);
 }
 
