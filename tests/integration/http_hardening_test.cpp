@@ -152,9 +152,13 @@ TEST(HttpHardening, LoadWithSlowSocketsAndCostlyQueriesStarvesNoProbe) {
   ASSERT_TRUE(WaitFor([&] { return agent.Get("/readyz").status == 200; }, 30));
   LoadOptions options;
   options.port = agent.port();
-  options.duration_s = 10;
+  // Past the 10 s head deadline, so the slow sockets (a byte a second: no per-read timeout ever
+  // fires) are seen cut off.
+  options.duration_s = 13;
   options.probe_deadline_s = 5;
   LoadReport report = RunLoad(options);
+  EXPECT_GE(report.slow_reconnects, static_cast<uint64_t>(options.slow_sockets))
+      << "slow-header sockets were not cut off by the whole-head deadline";
   EXPECT_GT(report.probes, 20u);
   EXPECT_EQ(report.probe_failures, 0u)
       << "slowest /metrics probe " << report.metrics_probe_ms.back() << " ms, /healthz "
