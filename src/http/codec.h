@@ -1,6 +1,7 @@
-// Small wire-format helpers the server needs and httplib gets subtly wrong for us: form and
-// query decoding with Go's rules, Accept-Encoding negotiation, gzip, strict base64. Internal to
-// src/http (tests use them directly). All functions are pure and thread-safe.
+// Small wire-format helpers of the server: form and query decoding with Go's rules,
+// Accept-Encoding negotiation, gzip both ways (BodyInflater for request bodies), strict base64.
+// Internal to src/http (tests use them directly). The functions are pure and thread-safe; a
+// BodyInflater belongs to one body.
 #ifndef GPUWARDEN_HTTP_CODEC_H_
 #define GPUWARDEN_HTTP_CODEC_H_
 
