@@ -257,6 +257,12 @@ void Alerting::RegisterRoutes(http::Server* server) {
             manager_ ? manager_->AlertsApi() : nlohmann::json{{"alerts", nlohmann::json::array()}});
   });
   server->Post("/-/reload", [this](const http::Request&, http::Response& res) {
+    // Lifecycle endpoints are opt-in, as in Prometheus (--web.enable-lifecycle), with its answer.
+    if (!config_.web_enable_lifecycle) {
+      res.status = 403;
+      res.body = "Lifecycle API is not enabled.\n";
+      return;
+    }
     Status s = Load();
     if (!s.ok()) {
       res.status = 500;

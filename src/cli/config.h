@@ -99,6 +99,8 @@ struct QueryConfig {
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
+  // --web.enable-lifecycle: POST /-/reload (as in Prometheus). Off: 403, SIGHUP still reloads.
+  bool web_enable_lifecycle = false;
   std::string log_level = "info";
   std::string nvml_library;  // "" = libnvidia-ml.so.1, or the simulator when simulating
   SimulateConfig simulate;

@@ -30,6 +30,7 @@ struct Flags {
   double sim_start = -1;
   std::string interval, slow_interval, memory_peak_interval, call_timeout;
   bool per_process = false;
+  bool enable_lifecycle = false;  // serve only
   // snapshot only
   bool json = false;
   std::string sim_time;
@@ -103,6 +104,7 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
   }
   if (!f.listen.empty()) c->listen = f.listen;
   if (!f.web_config.empty()) c->web_config_file = f.web_config;
+  if (f.enable_lifecycle) c->web_enable_lifecycle = true;
   if (!f.nvml_lib.empty()) c->nvml_library = f.nvml_lib;
   if (!f.simulate.empty()) c->simulate.scenario = f.simulate;
   if (!f.sim_clock.empty()) c->simulate.clock = f.sim_clock;
@@ -183,6 +185,8 @@ int main(int argc, char** argv) {
                     "address to listen on, host:port (default " + defaults.listen + ")");
   serve->add_option("--web.config.file", flags.web_config,
                     "Prometheus web configuration file: TLS and basic auth (default: plain HTTP)");
+  serve->add_flag("--web.enable-lifecycle", flags.enable_lifecycle,
+                  "enable POST /-/reload over HTTP (default off: 403; SIGHUP always reloads)");
   serve->add_option("--data-dir", flags.data_dir,
                     "history store directory (default " + defaults.storage.path + ")");
   AddQueryLimitFlags(serve, &flags, defaults, /*serving=*/true);

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -123,6 +124,71 @@ bool GzipCompress(std::string_view in, std::string* out) {
   if (rc != Z_STREAM_END) return false;
   out->resize(written);
   return true;
+}
+
+struct BodyInflater::State {
+  z_stream zs;
+  bool initialized = false;
+};
+
+BodyInflater::BodyInflater() : state_(new State) {
+  std::memset(&state_->zs, 0, sizeof(state_->zs));
+  // 15 window bits + 32: zlib or gzip wrapper, detected from the header.
+  state_->initialized = inflateInit2(&state_->zs, 15 + 32) == Z_OK;
+}
+
+BodyInflater::~BodyInflater() {
+  if (state_->initialized) inflateEnd(&state_->zs);
+  delete state_;
+}
+
+BodyInflater::Result BodyInflater::Feed(std::string_view in, std::string* out, size_t max_out) {
+  if (!state_->initialized || failed_) return Result::kError;
+  if (finished_) {
+    if (in.empty()) return Result::kOk;
+    failed_ = true;
+    return Result::kError;  // bytes after the end of the stream
+  }
+  z_stream& zs = state_->zs;
+  char chunk[16384];
+  bool more = true;
+  while (more) {
+    const size_t piece = std::min<size_t>(in.size(), std::numeric_limits<uInt>::max());
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    zs.avail_in = static_cast<uInt>(piece);
+    zs.next_out = reinterpret_cast<Bytef*>(chunk);
+    zs.avail_out = sizeof(chunk);
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    const size_t used = piece - zs.avail_in;
+    in.remove_prefix(used);
+    const size_t produced = sizeof(chunk) - zs.avail_out;
+    if (rc != Z_OK && rc != Z_STREAM_END && !(rc == Z_BUF_ERROR && used == 0 && produced == 0)) {
+      failed_ = true;
+      return Result::kError;
+    }
+    if (out->size() + produced > max_out) {
+      failed_ = true;
+      return Result::kTooLarge;
+    }
+    out->append(chunk, produced);
+    if (rc == Z_STREAM_END) {
+      finished_ = true;
+      if (!in.empty()) {
+        failed_ = true;
+        return Result::kError;
+      }
+      return Result::kOk;
+    }
+    if (used == 0 && produced == 0) break;  // zlib wants more input than there is
+    // A full output piece may leave more output pending inside zlib, even with no input left.
+    more = !in.empty() || produced == sizeof(chunk);
+  }
+  return Result::kOk;
+}
+
+bool IsInflatableEncoding(std::string_view content_encoding) {
+  std::string coding = ToLowerAscii(Trim(content_encoding));
+  return coding == "gzip" || coding == "x-gzip" || coding == "deflate";
 }
 
 bool DecodeBase64(std::string_view in, std::string* out) {

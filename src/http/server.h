@@ -1,6 +1,7 @@
 // gpuwarden's HTTP server: exact-path and prefix routes, HTTP basic auth and TLS from a
 // Prometheus web configuration file (see web_config.h and docs/web-config.md), gzip, and an
-// access log at debug level. The library underneath (cpp-httplib) stays inside src/http.
+// access log at debug level. Our own small HTTP/1.1 core (request_parser.h for the bytes,
+// OpenSSL for TLS); nothing of it leaks out of src/http.
 //
 // Usage:
 //   auto server = gw::http::Server::Create({.listen_address = ":9966"}, &logger);
@@ -10,24 +11,40 @@
 //   ...
 //   (*server)->Stop();
 //
+// Connections: one thread accepts and reads every connection without blocking (epoll), with a
+// deadline for the whole request head, one for the whole body, one for the whole response and
+// one for an idle keep-alive connection; a slow client costs a socket and a buffer, never a
+// worker. Only complete requests reach a worker. Keep-alive, pipelining, Content-Length and
+// chunked bodies, `Expect: 100-continue`.
+//
 // What every request goes through, in order:
-//   1. Authentication, when the web config has basic_auth_users: a request without valid
-//      credentials gets 401 with `WWW-Authenticate: Basic`, whatever its path.
-//   2. Routing: an unknown path gets 404 "404 page not found"; a known path with a method it has
+//   1. The head is parsed (limits in request_parser.h: 400, 414, 431, 501, 505 on violation).
+//   2. Authentication, when the web config has basic_auth_users, before any byte of the body is
+//      read or decoded: a request without valid credentials gets 401 with
+//      `WWW-Authenticate: Basic`, whatever its path. (bcrypt runs on a worker, not the reader.)
+//   3. Routing: an unknown path gets 404 "404 page not found"; a known path with a method it has
 //      no handler for gets 405 with an `Allow` header. HEAD is served by the GET handler (the
-//      body is not sent). Exact routes win over prefix routes; the longest prefix wins.
-//   3. The handler. An exception escaping it becomes a 500 and an error log line.
-//   4. The response: the web config's extra headers are added (unless the handler set the same
+//      body is not sent). Exact routes win over prefix routes; the longest prefix wins. The body
+//      of a refused request is drained unread so the connection stays usable.
+//   4. The body, for a route that takes one: larger than max_request_body_bytes gets 413, before
+//      and after decoding: a `Content-Encoding: gzip` (or deflate) body is inflated as it
+//      arrives and refused as soon as the inflated size passes the limit. Other encodings and
+//      multipart/form-data get 415.
+//   5. The handler, on a worker of the route's class: priority_paths (/metrics, /healthz,
+//      /readyz) have their own priority_threads, so slow queries or a full queue never delay
+//      them. An exception escaping a handler becomes a 500 and an error log line. A class whose
+//      queue holds max_queued_requests already answers 503.
+//   6. The response: the web config's extra headers are added (unless the handler set the same
 //      name); a body of kGzipMinBytes or more is gzipped when the request's Accept-Encoding
 //      admits gzip (with `Vary: Accept-Encoding`). Range requests are ignored: handlers always
 //      produce whole representations, as Prometheus' do.
 //
-// Threading: handlers run on the server's worker threads, up to `worker_threads` at once, so they
-// must be thread-safe. Routes must be registered before Start(); after it the route table is
-// read without locks. Start(), Stop() and the destructor must not be called from a handler.
+// Threading: handlers run on the server's worker threads, so they must be thread-safe. Routes
+// must be registered before Start(); after it the route table is read without locks. Start(),
+// Stop() and the destructor must not be called from a handler.
 //
-// The process must ignore SIGPIPE (signal(SIGPIPE, SIG_IGN) in main): a TLS peer that disconnects
-// mid-response raises it inside OpenSSL otherwise, which kills the process.
+// The process should ignore SIGPIPE (signal(SIGPIPE, SIG_IGN) in main); the server sends with
+// MSG_NOSIGNAL, but OpenSSL may write on its own.
 #ifndef GPUWARDEN_HTTP_SERVER_H_
 #define GPUWARDEN_HTTP_SERVER_H_
 
@@ -83,11 +100,25 @@ struct ServerOptions {
   std::string listen_address;
   // Path of a Prometheus web configuration file; empty: plain HTTP without authentication.
   std::string web_config_file;
+  // Workers for every route but the priority ones.
   int worker_threads = 8;
-  // Per socket read/write: a client that stalls longer is disconnected.
-  double read_timeout_s = 10;
+  // Workers of their own for GET/HEAD of these exact paths: what monitoring and probes ask.
+  int priority_threads = 2;
+  std::vector<std::string> priority_paths = {"/metrics", "/healthz", "/readyz"};
+  // Deadlines for a whole phase, not per read: the request head (a new connection: from accept,
+  // the TLS handshake included; a kept-alive one: from the first byte of the next request), the
+  // body, the response, and the wait for a next request on a kept-alive connection. A client
+  // that misses one is disconnected (408 when it had sent part of a request).
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
   double write_timeout_s = 30;
-  // Larger request bodies get 413.
+  double idle_timeout_s = 5;
+  // Connections held at once. A new one beyond it replaces the oldest connection that has not
+  // sent a whole request yet; with none such, the new one is closed at once.
+  size_t max_connections = 1024;
+  // Complete requests waiting for a worker, per class; more get 503.
+  size_t max_queued_requests = 1024;
+  // Larger request bodies get 413, as sent and after Content-Encoding is decoded.
   size_t max_request_body_bytes = 16u << 20;
 };
 
@@ -119,8 +150,9 @@ class Server {
   // True when the web config turned TLS on.
   bool tls() const;
 
-  // Stops accepting, lets in-flight requests finish and joins every thread. An idle keep-alive
-  // connection can hold it for up to 5 s. Idempotent; also called by the destructor.
+  // Stops accepting, closes idle connections, lets requests already on a worker finish (their
+  // responses are sent, for up to write_timeout_s) and joins every thread; requests still queued
+  // are dropped. Idempotent; also called by the destructor.
   void Stop();
 
   ~Server();

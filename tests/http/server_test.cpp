@@ -8,10 +8,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
+#include "http/codec.h"
+#include "support/raw_http.h"
 #include "test_util.h"
 
 namespace gw::http {
@@ -443,6 +448,266 @@ TEST(ServerLifecycleTest, StopIsIdempotentAndFreesThePort) {
   auto again = Server::Create({.listen_address = "127.0.0.1:" + std::to_string(port)}, nullptr);
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE((*again)->Start().ok());
+}
+
+// ---- Our own HTTP/1.1 core: deadlines, capacity, bodies
+// ------------------------------------------
+
+using gw::testing::RawAfter;
+using gw::testing::RawConnect;
+using gw::testing::RawExchange;
+using gw::testing::RawGet;
+using gw::testing::RawRead;
+using gw::testing::RawResponse;
+using gw::testing::RawSend;
+
+std::string Gzipped(const std::string& text) {
+  std::string out;
+  EXPECT_TRUE(GzipCompress(text, &out));
+  return out;
+}
+
+std::string PostForm(const std::string& path, const std::string& body,
+                     const std::string& extra_headers = "") {
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+}
+
+// A client that sends its head one byte every 200 ms is cut off by the deadline for the whole
+// head, although every single byte arrives well within it (per-read timeouts would never fire).
+TEST(ServerDeadlineTest, WholeHeadDeadlineAgainstADribblingClient) {
+  ServerOptions options{.listen_address = "127.0.0.1:0"};
+  options.header_timeout_s = 1;
+  auto server = Server::Create(options, nullptr);
+  ASSERT_TRUE(server.ok());
+  (*server)->Get("/hello", [](const Request&, Response& res) { res.body = "hi"; });
+  ASSERT_TRUE((*server)->Start().ok());
+  int fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "GET /hello HTTP/1.1\r\nX-Long: " + std::string(60, 'a');
+  std::string buffer;
+  RawResponse r;
+  size_t sent = 0;
+  for (; sent < head.size(); ++sent) {  // 61 bytes at 200 ms: 12 s if never cut off
+    if (!RawSend(fd, head.substr(sent, 1), RawAfter(1))) break;
+    r = RawRead(fd, RawAfter(0.2), &buffer);
+    if (r.status != 0 || r.closed) break;
+  }
+  close(fd);
+  EXPECT_LT(sent, head.size()) << "the server waited for the whole dribbled head";
+  EXPECT_EQ(r.status, 408) << r.head;
+}
+
+TEST(ServerDeadlineTest, WholeBodyDeadline) {
+  ServerOptions options{.listen_address = "127.0.0.1:0"};
+  options.body_timeout_s = 1;
+  auto server = Server::Create(options, nullptr);
+  ASSERT_TRUE(server.ok());
+  (*server)->Post("/form", [](const Request&, Response& res) { res.body = "ok"; });
+  ASSERT_TRUE((*server)->Start().ok());
+  int fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(
+      RawSend(fd, "POST /form HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", RawAfter(1)));
+  std::string buffer;
+  RawResponse r;
+  int sent = 0;
+  for (; sent < 60; ++sent) {
+    if (!RawSend(fd, "a", RawAfter(1))) break;
+    r = RawRead(fd, RawAfter(0.2), &buffer);
+    if (r.status != 0 || r.closed) break;
+  }
+  close(fd);
+  EXPECT_LT(sent, 60);
+  EXPECT_EQ(r.status, 408) << r.head;
+}
+
+TEST(ServerDeadlineTest, IdleKeepAliveConnectionIsClosed) {
+  ServerOptions options{.listen_address = "127.0.0.1:0"};
+  options.idle_timeout_s = 0.5;
+  auto server = Server::Create(options, nullptr);
+  ASSERT_TRUE(server.ok());
+  (*server)->Get("/hello", [](const Request&, Response& res) { res.body = "hi"; });
+  ASSERT_TRUE((*server)->Start().ok());
+  int fd = RawConnect((*server)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(RawSend(fd, RawGet("/hello"), RawAfter(2)));
+  std::string buffer;
+  EXPECT_EQ(RawRead(fd, RawAfter(5), &buffer).status, 200);
+  char c;
+  ASSERT_TRUE(gw::testing::RawWait(fd, POLLIN, RawAfter(5)));
+  EXPECT_EQ(recv(fd, &c, 1, 0), 0);  // closed by the server, silently
+  close(fd);
+}
+
+// Priority routes have workers of their own: a worker pool full of slow handlers, a full queue
+// and a crowd of half-sent heads leave /healthz answering.
+TEST(ServerCapacityTest, PriorityRoutesAnswerWhileEveryWorkerIsBusy) {
+  ServerOptions options{.listen_address = "127.0.0.1:0"};
+  options.worker_threads = 2;
+  options.priority_threads = 1;
+  options.max_queued_requests = 2;
+  auto server = Server::Create(options, nullptr);
+  ASSERT_TRUE(server.ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> entered{0};
+  (*server)->Get("/slow", [&](const Request&, Response& res) {
+    ++entered;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return release; });
+    res.body = "slow";
+  });
+  (*server)->Get("/healthz", [](const Request&, Response& res) { res.body = "ok\n"; });
+  ASSERT_TRUE((*server)->Start().ok());
+  const int port = (*server)->port();
+
+  std::vector<int> slow_heads;
+  for (int i = 0; i < 16; ++i) {
+    int fd = RawConnect(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(RawSend(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ", RawAfter(1)));
+    slow_heads.push_back(fd);
+  }
+  // Six at once: two run (and block); of the other four at most two fit in the queue (fewer if
+  // they came while the first two were still in it), the rest find it full: 503 at once.
+  std::vector<std::thread> slow;
+  std::vector<std::atomic<int>> slow_status(6);
+  for (int i = 0; i < 6; ++i) {
+    slow.emplace_back([&, i] { slow_status[i] = RawExchange(port, RawGet("/slow"), 30).status; });
+  }
+  auto refused = [&] {
+    int n = 0;
+    for (const auto& status : slow_status) n += status == 503;
+    return n;
+  };
+  for (int i = 0; i < 1000 && (entered < 2 || refused() < 2); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(entered, 2);  // (EXPECT: the threads are released and joined below either way)
+  EXPECT_GE(refused(), 2);
+
+  for (int i = 0; i < 5; ++i) {
+    RawResponse r = RawExchange(port, RawGet("/healthz"), 5);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "ok\n");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : slow) t.join();
+  int ok = 0;
+  for (const auto& status : slow_status) ok += status == 200;
+  EXPECT_GE(ok, 2);
+  EXPECT_EQ(ok + refused(), 6);
+  for (int fd : slow_heads) close(fd);
+}
+
+TEST_F(ServerTest, GzipRequestBodiesAreDecodedWithinTheLimit) {
+  Start();
+  const int port = server_->port();
+  RawResponse r =
+      RawExchange(port, PostForm("/form?a=q", Gzipped("a=zipped&big=" + std::string(50000, 'z')),
+                                 "Content-Encoding: gzip\r\n"));
+  EXPECT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(r.body, "a=zipped all=zipped,q, big=50000 body=50013");
+
+  // 64 MiB of zeros in ~64 KB: refused once the inflated size passes the 16 MiB limit.
+  r = RawExchange(
+      port, PostForm("/form", Gzipped(std::string(64u << 20, '\0')), "Content-Encoding: gzip\r\n"));
+  EXPECT_EQ(r.status, 413) << r.head;
+  EXPECT_THAT(r.body, HasSubstr("once decoded"));
+
+  r = RawExchange(port, PostForm("/form", "abc", "Content-Encoding: br\r\n"));
+  EXPECT_EQ(r.status, 415);
+  r = RawExchange(port, PostForm("/form", "not gzip", "Content-Encoding: gzip\r\n"));
+  EXPECT_EQ(r.status, 400);
+}
+
+TEST_F(AuthServerTest, BodiesOfStrangersAreNeverDecoded) {
+  const int port = server_->port();
+  RawResponse r = RawExchange(
+      port, PostForm("/form", Gzipped(std::string(64u << 20, '\0')), "Content-Encoding: gzip\r\n"));
+  EXPECT_EQ(r.status, 401) << r.head;
+  EXPECT_EQ(r.Header("www-authenticate"), "Basic");
+  // Also a bad body: it is not looked at, so it is still 401, not 400.
+  r = RawExchange(port, PostForm("/form", "not gzip", "Content-Encoding: gzip\r\n"));
+  EXPECT_EQ(r.status, 401);
+  // With credentials the same route works.
+  r = RawExchange(port,
+                  PostForm("/form", Gzipped("a=1"),
+                           "Content-Encoding: gzip\r\nAuthorization: Basic YWxpY2U6czNjcmV0\r\n"));
+  EXPECT_EQ(r.status, 200) << r.head;
+  EXPECT_THAT(r.body, HasSubstr("a=1 "));
+}
+
+TEST_F(ServerTest, ChunkedBodiesExpectContinueAndPipelining) {
+  Start();
+  const int port = server_->port();
+  RawResponse r = RawExchange(
+      port,
+      "POST /form HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+      "Content-Type: application/x-www-form-urlencoded\r\n\r\n3\r\na=1\r\n2\r\n&b\r\n0\r\n\r\n");
+  EXPECT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(r.body, "a=1 all=1, big=0 body=5");
+
+  // Expect: 100-continue: the body is sent only after the interim response.
+  int fd = RawConnect(port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(RawSend(fd,
+                      "POST /form HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                      "Content-Type: application/x-www-form-urlencoded\r\n"
+                      "Expect: 100-continue\r\n\r\n",
+                      RawAfter(2)));
+  std::string buffer;
+  ASSERT_TRUE(gw::testing::RawWait(fd, POLLIN, RawAfter(5)));
+  char interim[64];
+  ssize_t n = recv(fd, interim, sizeof interim, 0);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(interim, static_cast<size_t>(n)), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(RawSend(fd, "a=7", RawAfter(2)));
+  r = RawRead(fd, RawAfter(5), &buffer);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "a=7 all=7, big=0 body=3");
+
+  // Pipelining: two requests in one write, two responses in order on the same connection.
+  ASSERT_TRUE(RawSend(fd, RawGet("/hello") + RawGet("/echo?x=1"), RawAfter(2)));
+  RawResponse first = RawRead(fd, RawAfter(5), &buffer);
+  RawResponse second = RawRead(fd, RawAfter(5), &buffer);
+  close(fd);
+  EXPECT_EQ(first.body, "hi");
+  EXPECT_EQ(second.body, "x=1;");
+}
+
+TEST_F(ServerTest, MalformedRequestsGetAClearStatusAndTheServerCarriesOn) {
+  Start();
+  const int port = server_->port();
+  struct Case {
+    std::string request;
+    int status;
+  } cases[] = {
+      {"GARBAGE\r\n\r\n", 400},
+      {"GET /hello HTTP/3.0\r\n\r\n", 505},
+      {"GET /hello HTTP/1.1\r\nX: " + std::string(70000, 'x') + "\r\n\r\n", 431},
+      {"POST /form HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc", 400},
+      {"POST /form HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"POST /form HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+      {"GET /a%zz HTTP/1.1\r\n\r\n", 400},
+      {"POST /form HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n", 413},
+  };
+  for (const Case& c : cases) {
+    RawResponse r = RawExchange(port, c.request, 5);
+    EXPECT_EQ(r.status, c.status) << c.request.substr(0, 80);
+    EXPECT_EQ(r.Header("connection"), "close") << c.request.substr(0, 80);
+  }
+  EXPECT_EQ(RawExchange(port, RawGet("/hello")).body, "hi");
+  // Absolute-form targets are served like origin-form ones.
+  EXPECT_EQ(RawExchange(port, RawGet("http://127.0.0.1/echo?q=2")).body, "q=2;");
 }
 
 }  // namespace

@@ -320,8 +320,11 @@ TEST(Alerts, BadRuleFileIsRefusedWithFileAndLineAndTheLoadedRulesKeepRunning) {
       "        labels: {severity: info, layer: device}\n");
   WriteFile(agent.dir / "gpuwarden.yaml",
             "rules:\n  evaluation_interval: 15s\n  files: [" + rules + "]\n");
-  agent.process = std::make_unique<AgentProcess>(std::vector<std::string>{
-      "--simulate", "demo", "--sim-clock", "stepped", "--config", agent.dir / "gpuwarden.yaml"});
+  // POST /-/reload is a lifecycle endpoint: opt-in (tests/integration/http_hardening_test.cpp
+  // checks the 403 without the flag).
+  agent.process = std::make_unique<AgentProcess>(
+      std::vector<std::string>{"--simulate", "demo", "--sim-clock", "stepped", "--config",
+                               agent.dir / "gpuwarden.yaml", "--web.enable-lifecycle"});
   ASSERT_NE(agent.process->port(), 0);
   agent.Advance(60);
   ASSERT_EQ(agent.Alerts("firing").count("AlwaysOn"), 1u) << agent.process->Log();
