@@ -43,6 +43,7 @@ gw_fuzz_target(text_import gw_tsdb)
 gw_fuzz_target(wal gw_tsdb)
 gw_fuzz_target(chunks gw_tsdb)
 gw_fuzz_target(http_request gw_web gw_http)
+gw_fuzz_target(http_parser gw_http)
 
 # The binary seeds (tests/fuzz/make_seeds.py runs it); not a fuzzer, not part of `fuzz`.
 add_executable(fuzz_binary_seeds ${PROJECT_SOURCE_DIR}/tests/fuzz/binary_seeds.cpp)

@@ -3,7 +3,6 @@
 // cuts, and the request-body inflater under a small limit. Properties: a complete head never
 // claims more bytes than it was given; feeding a chunked body in pieces gives the same result as
 // feeding it whole; the inflater never exceeds its limit by more than one output piece.
-// (Wire it in tests/fuzz/fuzz.cmake: gw_fuzz_target(http_parser gw_http).)
 #include <string>
 
 #include "fuzz_util.h"

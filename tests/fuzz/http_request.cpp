@@ -1,5 +1,5 @@
-// The request-side parsing gpuwarden does itself (cpp-httplib splits the request; these read
-// what is in it): query strings and form bodies with Go's rules, Accept-Encoding, the base64 of
+// What the handlers read out of a request once the server's request reader (its own target,
+// http_parser.cpp) has split it: query strings and form bodies with Go's rules, Accept-Encoding, the base64 of
 // basic auth, the Prometheus API's times and durations, and the console's chart parameters.
 // The input is used whole by each reader; for the chart, its form-decoded fields are the
 // request's parameters.
