@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/yaml_error.h"
 #include "base/yaml_keys.h"
 #include "cli/scrape_config.h"
 
@@ -433,9 +434,8 @@ const std::map<std::string, Setter>& Setters() {
          return Scalar(ctx, n, "jobs.node_name", &c->jobs.node_name);
        }},
       {"teams.accounts",
-       [](const Context& ctx, const YAML::Node& n, Config* c) {
-         return StringMap(ctx, n, "teams.accounts", &c->teams.accounts);
-       }},
+       [](const Context& ctx, const YAML::Node& n,
+          Config* c) { return StringMap(ctx, n, "teams.accounts", &c->teams.accounts); }},
       {"teams.users", [](const Context& ctx, const YAML::Node& n,
                          Config* c) { return StringMap(ctx, n, "teams.users", &c->teams.users); }},
       {"collect.per_process_metrics",
@@ -532,7 +532,8 @@ Status LoadConfigFile(const std::string& path, Config* config) {
   try {
     root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
-    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + Printable(e.msg)};
+    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " +
+                 Printable(YamlErrorMessage(e))};
   }
   // yaml-cpp keeps both pairs of a repeated key and the walk below would let the last one win.
   if (auto dup = FindDuplicateYamlKey(text.str()))
@@ -542,7 +543,8 @@ Status LoadConfigFile(const std::string& path, Config* config) {
   try {
     return Walk(ctx, root, "", config);
   } catch (const YAML::Exception& e) {
-    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " + Printable(e.msg)};
+    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " +
+                 Printable(YamlErrorMessage(e))};
   }
 }
 

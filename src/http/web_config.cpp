@@ -10,6 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "base/yaml_error.h"
+#include "base/yaml_keys.h"
+
 namespace gw::http {
 namespace {
 
@@ -104,11 +107,14 @@ class Parser {
   gw::Expected<WebConfig> Parse(std::string_view text) {
     try {
       YAML::Node root = YAML::Load(std::string(text));
+      // Prometheus reads its web config strictly: a key given twice is an error, not "last wins".
+      if (auto dup = gw::FindDuplicateYamlKey(text))
+        return gw::Error{gw::DescribeDuplicateYamlKey(path_, *dup)};
       ParseRoot(root);
     } catch (const ConfigError& e) {
       return gw::Error{e.message};
     } catch (const YAML::Exception& e) {
-      return gw::Error{At(e.mark) + e.msg};
+      return gw::Error{At(e.mark) + gw::YamlErrorMessage(e)};
     }
     return std::move(config_);
   }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/yaml_error.h"
 #include "base/yaml_keys.h"
 #include "promql/parser.h"
 #include "rules/template.h"
@@ -43,7 +44,7 @@ class FileParser {
       root = YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
       return Error{path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                   std::to_string(e.mark.column + 1) + ": yaml: " + e.msg};
+                   std::to_string(e.mark.column + 1) + ": yaml: " + YamlErrorMessage(e)};
     }
     // Like promtool (go-yaml's strict decoding), in its words: a key given twice in one mapping
     // is an error, every repetition listed, before anything else is checked.
@@ -61,7 +62,7 @@ class FileParser {
       return Walk(root, &file);
     } catch (const YAML::Exception& e) {
       return Error{path_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                   std::to_string(e.mark.column + 1) + ": yaml: " + e.msg};
+                   std::to_string(e.mark.column + 1) + ": yaml: " + YamlErrorMessage(e)};
     }
   }
 

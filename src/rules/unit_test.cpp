@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/yaml_error.h"
 #include "base/yaml_keys.h"
 #include "promql/ast.h"
 #include "promql/parser.h"
@@ -428,7 +429,7 @@ std::vector<std::string> RunRuleUnitTestFile(const std::string& path) {
   try {
     root = YAML::Load(text.str());
   } catch (const YAML::Exception& e) {
-    return {path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+    return {path + ":" + std::to_string(e.mark.line + 1) + ": " + YamlErrorMessage(e)};
   }
   // promtool's strict decoding refuses a key given twice in one mapping; so does this.
   if (auto dup = FindDuplicateYamlKey(text.str())) return {DescribeDuplicateYamlKey(path, *dup)};

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "base/yaml_error.h"
 #include "base/yaml_keys.h"
 #include "sim/noise.h"
 #include "sim/scenario.h"
@@ -437,7 +438,7 @@ Expected<Scenario> ParseScenario(std::string_view text, const std::string& file_
   } catch (const ParseFailure& failure) {
     return Error{file_label + ":" + std::to_string(failure.line) + ": " + failure.message};
   } catch (const YAML::Exception& e) {
-    return Error{file_label + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+    return Error{file_label + ":" + std::to_string(e.mark.line + 1) + ": " + YamlErrorMessage(e)};
   }
 }
 
