@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -55,7 +56,9 @@ TEST(Shutdown, SigtermWhileAnNvmlCallHangsExitsWithinTheBoundAndKeepsTheData) {
     agent.Advance(8);  // t = 0 .. 8 s recorded (synchronously in stepped mode)
     // This step reaches t = 10 s and does not come back: GPU 1's power reading hangs.
     std::thread stuck([port = agent.port()] { (void)HttpPost(port, "/-/sim/advance?seconds=5"); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // t = 9 s is recorded, then the worker goes on to t = 10 s and stays in GPU 1's call.
+    ASSERT_TRUE(WaitFor([&] { return CountSamples(agent, "gpu_up{gpu=\"0\"}") >= 10; }, 60));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     // The store still answers; what is committed now must all be there after the restart.
     before = CountSamples(agent, "gpu_up{gpu=\"0\"}");
     before_gpu1 = CountSamples(agent, "gpu_temperature_celsius{gpu=\"1\"}");
@@ -75,6 +78,8 @@ TEST(Shutdown, SigtermWhileAnNvmlCallHangsExitsWithinTheBoundAndKeepsTheData) {
                        "nvmlDeviceGetPowerUsage"),
               std::string::npos)
         << log;
+    // The rest of the stop still ran: the governance checkpoint is written at stop.
+    EXPECT_TRUE(std::filesystem::exists(data + "/governance/usage.json")) << log;
   }
   // Restarted on the same data directory (without NVML: only the store is read).
   AgentProcess again({"--nvml-lib", "/nonexistent/libnvml.so", "--data-dir", data});
@@ -89,7 +94,20 @@ TEST(Shutdown, SigtermWhileAnNvmlCallHangsInRealTimeExitsWithinTheBound) {
   AgentProcess agent({"--simulate", "hang", "--sim-clock", "realtime", "--sim-speed", "10",
                       "--call-timeout", "10m"});
   ASSERT_NE(agent.port(), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // t = 10 s came at 1 s
+  // Simulated t = 10 s comes after 1 s of real time; the worker then hangs in a fast cycle and
+  // the count of fast cycles (one a second) stops moving.
+  auto fast_cycles = [&] {
+    return Value(ParseExposition(agent.Get("/metrics").body), "gpuwarden_collect_cycles_total",
+                 {{"schedule", "fast"}});
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const double before = fast_cycles();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        return before >= 1 && fast_cycles() == before;
+      },
+      60))
+      << agent.Log();
   int status = 0;
   const double took = TerminateAndTime(agent.process(), &status);
   std::printf("SIGTERM to exit with a hung NVML call (real time): %.2f s\n", took);
