@@ -17,20 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// A GET with a read timeout of our choosing (status 0: no reply within it).
-HttpReply GetWithin(int port, const std::string& path, int read_timeout_s) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(read_timeout_s);
-  auto res = client.Get(path.c_str());
-  HttpReply r;
-  if (!res) return r;
-  r.status = res->status;
-  r.body = res->body;
-  r.content_type = res->get_header_value("Content-Type");
-  return r;
-}
-
 // Every subquery step over 30 days at 1 ms: billions of steps, almost none with a sample, so it
 // runs until its timeout without holding many samples.
 constexpr const char* kCostly = "count_over_time(gpu_up[30d:1ms])";
@@ -62,13 +48,13 @@ TEST(QueryLimits, CostlyQueriesLeaveTheAgentAnswering) {
     threads.emplace_back([&, i] {
       // Each asks for at most 20 s (the API's timeout parameter), so the test is bounded with or
       // without the limits.
-      replies[i] = GetWithin(port, QueryPath(kCostly, "&timeout=20s"), 60);
+      replies[i] = HttpGet(port, QueryPath(kCostly, "&timeout=20s"), "", 60);
     });
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));  // let all of them arrive
   // While they run, the agent answers monitoring and its other routes.
   for (const char* path : {"/metrics", "/healthz", "/api/snapshot", "/api/v1/labels"}) {
-    HttpReply r = GetWithin(port, path, 5);
+    HttpReply r = HttpGet(port, path, "", 5);
     EXPECT_EQ(r.status, 200) << path << " was not answered within 5 s while " << kQueries
                              << " costly queries ran";
   }
@@ -115,7 +101,7 @@ TEST(QueryLimits, CostlyQueriesLeaveTheAgentAnswering) {
 TEST(QueryLimits, QueryTimeoutFlagStopsEvaluation) {
   AgentProcess agent({"--simulate", "demo", "--query.timeout", "2s"});
   ASSERT_NE(agent.port(), 0);
-  HttpReply r = GetWithin(agent.port(), QueryPath(kCostly), 60);
+  HttpReply r = HttpGet(agent.port(), QueryPath(kCostly), "", 60);
   ASSERT_EQ(r.status, 503) << r.body;
   json doc = json::parse(r.body);
   EXPECT_EQ(doc["errorType"], "timeout");
@@ -205,7 +191,7 @@ TEST(QueryLimits, MemoryOfLargeQueriesIsGivenBackWhenIdle) {
   const std::string query = WideQuery();
   ASSERT_GT(query.size(), 25000u);
   // Warm up (first queries, first arenas), then measure the idle baseline.
-  ASSERT_EQ(GetWithin(port, QueryPath("sum(gpu_up)"), 30).status, 200);
+  ASSERT_EQ(HttpGet(port, QueryPath("sum(gpu_up)"), "", 30).status, 200);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const double before = ResidentBytes(pid);
   ASSERT_GT(before, 0);

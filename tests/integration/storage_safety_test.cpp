@@ -2,15 +2,13 @@
 // kill -9), a second writer (another agent, `tsdb import`) and readers beside a running agent.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mount.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "support/agent_process.h"
+#include "support/tmpfs.h"
 
 namespace gw::testing {
 namespace {
@@ -60,39 +58,6 @@ size_t CountLines(const std::string& log, const std::string& needle) {
   size_t n = 0;
   for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
   return n;
-}
-
-class Tmpfs {
- public:
-  Tmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
-    fs::create_directories(dir);
-    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
-    if (!mounted_) error_ = std::strerror(errno);
-  }
-  ~Tmpfs() {
-    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-  }
-  bool mounted() const { return mounted_; }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string dir_, error_;
-  bool mounted_ = false;
-};
-
-// Fills the file system of `dir` to the last byte; returns the filler's path.
-std::string FillUp(const std::string& dir) {
-  const std::string path = dir + "/filler";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return path;
-  std::setvbuf(f, nullptr, _IONBF, 0);
-  const std::string block(4096, 'x');
-  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
-  }
-  while (std::fwrite("x", 1, 1, f) == 1) {
-  }
-  std::fclose(f);
-  return path;
 }
 
 // Issue 16, failure 2: after a full disk, samples committed once the disk had room again were

@@ -19,13 +19,8 @@ struct HttpReply {
   std::string body, content_type;
 };
 
-inline HttpReply HttpGet(int port, const std::string& path, const std::string& accept = "") {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(30);
-  httplib::Headers headers;
-  if (!accept.empty()) headers.emplace("Accept", accept);
-  auto res = client.Get(path.c_str(), headers);
+// What came back, or status 0 when nothing did.
+inline HttpReply ToReply(const httplib::Result& res) {
   HttpReply r;
   if (!res) return r;
   r.status = res->status;
@@ -34,17 +29,22 @@ inline HttpReply HttpGet(int port, const std::string& path, const std::string& a
   return r;
 }
 
+// A GET; status 0 when no reply came within `read_timeout_s`.
+inline HttpReply HttpGet(int port, const std::string& path, const std::string& accept = "",
+                         int read_timeout_s = 30) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(read_timeout_s);
+  httplib::Headers headers;
+  if (!accept.empty()) headers.emplace("Accept", accept);
+  return ToReply(client.Get(path.c_str(), headers));
+}
+
 inline HttpReply HttpPost(int port, const std::string& path) {
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(5);
   client.set_read_timeout(120);
-  auto res = client.Post(path.c_str(), "", "application/x-www-form-urlencoded");
-  HttpReply r;
-  if (!res) return r;
-  r.status = res->status;
-  r.body = res->body;
-  r.content_type = res->get_header_value("Content-Type");
-  return r;
+  return ToReply(client.Post(path.c_str(), "", "application/x-www-form-urlencoded"));
 }
 
 }  // namespace gw::testing

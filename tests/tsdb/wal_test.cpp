@@ -1,7 +1,6 @@
 // The WAL under write failures (a full disk, I/O errors) and damaged segments, the store's
 // read-only mode, a lost tsdb.sqlite, the data-directory lock and the failure log.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <fstream>
 
 #include "support/process.h"
+#include "support/tmpfs.h"
 #include "tsdb/db.h"
 #include "tsdb/dir_lock.h"
 #include "tsdb/failure_log.h"
@@ -20,7 +20,9 @@ namespace gw::tsdb {
 namespace {
 
 namespace fs = std::filesystem;
+using gw::testing::FillUp;
 using gw::testing::TempDir;
+using gw::testing::Tmpfs;
 
 Labels Series(int gpu) {
   return {{"__name__", "gpu_temperature_celsius"}, {"gpu", std::to_string(gpu)}};
@@ -514,39 +516,6 @@ TEST(FailureLog, OneLineAtTheStartASummaryPerIntervalOneAtTheEnd) {
 }
 
 // ---- A real full disk (a small tmpfs; needs the right to mount). ----
-
-class Tmpfs {
- public:
-  Tmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
-    fs::create_directories(dir);
-    mounted_ = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
-    if (!mounted_) error_ = std::strerror(errno);
-  }
-  ~Tmpfs() {
-    if (mounted_) ::umount2(dir_.c_str(), MNT_DETACH);
-  }
-  bool mounted() const { return mounted_; }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string dir_, error_;
-  bool mounted_ = false;
-};
-
-// Fills the file system of `dir` to the last byte; returns the filler's path.
-std::string FillUp(const std::string& dir) {
-  const std::string path = dir + "/filler";
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return path;
-  std::setvbuf(f, nullptr, _IONBF, 0);
-  const std::string block(4096, 'x');
-  while (std::fwrite(block.data(), 1, block.size(), f) == block.size()) {
-  }
-  while (std::fwrite("x", 1, 1, f) == 1) {
-  }
-  std::fclose(f);
-  return path;
-}
 
 TEST(WalWriteFailure, ARealFullDiskThenRecoveryLosesNoCommittedSample) {
   TempDir tmp;
