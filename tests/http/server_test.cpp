@@ -475,6 +475,19 @@ std::string PostForm(const std::string& path, const std::string& body,
          std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
 }
 
+// Sends `bytes` one at a time, reading for 200 ms after each, until the server answers or
+// closes; `*sent` says how many went out before that.
+RawResponse DribbleUntilAnswered(int fd, const std::string& bytes, size_t* sent) {
+  std::string buffer;
+  RawResponse r;
+  for (*sent = 0; *sent < bytes.size(); ++*sent) {
+    if (!RawSend(fd, bytes.substr(*sent, 1), RawAfter(1))) break;
+    r = RawRead(fd, RawAfter(0.2), &buffer);
+    if (r.status != 0 || r.closed) break;
+  }
+  return r;
+}
+
 // A client that sends its head one byte every 200 ms is cut off by the deadline for the whole
 // head, although every single byte arrives well within it (per-read timeouts would never fire).
 TEST(ServerDeadlineTest, WholeHeadDeadlineAgainstADribblingClient) {
@@ -487,14 +500,8 @@ TEST(ServerDeadlineTest, WholeHeadDeadlineAgainstADribblingClient) {
   int fd = RawConnect((*server)->port());
   ASSERT_GE(fd, 0);
   const std::string head = "GET /hello HTTP/1.1\r\nX-Long: " + std::string(60, 'a');
-  std::string buffer;
-  RawResponse r;
   size_t sent = 0;
-  for (; sent < head.size(); ++sent) {  // 61 bytes at 200 ms: 12 s if never cut off
-    if (!RawSend(fd, head.substr(sent, 1), RawAfter(1))) break;
-    r = RawRead(fd, RawAfter(0.2), &buffer);
-    if (r.status != 0 || r.closed) break;
-  }
+  RawResponse r = DribbleUntilAnswered(fd, head, &sent);  // 61 bytes: 12 s if never cut off
   close(fd);
   EXPECT_LT(sent, head.size()) << "the server waited for the whole dribbled head";
   EXPECT_EQ(r.status, 408) << r.head;
@@ -511,16 +518,10 @@ TEST(ServerDeadlineTest, WholeBodyDeadline) {
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(
       RawSend(fd, "POST /form HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n", RawAfter(1)));
-  std::string buffer;
-  RawResponse r;
-  int sent = 0;
-  for (; sent < 60; ++sent) {
-    if (!RawSend(fd, "a", RawAfter(1))) break;
-    r = RawRead(fd, RawAfter(0.2), &buffer);
-    if (r.status != 0 || r.closed) break;
-  }
+  size_t sent = 0;
+  RawResponse r = DribbleUntilAnswered(fd, std::string(60, 'a'), &sent);
   close(fd);
-  EXPECT_LT(sent, 60);
+  EXPECT_LT(sent, 60u);
   EXPECT_EQ(r.status, 408) << r.head;
 }
 
