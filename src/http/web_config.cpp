@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "base/yaml_error.h"
-#include "base/yaml_keys.h"
 
 namespace gw::http {
 namespace {
@@ -107,9 +106,6 @@ class Parser {
   gw::Expected<WebConfig> Parse(std::string_view text) {
     try {
       YAML::Node root = YAML::Load(std::string(text));
-      // Prometheus reads its web config strictly: a key given twice is an error, not "last wins".
-      if (auto dup = gw::FindDuplicateYamlKey(text))
-        return gw::Error{gw::DescribeDuplicateYamlKey(path_, *dup)};
       ParseRoot(root);
     } catch (const ConfigError& e) {
       return gw::Error{e.message};

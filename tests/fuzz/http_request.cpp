@@ -1,8 +1,8 @@
 // What the handlers read out of a request once the server's request reader (its own target,
-// http_parser.cpp) has split it: query strings and form bodies with Go's rules, Accept-Encoding, the base64 of
-// basic auth, the Prometheus API's times and durations, and the console's chart parameters.
-// The input is used whole by each reader; for the chart, its form-decoded fields are the
-// request's parameters.
+// http_parser.cpp) has split it: query strings and form bodies with Go's rules, Accept-Encoding,
+// the base64 of basic auth, the Prometheus API's times and durations, and the console's chart
+// parameters. The input is used whole by each reader; for the chart, its form-decoded fields are
+// the request's parameters.
 #include <map>
 
 #include "fuzz_util.h"

@@ -109,12 +109,6 @@ TEST(WebConfigTest, UnknownTopLevelKeyNamesFileAndLine) {
             "http_server_config or basic_auth_users)");
 }
 
-// A user (a password hash) given twice: yaml-cpp keeps both and the last silently won before.
-TEST(WebConfigTest, DuplicateKeyNamesBothLines) {
-  EXPECT_EQ(ErrorOf("basic_auth_users:\n  alice: $2y$10$a\n  bob: $2y$10$b\n  alice: $2y$10$c\n"),
-            "/etc/gw/web.yml:4: duplicate key \"alice\" (first at line 2)");
-}
-
 // yaml-cpp's recursion guard used to say only "bad file".
 TEST(WebConfigTest, DeepNestingIsNamed) {
   EXPECT_THAT(ErrorOf("basic_auth_users: " + std::string(5000, '[')),
