@@ -116,6 +116,11 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
   http::ServerOptions options;
   options.listen_address = config.listen;
   options.web_config_file = config.web_config_file;
+  // The query API on workers of its own: one per query evaluating or waiting in the gate, so
+  // queries never take the workers of the other routes; more wait in the server's query queue
+  // without holding a thread (docs/configuration.md, Query limits).
+  options.query_paths = {"/api/v1/query", "/api/v1/query_range"};
+  options.query_threads = config.query.max_concurrency + config.query.max_queued;
   auto server = http::Server::Create(options, logger);
   if (!server.ok()) {
     logger->Error(server.error().message);

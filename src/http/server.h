@@ -30,7 +30,8 @@
 //      and after decoding: a `Content-Encoding: gzip` (or deflate) body is inflated as it
 //      arrives and refused as soon as the inflated size passes the limit. Other encodings and
 //      multipart/form-data get 415.
-//   5. The handler, on a worker of the route's class: priority_paths (/metrics, /healthz,
+//   5. The handler, on a worker of the route's class (priority, query when configured, or
+//      general): priority_paths (/metrics, /healthz,
 //      /readyz) have their own priority_threads, so slow queries or a full queue never delay
 //      them. An exception escaping a handler becomes a 500 and an error log line. A class whose
 //      queue holds max_queued_requests already answers 503.
@@ -105,6 +106,11 @@ struct ServerOptions {
   // Workers of their own for GET/HEAD of these exact paths: what monitoring and probes ask.
   int priority_threads = 2;
   std::vector<std::string> priority_paths = {"/metrics", "/healthz", "/readyz"};
+  // With query_threads > 0: workers of their own for any method of these exact paths (the query
+  // API), so queries waiting for their turn hold neither the general workers nor the priority
+  // ones; more wait in this class's queue. 0: these paths are general routes.
+  int query_threads = 0;
+  std::vector<std::string> query_paths;
   // Deadlines for a whole phase, not per read: the request head (a new connection: from accept,
   // the TLS handshake included; a kept-alive one: from the first byte of the next request), the
   // body, the response, and the wait for a next request on a kept-alive connection. A client

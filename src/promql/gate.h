@@ -8,9 +8,10 @@
 //
 // As Prometheus' --query.max-concurrency: a query beyond the limit waits for a slot, and that
 // wait counts against its timeout ("query timed out in query queue"). Unlike Prometheus, the
-// number of waiting queries is bounded as well (max_queued): each waiting query holds an HTTP
-// server thread, so an unbounded queue would let expensive queries occupy every thread. A query
-// that finds the queue full is refused at once (kQueueFull).
+// number of waiting queries is bounded as well (max_queued): each waiting query holds the thread
+// it runs on. A query that finds the queue full is refused at once (kQueueFull). `serve` runs the
+// query API on max_concurrency + max_queued workers of its own, so that never happens there:
+// further queries wait in the HTTP server's queue without a thread.
 //
 // Shutdown() refuses new queries, wakes the waiting ones (kCanceled) and raises canceled(), which
 // evaluations in progress poll, so no query outlives the agent's shutdown by more than one
