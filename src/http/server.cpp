@@ -377,7 +377,7 @@ struct Server::Impl {
 
   std::unique_ptr<Pool> general;
   std::unique_ptr<Pool> priority;
-  std::unique_ptr<Pool> query;  // null without query_threads
+  std::unique_ptr<Pool> query_pool;  // null without query_threads
 
   std::mutex done_mu;
   std::vector<Completion> done;
@@ -460,9 +460,9 @@ Pool* Server::Impl::PoolFor(const Request& req) const {
       std::find(options.priority_paths.begin(), options.priority_paths.end(), req.path) !=
           options.priority_paths.end();
   if (priority_route) return priority.get();
-  if (query && std::find(options.query_paths.begin(), options.query_paths.end(), req.path) !=
-                   options.query_paths.end())
-    return query.get();
+  if (query_pool && std::find(options.query_paths.begin(), options.query_paths.end(), req.path) !=
+                        options.query_paths.end())
+    return query_pool.get();
   return general.get();
 }
 
@@ -636,7 +636,7 @@ void Server::Impl::BeginStop() {
   close(listen_fd);
   listen_fd = -1;
   // Requests still waiting for a worker never run; their connections close.
-  for (Pool* pool : {general.get(), priority.get(), query.get()}) {
+  for (Pool* pool : {general.get(), priority.get(), query_pool.get()}) {
     if (pool == nullptr) continue;
     for (uint64_t id : pool->Drop()) {
       Completion c;
@@ -1424,7 +1424,7 @@ gw::Expected<std::unique_ptr<Server>> Server::Create(ServerOptions options, gw::
   impl->general = std::make_unique<Pool>("worker", options.max_queued_requests);
   impl->priority = std::make_unique<Pool>("priority", options.max_queued_requests);
   if (options.query_threads > 0)
-    impl->query = std::make_unique<Pool>("query", options.max_queued_requests);
+    impl->query_pool = std::make_unique<Pool>("query", options.max_queued_requests);
   impl->options = std::move(options);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
@@ -1487,7 +1487,8 @@ gw::Status Server::Start() {
   Impl* impl = impl_.get();
   s.general->Start(s.options.worker_threads, [impl](Job& job) { impl->RunJob(job); });
   s.priority->Start(s.options.priority_threads, [impl](Job& job) { impl->RunJob(job); });
-  if (s.query) s.query->Start(s.options.query_threads, [impl](Job& job) { impl->RunJob(job); });
+  if (s.query_pool)
+    s.query_pool->Start(s.options.query_threads, [impl](Job& job) { impl->RunJob(job); });
   s.loop = std::thread([impl] { impl->Loop(); });
   s.bound_port = port;
   bool v6 = address.host.find(':') != std::string::npos;
@@ -1517,10 +1518,10 @@ void Server::Stop() {
   s.loop.join();
   s.general->Drop();
   s.priority->Drop();
-  if (s.query) s.query->Drop();
+  if (s.query_pool) s.query_pool->Drop();
   s.general->Join();
   s.priority->Join();
-  if (s.query) s.query->Join();
+  if (s.query_pool) s.query_pool->Join();
   s.Info("http: stopped listening on " + s.address.display);
 }
 
