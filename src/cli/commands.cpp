@@ -110,17 +110,19 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
     logger->Error(data_lock.error().message);
     return 1;
   }
-  // The query API's concurrency limit and queue (query.max_concurrency, query.max_queued).
+  // The query API on workers of its own, one per query evaluating (query.max_concurrency) or
+  // waiting for a slot (query.max_queued), so queries never take the workers of the other routes;
+  // more wait in the server's query queue without holding a thread (docs/configuration.md, Query
+  // limits). The gate may hold as many waiting queries as there are query workers: a query that
+  // reached a worker is never refused for a full queue.
+  const int query_threads = config.query.max_concurrency + config.query.max_queued;
   auto query_gate = std::make_shared<promql::QueryGate>(promql::GateOptions{
-      .max_concurrency = config.query.max_concurrency, .max_queued = config.query.max_queued});
+      .max_concurrency = config.query.max_concurrency, .max_queued = query_threads});
   http::ServerOptions options;
   options.listen_address = config.listen;
   options.web_config_file = config.web_config_file;
-  // The query API on workers of its own: one per query evaluating or waiting in the gate, so
-  // queries never take the workers of the other routes; more wait in the server's query queue
-  // without holding a thread (docs/configuration.md, Query limits).
   options.query_paths = {"/api/v1/query", "/api/v1/query_range"};
-  options.query_threads = config.query.max_concurrency + config.query.max_queued;
+  options.query_threads = query_threads;
   auto server = http::Server::Create(options, logger);
   if (!server.ok()) {
     logger->Error(server.error().message);

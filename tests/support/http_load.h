@@ -143,7 +143,8 @@ inline LoadReport RunLoad(const LoadOptions& o) {
         if (RawSend(fd, RawGet(path, o.auth_header), deadline)) r = RawRead(fd, deadline, &buffer);
         if (r.status != 200) {
           note_error(path.substr(0, 40) + ": " +
-                     (r.status ? std::to_string(r.status) : std::string("no answer")));
+                     (r.status ? std::to_string(r.status) + " " + r.body.substr(0, 160)
+                               : std::string("no answer")));
         } else {
           std::lock_guard<std::mutex> lock(mu);
           ++report.requests;
