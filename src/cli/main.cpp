@@ -60,7 +60,8 @@ void AddQueryLimitFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults
                   "queries evaluated at once by the HTTP API (default " +
                       std::to_string(defaults.query.max_concurrency) + ")");
   cmd->add_option("--query.max-queued", f->query_max_queued,
-                  "queries that may wait for a turn; more get 503 at once (default " +
+                  "queries that may wait for a turn on a query worker; more wait in the server's "
+                  "queue (default " +
                       std::to_string(defaults.query.max_queued) + ")");
 }
 
