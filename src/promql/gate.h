@@ -38,7 +38,7 @@ class QueryGate {
  public:
   enum class Outcome { kAdmitted, kQueueFull, kTimeout, kCanceled };
 
-  // Holds a slot while it lives (when admitted). Movable, not copyable.
+  // Holds a slot while it lives (when admitted). Movable, not copyable; must not outlive its gate.
   class Ticket {
    public:
     Ticket() = default;

@@ -71,7 +71,9 @@ class EngineLimitsTest : public ::testing::Test {
 
 TEST_F(EngineLimitsTest, QueueTimeoutAndQueueFullAreReported) {
   EngineOptions o;
-  o.gate = std::make_shared<QueryGate>(GateOptions{.max_concurrency = 1, .max_queued = 1});
+  // Each gate outlives the ticket held on it (a ticket's destructor leaves its gate).
+  auto first_gate = std::make_shared<QueryGate>(GateOptions{.max_concurrency = 1, .max_queued = 1});
+  o.gate = first_gate;
   o.timeout_s = 0.05;
   QueryGate::Ticket held = o.gate->Enter(In(60));
   Engine engine(o);
