@@ -10,7 +10,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # libraries
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-  libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev
+  libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl python3 python3-yaml
   # strict HTML5 parsing of `gpuwarden report` output (tests/report)
