@@ -113,11 +113,10 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
   // The query API on workers of its own, one per query evaluating (query.max_concurrency) or
   // waiting for a slot (query.max_queued), so queries never take the workers of the other routes;
   // more wait in the server's query queue without holding a thread (docs/configuration.md, Query
-  // limits). The gate may hold as many waiting queries as there are query workers: a query that
-  // reached a worker is never refused for a full queue.
+  // limits). With as many workers as slots plus queue, a query on a worker is never refused.
   const int query_threads = config.query.max_concurrency + config.query.max_queued;
   auto query_gate = std::make_shared<promql::QueryGate>(promql::GateOptions{
-      .max_concurrency = config.query.max_concurrency, .max_queued = query_threads});
+      .max_concurrency = config.query.max_concurrency, .max_queued = config.query.max_queued});
   http::ServerOptions options;
   options.listen_address = config.listen;
   options.web_config_file = config.web_config_file;

@@ -32,7 +32,11 @@ QueryGate::Ticket QueryGate::Enter(std::chrono::steady_clock::time_point deadlin
     ++figures_.admitted_total;
     return Ticket(this, Outcome::kAdmitted);
   }
-  if (figures_.queued >= options_.max_queued) {
+  // A slot freed by Leave() belongs to a waiter that has been woken but not yet run: such
+  // waiters are leaving the queue, so they do not count against max_queued. (Counting them
+  // refused a query that arrived between a Leave() and its waiter's wake-up.)
+  const int free_slots = std::max(0, limit - figures_.running);
+  if (figures_.queued - std::min(free_slots, figures_.queued) >= options_.max_queued) {
     ++figures_.queue_full_total;
     return Ticket(nullptr, Outcome::kQueueFull);
   }
