@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "cli/jobs_service.h"
 #include "collect/snapshot.h"
+#include "config/config.h"
 
 namespace {
 
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     snapshot.gpus.push_back(std::move(gpu));
   }
 
-  cli::Config config;
+  config::Config config;
   config.storage.path = root + "/data";
   Logger logger(LogLevel::kError);
   cli::JobsService jobs(config, &logger, cli::JobsServiceOptions{proc, "benchnode"});

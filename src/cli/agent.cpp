@@ -34,7 +34,7 @@ std::string ScenarioArgument(const std::string& scenario) {
 
 }  // namespace
 
-Agent::Agent(const Config& config, Logger* logger) : config_(config), log_(logger) {}
+Agent::Agent(const config::Config& config, Logger* logger) : config_(config), log_(logger) {}
 
 Agent::~Agent() {
   (void)Stop();

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "collect/collector.h"
+#include "config/config.h"
 #include "nvml/library.h"
 
 namespace gw::cli {
@@ -22,7 +22,7 @@ std::string FindSimulatorLibrary();
 
 class Agent {
  public:
-  Agent(const Config& config, Logger* logger);
+  Agent(const config::Config& config, Logger* logger);
   ~Agent();
 
   // Loads NVML and starts the collector. Never fails: see nvml_error(). `on_publish` (may be
@@ -37,7 +37,7 @@ class Agent {
   collect::Collector& collector() { return *collector_; }
 
  private:
-  Config config_;
+  config::Config config_;
   Logger* log_;
   std::unique_ptr<nvml::Library> library_;
   std::unique_ptr<collect::Collector> collector_;

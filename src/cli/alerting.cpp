@@ -48,7 +48,7 @@ Expected<std::string> ReadSecret(const std::string& path) {
   return line;
 }
 
-Expected<notify::Target> ToTarget(const ReceiverConfig& r, notify::Target::Kind kind,
+Expected<notify::Target> ToTarget(const config::ReceiverConfig& r, notify::Target::Kind kind,
                                   const std::string& external_url) {
   notify::Target t;
   t.kind = kind;
@@ -79,7 +79,7 @@ void ApiJson(http::Response& res, const nlohmann::json& data) {
 
 }  // namespace
 
-Alerting::Alerting(const Config& config, tsdb::DB* db, int port, Logger* log)
+Alerting::Alerting(const config::Config& config, tsdb::DB* db, int port, Logger* log)
     : config_(config), db_(db), log_(log) {
   external_url_ = config.rules.external_url;
   if (external_url_.empty()) external_url_ = "http://" + HostName() + ":" + std::to_string(port);
@@ -112,8 +112,8 @@ Alerting::~Alerting() {
 
 void Alerting::StartNotifier() {
   notify::Options options;
-  auto add = [&](const std::vector<ReceiverConfig>& receivers, notify::Target::Kind kind) {
-    for (const ReceiverConfig& r : receivers) {
+  auto add = [&](const std::vector<config::ReceiverConfig>& receivers, notify::Target::Kind kind) {
+    for (const config::ReceiverConfig& r : receivers) {
       auto target = ToTarget(r, kind, external_url_);
       if (!target.ok()) {
         log_->Error("alerting: " + target.error().message + "; not sending there");

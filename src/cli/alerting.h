@@ -26,8 +26,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "cli/config.h"
 #include "collect/exposition.h"
+#include "config/config.h"
 #include "notify/notify.h"
 #include "rules/manager.h"
 #include "tsdb/db.h"
@@ -49,7 +49,7 @@ class Alerting {
  public:
   // `db` (may be null: no history, so no rules) and `log` must outlive this object. `port` is the
   // port serve listens on (for the default external URL).
-  Alerting(const Config& config, tsdb::DB* db, int port, Logger* log);
+  Alerting(const config::Config& config, tsdb::DB* db, int port, Logger* log);
   ~Alerting();  // stops the wall-clock thread and the notifier
   Alerting(const Alerting&) = delete;
   Alerting& operator=(const Alerting&) = delete;
@@ -75,7 +75,7 @@ class Alerting {
  private:
   void Send(std::vector<rules::Alert> alerts);
 
-  Config config_;
+  config::Config config_;
   tsdb::DB* db_;
   Logger* log_;
   std::string external_url_;

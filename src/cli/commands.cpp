@@ -83,7 +83,7 @@ int ListenPort(const std::string& listen) {
   return std::atoi(listen.c_str() + colon + 1);
 }
 
-promql::EngineOptions QueryEngineOptions(const Config& config) {
+promql::EngineOptions QueryEngineOptions(const config::Config& config) {
   promql::EngineOptions o;
   o.timeout_s = config.query.timeout_s;
   o.max_samples = static_cast<size_t>(config.query.max_samples);
@@ -93,7 +93,7 @@ promql::EngineOptions QueryEngineOptions(const Config& config) {
 namespace {
 
 // `serve` until SIGINT/SIGTERM; the exit code.
-int Serve(const Config& config, const std::string& version, Logger* logger) {
+int Serve(const config::Config& config, const std::string& version, Logger* logger) {
   // SIGINT/SIGTERM stop, SIGHUP reloads the rules; all taken by sigwait below, so block them
   // before any thread starts.
   sigset_t signals;
@@ -299,7 +299,7 @@ int Serve(const Config& config, const std::string& version, Logger* logger) {
 
 }  // namespace
 
-int RunServe(const Config& config, const std::string& version, Logger* logger) {
+int RunServe(const config::Config& config, const std::string& version, Logger* logger) {
   const int code = Serve(config, version, logger);
   if (code == kExitLeftInsideNvml) {
     // A thread is still inside NVML and the library stays loaded: leave without the process's
@@ -310,8 +310,9 @@ int RunServe(const Config& config, const std::string& version, Logger* logger) {
   return code;
 }
 
-int RunSnapshot(const Config& config_in, bool json, const std::string& sim_time, Logger* logger) {
-  Config config = config_in;
+int RunSnapshot(const config::Config& config_in, bool json, const std::string& sim_time,
+                Logger* logger) {
+  config::Config config = config_in;
   double advance_s = 0;
   if (!sim_time.empty()) {
     if (config.simulate.scenario.empty()) {

@@ -5,14 +5,14 @@
 #include <string>
 
 #include "base/log.h"
-#include "cli/config.h"
+#include "config/config.h"
 #include "promql/engine.h"
 
 namespace gw::cli {
 
 // The evaluation limits of config.query (timeout, max samples), without a gate: for rules and
 // `gpuwarden query`. serve's query API adds its gate (query.max_concurrency, query.max_queued).
-promql::EngineOptions QueryEngineOptions(const Config& config);
+promql::EngineOptions QueryEngineOptions(const config::Config& config);
 
 // Serves until SIGINT/SIGTERM. Exit 0 on a clean stop, 1 if the listener cannot start.
 // Without NVML it keeps serving self-metrics and logs why.
@@ -21,11 +21,12 @@ promql::EngineOptions QueryEngineOptions(const Config& config);
 // process exits with kExitLeftInsideNvml (docs/operations.md).
 inline constexpr double kCollectorStopSeconds = 2.0;
 inline constexpr int kExitLeftInsideNvml = 3;
-int RunServe(const Config& config, const std::string& version, Logger* logger);
+int RunServe(const config::Config& config, const std::string& version, Logger* logger);
 
 // Collects once (one slow and one fast cycle) and prints. Exit 0, or 2 when there is no NVML.
 // `sim_time` (stepped simulator only) advances simulated time first, e.g. "90s".
-int RunSnapshot(const Config& config, bool json, const std::string& sim_time, Logger* logger);
+int RunSnapshot(const config::Config& config, bool json, const std::string& sim_time,
+                Logger* logger);
 
 struct QueryArgs {
   std::string expr;
@@ -36,12 +37,12 @@ struct QueryArgs {
 
 // `gpuwarden query`: instant (at --time, default now) or range (--start/--end/--step) PromQL,
 // on the local data directory or a --url. Exit 0, 1 on a failed query, 2 on bad arguments.
-int RunQuery(const Config& config, const QueryArgs& args, Logger* logger);
+int RunQuery(const config::Config& config, const QueryArgs& args, Logger* logger);
 
 // `gpuwarden tsdb import FILE`: OpenMetrics text (with timestamps) into the data directory.
-int RunTsdbImport(const Config& config, const std::string& file, Logger* logger);
+int RunTsdbImport(const config::Config& config, const std::string& file, Logger* logger);
 // `gpuwarden tsdb export [--match SELECTOR]`: every sample as OpenMetrics text on stdout.
-int RunTsdbExport(const Config& config, const std::string& match, Logger* logger);
+int RunTsdbExport(const config::Config& config, const std::string& match, Logger* logger);
 
 }  // namespace gw::cli
 

@@ -82,7 +82,7 @@ void Print(const diagnose::Diagnosis& d, bool json) {
 
 }  // namespace
 
-int RunDiagnose(const Config& config, const DiagnoseArgs& args, Logger* logger) {
+int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* logger) {
   if (int(!args.gpu.empty()) + int(!args.job.empty()) + int(!args.team.empty()) > 1) {
     std::fprintf(stderr, "gpuwarden: --gpu, --job and --team exclude each other\n");
     return 2;
@@ -139,7 +139,7 @@ int RunDiagnose(const Config& config, const DiagnoseArgs& args, Logger* logger) 
   return 0;
 }
 
-int RunReport(const Config& config, const ReportArgs& args, Logger* logger) {
+int RunReport(const config::Config& config, const ReportArgs& args, Logger* logger) {
   int64_t t_ms = 0;
   double period_s = 0;
   if (!ParseWhen(args.time, args.period, "--period", &t_ms, &period_s)) return 2;
@@ -199,7 +199,8 @@ int RunReport(const Config& config, const ReportArgs& args, Logger* logger) {
 }
 
 FindingsService::FindingsService(tsdb::DB* db, bool synchronous, Logger* log,
-                                 const DiagnoseConfig& config, collect::SampleAppender* appender)
+                                 const config::DiagnoseConfig& config,
+                                 collect::SampleAppender* appender)
     : db_(db), synchronous_(synchronous), log_(log), config_(config), appender_(appender) {}
 
 FindingsService::~FindingsService() {

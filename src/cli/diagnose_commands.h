@@ -10,8 +10,8 @@
 // /api/gw/v1/findings, GET /api/gw/v1/report — useful while the agent holds the data directory).
 // Both evaluate at --time (Unix seconds or RFC 3339; default now, or the agent's latest recorded
 // time with --url). Offline, the thresholds and diagnose's default window are the configuration's
-// `diagnose` section (cli/diagnose_config.h); with --url, the agent's. Exit codes: 0 ok, 1 failure
-// (store unreadable, agent unreachable or refusing, file not written), 2 bad arguments.
+// `diagnose` section (config/diagnose_config.h); with --url, the agent's. Exit codes: 0 ok, 1
+// failure (store unreadable, agent unreachable or refusing, file not written), 2 bad arguments.
 //
 // FindingsService (serve): evaluates the findings over diagnose.window every diagnose.interval of
 // recorded time, off the request path — on its own thread, or synchronously after each recorded
@@ -45,10 +45,10 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "cli/jobs_series.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
+#include "config/config.h"
 #include "diagnose/diagnose.h"
 #include "http/server.h"
 #include "tsdb/db.h"
@@ -62,7 +62,7 @@ struct DiagnoseArgs {
   bool json = false;
   std::string url;  // a running gpuwarden
 };
-int RunDiagnose(const Config& config, const DiagnoseArgs& args, Logger* logger);
+int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* logger);
 
 struct ReportArgs {
   std::string period = "7d";
@@ -71,14 +71,15 @@ struct ReportArgs {
   bool json = false;
   std::string url;  // a running gpuwarden: GET /api/gw/v1/report
 };
-int RunReport(const Config& config, const ReportArgs& args, Logger* logger);
+int RunReport(const config::Config& config, const ReportArgs& args, Logger* logger);
 
 class FindingsService {
  public:
   // `db` may be null (no history: the endpoints answer 503, nothing is exported). `synchronous`:
   // evaluate inside Tick (stepped simulator) instead of on the service's thread. `appender` (may
   // be null) gets the exported families at each Tick.
-  FindingsService(tsdb::DB* db, bool synchronous, Logger* log, const DiagnoseConfig& config = {},
+  FindingsService(tsdb::DB* db, bool synchronous, Logger* log,
+                  const config::DiagnoseConfig& config = {},
                   collect::SampleAppender* appender = nullptr);
   ~FindingsService();  // Stop()s
   FindingsService(const FindingsService&) = delete;
@@ -115,7 +116,7 @@ class FindingsService {
   tsdb::DB* db_;
   bool synchronous_;
   Logger* log_;
-  const DiagnoseConfig config_;
+  const config::DiagnoseConfig config_;
   collect::SampleAppender* appender_;
   promql::Engine engine_;
   mutable std::mutex mu_;

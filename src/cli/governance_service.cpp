@@ -124,19 +124,19 @@ nlohmann::json CostJson(const governance::CostTotals& c) {
 
 }  // namespace
 
-std::string DecisionsLogPath(const Config& config) {
+std::string DecisionsLogPath(const config::Config& config) {
   return config.governance.decisions_log.empty()
              ? config.storage.path + "/governance/decisions.jsonl"
              : config.governance.decisions_log;
 }
 
-std::string UsageCheckpointPath(const Config& config) {
+std::string UsageCheckpointPath(const config::Config& config) {
   return config.storage.path + "/governance/usage.json";
 }
 
 namespace {
 
-governance::Settings SettingsOf(const Config& config) {
+governance::Settings SettingsOf(const config::Config& config) {
   governance::Settings s = config.governance.settings;
   s.idle_threshold = config.jobs.idle_threshold;
   return s;
@@ -144,7 +144,7 @@ governance::Settings SettingsOf(const Config& config) {
 
 }  // namespace
 
-GovernanceService::GovernanceService(const Config& config, const JobsService* jobs,
+GovernanceService::GovernanceService(const config::Config& config, const JobsService* jobs,
                                      collect::SampleAppender* appender, Logger* logger)
     : config_(config),
       jobs_(jobs),

@@ -51,12 +51,12 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "cli/jobs_series.h"
 #include "cli/jobs_service.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
 #include "collect/snapshot.h"
+#include "config/config.h"
 #include "governance/pool.h"
 #include "governance/reclaim.h"
 #include "governance/usage.h"
@@ -70,14 +70,14 @@ namespace gw::cli {
 
 // The decisions log a configuration names (governance.decisions_log, else
 // STORAGE_PATH/governance/decisions.jsonl).
-std::string DecisionsLogPath(const Config& config);
+std::string DecisionsLogPath(const config::Config& config);
 // Where the running totals are kept across restarts: STORAGE_PATH/governance/usage.json.
-std::string UsageCheckpointPath(const Config& config);
+std::string UsageCheckpointPath(const config::Config& config);
 
 class GovernanceService {
  public:
   // `jobs` and `logger` must outlive this object; `appender` (may be null: no store) too.
-  GovernanceService(const Config& config, const JobsService* jobs,
+  GovernanceService(const config::Config& config, const JobsService* jobs,
                     collect::SampleAppender* appender, Logger* logger);
   ~GovernanceService();
   GovernanceService(const GovernanceService&) = delete;
@@ -116,7 +116,7 @@ class GovernanceService {
   void LoadCheckpoint();
   void WriteCheckpoint();  // mu_ not held
 
-  Config config_;
+  config::Config config_;
   const JobsService* jobs_;
   collect::SampleAppender* appender_;
   Logger* log_;

@@ -93,7 +93,7 @@ int Print(int http_status, const std::string& body, bool json) {
 
 }  // namespace
 
-int RunQuery(const Config& config, const QueryArgs& args, Logger* logger) {
+int RunQuery(const config::Config& config, const QueryArgs& args, Logger* logger) {
   const bool range = !args.start.empty() || !args.end.empty() || !args.step.empty();
   if (range && (args.start.empty() || args.end.empty() || args.step.empty())) {
     std::fprintf(stderr, "gpuwarden: a range query needs --start, --end and --step\n");
@@ -240,7 +240,7 @@ class ParsePipeline {
 
 }  // namespace
 
-int RunTsdbImport(const Config& config, const std::string& file, Logger* logger) {
+int RunTsdbImport(const config::Config& config, const std::string& file, Logger* logger) {
   // One writer per data directory: refused, touching nothing, while an agent or another import
   // holds it (its checkpoint would delete the agent's live WAL segments).
   auto lock = LockDataDir(config.storage, "tsdb import");
@@ -332,7 +332,7 @@ int RunTsdbImport(const Config& config, const std::string& file, Logger* logger)
   return 0;
 }
 
-int RunTsdbExport(const Config& config, const std::string& match, Logger* logger) {
+int RunTsdbExport(const config::Config& config, const std::string& match, Logger* logger) {
   auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
   if (!db) return 1;
   std::vector<tsdb::Matcher> matchers;

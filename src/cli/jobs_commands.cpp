@@ -78,7 +78,7 @@ Expected<nlohmann::json> AskAgent(const std::string& url, const std::string& pat
   return body["data"];
 }
 
-Expected<std::vector<jobs::JobRecord>> ReadRecords(const Config& config) {
+Expected<std::vector<jobs::JobRecord>> ReadRecords(const config::Config& config) {
   const std::string dir = JobRecordsDir(config);
   if (!std::filesystem::exists(dir + "/jobs.jsonl")) return std::vector<jobs::JobRecord>{};
   auto store = jobs::JobRecordStore::Open(dir);
@@ -181,7 +181,7 @@ std::string JobDetail(const jobs::JobRecord& r) {
   return out;
 }
 
-int RunJobs(const Config& config, const JobsArgs& args, Logger* logger) {
+int RunJobs(const config::Config& config, const JobsArgs& args, Logger* logger) {
   (void)logger;
   double since_s = 0;
   if (!args.since.empty() && (!ParseDurationSeconds(args.since, &since_s) || since_s <= 0)) {
@@ -239,7 +239,7 @@ int RunJobs(const Config& config, const JobsArgs& args, Logger* logger) {
   return 0;
 }
 
-int RunJobsShow(const Config& config, const JobsArgs& args, Logger* logger) {
+int RunJobsShow(const config::Config& config, const JobsArgs& args, Logger* logger) {
   (void)logger;
   std::optional<jobs::JobRecord> record;
   if (!args.url.empty()) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/config.h"
+#include "config/config.h"
 #include "jobs/job_records.h"
 
 namespace gw::cli {
@@ -27,9 +27,9 @@ struct JobsArgs {
 };
 
 // `gpuwarden jobs [--running | --since D] [--team T] [--json] [--url U]`.
-int RunJobs(const Config& config, const JobsArgs& args, Logger* logger);
+int RunJobs(const config::Config& config, const JobsArgs& args, Logger* logger);
 // `gpuwarden jobs show ID [--json] [--url U]`.
-int RunJobsShow(const Config& config, const JobsArgs& args, Logger* logger);
+int RunJobsShow(const config::Config& config, const JobsArgs& args, Logger* logger);
 
 // The table: one line per job, newest first as given.
 std::string JobsTable(const std::vector<jobs::JobRecord>& records);

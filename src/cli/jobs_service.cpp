@@ -57,7 +57,7 @@ bool InRange(std::string_view item, std::string_view number) {
 
 }  // namespace
 
-std::string JobRecordsDir(const Config& config) {
+std::string JobRecordsDir(const config::Config& config) {
   return config.jobs.records_dir.empty() ? config.storage.path + "/jobs" : config.jobs.records_dir;
 }
 
@@ -99,7 +99,7 @@ bool HostListContains(std::string_view list, std::string_view host) {
   return false;
 }
 
-JobsService::JobsService(const Config& config, Logger* logger, JobsServiceOptions options)
+JobsService::JobsService(const config::Config& config, Logger* logger, JobsServiceOptions options)
     : config_(config),
       log_(logger),
       teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}),

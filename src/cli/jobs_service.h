@@ -69,12 +69,12 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "cli/jobs_mapping.h"
 #include "cli/jobs_series.h"
 #include "cli/queue_api.h"
 #include "collect/exposition.h"
 #include "collect/snapshot.h"
+#include "config/config.h"
 #include "jobs/attribution.h"
 #include "jobs/job_records.h"
 #include "jobs/slurm.h"
@@ -96,7 +96,7 @@ struct JobsServiceOptions {
 bool HostListContains(std::string_view list, std::string_view host);
 
 // The records directory a configuration names (jobs.records_dir, else STORAGE_PATH/jobs).
-std::string JobRecordsDir(const Config& config);
+std::string JobRecordsDir(const config::Config& config);
 
 // Which jobs GET /api/gw/v1/jobs and `gpuwarden jobs` list.
 struct JobsQuery {
@@ -109,7 +109,7 @@ class JobsService {
  public:
   // `logger` must outlive this object. Opens (creates) the records directory; if that fails, the
   // error is logged and jobs are tracked without records.
-  JobsService(const Config& config, Logger* logger, JobsServiceOptions options = {});
+  JobsService(const config::Config& config, Logger* logger, JobsServiceOptions options = {});
   ~JobsService();
   JobsService(const JobsService&) = delete;
   JobsService& operator=(const JobsService&) = delete;
@@ -196,7 +196,7 @@ class JobsService {
   // The job id a person knows: the ledger keys process jobs "process:<GPUWARDEN_JOB>".
   static std::string_view VisibleJobId(std::string_view key);
 
-  Config config_;
+  config::Config config_;
   Logger* log_;
   std::unique_ptr<jobs::JobRecordStore> store_;
   std::unique_ptr<jobs::SlurmPoller> poller_;

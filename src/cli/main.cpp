@@ -13,10 +13,10 @@
 #include "base/log.h"
 #include "cli/agent.h"
 #include "cli/commands.h"
-#include "cli/config.h"
 #include "cli/diagnose_commands.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
+#include "config/config.h"
 #include "top/top.h"
 
 namespace {
@@ -48,7 +48,7 @@ struct Flags {
   std::string query_timeout, query_max_samples, query_max_concurrency, query_max_queued;
 };
 
-void AddQueryLimitFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults, bool serving) {
+void AddQueryLimitFlags(CLI::App* cmd, Flags* f, const gw::config::Config& defaults, bool serving) {
   cmd->add_option("--query.timeout", f->query_timeout,
                   "longest a query may take, queue wait included (default " +
                       gw::FormatDuration(defaults.query.timeout_s) + ")");
@@ -65,7 +65,7 @@ void AddQueryLimitFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults
                       std::to_string(defaults.query.max_queued) + ")");
 }
 
-void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
+void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::config::Config& defaults) {
   cmd->add_option("--config", f->config_file, "YAML configuration file (docs/configuration.md)");
   cmd->add_option("--nvml-lib", f->nvml_lib,
                   "NVML library to load (default libnvidia-ml.so.1; with --simulate, the "
@@ -96,9 +96,9 @@ void AddCommonFlags(CLI::App* cmd, Flags* f, const gw::cli::Config& defaults) {
 }
 
 // Applies config file then flags over the defaults; prints the error and returns false if bad.
-bool BuildConfig(const Flags& f, gw::cli::Config* c) {
+bool BuildConfig(const Flags& f, gw::config::Config* c) {
   if (!f.config_file.empty()) {
-    if (gw::Status s = gw::cli::LoadConfigFile(f.config_file, c); !s.ok()) {
+    if (gw::Status s = gw::config::LoadConfigFile(f.config_file, c); !s.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
       return false;
     }
@@ -144,13 +144,13 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
     long long min, max;
     long long value = 0;
   } integers[] = {
-      {f.query_max_samples, "--query.max-samples", 1, gw::cli::kMaxQuerySamples},
-      {f.query_max_concurrency, "--query.max-concurrency", 1, gw::cli::kMaxQueryConcurrency},
-      {f.query_max_queued, "--query.max-queued", 0, gw::cli::kMaxQueryQueued},
+      {f.query_max_samples, "--query.max-samples", 1, gw::config::kMaxQuerySamples},
+      {f.query_max_concurrency, "--query.max-concurrency", 1, gw::config::kMaxQueryConcurrency},
+      {f.query_max_queued, "--query.max-queued", 0, gw::config::kMaxQueryQueued},
   };
   for (IntegerFlag& i : integers) {
     if (i.text.empty()) continue;
-    if (!gw::cli::ParseInteger(i.text, i.min, i.max, &i.value)) {
+    if (!gw::config::ParseInteger(i.text, i.min, i.max, &i.value)) {
       std::fprintf(stderr, "gpuwarden: %s: expected a whole number from %lld to %lld, got '%s'\n",
                    i.name, i.min, i.max, i.text.c_str());
       return false;
@@ -160,7 +160,7 @@ bool BuildConfig(const Flags& f, gw::cli::Config* c) {
   if (!f.query_max_concurrency.empty())
     c->query.max_concurrency = static_cast<int>(integers[1].value);
   if (!f.query_max_queued.empty()) c->query.max_queued = static_cast<int>(integers[2].value);
-  if (gw::Status s = gw::cli::Validate(*c); !s.ok()) {
+  if (gw::Status s = gw::config::Validate(*c); !s.ok()) {
     std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
     return false;
   }
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   gw::LimitMallocArenas(2);
   // A scraper that disconnects mid-response must not kill the agent (see http/server.h).
   std::signal(SIGPIPE, SIG_IGN);
-  const gw::cli::Config defaults;
+  const gw::config::Config defaults;
   CLI::App app{"gpuwarden: GPU fleet observability and governance"};
   app.require_subcommand(1);
   Flags flags;
@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
   }
   if (rules_check->parsed()) return gw::cli::RunRulesCheck(flags.rule_files);
   if (rules_test->parsed()) return gw::cli::RunRulesTest(flags.rule_files);
-  gw::cli::Config config;
+  gw::config::Config config;
   if (!BuildConfig(flags, &config)) return 2;
   gw::LogLevel level = gw::LogLevel::kInfo;
   gw::ParseLogLevel(config.log_level, &level);

@@ -14,21 +14,21 @@ bool Costed(const scrape::TargetConfig& t) {
   return !t.gpus.empty() || !t.outputs.empty();
 }
 
-std::vector<std::size_t> CostedTargets(const Config& config) {
+std::vector<std::size_t> CostedTargets(const config::Config& config) {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < config.scrape.targets.size(); ++i)
     if (Costed(config.scrape.targets[i])) out.push_back(i);
   return out;
 }
 
-std::vector<governance::ServiceSpec> SpecsOf(const Config& config) {
+std::vector<governance::ServiceSpec> SpecsOf(const config::Config& config) {
   std::vector<governance::ServiceSpec> out;
   for (const scrape::TargetConfig& t : config.scrape.targets)
     if (Costed(t)) out.push_back({t.name, t.gpus, t.outputs.empty() ? "" : t.output_unit});
   return out;
 }
 
-std::vector<std::string> SelectorsOf(const Config& config) {
+std::vector<std::string> SelectorsOf(const config::Config& config) {
   std::vector<std::string> out;
   for (const scrape::TargetConfig& t : config.scrape.targets)
     if (Costed(t)) out.push_back(t.outputs);
@@ -41,7 +41,7 @@ nlohmann::json Num(bool known, double v) {
 
 }  // namespace
 
-ServiceCostService::ServiceCostService(const Config& config, const scrape::Scraper* scraper,
+ServiceCostService::ServiceCostService(const config::Config& config, const scrape::Scraper* scraper,
                                        collect::SampleAppender* appender, Logger* logger)
     : scraper_(scraper),
       appender_(appender),

@@ -40,11 +40,11 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "cli/jobs_series.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
 #include "collect/snapshot.h"
+#include "config/config.h"
 #include "governance/service_cost.h"
 #include "scrape/scraper.h"
 
@@ -57,7 +57,7 @@ namespace gw::cli {
 class ServiceCostService {
  public:
   // `scraper` and `logger` must outlive this object; `appender` (may be null: no store) too.
-  ServiceCostService(const Config& config, const scrape::Scraper* scraper,
+  ServiceCostService(const config::Config& config, const scrape::Scraper* scraper,
                      collect::SampleAppender* appender, Logger* logger);
   ~ServiceCostService();  // writes the last checkpoint (after the recorder has stopped)
   ServiceCostService(const ServiceCostService&) = delete;

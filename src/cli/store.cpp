@@ -11,7 +11,7 @@ int64_t Ms(double seconds) {
 }
 }  // namespace
 
-StoreAppender::StoreAppender(tsdb::DB* db, const StorageConfig& config, Logger* log)
+StoreAppender::StoreAppender(tsdb::DB* db, const config::StorageConfig& config, Logger* log)
     : db_(db),
       config_(config),
       log_(log),
@@ -64,7 +64,7 @@ Status StoreAppender::Commit() {
   return Status::Ok();
 }
 
-Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log,
+Expected<std::unique_ptr<tsdb::DB>> OpenStore(const config::StorageConfig& config, Logger* log,
                                               StoreMode mode) {
   tsdb::DBOptions options;
   options.write_wal = mode == StoreMode::kWriter;
@@ -79,7 +79,7 @@ Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logge
   return std::move(*db);
 }
 
-std::unique_ptr<tsdb::DB> OpenStoreForCommand(const StorageConfig& config, Logger* log,
+std::unique_ptr<tsdb::DB> OpenStoreForCommand(const config::StorageConfig& config, Logger* log,
                                               StoreMode mode) {
   auto db = OpenStore(config, log, mode);
   if (!db.ok()) {
@@ -89,7 +89,7 @@ std::unique_ptr<tsdb::DB> OpenStoreForCommand(const StorageConfig& config, Logge
   return std::move(*db);
 }
 
-Expected<std::unique_ptr<tsdb::DirLock>> LockDataDir(const StorageConfig& config,
+Expected<std::unique_ptr<tsdb::DirLock>> LockDataDir(const config::StorageConfig& config,
                                                      const std::string& command) {
   return tsdb::DirLock::Acquire(config.path, command);
 }

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "base/log.h"
-#include "cli/config.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
+#include "config/config.h"
 #include "tsdb/db.h"
 #include "tsdb/dir_lock.h"
 
@@ -20,7 +20,7 @@ namespace gw::cli {
 // storage.flush_interval and applies retention every hour, both on the recorder thread.
 class StoreAppender : public collect::SampleAppender {
  public:
-  StoreAppender(tsdb::DB* db, const StorageConfig& config, Logger* log);
+  StoreAppender(tsdb::DB* db, const config::StorageConfig& config, Logger* log);
   Expected<Ref> GetRef(const tsdb::Labels& labels) override;
   Status Append(Ref ref, int64_t t_ms, double v) override;
   Status Commit() override;
@@ -30,7 +30,7 @@ class StoreAppender : public collect::SampleAppender {
 
  private:
   tsdb::DB* db_;
-  StorageConfig config_;
+  config::StorageConfig config_;
   Logger* log_;
   std::chrono::steady_clock::time_point last_flush_, last_retention_;
   bool follow_data_clock_ = false;
@@ -46,18 +46,18 @@ enum class StoreMode {
 };
 
 // Opens the DB under config.path (a writer creates it), reporting problems in one line.
-Expected<std::unique_ptr<tsdb::DB>> OpenStore(const StorageConfig& config, Logger* log,
+Expected<std::unique_ptr<tsdb::DB>> OpenStore(const config::StorageConfig& config, Logger* log,
                                               StoreMode mode = StoreMode::kWriter);
 
 // OpenStore for a one-shot command: on failure prints "gpuwarden: <why>" to stderr and returns
 // null (the command then exits 1).
-std::unique_ptr<tsdb::DB> OpenStoreForCommand(const StorageConfig& config, Logger* log,
+std::unique_ptr<tsdb::DB> OpenStoreForCommand(const config::StorageConfig& config, Logger* log,
                                               StoreMode mode);
 
 // The data directory's writer lock for `command` ("serve", "tsdb import"): held until the
 // returned object is destroyed. Refused with "data directory DIR is in use by gpuwarden pid N
 // (serve)" when another process holds it.
-Expected<std::unique_ptr<tsdb::DirLock>> LockDataDir(const StorageConfig& config,
+Expected<std::unique_ptr<tsdb::DirLock>> LockDataDir(const config::StorageConfig& config,
                                                      const std::string& command);
 
 // The figures /metrics shows for the store and its recorder.

@@ -1,6 +1,6 @@
 // governance/settings.h — what a site decides: reclaim policies, pool thresholds, team quotas and
 // prices. Plain values, filled from the `governance` section of the configuration
-// (cli/governance_config.h, docs/configuration.md) or by tests; no defaults that act on a job.
+// (config/governance_config.h, docs/configuration.md) or by tests; no defaults that act on a job.
 //
 // Nothing is ever done to a job unless a ReclaimPolicy matches it and names an action other than
 // "dry-run"; the default action is "dry-run" (decide, log and count, touch nothing).

@@ -212,7 +212,7 @@ Expected<std::vector<ServiceView>> ParseServicesJson(std::string_view body) {
   return out;
 }
 
-LocalSource::LocalSource(const cli::Config& config, double step_s, Logger* logger)
+LocalSource::LocalSource(const config::Config& config, double step_s, Logger* logger)
     : config_(config),
       step_s_(step_s),
       stepped_(!config.simulate.scenario.empty() && config.simulate.clock == "stepped"),

@@ -22,7 +22,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "cli/agent.h"
-#include "cli/config.h"
+#include "config/config.h"
 #include "jobs/attribution.h"
 #include "jobs/teams.h"
 #include "top/frame.h"
@@ -40,7 +40,7 @@ class Source {
 class LocalSource : public Source {
  public:
   // `logger` must outlive this. `step_s` > 0 with a stepped simulator: time moved per Read.
-  LocalSource(const cli::Config& config, double step_s, Logger* logger);
+  LocalSource(const config::Config& config, double step_s, Logger* logger);
   ~LocalSource() override;
 
   // Loads NVML and collects the first cycle (up to 60 s). Fails with the reason NVML is missing.
@@ -50,7 +50,7 @@ class LocalSource : public Source {
   std::string Describe() const override;
 
  private:
-  cli::Config config_;
+  config::Config config_;
   double step_s_;
   bool stepped_;
   bool first_ = true;

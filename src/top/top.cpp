@@ -136,8 +136,8 @@ int Interactive(Poller* poller, const std::string& source, std::vector<std::stri
 
 }  // namespace
 
-int RunTop(const cli::Config& config_in, const TopArgs& args, Logger* logger) {
-  cli::Config config = config_in;
+int RunTop(const config::Config& config_in, const TopArgs& args, Logger* logger) {
+  config::Config config = config_in;
   double refresh_s = 1;
   if (!args.refresh.empty() &&
       (!ParseDurationSeconds(args.refresh, &refresh_s) || refresh_s <= 0)) {

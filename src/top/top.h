@@ -24,7 +24,7 @@
 #include <string>
 
 #include "base/log.h"
-#include "cli/config.h"
+#include "config/config.h"
 
 namespace gw::top {
 
@@ -36,7 +36,7 @@ struct TopArgs {
   int width = 0;         // --once: columns (default: the terminal's, else 120)
 };
 
-int RunTop(const cli::Config& config, const TopArgs& args, Logger* logger);
+int RunTop(const config::Config& config, const TopArgs& args, Logger* logger);
 
 }  // namespace gw::top
 

@@ -79,7 +79,7 @@ class MemoryAppender : public collect::SampleAppender {
 
 struct Fixture {
   TempDir dir;
-  Config config;
+  config::Config config;
   Logger log;
 
   // squeue answers with `jobs_json`; `cancel` is the cancel command's script body.
@@ -300,10 +300,10 @@ TEST(GovernanceConfig, KeysParseAndErrorsNameTheLine) {
       "  under_use_ratio: 0.25\n  under_use_for: 3d\n"
       "  prices:\n    gpu_hour: {A100: 3.2, default: 1.5}\n    energy_kwh: 0.2\n"
       "    currency: EUR\n");
-  Config c;
-  Status s = LoadConfigFile(dir / "g.yaml", &c);
+  config::Config c;
+  Status s = config::LoadConfigFile(dir / "g.yaml", &c);
   ASSERT_TRUE(s.ok()) << s.message();
-  const GovernanceConfig& g = c.governance;
+  const config::GovernanceConfig& g = c.governance;
   ASSERT_EQ(g.settings.reclaim.size(), 2u);
   const governance::ReclaimPolicy& p = g.settings.reclaim[0];
   EXPECT_EQ(p.partition, "gpu");
@@ -352,13 +352,15 @@ TEST(GovernanceConfig, KeysParseAndErrorsNameTheLine) {
   };
   for (const auto& [text, message] : bad) {
     WriteFile(dir / "b.yaml", text);
-    Config b;
-    Status st = LoadConfigFile(dir / "b.yaml", &b);
+    config::Config b;
+    Status st = config::LoadConfigFile(dir / "b.yaml", &b);
     ASSERT_FALSE(st.ok()) << text;
     EXPECT_NE(st.message().find(message), std::string::npos) << st.message();
   }
-  for (const std::string& key : GovernanceKeys())
-    EXPECT_NE(std::find(ConfigKeys().begin(), ConfigKeys().end(), key), ConfigKeys().end()) << key;
+  for (const std::string& key : config::GovernanceKeys())
+    EXPECT_NE(std::find(config::ConfigKeys().begin(), config::ConfigKeys().end(), key),
+              config::ConfigKeys().end())
+        << key;
 }
 
 }  // namespace

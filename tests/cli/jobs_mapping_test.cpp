@@ -142,7 +142,7 @@ TEST(JobsServiceMapping, StatisticsAccumulateWhileTheMappingIsReused) {
   TempDir dir;
   const std::string proc = dir / "proc";
   FakeProcess(proc, 4242, 777, "0::/user.slice\n", {"GPUWARDEN_JOB=train-7"});
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});
@@ -183,7 +183,7 @@ TEST(JobsServiceMapping, PidReusedByAnotherJob) {
   TempDir dir;
   const std::string proc = dir / "proc";
   FakeProcess(proc, 4242, 777, "0::/user.slice\n", {"GPUWARDEN_JOB=first"});
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});
@@ -212,7 +212,7 @@ TEST(JobsServiceMapping, ARecordThatCannotBeWrittenIsCountedAndKept) {
   TempDir dir;
   const std::string proc = dir / "proc";
   FakeProcess(proc, 4242, 777, "0::/user.slice\n", {"GPUWARDEN_JOB=train-7"});
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   std::filesystem::create_directories(dir / "data/jobs/jobs.jsonl");  // not a file: writes fail
   std::vector<std::string> logs;
@@ -252,7 +252,7 @@ TEST(JobsServiceMapping, SchedulerJobsStartingAndEndingUpdateTheAllocations) {
   WriteFile(dir / "answer.json", SqueueWith(false));
   WriteFile(script, "#!/bin/sh\ncat '" + (dir / "answer.json") + "'\n");
   chmod(script.c_str(), 0755);
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   config.jobs.scheduler = "slurm";
   config.jobs.squeue_command = {script, "--json"};
@@ -318,7 +318,7 @@ long SteadyStateAllocations(int processes) {
     }
     gpus[static_cast<size_t>(i) % 8].processes.push_back({pid, 1e9, collect::kAbsent});
   }
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});

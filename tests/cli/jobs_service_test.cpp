@@ -98,8 +98,8 @@ TEST(JobsConfig, KeysParseAndErrorsNameTheLine) {
             "  poll_interval: 30s\n  records_dir: /var/lib/gw/jobs\n  idle_threshold: 0.1\n"
             "  idle_window: 1h\nteams:\n  accounts: {physics: sim, ML-Research: research}\n"
             "  users:\n    alice: vision\n");
-  Config c;
-  ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &c).ok());
+  config::Config c;
+  ASSERT_TRUE(config::LoadConfigFile(dir / "c.yaml", &c).ok());
   EXPECT_EQ(c.jobs.scheduler, "slurm");
   EXPECT_EQ(c.jobs.squeue_command, (std::vector<std::string>{"/opt/slurm/bin/squeue", "--json"}));
   EXPECT_DOUBLE_EQ(c.jobs.poll_interval_s, 30);
@@ -110,22 +110,22 @@ TEST(JobsConfig, KeysParseAndErrorsNameTheLine) {
   EXPECT_EQ(c.teams.users.at("alice"), "vision");
   EXPECT_TRUE(Validate(c).ok());
   EXPECT_EQ(JobRecordsDir(c), "/var/lib/gw/jobs");
-  Config d;
+  config::Config d;
   EXPECT_EQ(JobRecordsDir(d), "data/jobs");
   EXPECT_EQ(d.jobs.squeue_command, (std::vector<std::string>{"squeue", "--json"}));
 
   WriteFile(dir / "bad.yaml", "jobs:\n  scheduler: pbs\n");
-  Status s = LoadConfigFile(dir / "bad.yaml", &c);
+  Status s = config::LoadConfigFile(dir / "bad.yaml", &c);
   EXPECT_EQ(s.message(),
             (dir / "bad.yaml") + ":2: jobs.scheduler: expected none or slurm, got 'pbs'");
   WriteFile(dir / "bad2.yaml", "jobs:\n  idle_threshold: 5\n");
-  EXPECT_NE(LoadConfigFile(dir / "bad2.yaml", &c).message().find(":2: jobs.idle_threshold"),
+  EXPECT_NE(config::LoadConfigFile(dir / "bad2.yaml", &c).message().find(":2: jobs.idle_threshold"),
             std::string::npos);
   WriteFile(dir / "bad3.yaml", "teams:\n  users: [alice]\n");
-  EXPECT_NE(LoadConfigFile(dir / "bad3.yaml", &c).message().find(":2: teams.users"),
+  EXPECT_NE(config::LoadConfigFile(dir / "bad3.yaml", &c).message().find(":2: teams.users"),
             std::string::npos);
   WriteFile(dir / "bad4.yaml", "jobs:\n  squeue_command: [squeue, --json]\n  poll_interval: 0s\n");
-  EXPECT_NE(LoadConfigFile(dir / "bad4.yaml", &c).message().find(":3: jobs.poll_interval"),
+  EXPECT_NE(config::LoadConfigFile(dir / "bad4.yaml", &c).message().find(":3: jobs.poll_interval"),
             std::string::npos);
 }
 
@@ -151,7 +151,7 @@ TEST(JobsService, ProcessJobFromFakeProcTree) {
               {"GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "CUDA_VISIBLE_DEVICES=1",
                std::string("AWS_SECRET_ACCESS_KEY=") + kSecret});
   FakeProcess(proc, 5151, 888, "0::/user.slice\n", {"HOME=/root"});  // no job
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   config.jobs.idle_window_s = 60;
   std::vector<std::string> logs;
@@ -235,7 +235,7 @@ TEST(JobsService, ProcessJobFromFakeProcTree) {
 // Counter families end in _total; OpenMetrics names the family without it.
 TEST(JobsService, OpenMetricsFamilyNames) {
   TempDir dir;
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "testnode"});
@@ -274,7 +274,7 @@ std::string Squeue(const std::string& node) {
 
 // A stand-in squeue printing DIR/answer.json (`answer`; it fails while the file is absent), and
 // `config` polling it every 50 ms with its data under DIR/data.
-void StandInSqueue(const TempDir& dir, const std::string& answer, Config* config) {
+void StandInSqueue(const TempDir& dir, const std::string& answer, config::Config* config) {
   const std::string script = dir / "squeue";
   WriteFile(dir / "answer.json", answer);
   WriteFile(script, "#!/bin/sh\n[ -f '" + (dir / "answer.json") + "' ] || exit 1\ncat '" +
@@ -288,7 +288,7 @@ void StandInSqueue(const TempDir& dir, const std::string& answer, Config* config
 
 TEST(JobsService, SlurmJobsFromAStandInSqueue) {
   TempDir dir;
-  Config config;
+  config::Config config;
   StandInSqueue(dir, Squeue("node[1-3]"), &config);
   config.teams.accounts = {{"physics", "sim"}};
   Logger logger(LogLevel::kError);
@@ -354,7 +354,7 @@ TEST(JobsService, SlurmJobsFromAStandInSqueue) {
 // the last known queue kept (marked stale) while squeue fails.
 TEST(JobsService, QueueFromTheLastPoll) {
   TempDir dir;
-  Config config;
+  config::Config config;
   StandInSqueue(dir, Squeue("node[1-3]"), &config);
   config.teams.accounts = {{"bio", "biology"}};
   Logger logger(LogLevel::kError);
@@ -427,7 +427,7 @@ TEST(JobsService, QueueFromTheLastPoll) {
 
 TEST(JobsService, QueueWithoutAScheduler) {
   TempDir dir;
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{dir / "proc", "node2"});
@@ -447,7 +447,7 @@ TEST(JobsService, SeriesIntoTheStoreAtSnapshotTime) {
   const std::string proc = dir / "proc";
   FakeProcess(proc, 4242, 777, "0::/user.slice\n",
               {"GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "CUDA_VISIBLE_DEVICES=1"});
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   MemoryAppender appender;
@@ -516,7 +516,7 @@ TEST(JobsService, RecordsServedFromMemoryAndReloadedAfterRestart) {
   const std::string proc = dir / "proc";
   FakeProcess(proc, 4242, 777, "0::/user.slice\n",
               {"GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=vision", "CUDA_VISIBLE_DEVICES=1"});
-  Config config;
+  config::Config config;
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   {
@@ -551,8 +551,8 @@ TEST(JobsService, RecordsServedFromMemoryAndReloadedAfterRestart) {
 TEST(JobsService, NodeNameFromTheConfiguration) {
   TempDir dir;
   WriteFile(dir / "c.yaml", "jobs:\n  node_name: othernode\n");
-  Config config;
-  ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &config).ok());
+  config::Config config;
+  ASSERT_TRUE(config::LoadConfigFile(dir / "c.yaml", &config).ok());
   EXPECT_EQ(config.jobs.node_name, "othernode");
   StandInSqueue(dir, Squeue("node[1-3]"), &config);
   Logger logger(LogLevel::kError);

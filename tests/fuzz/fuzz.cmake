@@ -15,10 +15,10 @@ foreach(module base tsdb promql rules sim http web)
   add_subdirectory(src/${module})
 endforeach()
 
-# The agent's configuration reader lives in gw_cli, which links the whole agent; the fuzz target
+# The configuration reader (gw_config) links the modules whose settings it fills; the fuzz target
 # compiles just the files that parse the configuration.
-add_library(gw_fuzz_config STATIC src/cli/config.cpp src/cli/scrape_config.cpp
-            src/cli/diagnose_config.cpp src/cli/governance_config.cpp)
+add_library(gw_fuzz_config STATIC src/config/config.cpp src/config/scrape_config.cpp
+            src/config/diagnose_config.cpp src/config/governance_config.cpp)
 target_include_directories(gw_fuzz_config PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp)
 

@@ -1,16 +1,16 @@
 #include <gtest/gtest.h>
 
-#include "cli/config.h"
+#include "config/config.h"
 #include "support/process.h"
 
 namespace gw::cli {
 namespace {
 
-Status Load(const std::string& text, Config* config) {
+Status Load(const std::string& text, config::Config* config) {
   gw::testing::TempDir dir;
   const std::string path = dir / "gpuwarden.yaml";
   gw::testing::WriteFile(path, text);
-  Status s = LoadConfigFile(path, config);
+  Status s = config::LoadConfigFile(path, config);
   if (!s.ok()) {
     // The message starts with the file's path; tests compare what follows it.
     EXPECT_EQ(s.message().rfind(path + ":", 0), 0u) << s.message();
@@ -20,7 +20,7 @@ Status Load(const std::string& text, Config* config) {
 }
 
 TEST(ScrapeConfigTest, ReadsTargetsWithDefaults) {
-  Config c;
+  config::Config c;
   ASSERT_TRUE(Load("scrape:\n"
                    "  targets:\n"
                    "    - name: llm\n"
@@ -48,7 +48,7 @@ TEST(ScrapeConfigTest, ReadsTargetsWithDefaults) {
 }
 
 TEST(ScrapeConfigTest, ReadsOutputsAsASelector) {
-  Config c;
+  config::Config c;
   ASSERT_TRUE(Load("scrape:\n  targets:\n"
                    "    - name: llm\n      url: http://127.0.0.1:8000/metrics\n      gpus: [0]\n"
                    "      outputs: 'inference_requests_total{code=~\"2..\"}'\n"
@@ -109,7 +109,7 @@ TEST(ScrapeConfigTest, RefusesMistakesWithTheLine) {
            {head + "    - name: a\n      url: http://a/m\n      output_unit: ''\n",
             ":5: scrape.targets[0].output_unit: expected a unit such as request or token"},
        }) {
-    Config config;
+    config::Config config;
     Status s = Load(c.yaml, &config);
     ASSERT_FALSE(s.ok()) << c.yaml;
     EXPECT_EQ(s.message(), c.error) << c.yaml;

@@ -4,8 +4,8 @@
 
 #include <mutex>
 
-#include "cli/config.h"
 #include "collect/recorder.h"
+#include "config/config.h"
 #include "http/server.h"
 #include "scrape/scraper.h"
 #include "support/mutate.h"
@@ -100,8 +100,8 @@ TEST(ScrapeFuzz, MutatedConfigsAreAcceptedOrRefusedWithTheLine) {
   testing::Mutator mutator(11);
   for (int i = 0; i < 400; ++i) {
     testing::WriteFile(path, mutator.Mutate(config));
-    cli::Config c;
-    Status s = cli::LoadConfigFile(path, &c);
+    config::Config c;
+    Status s = config::LoadConfigFile(path, &c);
     if (!s.ok()) {
       EXPECT_EQ(s.message().rfind(path + ":", 0), 0u) << s.message();
     }

@@ -1,4 +1,4 @@
-#include "cli/scrape_config.h"
+#include "config/scrape_config.h"
 
 #include <charconv>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "promql/parser.h"
 
-namespace gw::cli {
+namespace gw::config {
 
 namespace {
 
@@ -171,4 +171,4 @@ Status ParseScrapeTargets(const std::string& file, const YAML::Node& node,
   return Status::Ok();
 }
 
-}  // namespace gw::cli
+}  // namespace gw::config

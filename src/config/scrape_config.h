@@ -1,4 +1,4 @@
-// cli/scrape_config.h — the `scrape.targets` configuration key (application targets whose
+// config/scrape_config.h — the `scrape.targets` configuration key (application targets whose
 // metrics serve scrapes into the store; scrape/scraper.h).
 //
 //   scrape:
@@ -14,8 +14,8 @@
 //         output_unit: request           # default "output"
 //
 // Errors read "FILE:LINE: scrape.targets[i].key: what is wrong".
-#ifndef GPUWARDEN_CLI_SCRAPE_CONFIG_H_
-#define GPUWARDEN_CLI_SCRAPE_CONFIG_H_
+#ifndef GPUWARDEN_CONFIG_SCRAPE_CONFIG_H_
+#define GPUWARDEN_CONFIG_SCRAPE_CONFIG_H_
 
 #include <yaml-cpp/yaml.h>
 
@@ -25,12 +25,12 @@
 #include "base/error.h"
 #include "scrape/target.h"
 
-namespace gw::cli {
+namespace gw::config {
 
 // Parses the list under scrape.targets from `file` (for error positions) into `out`.
 Status ParseScrapeTargets(const std::string& file, const YAML::Node& node,
                           std::vector<scrape::TargetConfig>* out);
 
-}  // namespace gw::cli
+}  // namespace gw::config
 
-#endif  // GPUWARDEN_CLI_SCRAPE_CONFIG_H_
+#endif  // GPUWARDEN_CONFIG_SCRAPE_CONFIG_H_

@@ -1,4 +1,4 @@
-// cli/diagnose_config.h — the `diagnose` section of the configuration file: every threshold the
+// config/diagnose_config.h — the `diagnose` section of the configuration file: every threshold the
 // findings compare with (diagnose::Thresholds), the window they look back over and how often
 // `serve` evaluates them (docs/configuration.md, "diagnose.*"; docs/diagnose.md says what each
 // threshold does). Used by serve's FindingsService, `gpuwarden diagnose` and `gpuwarden report`.
@@ -11,15 +11,15 @@
 //       thermal_margin_c: 5
 //       queue_wait_p90: 30m # durations take Prometheus' syntax
 //
-// cli/config.cpp hands each `diagnose.*` key's YAML node to ParseDiagnoseKey; a bad value is
+// config/config.cpp hands each `diagnose.*` key's YAML node to ParseDiagnoseKey; a bad value is
 // refused with the file and line ("gpuwarden.yaml:7: diagnose.thresholds.throttled_share: expected
 // a ratio 0-1, got '1.5'"). Rules between two keys (idle_utilization below starved_utilization,
 // quota_under below quota_over, interval within window) are checked by ValidateDiagnose, which
 // names the file and line of the key set last when it came from a file.
 //
 // Threading: plain data and pure functions.
-#ifndef GPUWARDEN_CLI_DIAGNOSE_CONFIG_H_
-#define GPUWARDEN_CLI_DIAGNOSE_CONFIG_H_
+#ifndef GPUWARDEN_CONFIG_DIAGNOSE_CONFIG_H_
+#define GPUWARDEN_CONFIG_DIAGNOSE_CONFIG_H_
 
 #include <map>
 #include <string>
@@ -32,7 +32,7 @@ namespace YAML {
 class Node;
 }
 
-namespace gw::cli {
+namespace gw::config {
 
 struct DiagnoseConfig {
   diagnose::Thresholds thresholds;
@@ -52,6 +52,6 @@ Status ParseDiagnoseKey(const std::string& file, const std::string& key, const Y
 // Checks the rules between keys (each key's own range is checked when it is read).
 Status ValidateDiagnose(const DiagnoseConfig& config);
 
-}  // namespace gw::cli
+}  // namespace gw::config
 
-#endif  // GPUWARDEN_CLI_DIAGNOSE_CONFIG_H_
+#endif  // GPUWARDEN_CONFIG_DIAGNOSE_CONFIG_H_

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/yaml_keys.h"
-#include "cli/config.h"
+#include "config/config.h"
 #include "http/web_config.h"
 #include "rules/rule_file.h"
 #include "rules/unit_test.h"
@@ -23,8 +23,8 @@ std::string ConfigError(const std::string& text) {
   TempDir dir;
   const std::string path = dir / "gpuwarden.yaml";
   WriteFile(path, text);
-  cli::Config config;
-  Status s = cli::LoadConfigFile(path, &config);
+  config::Config config;
+  Status s = config::LoadConfigFile(path, &config);
   if (s.ok()) return "(accepted)";
   // The message names the file by its full path; tests compare what follows it.
   std::string m = s.message();

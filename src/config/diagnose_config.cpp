@@ -1,4 +1,4 @@
-#include "cli/diagnose_config.h"
+#include "config/diagnose_config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace gw::cli {
+namespace gw::config {
 
 namespace {
 
@@ -171,4 +171,4 @@ Status ValidateDiagnose(const DiagnoseConfig& c) {
   return Status::Ok();
 }
 
-}  // namespace gw::cli
+}  // namespace gw::config

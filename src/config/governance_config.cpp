@@ -1,10 +1,10 @@
-#include "cli/governance_config.h"
+#include "config/governance_config.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
 
-namespace gw::cli {
+namespace gw::config {
 
 namespace {
 
@@ -329,4 +329,4 @@ Status ParseGovernanceKey(const std::string& file, const std::string& key, const
   return Error{at(n) + ": unknown key '" + key + "' (see docs/configuration.md)"};
 }
 
-}  // namespace gw::cli
+}  // namespace gw::config

@@ -1,6 +1,6 @@
 // The `diagnose` section of the configuration file: every threshold, the window and the interval,
 // read from YAML, refused with FILE:LINE when out of range, and cross-checked.
-#include "cli/diagnose_config.h"
+#include "config/diagnose_config.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 #include <regex>
 #include <sstream>
 
-#include "cli/config.h"
+#include "config/config.h"
 #include "support/mutate.h"
 #include "support/process.h"
 
-namespace gw::cli {
+namespace gw::config {
 namespace {
 
 using gw::testing::TempDir;
@@ -215,4 +215,4 @@ TEST(DiagnoseConfigFuzz, MutantsAreRefusedWithALocationOrReadInRange) {
 }
 
 }  // namespace
-}  // namespace gw::cli
+}  // namespace gw::config

@@ -1,4 +1,4 @@
-#include "cli/config.h"
+#include "config/config.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "support/process.h"
 
-namespace gw::cli {
+namespace gw::config {
 namespace {
 
 using gw::testing::TempDir;
@@ -169,4 +169,4 @@ TEST(Config, EveryKeyIsDocumented) {
 }
 
 }  // namespace
-}  // namespace gw::cli
+}  // namespace gw::config

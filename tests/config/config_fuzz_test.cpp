@@ -2,11 +2,11 @@
 
 #include <regex>
 
-#include "cli/config.h"
+#include "config/config.h"
 #include "support/mutate.h"
 #include "support/process.h"
 
-namespace gw::cli {
+namespace gw::config {
 namespace {
 
 TEST(ConfigFuzz, MutantsAreAcceptedOrRefusedWithALocation) {
@@ -34,4 +34,4 @@ TEST(ConfigFuzz, MutantsAreAcceptedOrRefusedWithALocation) {
 }
 
 }  // namespace
-}  // namespace gw::cli
+}  // namespace gw::config

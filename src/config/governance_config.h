@@ -1,10 +1,10 @@
-// cli/governance_config.h — the `governance` section of the configuration file: reclaim policies,
-// pools, quotas, prices (docs/configuration.md, "Governance"). cli/config.cpp hands each
-// `governance.*` key's YAML node to ParseGovernanceKey; errors name the file and line like every
-// other key ("gpuwarden.yaml:12: governance.reclaim[0].action: expected dry-run, requeue, cancel
-// or command, got 'kill'").
-#ifndef GPUWARDEN_CLI_GOVERNANCE_CONFIG_H_
-#define GPUWARDEN_CLI_GOVERNANCE_CONFIG_H_
+// config/governance_config.h — the `governance` section of the configuration file: reclaim
+// policies, pools, quotas, prices (docs/configuration.md, "Governance"). config/config.cpp hands
+// each `governance.*` key's YAML node to ParseGovernanceKey; errors name the file and line like
+// every other key ("gpuwarden.yaml:12: governance.reclaim[0].action: expected dry-run, requeue,
+// cancel or command, got 'kill'").
+#ifndef GPUWARDEN_CONFIG_GOVERNANCE_CONFIG_H_
+#define GPUWARDEN_CONFIG_GOVERNANCE_CONFIG_H_
 
 #include <string>
 #include <vector>
@@ -16,7 +16,7 @@ namespace YAML {
 class Node;
 }
 
-namespace gw::cli {
+namespace gw::config {
 
 struct GovernanceConfig {
   governance::Settings settings;  // idle_threshold is taken from jobs.idle_threshold
@@ -34,6 +34,6 @@ const std::vector<std::string>& GovernanceKeys();
 Status ParseGovernanceKey(const std::string& file, const std::string& key, const YAML::Node& node,
                           GovernanceConfig* out);
 
-}  // namespace gw::cli
+}  // namespace gw::config
 
-#endif  // GPUWARDEN_CLI_GOVERNANCE_CONFIG_H_
+#endif  // GPUWARDEN_CONFIG_GOVERNANCE_CONFIG_H_

@@ -1,23 +1,23 @@
-// cli/config.h — gpuwarden's configuration: defaults, the YAML file, and flags on top.
+// config/config.h — gpuwarden's configuration: defaults, the YAML file, and flags on top.
 //
 // Precedence: built-in defaults < the file given by --config < command-line flags. Every key is
 // documented in docs/configuration.md (tests/cli/config_test.cpp checks that each key below is
 // there). A bad file is refused with "FILE:LINE: what is wrong"; unknown keys are errors, so a
 // typo never silently falls back to a default.
-#ifndef GPUWARDEN_CLI_CONFIG_H_
-#define GPUWARDEN_CLI_CONFIG_H_
+#ifndef GPUWARDEN_CONFIG_CONFIG_H_
+#define GPUWARDEN_CONFIG_CONFIG_H_
 
 #include <map>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
-#include "cli/diagnose_config.h"
-#include "cli/governance_config.h"
 #include "collect/collector.h"
+#include "config/diagnose_config.h"
+#include "config/governance_config.h"
 #include "scrape/target.h"
 
-namespace gw::cli {
+namespace gw::config {
 
 inline constexpr int kDefaultPort =
     9966;  // clear of dcgm-exporter (9400), nvidia_gpu_exporter (9835)
@@ -81,7 +81,7 @@ struct TeamsConfig {
   std::map<std::string, std::string> users;
 };
 
-// Application targets scraped into the store (business metrics; cli/scrape_config.h).
+// Application targets scraped into the store (business metrics; config/scrape_config.h).
 struct ScrapeConfig {
   std::vector<scrape::TargetConfig> targets;
 };
@@ -111,8 +111,8 @@ struct Config {
   JobsConfig jobs;
   TeamsConfig teams;
   ScrapeConfig scrape;
-  GovernanceConfig governance;  // cli/governance_config.h
-  DiagnoseConfig diagnose;      // cli/diagnose_config.h: findings thresholds, window, interval
+  GovernanceConfig governance;  // config/governance_config.h
+  DiagnoseConfig diagnose;      // config/diagnose_config.h: findings thresholds, window, interval
   QueryConfig query;
 };
 
@@ -132,6 +132,6 @@ Status LoadConfigFile(const std::string& path, Config* config);
 // Checks cross-field rules (intervals positive, slow >= fast, clock value, …).
 Status Validate(const Config& config);
 
-}  // namespace gw::cli
+}  // namespace gw::config
 
-#endif  // GPUWARDEN_CLI_CONFIG_H_
+#endif  // GPUWARDEN_CONFIG_CONFIG_H_

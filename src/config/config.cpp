@@ -1,4 +1,4 @@
-#include "cli/config.h"
+#include "config/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,9 +10,9 @@
 
 #include "base/yaml_error.h"
 #include "base/yaml_keys.h"
-#include "cli/scrape_config.h"
+#include "config/scrape_config.h"
 
-namespace gw::cli {
+namespace gw::config {
 
 bool ParseInteger(const std::string& text, long long min, long long max, long long* out) {
   if (text.empty() || text.size() > 19) return false;
@@ -580,4 +580,4 @@ Status Validate(const Config& c) {
   return Status::Ok();
 }
 
-}  // namespace gw::cli
+}  // namespace gw::config
