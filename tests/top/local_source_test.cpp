@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,11 @@ class FakeCollection : public Collection {
  private:
   FakeState* state_;
 };
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 LocalSource MakeSource(FakeState* state, LocalSettings settings = {}) {
   return LocalSource(std::make_unique<FakeCollection>(state), std::move(settings));
@@ -115,6 +122,11 @@ TEST(TopLocalSource, NamesTheJobAndTeamOfTheProcessHoldingAGpu) {
   std::vector<char*> argv = {program.data(), seconds.data(), nullptr};
   pid_t child = -1;
   ASSERT_EQ(posix_spawnp(&child, "sleep", nullptr, nullptr, argv.data(), env.data()), 0);
+  // posix_spawn may return while the kernel is still setting up the new program's environment:
+  // wait until /proc shows it (the attributor caches what it read first).
+  const std::string environ_path = "/proc/" + std::to_string(child) + "/environ";
+  for (int i = 0; i < 500 && ReadAll(environ_path).find(job_env) == std::string::npos; ++i)
+    usleep(10000);
 
   auto snap = TestSnapshot();
   for (collect::GpuSnapshot& g : snap->gpus) g.processes.clear();
