@@ -13,8 +13,9 @@
 // top prints one plain frame as with --once.
 //
 // Module map: sources.h (local collector or remote agent) -> poller.h (its own thread, immutable
-// frames, frame.h) -> render.h (text) -> terminal.h (the screen). Collection never runs on the UI
-// thread: the UI only waits on keys, signals and the poller's wake pipe.
+// frames, frame.h) -> render.h (text, one line at a time through line_writer.h) -> terminal.h (the
+// screen). Collection never runs on the UI thread: the UI only waits on keys, signals and the
+// poller's wake pipe.
 //
 // Errors: exit 2 for bad arguments or no NVML (local); an unreachable agent is shown on screen
 // and retried, and with --once it exits 1 with the reason on stderr.
