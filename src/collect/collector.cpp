@@ -27,10 +27,6 @@ double SteadySeconds() {
   return std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count();
 }
 
-double UnixSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Moves a schedule forward by whole intervals, skipping the ones already missed.
 double NextDue(double due, double interval, double now) {
   due += interval;
@@ -353,7 +349,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     if (!next) next = std::make_shared<Snapshot>();  // every pooled one is still being read
     Snapshot& s = *next;
     s.generation = ++published;
-    s.taken_unix_seconds = options.stepped ? sim_start_unix + now : UnixSeconds();
+    s.taken_unix_seconds = options.stepped ? sim_start_unix + now : options.clock->NowSeconds();
     s.gpus.resize(gpus.size());
     for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i] = gpus[i].snapshot();
     {
@@ -390,7 +386,8 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
       double now = Now();
       next_fast = next_slow = next_peak = now;
       if (options.stepped)
-        sim_start_unix = options.sim_start_unix > 0 ? options.sim_start_unix : UnixSeconds() - now;
+        sim_start_unix =
+            options.sim_start_unix > 0 ? options.sim_start_unix : options.clock->NowSeconds() - now;
       std::lock_guard<std::mutex> lock(ctl_mu);
       if (stopping) return;
       if (!options.stepped && event_set != nullptr)

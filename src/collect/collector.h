@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "collect/snapshot.h"
@@ -41,6 +42,8 @@ struct CollectorOptions {
   bool stepped = false;
   // Stepped mode: the Unix time of virtual t = 0 in snapshots; 0 = the wall clock at discovery.
   double sim_start_unix = 0;
+  // The wall clock that stamps snapshots (taken_unix_seconds); must outlive the collector.
+  const Clock* clock = &SystemClock();
 };
 
 class Collector {

@@ -1,6 +1,5 @@
 #include "http/prom_api.h"
 
-#include <chrono>
 #include <cstdio>
 #include <limits>
 
@@ -139,12 +138,6 @@ void TrimAfterQuery() {
   ProcessHeapTrimmer().MaybeTrim();
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Reads a time parameter; `fallback` when absent. False (with the reply written) if malformed.
 bool TimeParam(const Request& req, Response& res, const char* name, int64_t fallback,
                int64_t* out) {
@@ -266,7 +259,8 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
   Handler query = [shared](const Request& req, Response& res) {
     promql::EngineOptions engine_options = shared->second.engine;
     int64_t t = 0;
-    if (!TimeParam(req, res, "time", NowMs(), &t) || !TimeoutParam(req, res, &engine_options))
+    if (!TimeParam(req, res, "time", shared->second.clock->NowMs(), &t) ||
+        !TimeoutParam(req, res, &engine_options))
       return;
     {
       promql::Engine engine(engine_options);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "http/server.h"
 #include "promql/engine.h"
 #include "tsdb/storage.h"
@@ -26,6 +27,8 @@ namespace gw::http {
 struct PromApiOptions {
   std::string version;  // reported by /api/v1/status/buildinfo
   promql::EngineOptions engine;
+  // The time of an instant query without `time` (must outlive the server).
+  const Clock* clock = &SystemClock();
 };
 
 // A fresh reader of the store for one request.

@@ -197,14 +197,10 @@ Expected<std::string> RunCommandCapture(const std::vector<std::string>& argv,
 
 namespace {
 constexpr std::size_t kMaxQueuedEvents = 100000;
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 }  // namespace
 
-SlurmPoller::SlurmPoller(SlurmPollerOptions options, Logger* logger, Clock clock)
-    : options_(std::move(options)), logger_(logger), clock_(clock ? std::move(clock) : UnixNow) {}
+SlurmPoller::SlurmPoller(SlurmPollerOptions options, Logger* logger, const Clock* clock)
+    : options_(std::move(options)), logger_(logger), clock_(clock) {}
 
 SlurmPoller::~SlurmPoller() {
   Stop();
@@ -243,7 +239,7 @@ void SlurmPoller::PollOnce() {
                                                 options_.timeout_s, options_.max_output_bytes);
   Expected<std::vector<SlurmJob>> jobs =
       out.ok() ? ParseSqueueJson(*out) : Expected<std::vector<SlurmJob>>(out.error());
-  const double now = clock_();
+  const double now = clock_->NowSeconds();
   std::lock_guard<std::mutex> lock(mu_);
   if (!jobs.ok()) {
     const bool was_up = table_.health().up || table_.health().polls_total == 0;

@@ -11,7 +11,7 @@
 //                        every `interval_s`, feeding a SlurmJobTable; never on the collector's
 //                        thread
 //
-// Edge cases (reference: jobs-and-governance.md §2): a pending job's start_time (0, or the
+// Edge cases (docs/slurm-notes.md): a pending job's start_time (0, or the
 // backfill scheduler's estimate — seen with Slurm 22.05) is "not started"; a running job's end_time
 // is a projection (time limit, or start + 365 d) and is used only once the job is finished; a job
 // cancelled while pending has start = end = cancel time and no nodes — it gets no "started" event;
@@ -27,7 +27,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -173,8 +173,8 @@ Expected<std::string> RunCommandCapture(const std::vector<std::string>& argv,
 
 class SlurmPoller {
  public:
-  using Clock = std::function<double()>;  // seconds (unix time in production)
-  SlurmPoller(SlurmPollerOptions options, Logger* logger, Clock clock = {});
+  // `clock` (must outlive the poller) dates the polls: job events, last_success_s.
+  SlurmPoller(SlurmPollerOptions options, Logger* logger, const Clock* clock = &SystemClock());
   ~SlurmPoller();
   SlurmPoller(const SlurmPoller&) = delete;
   SlurmPoller& operator=(const SlurmPoller&) = delete;
@@ -198,7 +198,7 @@ class SlurmPoller {
 
   SlurmPollerOptions options_;
   Logger* logger_;
-  Clock clock_;
+  const Clock* clock_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -15,11 +15,6 @@
 namespace gw::notify {
 namespace {
 
-int64_t SystemNowMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string FormatSeconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", s);
@@ -143,7 +138,7 @@ class Notifier::TargetQueue {
  private:
   using Clock = std::chrono::steady_clock;
 
-  int64_t NowMs() const { return options_.now_ms ? options_.now_ms() : SystemNowMs(); }
+  int64_t NowMs() const { return options_.clock->NowMs(); }
 
   void PersistIfDirty() {
     QueueFile file;

@@ -56,12 +56,12 @@
 #define GPUWARDEN_NOTIFY_NOTIFY_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -99,8 +99,9 @@ struct Options {
   int max_batch = 64;         // alerts per request
   double backoff_initial_s = 1;
   double backoff_max_s = 60;
-  // Milliseconds since the epoch; tests substitute their own. Used for "resolved" and stats.
-  std::function<int64_t()> now_ms;
+  // Wall time for "resolved" and stats; tests substitute a ManualClock. Must outlive the
+  // Notifier.
+  const Clock* clock = &SystemClock();
 };
 
 class Notifier {

@@ -4,23 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+
+#include "base/secret_file.h"
 
 namespace gw::scrape {
 
 namespace {
-
-// A secret file's content without the trailing newline; false if unreadable.
-bool ReadSecret(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  while (!out->empty() && (out->back() == '\n' || out->back() == '\r')) out->pop_back();
-  return true;
-}
 
 void SetTimeout(httplib::Client* client, double seconds) {
   const auto whole = static_cast<time_t>(seconds);
@@ -59,16 +48,19 @@ Fetcher::Fetcher(const TargetConfig& target) : impl_(std::make_unique<Impl>()) {
   impl_->client->set_keep_alive(true);
   if (!target.basic_auth_username.empty()) {
     std::string password;
-    if (!target.basic_auth_password_file.empty() &&
-        !ReadSecret(target.basic_auth_password_file, &password))
-      setup_error_ = "cannot read basic_auth.password_file " + target.basic_auth_password_file;
+    if (!target.basic_auth_password_file.empty()) {
+      auto secret = ReadSecretFile(target.basic_auth_password_file);
+      if (secret.ok())
+        password = std::move(*secret);
+      else
+        setup_error_ = "basic_auth.password_file " + secret.error().message;
+    }
     impl_->client->set_basic_auth(target.basic_auth_username, password);
   }
   if (!target.bearer_token_file.empty()) {
-    std::string token;
-    if (!ReadSecret(target.bearer_token_file, &token))
-      setup_error_ = "cannot read bearer_token_file " + target.bearer_token_file;
-    impl_->client->set_bearer_token_auth(token);
+    auto token = ReadSecretFile(target.bearer_token_file);
+    if (!token.ok()) setup_error_ = "bearer_token_file " + token.error().message;
+    impl_->client->set_bearer_token_auth(token.ok() ? *token : std::string());
   }
   char timeout_text[32];
   std::snprintf(timeout_text, sizeof timeout_text, "%g", impl_->timeout_s);

@@ -17,12 +17,6 @@ namespace {
 
 constexpr uint64_t kNoRef = ~uint64_t{0};
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 struct TextHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -158,7 +152,7 @@ void Scraper::Stop() {
 }
 
 void Scraper::Run() {
-  auto now_ms = [this] { return options_.now_ms ? options_.now_ms() : WallMs(); };
+  auto now_ms = [this] { return options_.clock->NowMs(); };
   for (;;) {
     int64_t now = now_ms();
     int64_t next = INT64_MAX;

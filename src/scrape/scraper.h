@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
@@ -66,9 +67,10 @@ struct TargetHealth {
   double outputs_total = 0;
 };
 
-// `now_ms` for the realtime loop (wall clock by default; tests drive it).
+// The clock of the realtime loop (the system clock by default; tests drive it). Must outlive the
+// scraper.
 struct ScraperOptions {
-  int64_t (*now_ms)() = nullptr;  // nullptr: the system clock
+  const Clock* clock = &SystemClock();
 };
 
 class Scraper {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "http/prom_api.h"
 #include "http/prom_format.h"
 #include "web/json_text.h"
 
@@ -163,16 +164,10 @@ void RegisterChartApi(http::Server* server, QuerierFactory queriers, NowMs now_m
                                       const http::Request& req, http::Response& res) {
     res.content_type = "application/json";
     auto query = ParseChartQuery(req, now_ms());
-    if (!query.ok()) {
-      res.status = 400;
-      res.body = ErrorJson("bad_data", query.error().message);
-      return;
-    }
+    if (!query.ok()) return http::WriteApiError(res, 400, "bad_data", query.error().message);
     auto querier = queriers();
-    if (Status s = ChartJson(querier.get(), *query, &res.body); !s.ok()) {
-      res.status = 500;
-      res.body = ErrorJson("internal", s.message());
-    }
+    if (Status s = ChartJson(querier.get(), *query, &res.body); !s.ok())
+      http::WriteApiError(res, 500, "internal", s.message());
   });
 }
 

@@ -42,13 +42,4 @@ void AppendJsonNumber(std::string* out, double v) {
   out->append(buf, end);
 }
 
-std::string ErrorJson(std::string_view type, std::string_view message) {
-  std::string out = R"({"status":"error","errorType":)";
-  AppendJsonString(&out, type);
-  out.append(",\"error\":");
-  AppendJsonString(&out, message);
-  out.push_back('}');
-  return out;
-}
-
 }  // namespace gw::web

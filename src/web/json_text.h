@@ -1,5 +1,6 @@
 // web/json_text.h — the few JSON writers the console's endpoints need to write large bodies
 // straight into a string (no document tree per value). Internal to src/web; pure, thread-safe.
+// Errors in the Prometheus API's shape are written by http::WriteApiError (http/prom_api.h).
 #ifndef GPUWARDEN_WEB_JSON_TEXT_H_
 #define GPUWARDEN_WEB_JSON_TEXT_H_
 
@@ -15,9 +16,6 @@ void AppendJsonString(std::string* out, std::string_view text);
 // Appends a finite number in at most 6 significant digits ("0.35", "1.23457e+11"), enough for
 // a chart; a non-finite one as null.
 void AppendJsonNumber(std::string* out, double v);
-
-// {"status":"error","errorType":TYPE,"error":MESSAGE}, the Prometheus API's error shape.
-std::string ErrorJson(std::string_view type, std::string_view message);
 
 }  // namespace gw::web
 

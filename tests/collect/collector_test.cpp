@@ -220,6 +220,27 @@ TEST(Collector, NoLibraryPublishesWhy) {
   EXPECT_FALSE(c.Advance(1).ok());
 }
 
+TEST(Collector, SnapshotsAreStampedByTheConfiguredClock) {
+  ManualClock clock(1'700'000'000'000);
+  {
+    Logger logger(LogLevel::kError, [](LogLevel, const std::string&) {});
+    CollectorOptions options;
+    options.clock = &clock;
+    Collector c(nullptr, "no NVML", options, &logger);
+    c.Start();
+    EXPECT_DOUBLE_EQ(c.Latest()->taken_unix_seconds, 1'700'000'000.0);
+  }
+  // Stepped: virtual t = 0 is the clock's time at discovery; snapshots then follow virtual time.
+  CollectorOptions options = Fast();
+  options.clock = &clock;
+  SimCollector sim("demo", options);
+  ASSERT_TRUE(sim.ok());
+  EXPECT_NEAR(sim.Latest()->taken_unix_seconds, 1'700'000'000.0, 1e-3);
+  clock.AdvanceMs(3'600'000);  // the wall clock no longer matters
+  sim.Advance(12);
+  EXPECT_NEAR(sim.Latest()->taken_unix_seconds, 1'700'000'012.0, 1e-3);
+}
+
 TEST(Collector, UncorrectableEccBurstIsCountedWithXid48) {
   SimCollector sim("ecc-uncorrectable", Fast());
   ASSERT_TRUE(sim.ok());

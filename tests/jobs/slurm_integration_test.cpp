@@ -6,6 +6,7 @@
 #include <ctime>
 #include <set>
 
+#include "base/clock.h"
 #include "jobs/attribution.h"
 #include "jobs/job_records.h"
 #include "jobs/slurm.h"
@@ -19,10 +20,6 @@ namespace {
 using gw::testing::SlurmCluster;
 using gw::testing::TempDir;
 using gw::testing::WaitFor;
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 SlurmPollerOptions PollerOptions(const SlurmCluster& cluster) {
   SlurmPollerOptions o;
@@ -127,14 +124,15 @@ TEST_F(SlurmIntegration, QueueLifecycleGpuIndicesAndOutage) {
 
   // slurmctld goes away mid-run: last known state kept, staleness grows, then recovery.
   cluster_.StopController();
-  const double down_at = UnixNow();
+  const double down_at = SystemClock().NowSeconds();
   poller.PollOnce();
   SlurmHealth health = poller.Health();
   EXPECT_FALSE(health.up);
   EXPECT_FALSE(health.last_error.empty());
   EXPECT_TRUE(poller.Jobs().count(a));
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  EXPECT_GE(poller.Health().StalenessS(UnixNow()), UnixNow() - down_at);
+  EXPECT_GE(poller.Health().StalenessS(SystemClock().NowSeconds()),
+            SystemClock().NowSeconds() - down_at);
   ASSERT_TRUE(cluster_.StartController(/*clean=*/false)) << cluster_.Log("slurmctld.log");
 
   ASSERT_TRUE(PollUntil(
@@ -142,7 +140,7 @@ TEST_F(SlurmIntegration, QueueLifecycleGpuIndicesAndOutage) {
       [&] { return Finished(a) && Finished(b) && Finished(c) && Finished(d) && Finished(e); }, 120))
       << cluster_.Log("slurmctld.log");
   EXPECT_TRUE(poller.Health().up);
-  EXPECT_EQ(poller.Health().StalenessS(UnixNow()), 0);
+  EXPECT_EQ(poller.Health().StalenessS(SystemClock().NowSeconds()), 0);
 
   auto jobs = poller.Jobs();
   EXPECT_EQ(jobs[a].state, JobState::kCompleted);
@@ -202,7 +200,7 @@ TEST_F(SlurmIntegration, EndToEndSimulatedGpusAttributionAndRecords) {
         }
         CycleInput cycle;
         std::vector<GpuProcessRef> refs;
-        const double now = UnixNow();
+        const double now = SystemClock().NowSeconds();
         for (unsigned i = 0; i < 4; ++i) {
           nvmlDevice_t gpu = nullptr;
           EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(i, &gpu), NVML_SUCCESS);

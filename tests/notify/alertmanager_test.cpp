@@ -3,10 +3,10 @@
 // Alertmanager itself sends.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/clock.h"
 #include "notify/notify.h"
 #include "support/alertmanager.h"
 #include "support/notify_webhook_receiver.h"
@@ -20,11 +20,6 @@ using gw::testing::TempDir;
 using gw::testing::WaitFor;
 using gw::testing::WebhookReceiver;
 using Json = nlohmann::json;
-
-int64_t NowMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 // Whole seconds plus 123 ms, so that Go's trimmed fractions print the same as ours.
 int64_t At(int64_t ms) {
@@ -72,7 +67,7 @@ TEST_F(AlertmanagerTest, FiringThenResolved) {
   ASSERT_TRUE(am.Start()) << am.Output();
   auto n = Notifier::Create(AmOptions(am.url()), &logger_);
   ASSERT_TRUE(n.ok()) << n.error().message;
-  int64_t now = NowMs();
+  int64_t now = SystemClock().NowMs();
   Alert a0 = MakeAlert("0", At(now - 60000), At(now + 600000));
   Alert a1 = MakeAlert("1", At(now - 30000), At(now + 600000));
   (*n)->Send({a0, a1});
@@ -93,7 +88,7 @@ TEST_F(AlertmanagerTest, FiringThenResolved) {
   EXPECT_EQ((*n)->stats().targets[0].sent, 2);
 
   // Resolve gpu 0: Alertmanager stops listing it (its API hides alerts whose endsAt has passed).
-  a0.ends_at_ms = NowMs();
+  a0.ends_at_ms = SystemClock().NowMs();
   (*n)->Send({a0, a1});
   ASSERT_TRUE(WaitFor([&] { return (*n)->stats().targets[0].sent == 4; }, 30));
   ASSERT_TRUE(WaitFor([&] { return ByGpu(am.Alerts()).size() == 1; }, 30)) << am.Alerts().dump();
@@ -109,7 +104,7 @@ TEST_F(AlertmanagerTest, OutageAcrossRestartLosesNothing) {
   Alertmanager am(gw::testing::WebhookAlertmanagerConfig(am_hook.url("/am")));
   ASSERT_TRUE(am.Start()) << am.Output();
   TempDir queue_dir;
-  int64_t now = NowMs();
+  int64_t now = SystemClock().NowMs();
   Alert a0 = MakeAlert("0", At(now - 60000), At(now + 600000));
   Alert a1 = MakeAlert("1", At(now - 60000), At(now + 600000));
   {
@@ -120,9 +115,10 @@ TEST_F(AlertmanagerTest, OutageAcrossRestartLosesNothing) {
     ASSERT_TRUE(am_hook.WaitForRequests(1, 30));  // Alertmanager notified the firing group
 
     am.Stop();
-    a0.ends_at_ms = At(NowMs() - 1000);  // gpu 0 resolves during the outage
-    a1.ends_at_ms = At(NowMs() + 900000);
-    Alert a2 = MakeAlert("2", At(NowMs()), At(NowMs() + 600000));  // gpu 2 starts firing
+    a0.ends_at_ms = At(SystemClock().NowMs() - 1000);  // gpu 0 resolves during the outage
+    a1.ends_at_ms = At(SystemClock().NowMs() + 900000);
+    Alert a2 = MakeAlert("2", At(SystemClock().NowMs()),
+                         At(SystemClock().NowMs() + 600000));  // gpu 2 starts firing
     (*n)->Send({a0, a1, a2});
     ASSERT_TRUE(WaitFor([&] { return (*n)->stats().targets[0].consecutive_failures >= 2; }, 30));
     EXPECT_EQ((*n)->stats().targets[0].queue_length, 3);
@@ -173,7 +169,7 @@ TEST_F(AlertmanagerTest, WebhookBodyHasAlertmanagersShape) {
   o.targets.push_back({Target::kWebhook, hook.url("/ours")});
   auto n = Notifier::Create(o, &logger_);
   ASSERT_TRUE(n.ok()) << n.error().message;
-  int64_t now = NowMs();
+  int64_t now = SystemClock().NowMs();
   (*n)->Send({MakeAlert("0", At(now - 60000), At(now + 600000))});
   Json theirs, ours;
   ASSERT_TRUE(WaitFor(

@@ -65,7 +65,8 @@ Options FastOptions(std::vector<Target> targets, const std::string& queue_dir = 
   o.timeout_s = 5;
   o.backoff_initial_s = 0.02;
   o.backoff_max_s = 0.2;
-  o.now_ms = [] { return kNow; };
+  static const ManualClock clock(kNow);
+  o.clock = &clock;
   return o;
 }
 

@@ -286,6 +286,25 @@ TEST(ScraperTest, SendsBasicAuthAndBearerTokens) {
   EXPECT_EQ(health[2].last_error, "HTTP 401");
 }
 
+TEST(ScraperTest, SecretFilesAreTrimmedAtBothEndsAndAnUnreadableOneFailsTheTarget) {
+  testing::TempDir dir;
+  testing::WriteFile(dir / "token", "  tok-123 \r\n\n");  // Prometheus' rule: whitespace trimmed
+  Page bearer;
+  bearer.Set("y 1\n");
+  bearer.RequireAuth("Bearer tok-123");
+  TargetConfig a = Target("bearer", bearer.url());
+  a.bearer_token_file = dir / "token";
+  TargetConfig b = Target("missing", bearer.url());
+  b.bearer_token_file = dir / "absent";
+  Scraper scraper({a, b}, nullptr);
+  scraper.ScrapeDue(kT0);
+  auto health = scraper.Health();
+  EXPECT_TRUE(health[0].up) << health[0].last_error;
+  EXPECT_FALSE(health[1].up);
+  EXPECT_EQ(health[1].last_error,
+            "bearer_token_file " + (dir / "absent") + ": cannot read: No such file or directory");
+}
+
 TEST(ScraperTest, TheThreadScrapesOnItsOwnAndRendersMetrics) {
   Page page;
   page.Set("x 1\n");
