@@ -17,10 +17,13 @@ std::string HtmlEscape(std::string_view text) {
         out += "&gt;";
         break;
       case '"':
-        out += "&quot;";
+        out += "&#34;";
         break;
       case '\'':
         out += "&#39;";
+        break;
+      case '\0':
+        out += "\uFFFD";
         break;
       default:
         out += c;

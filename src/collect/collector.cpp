@@ -1,3 +1,12 @@
+// The collector (collector.h): the worker thread that reads every GPU on the fast, slow and
+// peak schedules and publishes snapshots, and the watchdog that abandons a worker stuck in an
+// NVML call and starts a new one.
+//
+// Why one file of ~700 lines: nearly all of it is Collector::Impl, whose worker loop and
+// watchdog share one state (the in-flight call, the worker generation, the schedules) under one
+// mutex; the hand-over between an abandoned worker and its successor is only checkable with both
+// sides in view. Reading one GPU (gpu_reader.h), the metric table (catalogue.h) and recording
+// snapshots (recorder.h) are separate files.
 #include "collect/collector.h"
 
 #include <algorithm>

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/utc_time.h"
 #include "notify/notify.h"
 
 namespace gw::notify {
@@ -48,19 +49,10 @@ LabelPairs CommonPairs(const std::vector<Alert>& alerts, LabelPairs Alert::*fiel
 }  // namespace
 
 std::string FormatRfc3339Ms(int64_t ms) {
-  int64_t secs = ms / 1000;
-  int64_t frac = ms % 1000;
-  if (frac < 0) {
-    frac += 1000;
-    --secs;
-  }
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
+  const UtcTime u = ToUtc(ms);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(frac));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", u.tm.tm_year + 1900,
+                u.tm.tm_mon + 1, u.tm.tm_mday, u.tm.tm_hour, u.tm.tm_min, u.tm.tm_sec, u.millis);
   return buf;
 }
 

@@ -78,9 +78,6 @@ Result<PciIdentity> Device::Pci() const {
   return out;
 }
 
-Result<unsigned> Device::MinorNumber() const {
-  return ReadScalar<unsigned>(api_->nvmlDeviceGetMinorNumber, handle_);
-}
 Result<unsigned> Device::Architecture() const {
   return ReadScalar<unsigned>(api_->nvmlDeviceGetArchitecture, handle_);
 }

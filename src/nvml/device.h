@@ -97,7 +97,6 @@ class Device {
   Result<std::string> Uuid() const;
   Result<std::string> Serial() const;
   Result<PciIdentity> Pci() const;  // _v3 → _v2
-  Result<unsigned> MinorNumber() const;
   Result<unsigned> Architecture() const;
 
   // Fast fields.

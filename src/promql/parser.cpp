@@ -1,5 +1,11 @@
 // Recursive-descent parser for PromQL with the operator precedence and the type checks of
 // Prometheus 2.42 (promql/parser/generated_parser.y and parse.go's checkAST).
+//
+// Why one file of ~800 lines: it is one class, Parser, whose methods call each other
+// recursively (expression → binary operator → unary → aggregation / function call / selector →
+// expression); the type checks run inside the same methods, where Prometheus reports them, so
+// that error positions and wording match. The lexer (lexer.h) and the printer (printer.cpp) are
+// separate files.
 #include "promql/parser.h"
 
 #include <cerrno>

@@ -1,10 +1,14 @@
-// Go's fmt formatting of numbers and strings, as far as templates and promtool output need it.
+// Go's fmt as far as templates and promtool output need it: floats in every verb
+// (FormatGoFloat) and the template function printf (GoSprintf: flags, width, precision, verbs,
+// and Go's %!verb(type=value) / MISSING / EXTRA / NOVERB reports).
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "rules/template.h"
+#include "rules/template_funcs.h"
 
 namespace gw::rules {
 namespace {
@@ -97,4 +101,176 @@ std::string FormatGoFloat(double v, char verb, int precision) {
   }
 }
 
+namespace tmpl {
+namespace {
+
+// One printf verb applied to one value, Go style.
+std::string BadVerb(char verb, const Value& v) {
+  if (v.kind == Value::kNil) return std::string("%!") + verb + "(<nil>)";
+  return std::string("%!") + verb + "(" + TypeName(v) + "=" + Sprint(v) + ")";
+}
+
+std::string Pad(std::string s, int width, bool minus, bool zero) {
+  if (width <= 0 || static_cast<int>(s.size()) >= width) return s;
+  size_t n = static_cast<size_t>(width) - s.size();
+  if (minus) return s + std::string(n, ' ');
+  if (zero) {
+    size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+    return s.substr(0, sign) + std::string(n, '0') + s.substr(sign);
+  }
+  return std::string(n, ' ') + s;
+}
+
+std::string FormatOne(char verb, const Value& v, bool plus, bool sharp, int prec) {
+  switch (verb) {
+    case 'v':
+      if (v.kind == Value::kFloat) {
+        std::string s = FormatGoFloat(v.f, 'g', prec);
+        return plus && v.f >= 0 ? "+" + s : s;
+      }
+      return v.kind == Value::kNil ? "<nil>" : Sprint(v);
+    case 's':
+      if (v.kind == Value::kString) return prec >= 0 ? v.s.substr(0, prec) : v.s;
+      if (v.kind == Value::kMap || v.kind == Value::kSample || v.kind == Value::kSamples)
+        return Sprint(v);
+      return BadVerb(verb, v);
+    case 'q':
+      if (v.kind == Value::kString) return GoQuote(v.s);
+      if (v.kind == Value::kInt) return "'" + std::string(1, static_cast<char>(v.i)) + "'";
+      return BadVerb(verb, v);
+    case 'd':
+      if (v.kind == Value::kInt) return (plus && v.i >= 0 ? "+" : "") + std::to_string(v.i);
+      return BadVerb(verb, v);
+    case 'c':
+      if (v.kind == Value::kInt) return std::string(1, static_cast<char>(v.i));
+      return BadVerb(verb, v);
+    case 't':
+      if (v.kind == Value::kBool) return v.b ? "true" : "false";
+      return BadVerb(verb, v);
+    case 'x':
+    case 'X': {
+      const char* digits = verb == 'x' ? "0123456789abcdef" : "0123456789ABCDEF";
+      if (v.kind == Value::kString) {
+        std::string out;
+        for (unsigned char c : v.s) {
+          out += digits[c >> 4];
+          out += digits[c & 15];
+        }
+        return out;
+      }
+      if (v.kind == Value::kInt) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, verb == 'x' ? "%llx" : "%llX",
+                      static_cast<unsigned long long>(v.i < 0 ? -v.i : v.i));
+        return (v.i < 0 ? "-" : "") + std::string(sharp ? (verb == 'x' ? "0x" : "0X") : "") + buf;
+      }
+      return BadVerb(verb, v);
+    }
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G': {
+      if (v.kind != Value::kFloat) return BadVerb(verb, v);
+      int p = prec;
+      if (p < 0 && verb != 'g' && verb != 'G') p = 6;
+      std::string s = FormatGoFloat(v.f, verb, p);
+      return plus && v.f >= 0 && !std::isnan(v.f) && s[0] != '+' ? "+" + s : s;
+    }
+    default:
+      return BadVerb(verb, v);
+  }
+}
+
+}  // namespace
+
+std::string GoSprintf(const std::string& format, const std::vector<Value>& args) {
+  std::string out;
+  size_t argi = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    char c = format[i];
+    if (c != '%') {
+      out += c;
+      continue;
+    }
+    if (++i >= format.size()) {
+      out += "%!(NOVERB)";
+      break;
+    }
+    bool minus = false, plus = false, zero = false, sharp = false, space = false;
+    for (; i < format.size(); ++i) {
+      char f = format[i];
+      if (f == '-')
+        minus = true;
+      else if (f == '+')
+        plus = true;
+      else if (f == '0')
+        zero = true;
+      else if (f == '#')
+        sharp = true;
+      else if (f == ' ')
+        space = true;
+      else
+        break;
+    }
+    (void)space;
+    int width = -1, prec = -1;
+    // Go's fmt refuses widths and precisions beyond 1e6 (tooLarge): from an argument they are
+    // ignored; written in the format, the rest of the format is dropped (then "%!(NOVERB)").
+    constexpr int kTooLarge = 1000000;
+    auto number = [&](int* out_n) {
+      if (i < format.size() && format[i] == '*') {
+        ++i;
+        if (argi < args.size() && args[argi].kind == Value::kInt && args[argi].i <= kTooLarge &&
+            args[argi].i >= -kTooLarge)
+          *out_n = static_cast<int>(args[argi].i);
+        ++argi;
+        return;
+      }
+      if (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
+        *out_n = 0;
+        while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
+          if (*out_n > kTooLarge) {
+            *out_n = -1;
+            i = format.size();
+            return;
+          }
+          *out_n = *out_n * 10 + (format[i++] - '0');
+        }
+      }
+    };
+    number(&width);
+    if (i < format.size() && format[i] == '.') {
+      ++i;
+      prec = 0;
+      number(&prec);
+    }
+    if (i >= format.size()) {
+      out += "%!(NOVERB)";
+      break;
+    }
+    char verb = format[i];
+    if (verb == '%') {
+      out += '%';
+      continue;
+    }
+    if (argi >= args.size()) {
+      out += std::string("%!") + verb + "(MISSING)";
+      continue;
+    }
+    const Value& v = args[argi++];
+    bool numeric = v.kind == Value::kInt || v.kind == Value::kFloat;
+    out += Pad(FormatOne(verb, v, plus, sharp, prec), width, minus, zero && numeric);
+  }
+  if (argi < args.size()) {
+    out += "%!(EXTRA ";
+    for (size_t k = argi; k < args.size(); ++k)
+      out += (k > argi ? ", " : "") + TypeName(args[k]) + "=" + Sprint(args[k]);
+    out += ")";
+  }
+  return out;
+}
+
+}  // namespace tmpl
 }  // namespace gw::rules

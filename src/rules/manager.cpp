@@ -8,6 +8,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "base/utc_time.h"
 #include "rules/template.h"
 #include "rules/template_funcs.h"
 
@@ -59,22 +60,10 @@ nlohmann::json AlertJson(const AlertInstance& a) {
 
 std::string FormatRfc3339(int64_t t_ms, bool zero_is_go_zero) {
   if (t_ms == 0 && zero_is_go_zero) return "0001-01-01T00:00:00Z";
-  int64_t secs = t_ms >= 0 ? t_ms / 1000 : -((-t_ms + 999) / 1000);
-  int64_t frac = t_ms - secs * 1000;
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
+  const UtcTime u = ToUtc(t_ms);
   char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string out = buf;
-  if (frac != 0) {
-    char f[8];
-    std::snprintf(f, sizeof f, ".%03d", static_cast<int>(frac));
-    std::string fs = f;
-    while (fs.back() == '0') fs.pop_back();
-    out += fs;
-  }
-  return out + "Z";
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &u.tm);
+  return buf + GoFraction(u.millis) + "Z";
 }
 
 Manager::Manager(ManagerOptions options, QuerierFactory querier, ResultSink* sink, SendFunc send,

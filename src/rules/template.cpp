@@ -457,9 +457,4 @@ Expected<std::string> ExpandAlertTemplate(const std::string& name, std::string_v
   return tmpl::Expand(name, std::string(tmpl::kAlertDefs) + std::string(text), data, ctx);
 }
 
-Expected<std::string> ExpandTemplate(const std::string& name, std::string_view text,
-                                     const TemplateData& data, const TemplateContext& ctx) {
-  return tmpl::Expand(name, std::string(text), data, ctx);
-}
-
 }  // namespace gw::rules

@@ -67,10 +67,6 @@ Status CheckTemplate(const std::string& name, std::string_view text);
 Expected<std::string> ExpandAlertTemplate(const std::string& name, std::string_view text,
                                           const TemplateData& data, const TemplateContext& ctx);
 
-// Expands a template text as is, with `.` = data (no variables predefined).
-Expected<std::string> ExpandTemplate(const std::string& name, std::string_view text,
-                                     const TemplateData& data, const TemplateContext& ctx);
-
 // Go's fmt verbs for one float64 (exposed for tests): FormatGoFloat(1e6, 'v') == "1e+06";
 // FormatGoFloat(0.5, 'E') == "5E-01" (promtool's sample format is FormatFloat(v,'E',-1)).
 std::string FormatGoFloat(double v, char verb, int precision = -1);

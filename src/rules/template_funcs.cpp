@@ -1,4 +1,5 @@
-// The template functions of Prometheus 2.42 (template/template.go) and Go's fmt for printf.
+// The template functions of Prometheus 2.42 (template/template.go): the function table
+// (CallFunction) and the value helpers the executor shares. Go's fmt (printf) is go_format.cpp.
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -6,6 +7,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/html.h"
+#include "base/utc_time.h"
 #include "promql/parser.h"
 #include "rules/template_funcs.h"
 
@@ -215,35 +218,6 @@ Expected<std::shared_ptr<const std::vector<QuerySample>>> AsSamples(const Value&
   return v.samples;
 }
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\0':
-        out += "\uFFFD";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // Go's regexp ReplaceAllString template ($1, ${1}, $name, $$) as an RE2 rewrite string.
 std::string GoReplacementToRe2(const RE2& re, const std::string& repl) {
   const auto& named = re.NamedCapturingGroups();
@@ -320,173 +294,7 @@ std::string Title(const std::string& s) {
   return out;
 }
 
-// One printf verb applied to one value, Go style.
-std::string BadVerb(char verb, const Value& v) {
-  if (v.kind == Value::kNil) return std::string("%!") + verb + "(<nil>)";
-  return std::string("%!") + verb + "(" + TypeName(v) + "=" + Sprint(v) + ")";
-}
-
-std::string Pad(std::string s, int width, bool minus, bool zero) {
-  if (width <= 0 || static_cast<int>(s.size()) >= width) return s;
-  size_t n = static_cast<size_t>(width) - s.size();
-  if (minus) return s + std::string(n, ' ');
-  if (zero) {
-    size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-    return s.substr(0, sign) + std::string(n, '0') + s.substr(sign);
-  }
-  return std::string(n, ' ') + s;
-}
-
-std::string FormatOne(char verb, const Value& v, bool plus, bool sharp, int prec) {
-  switch (verb) {
-    case 'v':
-      if (v.kind == Value::kFloat) {
-        std::string s = FormatGoFloat(v.f, 'g', prec);
-        return plus && v.f >= 0 ? "+" + s : s;
-      }
-      return v.kind == Value::kNil ? "<nil>" : Sprint(v);
-    case 's':
-      if (v.kind == Value::kString) return prec >= 0 ? v.s.substr(0, prec) : v.s;
-      if (v.kind == Value::kMap || v.kind == Value::kSample || v.kind == Value::kSamples)
-        return Sprint(v);
-      return BadVerb(verb, v);
-    case 'q':
-      if (v.kind == Value::kString) return GoQuote(v.s);
-      if (v.kind == Value::kInt) return "'" + std::string(1, static_cast<char>(v.i)) + "'";
-      return BadVerb(verb, v);
-    case 'd':
-      if (v.kind == Value::kInt) return (plus && v.i >= 0 ? "+" : "") + std::to_string(v.i);
-      return BadVerb(verb, v);
-    case 'c':
-      if (v.kind == Value::kInt) return std::string(1, static_cast<char>(v.i));
-      return BadVerb(verb, v);
-    case 't':
-      if (v.kind == Value::kBool) return v.b ? "true" : "false";
-      return BadVerb(verb, v);
-    case 'x':
-    case 'X': {
-      const char* digits = verb == 'x' ? "0123456789abcdef" : "0123456789ABCDEF";
-      if (v.kind == Value::kString) {
-        std::string out;
-        for (unsigned char c : v.s) {
-          out += digits[c >> 4];
-          out += digits[c & 15];
-        }
-        return out;
-      }
-      if (v.kind == Value::kInt) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, verb == 'x' ? "%llx" : "%llX",
-                      static_cast<unsigned long long>(v.i < 0 ? -v.i : v.i));
-        return (v.i < 0 ? "-" : "") + std::string(sharp ? (verb == 'x' ? "0x" : "0X") : "") + buf;
-      }
-      return BadVerb(verb, v);
-    }
-    case 'f':
-    case 'F':
-    case 'e':
-    case 'E':
-    case 'g':
-    case 'G': {
-      if (v.kind != Value::kFloat) return BadVerb(verb, v);
-      int p = prec;
-      if (p < 0 && verb != 'g' && verb != 'G') p = 6;
-      std::string s = FormatGoFloat(v.f, verb, p);
-      return plus && v.f >= 0 && !std::isnan(v.f) && s[0] != '+' ? "+" + s : s;
-    }
-    default:
-      return BadVerb(verb, v);
-  }
-}
-
 }  // namespace
-
-std::string GoSprintf(const std::string& format, const std::vector<Value>& args) {
-  std::string out;
-  size_t argi = 0;
-  for (size_t i = 0; i < format.size(); ++i) {
-    char c = format[i];
-    if (c != '%') {
-      out += c;
-      continue;
-    }
-    if (++i >= format.size()) {
-      out += "%!(NOVERB)";
-      break;
-    }
-    bool minus = false, plus = false, zero = false, sharp = false, space = false;
-    for (; i < format.size(); ++i) {
-      char f = format[i];
-      if (f == '-')
-        minus = true;
-      else if (f == '+')
-        plus = true;
-      else if (f == '0')
-        zero = true;
-      else if (f == '#')
-        sharp = true;
-      else if (f == ' ')
-        space = true;
-      else
-        break;
-    }
-    (void)space;
-    int width = -1, prec = -1;
-    // Go's fmt refuses widths and precisions beyond 1e6 (tooLarge): from an argument they are
-    // ignored; written in the format, the rest of the format is dropped (then "%!(NOVERB)").
-    constexpr int kTooLarge = 1000000;
-    auto number = [&](int* out_n) {
-      if (i < format.size() && format[i] == '*') {
-        ++i;
-        if (argi < args.size() && args[argi].kind == Value::kInt && args[argi].i <= kTooLarge &&
-            args[argi].i >= -kTooLarge)
-          *out_n = static_cast<int>(args[argi].i);
-        ++argi;
-        return;
-      }
-      if (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
-        *out_n = 0;
-        while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) {
-          if (*out_n > kTooLarge) {
-            *out_n = -1;
-            i = format.size();
-            return;
-          }
-          *out_n = *out_n * 10 + (format[i++] - '0');
-        }
-      }
-    };
-    number(&width);
-    if (i < format.size() && format[i] == '.') {
-      ++i;
-      prec = 0;
-      number(&prec);
-    }
-    if (i >= format.size()) {
-      out += "%!(NOVERB)";
-      break;
-    }
-    char verb = format[i];
-    if (verb == '%') {
-      out += '%';
-      continue;
-    }
-    if (argi >= args.size()) {
-      out += std::string("%!") + verb + "(MISSING)";
-      continue;
-    }
-    const Value& v = args[argi++];
-    bool numeric = v.kind == Value::kInt || v.kind == Value::kFloat;
-    out += Pad(FormatOne(verb, v, plus, sharp, prec), width, minus, zero && numeric);
-  }
-  if (argi < args.size()) {
-    out += "%!(EXTRA ";
-    for (size_t k = argi; k < args.size(); ++k)
-      out += (k > argi ? ", " : "") + TypeName(args[k]) + "=" + Sprint(args[k]);
-    out += ")";
-  }
-  return out;
-}
 
 std::string Humanize(double v) {
   if (v == 0 || std::isnan(v) || std::isinf(v)) return G4(v);
@@ -549,26 +357,10 @@ std::string HumanizeDuration(double v) {
 std::string HumanizeTimestamp(double v) {
   if (std::isnan(v) || std::isinf(v)) return G4(v);
   // Prometheus goes through model.Time: millisecond precision, printed as Go's time.Time.
-  int64_t ms = static_cast<int64_t>(v * 1e3);
-  int64_t secs = ms / 1000, frac = ms % 1000;
-  if (frac < 0) {
-    frac += 1000;
-    --secs;
-  }
-  time_t t = static_cast<time_t>(secs);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
+  const UtcTime u = ToUtc(static_cast<int64_t>(v * 1e3));
   char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  std::string out = buf;
-  if (frac != 0) {
-    char f[8];
-    std::snprintf(f, sizeof f, ".%03lld", static_cast<long long>(frac));
-    std::string fs = f;
-    while (fs.back() == '0') fs.pop_back();
-    out += fs;
-  }
-  return out + " +0000 UTC";
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &u.tm);
+  return buf + GoFraction(u.millis) + " +0000 UTC";
 }
 
 Expected<Value> CallFunction(const std::string& name, const std::vector<Value>& a,
@@ -617,7 +409,7 @@ Expected<Value> CallFunction(const std::string& name, const std::vector<Value>& 
     std::vector<Value> copy = a;
     std::string s;
     for (size_t i = 0; i < copy.size(); ++i) s += Sprint(copy[i]);
-    return MakeString(name == "html" ? HtmlEscape(s) : QueryEscape(s));
+    return MakeString(name == "html" ? gw::HtmlEscape(s) : QueryEscape(s));
   }
   if (name == "externalURL" || name == "pathPrefix") {
     if (Status s = WantArgs(name, a, 0); !s.ok()) return Error{s.message()};

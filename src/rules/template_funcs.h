@@ -23,6 +23,7 @@ std::string Humanize(double v);
 std::string Humanize1024(double v);
 std::string HumanizeDuration(double v);
 std::string HumanizeTimestamp(double v);
+// Go's fmt.Sprintf (the template function printf); go_format.cpp.
 std::string GoSprintf(const std::string& format, const std::vector<Value>& args);
 // Prometheus' functions (not Go's builtins); errors are the text after "at <...>: ".
 Expected<Value> CallFunction(const std::string& name, const std::vector<Value>& args,

@@ -1,4 +1,9 @@
 // Go text/template lexing and parsing (the subset in template.h), with Go's error wording.
+//
+// Why one file of ~750 lines: the lexer and the parser are private to each other (the token
+// type, the lexer's trim-marker and delimiter rules, and the parser's error positions, which
+// must match Go's line:column, are shared and used nowhere else); the result (template_internal.h)
+// is all that leaves it. Execution is template.cpp, the functions template_funcs.cpp.
 #include <cctype>
 #include <cstdlib>
 #include <set>

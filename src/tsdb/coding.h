@@ -65,7 +65,6 @@ inline void PutVarint(std::string* out, int64_t v) {
   PutUvarint(out, ZigZag(v));
 }
 void PutFixed32(std::string* out, uint32_t v);
-void PutFixed64(std::string* out, uint64_t v);
 void PutString(std::string* out, std::string_view s);  // uvarint length + bytes
 
 // Readers consume from the front of `in`; false when the input is short or malformed.

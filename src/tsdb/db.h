@@ -228,7 +228,7 @@ class DB {
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted
 
-  struct BlockCache;  // LRU of decoded blocks, own mutex (db.cpp)
+  struct BlockCache;  // LRU of decoded blocks, own mutex (db_internal.h)
   std::unique_ptr<BlockCache> cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;

@@ -1,6 +1,6 @@
 // web/assets.h — the console's static files, compiled into the binary.
 //
-// src/web/assets/** is turned into a generated source by embed_assets.cmake at build time
+// src/web/assets/** is turned into a generated source by cmake/embed_files.cmake at build time
 // (EmbeddedAssets()); AssetCatalog indexes it once at start: content type from the extension, a
 // strong ETag per file, and a version that changes whenever any file does, so the console's URLs
 // (/ui/<version>/app.js) can be cached for good and a new binary is never served stale files.

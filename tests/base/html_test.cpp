@@ -7,7 +7,12 @@ namespace {
 
 TEST(HtmlEscape, EveryMarkupCharacterBecomesAReference) {
   EXPECT_EQ(HtmlEscape("<a href=\"x\" title='y'>Tom & Jerry</a>"),
-            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;Tom &amp; Jerry&lt;/a&gt;");
+            "&lt;a href=&#34;x&#34; title=&#39;y&#39;&gt;Tom &amp; Jerry&lt;/a&gt;");
+}
+
+// Go's text/template HTMLEscapeString does the same (the alerting templates' `html` uses this).
+TEST(HtmlEscape, NulBecomesTheReplacementCharacter) {
+  EXPECT_EQ(HtmlEscape(std::string_view("a\0b", 3)), "a\uFFFDb");
 }
 
 TEST(HtmlEscape, OtherTextIsUntouched) {

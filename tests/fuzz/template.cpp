@@ -22,6 +22,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     };
   };
   (void)gw::rules::ExpandAlertTemplate("__alert_Fuzz", text, alert, context);
-  (void)gw::rules::ExpandTemplate("__fuzz", text, alert, context);
   return 0;
 }

@@ -92,6 +92,13 @@ TEST(Template, ControlFlowAndFunctions) {
   EXPECT_EQ(Expand("{{ len .Labels }} {{ index .Labels \"job\" }}"), "3 a");
 }
 
+// Go's html and urlquery (text/template's HTMLEscapeString and url.QueryEscape).
+TEST(Template, HtmlAndUrlqueryEscapeAsGo) {
+  EXPECT_EQ(Expand("{{ html \"<a href=\\\"x\\\">'&'</a>\" }}"),
+            "&lt;a href=&#34;x&#34;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(Expand("{{ urlquery \"a b&c=d/é\" }}"), "a+b%26c%3Dd%2F%C3%A9");
+}
+
 TEST(Template, QueryFunctions) {
   TemplateContext ctx;
   ctx.query = [](const std::string& q) -> Expected<std::vector<QuerySample>> {

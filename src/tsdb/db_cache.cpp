@@ -1,0 +1,64 @@
+// tsdb/db_cache.cpp — the block cache: decoded blocks shared by concurrent reads, LRU by bytes of
+// samples held (DBOptions::block_cache_bytes), and LoadBlockLocked, which decodes a block row
+// through it.
+#include <sqlite3.h>
+
+#include "tsdb/block.h"
+#include "tsdb/db.h"
+#include "tsdb/db_internal.h"
+
+namespace gw::tsdb {
+
+DB::Decoded DB::CacheGet(uint64_t id, uint32_t crc) {
+  std::lock_guard lock(cache_->mu);
+  auto it = cache_->map.find(id);
+  if (it == cache_->map.end() || it->second.crc != crc) {
+    ++cache_->misses;
+    return nullptr;
+  }
+  ++cache_->hits;
+  cache_->lru.splice(cache_->lru.begin(), cache_->lru, it->second.lru);
+  return it->second.samples;
+}
+
+void DB::CachePut(uint64_t id, uint32_t crc, Decoded samples) {
+  const size_t bytes = samples->size() * sizeof(Sample);
+  BlockCache& c = *cache_;
+  std::lock_guard lock(c.mu);
+  if (bytes > c.limit) return;
+  auto it = c.map.find(id);
+  if (it != c.map.end()) {
+    c.bytes -= it->second.samples->size() * sizeof(Sample);
+    c.lru.erase(it->second.lru);
+    c.map.erase(it);
+  }
+  while (c.bytes + bytes > c.limit && !c.lru.empty()) {
+    auto victim = c.map.find(c.lru.back());
+    c.bytes -= victim->second.samples->size() * sizeof(Sample);
+    c.map.erase(victim);
+    c.lru.pop_back();
+  }
+  c.lru.push_front(id);
+  c.map[id] = BlockCache::Entry{crc, std::move(samples), c.lru.begin()};
+  c.bytes += bytes;
+}
+
+DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
+  const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
+  if (Decoded d = CacheGet(id, crc)) return d;
+  const std::string_view data = BlobColumn(s, 2);
+  auto decoded = std::make_shared<std::vector<Sample>>();
+  Status dst =
+      Crc32(data) == crc ? DecodeBlock(data, decoded.get()) : Status(Error{"checksum mismatch"});
+  if (!dst.ok()) {
+    ++chunk_corruptions_;
+    Warn("tsdb: corrupt block of series " + std::to_string(ref) + " (window " +
+         std::to_string(WindowOfId(id)) + "): " + dst.message() + "; skipped");
+    return nullptr;
+  }
+  CachePut(id, crc, decoded);
+  return decoded;
+}
+
+}  // namespace gw::tsdb

@@ -1,0 +1,334 @@
+// tsdb/db_flush.cpp — moving data from memory to SQLite: Flush (the head's chunks, as chunk
+// rows or, with compact_on_flush, merged straight into blocks) and Compact (chunk rows into
+// blocks), both one SQLite transaction; CompactLocked is the block builder they share.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "tsdb/block.h"
+#include "tsdb/chunk.h"
+#include "tsdb/db.h"
+#include "tsdb/db_internal.h"
+
+namespace gw::tsdb {
+
+// One series' work in a compaction: the fresh samples (from the head) plus, filled in by
+// CompactLocked, what SQLite holds for the windows they touch, and the blocks to write.
+struct DB::BlockJob {
+  SeriesRef ref = 0;
+  std::vector<Sample> fresh;  // time-ordered
+  bool had_chunk_rows = false;
+  struct Window {
+    int64_t window = 0;
+    std::vector<Sample> samples;       // existing block first, then newer; sorted before encoding
+    std::vector<Rollup> kept_rollups;  // of a block whose samples retention already deleted
+    std::string data, rollups;
+    int64_t mint = 0, maxt = 0;
+  };
+  std::vector<Window> windows;
+};
+
+Status DB::Flush() {
+  const auto start = std::chrono::steady_clock::now();
+  if (!wal_) return Error{"tsdb: " + options_.dir + " is open read-only"};
+  // A failed WAL write (logged there) does not stop the flush: SQLite makes the data durable.
+  (void)Commit();
+  auto collected = head_.CutAndCollect(/*cut_open=*/true);
+  uint64_t written = 0;
+  std::vector<BlockJob> jobs;
+  if (options_.compact_on_flush) {
+    // Decode the head's chunks for the blocks, on two threads.
+    jobs.resize(collected.size());
+    std::atomic<size_t> next{0};
+    std::atomic<bool> bad{false};
+    auto decode = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < collected.size();) {
+        jobs[i].ref = collected[i].first;
+        size_t n = 0;
+        for (const EncodedChunk& c : collected[i].second) n += c.num_samples;
+        jobs[i].fresh.reserve(n);
+        for (const EncodedChunk& c : collected[i].second)
+          if (!DecodeChunk(c.data, &jobs[i].fresh).ok()) bad = true;
+      }
+    };
+    std::thread helper;
+    if (collected.size() > 1) helper = std::thread(decode);
+    decode();
+    if (helper.joinable()) helper.join();
+    // The head encoded these chunks itself: failing to decode one is a bug, not bad data.
+    if (bad) return Error{"tsdb: flush: an in-memory chunk does not decode"};
+    for (const auto& c : collected) written += c.second.size();
+  }
+  {
+    std::lock_guard lock(sql_mu_);
+    auto exec = [this](const char* sql) {
+      return sqlite3_exec(sql_, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+    };
+    if (!exec("BEGIN IMMEDIATE")) return Error{std::string("tsdb: flush: ") + sqlite3_errmsg(sql_)};
+    Stmt ins_series(sql_, "INSERT OR REPLACE INTO series(id, labels) VALUES(?, ?)");
+    bool ok = ins_series.ok();
+    for (size_t i = 0; ok && i < unpersisted_series_.size(); ++i) {
+      const std::string blob = EncodeLabels(head_.LabelsOf(unpersisted_series_[i]));
+      sqlite3_stmt* s = ins_series.get();
+      sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(unpersisted_series_[i]));
+      sqlite3_bind_blob(s, 2, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+      ok = sqlite3_step(s) == SQLITE_DONE;
+      sqlite3_reset(s);
+    }
+    std::string error;
+    if (ok && options_.compact_on_flush) {
+      const auto cstart = std::chrono::steady_clock::now();
+      Status cst = CompactLocked(&jobs);
+      if (!cst.ok()) {
+        ok = false;
+        error = cst.message();
+      } else {
+        const double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - cstart).count();
+        last_compaction_seconds_ = secs;
+        compaction_seconds_total_.fetch_add(secs);
+        if (!jobs.empty()) ++compactions_;
+      }
+    } else if (ok) {
+      Stmt ins_chunk(sql_,
+                     "INSERT OR REPLACE INTO chunks(series_id, mint, maxt, num_samples, encoding, "
+                     "crc32, data) VALUES(?, ?, ?, ?, ?, ?, ?)");
+      Stmt ins_rollup(
+          sql_,
+          "INSERT INTO rollups(series_id, t, min_v, max_v, sum_v, count_v, last_v, last_t) "
+          "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(series_id, t) DO UPDATE SET "
+          "min_v = min(min_v, excluded.min_v), max_v = max(max_v, excluded.max_v), "
+          "sum_v = sum_v + excluded.sum_v, count_v = count_v + excluded.count_v, "
+          "last_v = CASE WHEN excluded.last_t >= last_t THEN excluded.last_v "
+          "ELSE last_v END, last_t = max(last_t, excluded.last_t)");
+      ok = ins_chunk.ok() && ins_rollup.ok();
+      for (size_t i = 0; ok && i < collected.size(); ++i) {
+        for (const EncodedChunk& c : collected[i].second) {
+          sqlite3_stmt* s = ins_chunk.get();
+          sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(collected[i].first));
+          sqlite3_bind_int64(s, 2, c.mint_ms);
+          sqlite3_bind_int64(s, 3, c.maxt_ms);
+          sqlite3_bind_int64(s, 4, c.num_samples);
+          sqlite3_bind_int(s, 5, ChunkEncodingOf(c.data));
+          sqlite3_bind_int64(s, 6, Crc32(c.data));
+          sqlite3_bind_blob(s, 7, c.data.data(), static_cast<int>(c.data.size()), SQLITE_STATIC);
+          ok = sqlite3_step(s) == SQLITE_DONE;
+          sqlite3_reset(s);
+          if (!ok) break;
+          ++written;
+        }
+        if (ok) ok = InsertRollups(ins_rollup.get(), collected[i].first, collected[i].second);
+      }
+    }
+    if (!ok || !exec("COMMIT")) {
+      std::string msg = error.empty() ? sqlite3_errmsg(sql_) : error;
+      exec("ROLLBACK");
+      flush_log_->Failed(msg, std::chrono::steady_clock::now());
+      return Error{"tsdb: flush: " + msg};
+    }
+    flush_log_->Succeeded(std::chrono::steady_clock::now());
+    // Fold SQLite's own journal into the database file and truncate it, so the data is not on
+    // disk twice between SQLite's automatic checkpoints; return pages freed by compaction to
+    // the file system. Failure here loses nothing.
+    exec("PRAGMA incremental_vacuum");
+    exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  // Persisted: drop from memory (readers look at the head before SQLite, so they never miss a
+  // chunk in between), then forget the WAL that held it.
+  for (const auto& [ref, chunks] : collected) head_.DropPersisted(ref, chunks.size());
+  unpersisted_series_.clear();
+  chunks_persisted_ += written;
+  // Everything appended so far is in SQLite: the WAL (and any records it kept after failed
+  // writes) is no longer needed.
+  Status st = wal_->Checkpoint();
+  wal_pending_bytes_ = wal_->pending_bytes();
+  last_flush_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return st;
+}
+
+Status DB::Compact() {
+  const auto start = std::chrono::steady_clock::now();
+  if (!wal_) return Error{"tsdb: " + options_.dir + " is open read-only"};
+  std::lock_guard lock(sql_mu_);
+  std::vector<BlockJob> jobs;
+  {
+    Stmt q(sql_, "SELECT DISTINCT series_id FROM chunks ORDER BY series_id");
+    if (!q.ok()) return Error{std::string("tsdb: compact: ") + sqlite3_errmsg(sql_)};
+    while (sqlite3_step(q.get()) == SQLITE_ROW)
+      jobs.emplace_back().ref = static_cast<SeriesRef>(sqlite3_column_int64(q.get(), 0));
+  }
+  if (jobs.empty()) return Status::Ok();
+  auto exec = [this](const char* sql) {
+    return sqlite3_exec(sql_, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+  };
+  if (!exec("BEGIN IMMEDIATE")) return Error{std::string("tsdb: compact: ") + sqlite3_errmsg(sql_)};
+  Status st = CompactLocked(&jobs);
+  if (!st.ok() || !exec("COMMIT")) {
+    std::string msg = st.ok() ? sqlite3_errmsg(sql_) : st.message();
+    exec("ROLLBACK");
+    return Error{"tsdb: compact: " + msg};
+  }
+  exec("PRAGMA incremental_vacuum");
+  exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  last_compaction_seconds_ = secs;
+  compaction_seconds_total_.fetch_add(secs);
+  ++compactions_;
+  return Status::Ok();
+}
+
+Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
+  Stmt sel_chunks(sql_, "SELECT crc32, data FROM chunks WHERE series_id = ? ORDER BY maxt");
+  Stmt sel_block(sql_, "SELECT crc32, data, rollups FROM blocks WHERE id = ?");
+  Stmt put_block(sql_,
+                 "INSERT OR REPLACE INTO blocks(id, mint, maxt, num_samples, crc32, rollups, data) "
+                 "VALUES(?, ?, ?, ?, ?, ?, ?)");
+  Stmt del_chunks(sql_, "DELETE FROM chunks WHERE series_id = ?");
+  Stmt del_rollups(sql_, "DELETE FROM rollups WHERE series_id = ? AND t >= ? AND t < ?");
+  if (!sel_chunks.ok() || !sel_block.ok() || !put_block.ok() || !del_chunks.ok() ||
+      !del_rollups.ok())
+    return Error{sqlite3_errmsg(sql_)};
+  auto corrupt = [this](SeriesRef ref, const std::string& what) {
+    ++chunk_corruptions_;
+    Warn("tsdb: corrupt chunk of series " + std::to_string(ref) + ": " + what + "; skipped");
+  };
+  const int64_t range = block_range_ms_;
+  const int level = options_.zstd_level;
+  // Series in batches, to bound memory: read (SQLite), encode (2 threads), write (SQLite).
+  constexpr size_t kBatch = 64;
+  for (size_t b0 = 0; b0 < jobs->size(); b0 += kBatch) {
+    const size_t b1 = std::min(jobs->size(), b0 + kBatch);
+    for (size_t j = b0; j < b1; ++j) {
+      BlockJob& job = (*jobs)[j];
+      // Chunk rows left by flushes without compaction: older than the fresh samples.
+      std::vector<Sample> merged;
+      sqlite3_stmt* s = sel_chunks.get();
+      sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(job.ref));
+      while (sqlite3_step(s) == SQLITE_ROW) {
+        job.had_chunk_rows = true;
+        const std::string_view data = BlobColumn(s, 1);
+        if (Crc32(data) != static_cast<uint32_t>(sqlite3_column_int64(s, 0))) {
+          corrupt(job.ref, "checksum mismatch");
+          continue;
+        }
+        const size_t before = merged.size();
+        if (Status dst = DecodeChunk(data, &merged); !dst.ok()) {
+          merged.resize(before);
+          corrupt(job.ref, dst.message());
+        }
+      }
+      sqlite3_reset(s);
+      if (merged.empty())
+        merged.swap(job.fresh);
+      else
+        merged.insert(merged.end(), job.fresh.begin(), job.fresh.end());
+      job.fresh = std::vector<Sample>();
+      // Normally already in order (chunk rows are older than the head); a window must come out
+      // as one run below, or a later write of the same block would replace an earlier one.
+      auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
+      if (!std::is_sorted(merged.begin(), merged.end(), by_time))
+        std::stable_sort(merged.begin(), merged.end(), by_time);
+      // Split by window; merge each with the block already there.
+      for (size_t i = 0; i < merged.size();) {
+        const int64_t w = WindowOf(merged[i].t_ms, range);
+        size_t k = i;
+        while (k < merged.size() && WindowOf(merged[k].t_ms, range) == w) ++k;
+        BlockJob::Window win;
+        win.window = w;
+        sqlite3_stmt* q = sel_block.get();
+        sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(BlockId(job.ref, w)));
+        if (sqlite3_step(q) == SQLITE_ROW) {
+          if (!BlobColumn(q, 2).empty()) (void)DecodeRollups(BlobColumn(q, 2), &win.kept_rollups);
+          if (sqlite3_column_type(q, 1) != SQLITE_NULL) {
+            const std::string_view data = BlobColumn(q, 1);
+            Status dst = Crc32(data) == static_cast<uint32_t>(sqlite3_column_int64(q, 0))
+                             ? DecodeBlock(data, &win.samples)
+                             : Status(Error{"checksum mismatch"});
+            if (!dst.ok()) {
+              win.samples.clear();
+              corrupt(job.ref, "block " + dst.message());
+            }
+          }
+        }
+        sqlite3_reset(q);
+        win.samples.insert(win.samples.end(), merged.begin() + static_cast<ptrdiff_t>(i),
+                           merged.begin() + static_cast<ptrdiff_t>(k));
+        job.windows.push_back(std::move(win));
+        i = k;
+      }
+    }
+    // Encode: pure CPU, on two threads.
+    std::vector<BlockJob::Window*> work;
+    for (size_t j = b0; j < b1; ++j)
+      for (auto& w : (*jobs)[j].windows) work.push_back(&w);
+    std::atomic<size_t> next{0};
+    auto encode = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < work.size();) {
+        BlockJob::Window& w = *work[i];
+        auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
+        if (!std::is_sorted(w.samples.begin(), w.samples.end(), by_time))
+          std::stable_sort(w.samples.begin(), w.samples.end(), by_time);
+        w.samples.erase(
+            std::unique(w.samples.begin(), w.samples.end(),
+                        [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
+            w.samples.end());
+        w.data = EncodeBlock(w.samples, level);
+        // Rollups are computed from the samples while they exist; only those of samples
+        // retention already deleted are stored (ApplyRetention stores the rest).
+        if (!w.kept_rollups.empty()) w.rollups = EncodeRollups(w.kept_rollups, level);
+        w.mint = w.samples.front().t_ms;
+        w.maxt = w.samples.back().t_ms;
+      }
+    };
+    {
+      std::thread helper;
+      if (work.size() > 1) helper = std::thread(encode);
+      encode();
+      if (helper.joinable()) helper.join();
+    }
+    // Write.
+    for (size_t j = b0; j < b1; ++j) {
+      BlockJob& job = (*jobs)[j];
+      for (BlockJob::Window& w : job.windows) {
+        sqlite3_stmt* s = put_block.get();
+        sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(BlockId(job.ref, w.window)));
+        sqlite3_bind_int64(s, 2, w.mint);
+        sqlite3_bind_int64(s, 3, w.maxt);
+        sqlite3_bind_int64(s, 4, static_cast<sqlite3_int64>(w.samples.size()));
+        sqlite3_bind_int64(s, 5, Crc32(w.data));
+        sqlite3_bind_blob(s, 6, w.rollups.data(), static_cast<int>(w.rollups.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_blob(s, 7, w.data.data(), static_cast<int>(w.data.size()), SQLITE_STATIC);
+        const bool ok = sqlite3_step(s) == SQLITE_DONE;
+        sqlite3_reset(s);
+        if (!ok) return Error{sqlite3_errmsg(sql_)};
+        ++blocks_written_;
+        if (job.had_chunk_rows) {
+          sqlite3_stmt* d = del_rollups.get();
+          sqlite3_bind_int64(d, 1, static_cast<sqlite3_int64>(job.ref));
+          sqlite3_bind_int64(d, 2, w.window * range);
+          sqlite3_bind_int64(d, 3, (w.window + 1) * range);
+          const bool dok = sqlite3_step(d) == SQLITE_DONE;
+          sqlite3_reset(d);
+          if (!dok) return Error{sqlite3_errmsg(sql_)};
+        }
+      }
+      if (job.had_chunk_rows) {
+        sqlite3_stmt* d = del_chunks.get();
+        sqlite3_bind_int64(d, 1, static_cast<sqlite3_int64>(job.ref));
+        const bool dok = sqlite3_step(d) == SQLITE_DONE;
+        sqlite3_reset(d);
+        if (!dok) return Error{sqlite3_errmsg(sql_)};
+      }
+      job.windows = {};
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gw::tsdb

@@ -1,0 +1,97 @@
+// tsdb/db_internal.h — private to the db*.cpp files that implement tsdb::DB (db.h): the
+// helpers they share (block ids and windows, the label blob, a self-finalizing SQLite statement)
+// and the block cache's state. Not part of the module's interface; include it from nowhere else.
+#ifndef GPUWARDEN_TSDB_DB_INTERNAL_H_
+#define GPUWARDEN_TSDB_DB_INTERNAL_H_
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "tsdb/coding.h"
+#include "tsdb/db.h"
+
+namespace gw::tsdb {
+
+inline constexpr const char* kDbFile = "tsdb.sqlite";
+
+// Window index of t (floor division), clamped to what a block id can hold.
+inline int64_t WindowOf(int64_t t_ms, int64_t range_ms) {
+  int64_t w = t_ms / range_ms;
+  if (t_ms % range_ms < 0) --w;
+  return std::clamp<int64_t>(w, INT32_MIN, INT32_MAX);
+}
+
+// series << 32 | (window + 2^31): ascending by series, then time.
+inline uint64_t BlockId(SeriesRef ref, int64_t window) {
+  return (static_cast<uint64_t>(ref) << 32) | static_cast<uint64_t>(window - INT32_MIN);
+}
+
+inline int64_t WindowOfId(uint64_t id) {
+  return static_cast<int64_t>(id & 0xffffffffULL) + INT32_MIN;
+}
+
+// The series table's label blob (format in db_open.cpp's schema comment).
+inline std::string EncodeLabels(const Labels& labels) {
+  std::string out;
+  PutUvarint(&out, labels.size());
+  for (const Label& l : labels) PutString(&out, l.name), PutString(&out, l.value);
+  return out;
+}
+
+inline bool DecodeLabels(std::string_view in, Labels* labels) {
+  uint64_t n;
+  if (!GetUvarint(&in, &n) || n > in.size()) return false;
+  labels->resize(n);
+  for (Label& l : *labels)
+    if (!GetString(&in, &l.name) || !GetString(&in, &l.value)) return false;
+  return in.empty();
+}
+
+// A prepared statement that finalizes itself.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) == 0; }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return ok_; }
+  sqlite3_stmt* get() { return s_; }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  bool ok_ = false;
+};
+
+inline std::string_view BlobColumn(sqlite3_stmt* s, int col) {
+  const void* p = sqlite3_column_blob(s, col);
+  const int n = sqlite3_column_bytes(s, col);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
+}
+
+// Decoded blocks for queries: LRU by bytes of samples held. An entry is valid for one version of
+// a block (its crc32); a rewritten block gets a new crc and the old entry ages out.
+struct DB::BlockCache {
+  struct Entry {
+    uint32_t crc = 0;
+    Decoded samples;
+    std::list<uint64_t>::iterator lru;
+  };
+  std::mutex mu;
+  size_t limit = 0, bytes = 0;
+  uint64_t hits = 0, misses = 0;
+  std::list<uint64_t> lru;  // front: most recently used
+  std::unordered_map<uint64_t, Entry> map;
+};
+
+}  // namespace gw::tsdb
+
+#endif  // GPUWARDEN_TSDB_DB_INTERNAL_H_
