@@ -1,4 +1,4 @@
-// expo/expo.h — the one writer of metric families: every line of /metrics comes from here.
+// expo/expo.h — the one writer of metric families: /metrics is written through it, in both formats.
 //
 // A family is begun with its name, type, help and unit; its samples follow; the next family (or
 // the end of the page) ends it. Output is Prometheus text 0.0.4 or OpenMetrics 1.0, chosen by
@@ -29,7 +29,12 @@
 //   expo::EndPage(format, &out);                       // the page's owner, once
 //
 // Families built as data (one part collects them, another exposes them, possibly under a prefix,
-// possibly merged with its own) are written with Write(families, &w): nobody re-parses text.
+// possibly merged with its own) are written with Write: nobody re-parses text.
+//
+//   std::vector<expo::FamilyData> families = part.Families();
+//   w.SetPrefix("gpuwarden_");   // optional; names of families begun from here on
+//   expo::Write(families, &w);
+//   w.SetPrefix("");
 //
 // How a part of the agent exposes its families: it offers a function that takes an `expo::Writer*`
 // and writes its families into it (never `# EOF`, never a format check of its own); the /metrics
