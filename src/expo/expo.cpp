@@ -11,21 +11,20 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Appends `text`, writing each character found in `special` as a backslash escape (newline as
-// \n). Runs between special characters are appended whole.
-void AppendEscaped(std::string* out, std::string_view text, const char* special) {
-  size_t begin = 0;
-  for (;;) {
-    size_t at = text.find_first_of(special, begin);
-    if (at == std::string_view::npos) {
-      out->append(text.substr(begin));
-      return;
-    }
-    out->append(text.substr(begin, at - begin));
+// Appends `text` with `\`, newline (as \n) and, when `quote`, `"` escaped by a backslash. Runs
+// between them are appended whole (a plain loop: this runs for every label value and help text).
+void AppendEscaped(std::string* out, std::string_view text, bool quote) {
+  const char* run = text.data();
+  const char* const end = run + text.size();
+  for (const char* p = run; p != end; ++p) {
+    const char c = *p;
+    if (c != '\\' && c != '\n' && (!quote || c != '"')) continue;
+    out->append(run, static_cast<size_t>(p - run));
     *out += '\\';
-    *out += text[at] == '\n' ? 'n' : text[at];
-    begin = at + 1;
+    *out += c == '\n' ? 'n' : c;
+    run = p + 1;
   }
+  out->append(run, static_cast<size_t>(end - run));
 }
 
 std::string_view TypeName(Type type, Format format) {
@@ -58,14 +57,14 @@ void AppendTimestamp(std::string* out, Format format, int64_t ms) {
   *out += ' ';
   if (format == Format::kText) {
     auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, ms);
-    out->append(buffer, end);
+    out->append(buffer, static_cast<size_t>(end - buffer));
     return;
   }
   // OpenMetrics: seconds, with the milliseconds as three decimals when there are any.
   if (ms < 0) *out += '-';
   const uint64_t magnitude = ms < 0 ? 0 - static_cast<uint64_t>(ms) : static_cast<uint64_t>(ms);
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, magnitude / 1000);
-  out->append(buffer, end);
+  out->append(buffer, static_cast<size_t>(end - buffer));
   const unsigned rest = static_cast<unsigned>(magnitude % 1000);
   if (rest != 0) {
     *out += '.';
@@ -90,7 +89,7 @@ std::string_view ContentType(Format format) {
 }
 
 void AppendEscapedLabelValue(std::string* out, std::string_view value) {
-  AppendEscaped(out, value, "\\\"\n");
+  AppendEscaped(out, value, /*quote=*/true);
 }
 
 void AppendValue(std::string* out, double value) {
@@ -108,7 +107,7 @@ void AppendValue(std::string* out, double value) {
     *out += "NaN";
     return;
   }
-  out->append(buffer, end);
+  out->append(buffer, static_cast<size_t>(end - buffer));
 }
 
 void EndPage(Format format, std::string* out) {
@@ -129,7 +128,7 @@ void Writer::Family(std::string_view name, Type type, std::string_view help,
   out += prefix_;
   out += family;
   out += ' ';
-  AppendEscaped(out_, help, format_ == Format::kOpenMetrics ? "\\\"\n" : "\\\n");
+  AppendEscaped(out_, help, /*quote=*/format_ == Format::kOpenMetrics);
   out += "\n# TYPE ";
   out += prefix_;
   out += family;
@@ -147,13 +146,6 @@ void Writer::Family(std::string_view name, Type type, std::string_view help,
   }
 }
 
-Writer::Line Writer::Sample(std::string_view suffix) {
-  *out_ += family_prefix_;
-  *out_ += name_;
-  *out_ += suffix;
-  return Line(out_, format_);
-}
-
 Writer::Line& Writer::Line::Label(std::string_view name, std::string_view value) {
   *out_ += braces_ ? ',' : '{';
   braces_ = true;
@@ -169,22 +161,9 @@ Writer::Line& Writer::Line::Labels(std::span<const expo::Label> labels) {
   return *this;
 }
 
-Writer::Line& Writer::Line::Escaped(std::string_view label_text) {
-  if (label_text.empty()) return *this;
-  *out_ += braces_ ? ',' : '{';
-  braces_ = true;
-  *out_ += label_text;
-  return *this;
-}
-
-void Writer::Line::Value(double value) {
-  *out_ += braces_ ? "} " : " ";
-  AppendValue(out_, value);
-  *out_ += '\n';
-}
-
 void Writer::Line::Value(double value, int64_t timestamp_ms) {
-  *out_ += braces_ ? "} " : " ";
+  if (braces_) *out_ += '}';
+  *out_ += ' ';
   AppendValue(out_, value);
   AppendTimestamp(out_, format_, timestamp_ms);
   *out_ += '\n';

@@ -137,6 +137,29 @@ struct FamilyData {
 // Writes `families` in order; a family without samples is left out.
 void Write(std::span<const FamilyData> families, Writer* writer);
 
+// The per-sample calls are inline: a page writes hundreds of thousands of them.
+inline Writer::Line Writer::Sample(std::string_view suffix) {
+  if (!family_prefix_.empty()) *out_ += family_prefix_;
+  *out_ += name_;
+  if (!suffix.empty()) *out_ += suffix;
+  return Line(out_, format_);
+}
+
+inline Writer::Line& Writer::Line::Escaped(std::string_view label_text) {
+  if (label_text.empty()) return *this;
+  *out_ += braces_ ? ',' : '{';
+  braces_ = true;
+  *out_ += label_text;
+  return *this;
+}
+
+inline void Writer::Line::Value(double value) {
+  if (braces_) *out_ += '}';
+  *out_ += ' ';
+  AppendValue(out_, value);
+  *out_ += '\n';
+}
+
 }  // namespace gw::expo
 
 #endif  // GPUWARDEN_EXPO_EXPO_H_
