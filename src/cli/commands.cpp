@@ -4,6 +4,7 @@
 
 #include "cli/snapshot_view.h"
 #include "serve/agent.h"
+#include "serve/snapshot_json.h"
 
 namespace gw::cli {
 
@@ -41,7 +42,7 @@ int RunSnapshot(const config::Config& config_in, bool json, const std::string& s
     }
   }
   auto snapshot = agent.collector().Latest();
-  std::string text = json ? SnapshotJson(*snapshot) : SnapshotTable(*snapshot);
+  std::string text = json ? serve::SnapshotJson(*snapshot) : SnapshotTable(*snapshot);
   std::fwrite(text.data(), 1, text.size(), stdout);
   agent.Stop();
   return 0;

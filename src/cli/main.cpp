@@ -15,9 +15,9 @@
 #include "cli/diagnose_commands.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
+#include "cli/top_command.h"
 #include "config/config.h"
 #include "serve/serve.h"
-#include "top/top.h"
 
 namespace {
 
@@ -41,7 +41,7 @@ struct Flags {
   std::vector<std::string> rule_files;  // rules check|test
   gw::cli::JobsArgs jobs;               // jobs, jobs show
 
-  gw::top::TopArgs top;            // top
+  gw::top::Options top;            // top (its flags; cli/top_command.h adds the rest)
   gw::cli::DiagnoseArgs diagnose;  // diagnose
   gw::cli::ReportArgs report;      // report
   // query limits (serve: all four; query: timeout and max samples)
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand("serve")) return gw::serve::Run(config, kVersion, &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
-  if (top->parsed()) return gw::top::RunTop(config, flags.top, &logger);
+  if (top->parsed()) return gw::cli::RunTop(config, flags.top, &logger);
   if (diagnose->parsed()) return gw::cli::RunDiagnose(config, flags.diagnose, &logger);
   if (report->parsed()) return gw::cli::RunReport(config, flags.report, &logger);
   if (jobs_show->parsed()) return gw::cli::RunJobsShow(config, flags.jobs, &logger);

@@ -1,4 +1,5 @@
 #include "config/config.h"
+#include "config/messages.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -30,25 +31,8 @@ namespace {
 
 struct Context {
   std::string file;
-  std::string Where(const YAML::Node& node) const {
-    return file + ":" + std::to_string(node.Mark().line + 1);
-  }
+  std::string Where(const YAML::Node& node) const { return config::Where(file, node); }
 };
-
-// Text from the file, made safe for a one-line message (control bytes become \xNN).
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 using Setter = std::function<Status(const Context&, const YAML::Node&, Config*)>;
 

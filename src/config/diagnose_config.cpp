@@ -1,4 +1,5 @@
 #include "config/diagnose_config.h"
+#include "config/messages.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -48,17 +49,6 @@ const ThresholdKey kThresholds[] = {
 };
 
 constexpr const char* kThresholdPrefix = "diagnose.thresholds.";
-
-std::string Where(const std::string& file, const YAML::Node& n) {
-  return file + ":" + std::to_string(n.Mark().line + 1);
-}
-
-// Text safe for a one-line message.
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
-  return out;
-}
 
 const char* Expected(Kind kind) {
   switch (kind) {

@@ -1,4 +1,5 @@
 #include "config/governance_config.h"
+#include "config/messages.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,27 +13,18 @@ using governance::MemoryFilter;
 using governance::ReclaimAction;
 using governance::ReclaimPolicy;
 
-struct Where {
+struct PlaceOf {
   const std::string& file;
-  std::string operator()(const YAML::Node& n) const {
-    return file + ":" + std::to_string(n.Mark().line + 1);
-  }
+  std::string operator()(const YAML::Node& n) const { return config::Where(file, n); }
 };
 
-// Text safe for a one-line message.
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
-  return out;
-}
-
-Status Text(const Where& at, const YAML::Node& n, const std::string& key, std::string* out) {
+Status Text(const PlaceOf& at, const YAML::Node& n, const std::string& key, std::string* out) {
   if (!n.IsScalar()) return Error{at(n) + ": " + key + ": expected a single value"};
   *out = n.Scalar();
   return Status::Ok();
 }
 
-Status Number(const Where& at, const YAML::Node& n, const std::string& key, double min,
+Status Number(const PlaceOf& at, const YAML::Node& n, const std::string& key, double min,
               double* out) {
   std::string text;
   if (Status s = Text(at, n, key, &text); !s.ok()) return s;
@@ -45,7 +37,7 @@ Status Number(const Where& at, const YAML::Node& n, const std::string& key, doub
   return Status::Ok();
 }
 
-Status Seconds(const Where& at, const YAML::Node& n, const std::string& key, bool allow_zero,
+Status Seconds(const PlaceOf& at, const YAML::Node& n, const std::string& key, bool allow_zero,
                double* out) {
   std::string text;
   if (Status s = Text(at, n, key, &text); !s.ok()) return s;
@@ -57,7 +49,7 @@ Status Seconds(const Where& at, const YAML::Node& n, const std::string& key, boo
   return Status::Ok();
 }
 
-Status Strings(const Where& at, const YAML::Node& n, const std::string& key,
+Status Strings(const PlaceOf& at, const YAML::Node& n, const std::string& key,
                std::vector<std::string>* out) {
   out->clear();
   if (n.IsNull()) return Status::Ok();
@@ -74,7 +66,7 @@ Status Strings(const Where& at, const YAML::Node& n, const std::string& key,
 }
 
 // An argv: a list, or one string split on spaces (no shell, no quoting).
-Status Argv(const Where& at, const YAML::Node& n, const std::string& key,
+Status Argv(const PlaceOf& at, const YAML::Node& n, const std::string& key,
             std::vector<std::string>* out) {
   if (Status s = Strings(at, n, key, out); !s.ok()) return s;
   if (n.IsScalar()) {
@@ -94,7 +86,7 @@ Status Argv(const Where& at, const YAML::Node& n, const std::string& key,
   return Status::Ok();
 }
 
-Status Exempt(const Where& at, const YAML::Node& n, const std::string& key,
+Status Exempt(const PlaceOf& at, const YAML::Node& n, const std::string& key,
               governance::Exemptions* out) {
   if (!n.IsMap())
     return Error{at(n) + ": " + key +
@@ -122,7 +114,7 @@ Status Exempt(const Where& at, const YAML::Node& n, const std::string& key,
   return Status::Ok();
 }
 
-Status Policy(const Where& at, const YAML::Node& n, const std::string& key, ReclaimPolicy* p) {
+Status Policy(const PlaceOf& at, const YAML::Node& n, const std::string& key, ReclaimPolicy* p) {
   if (!n.IsMap()) return Error{at(n) + ": " + key + ": expected a mapping (partition, team, ...)"};
   for (const auto& item : n) {
     const std::string name = item.first.as<std::string>();
@@ -186,7 +178,7 @@ Status Policy(const Where& at, const YAML::Node& n, const std::string& key, Recl
   return Status::Ok();
 }
 
-Status Quotas(const Where& at, const YAML::Node& n, const std::string& key,
+Status Quotas(const PlaceOf& at, const YAML::Node& n, const std::string& key,
               std::map<std::string, governance::TeamQuota>* out) {
   out->clear();
   if (n.IsNull()) return Status::Ok();
@@ -220,7 +212,7 @@ Status Quotas(const Where& at, const YAML::Node& n, const std::string& key,
   return Status::Ok();
 }
 
-Status Ratio(const Where& at, const YAML::Node& n, const std::string& key, double* out) {
+Status Ratio(const PlaceOf& at, const YAML::Node& n, const std::string& key, double* out) {
   return Number(at, n, key, 0, out);
 }
 
@@ -252,7 +244,7 @@ const std::vector<std::string>& GovernanceKeys() {
 
 Status ParseGovernanceKey(const std::string& file, const std::string& key, const YAML::Node& n,
                           GovernanceConfig* out) {
-  const Where at{file};
+  const PlaceOf at{file};
   governance::Settings& s = out->settings;
   if (key == "governance.reclaim") {
     s.reclaim.clear();

@@ -1,4 +1,5 @@
 #include "config/scrape_config.h"
+#include "config/messages.h"
 
 #include <charconv>
 #include <cstdio>
@@ -10,28 +11,14 @@ namespace gw::config {
 
 namespace {
 
-std::string Where(const std::string& file, const YAML::Node& node) {
-  return file + ":" + std::to_string(node.Mark().line + 1) + ": ";
-}
-
-// A control byte in a message becomes \xNN, so an error stays one line.
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-      out += escaped;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
+// "FILE:LINE: " before a message.
+std::string At(const std::string& file, const YAML::Node& node) {
+  return Where(file, node) + ": ";
 }
 
 Status Text(const std::string& file, const YAML::Node& node, const std::string& key,
             std::string* out) {
-  if (!node.IsScalar()) return Error{Where(file, node) + key + ": expected a single value"};
+  if (!node.IsScalar()) return Error{At(file, node) + key + ": expected a single value"};
   *out = node.Scalar();
   return Status::Ok();
 }
@@ -41,7 +28,7 @@ Status Seconds(const std::string& file, const YAML::Node& node, const std::strin
   std::string text;
   if (Status s = Text(file, node, key, &text); !s.ok()) return s;
   if (!ParseDurationSeconds(text, out) || !(*out > 0))
-    return Error{Where(file, node) + key + ": expected a positive duration such as 15s, got '" +
+    return Error{At(file, node) + key + ": expected a positive duration such as 15s, got '" +
                  Printable(text) + "'"};
   return Status::Ok();
 }
@@ -50,13 +37,13 @@ Status Gpus(const std::string& file, const YAML::Node& node, const std::string& 
             std::vector<unsigned>* out) {
   out->clear();
   if (!node.IsSequence())
-    return Error{Where(file, node) + key + ": expected a list of GPU indices such as [0, 1]"};
+    return Error{At(file, node) + key + ": expected a list of GPU indices such as [0, 1]"};
   for (const auto& item : node) {
     unsigned index = 0;
     const std::string text = item.IsScalar() ? item.Scalar() : "";
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-      return Error{Where(file, item) + key + ": expected a GPU index (0, 1, ...), got '" +
+      return Error{At(file, item) + key + ": expected a GPU index (0, 1, ...), got '" +
                    Printable(text) + "'"};
     out->push_back(index);
   }
@@ -68,8 +55,7 @@ Status Outputs(const std::string& file, const YAML::Node& node, const std::strin
 
 Status Target(const std::string& file, const YAML::Node& node, const std::string& key,
               scrape::TargetConfig* t) {
-  if (!node.IsMap())
-    return Error{Where(file, node) + key + ": expected a mapping with name and url"};
+  if (!node.IsMap()) return Error{At(file, node) + key + ": expected a mapping with name and url"};
   bool has_timeout = false;
   for (const auto& field : node) {
     const std::string name = field.first.as<std::string>();
@@ -92,11 +78,11 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
     } else if (name == "output_unit") {
       s = Text(file, v, sub, &t->output_unit);
       if (s.ok() && t->output_unit.empty())
-        s = Error{Where(file, v) + sub + ": expected a unit such as request or token"};
+        s = Error{At(file, v) + sub + ": expected a unit such as request or token"};
     } else if (name == "bearer_token_file") {
       s = Text(file, v, sub, &t->bearer_token_file);
     } else if (name == "basic_auth") {
-      if (!v.IsMap()) return Error{Where(file, v) + sub + ": expected username and password_file"};
+      if (!v.IsMap()) return Error{At(file, v) + sub + ": expected username and password_file"};
       for (const auto& a : v) {
         const std::string an = a.first.as<std::string>();
         if (an == "username") {
@@ -104,27 +90,27 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
         } else if (an == "password_file") {
           s = Text(file, a.second, sub + ".password_file", &t->basic_auth_password_file);
         } else {
-          return Error{Where(file, a.first) + sub + ": unknown key '" + Printable(an) +
+          return Error{At(file, a.first) + sub + ": unknown key '" + Printable(an) +
                        "' (username, password_file)"};
         }
         if (!s.ok()) return s;
       }
     } else {
-      return Error{Where(file, field.first) + key + ": unknown key '" + Printable(name) +
+      return Error{At(file, field.first) + key + ": unknown key '" + Printable(name) +
                    "' (name, url, interval, timeout, gpus, basic_auth, bearer_token_file, outputs, "
                    "output_unit)"};
     }
     if (!s.ok()) return s;
   }
-  if (t->name.empty()) return Error{Where(file, node) + key + ": name is required"};
+  if (t->name.empty()) return Error{At(file, node) + key + ": name is required"};
   if (t->url.rfind("http://", 0) != 0 && t->url.rfind("https://", 0) != 0)
-    return Error{Where(file, node) + key + ": url must start with http:// or https://, got '" +
+    return Error{At(file, node) + key + ": url must start with http:// or https://, got '" +
                  Printable(t->url) + "'"};
   if (has_timeout && t->timeout_s > t->interval_s)
-    return Error{Where(file, node) + key + ": timeout (" + FormatDuration(t->timeout_s) +
+    return Error{At(file, node) + key + ": timeout (" + FormatDuration(t->timeout_s) +
                  ") must not be longer than interval (" + FormatDuration(t->interval_s) + ")"};
   if (!t->bearer_token_file.empty() && !t->basic_auth_username.empty())
-    return Error{Where(file, node) + key + ": use basic_auth or bearer_token_file, not both"};
+    return Error{At(file, node) + key + ": use basic_auth or bearer_token_file, not both"};
   return Status::Ok();
 }
 
@@ -137,13 +123,13 @@ Status Outputs(const std::string& file, const YAML::Node& node, const std::strin
   const std::string example =
       " (a counter selector such as 'inference_requests_total{code=~\"2..\"}')";
   if (!parsed.ok())
-    return Error{Where(file, node) + key + ": " + Printable(parsed.error().message) + example};
+    return Error{At(file, node) + key + ": " + Printable(parsed.error().message) + example};
   if ((*parsed)->kind != promql::ExprKind::kVectorSelector)
-    return Error{Where(file, node) + key + ": expected a vector selector, got '" +
+    return Error{At(file, node) + key + ": expected a vector selector, got '" +
                  Printable(t->outputs) + "'" + example};
   const auto& selector = static_cast<const promql::VectorSelector&>(**parsed);
   if (selector.mods.offset_ms != 0 || selector.mods.at != promql::AtKind::kNone)
-    return Error{Where(file, node) + key + ": offset and @ are not allowed here, got '" +
+    return Error{At(file, node) + key + ": offset and @ are not allowed here, got '" +
                  Printable(t->outputs) + "'"};
   t->output_matchers = selector.matchers;
   return Status::Ok();
@@ -156,7 +142,7 @@ Status ParseScrapeTargets(const std::string& file, const YAML::Node& node,
   out->clear();
   if (node.IsNull()) return Status::Ok();
   if (!node.IsSequence())
-    return Error{Where(file, node) + "scrape.targets: expected a list of targets"};
+    return Error{At(file, node) + "scrape.targets: expected a list of targets"};
   std::set<std::string> names;
   size_t i = 0;
   for (const auto& item : node) {
@@ -164,7 +150,7 @@ Status ParseScrapeTargets(const std::string& file, const YAML::Node& node,
     scrape::TargetConfig t;
     if (Status s = Target(file, item, key, &t); !s.ok()) return s;
     if (!names.insert(t.name).second)
-      return Error{Where(file, item) + key + ": another target is already named '" +
+      return Error{At(file, item) + key + ": another target is already named '" +
                    Printable(t.name) + "'"};
     out->push_back(std::move(t));
   }

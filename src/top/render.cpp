@@ -5,22 +5,17 @@
 #include <cstdio>
 #include <ctime>
 
+#include "top/line_writer.h"
+
 namespace gw::top {
 
 using collect::IsAbsent;
 using collect::Severity;
+using namespace sgr;  // the colours of top/line_writer.h
 
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-constexpr const char* kRed = "\x1b[1;31m";
-constexpr const char* kYellow = "\x1b[33m";
-constexpr const char* kGreen = "\x1b[32m";
-constexpr const char* kCyan = "\x1b[36m";
-constexpr const char* kDim = "\x1b[2m";
-constexpr const char* kBold = "\x1b[1m";
-constexpr const char* kReverse = "\x1b[7m";
-constexpr const char* kReset = "\x1b[0m";
 
 // Eight levels plus blank; screen mode uses block elements, plain mode ASCII.
 constexpr std::string_view kSparkUnicode[9] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
@@ -60,90 +55,6 @@ void FormatWait(double seconds, char* out, std::size_t size) {
 }
 
 }  // namespace
-
-// One line of output: counts visible columns (escape codes take none, a UTF-8 sequence one),
-// cuts text at the width on screen (plain text wraps, indented, so that a script loses nothing),
-// and stops writing once the line budget is spent.
-class FrameRenderer::Line {
- public:
-  Line(std::string* out, int width, bool screen, int max_lines)
-      : out_(out), width_(width), screen_(screen), max_lines_(max_lines) {}
-
-  bool full() const { return max_lines_ > 0 && lines_ >= max_lines_; }
-  int lines() const { return lines_; }
-  int col() const { return col_; }
-  int remaining() const { return width_ - col_; }
-  bool screen() const { return screen_; }
-  void set_max_lines(int n) { max_lines_ = n; }
-
-  void Text(std::string_view s) {
-    if (full()) return;
-    Begin();
-    size_t i = 0;
-    for (; i < s.size(); ++i) {
-      bool continuation = (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80;
-      if (!continuation) {
-        if (col_ >= width_) {
-          if (screen_) break;
-          out_->append(s.data(), i);
-          out_->append("\n      ");
-          ++lines_;
-          col_ = 6;
-          s.remove_prefix(i);
-          i = 0;
-        }
-        ++col_;
-      }
-    }
-    out_->append(s.data(), i);
-  }
-  void Format(const char* format, double v) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, format, v);
-    Text(buffer);
-  }
-  void Style(const char* sgr) {
-    if (!screen_ || full()) return;
-    Begin();
-    out_->append(sgr);
-    styled_ = true;
-  }
-  void Unstyle() {
-    if (styled_ && !full()) out_->append(kReset);
-    styled_ = false;
-  }
-  void PadTo(int column) {
-    while (col_ < column && col_ < width_ && !full()) Text(" ");
-  }
-  void End() {
-    if (full()) return;
-    Begin();
-    Unstyle();
-    if (screen_)
-      out_->append("\x1b[K");
-    else
-      out_->push_back('\n');
-    ++lines_;
-    col_ = 0;
-    started_ = false;
-  }
-
- private:
-  void Begin() {
-    if (started_) return;
-    started_ = true;
-    if (screen_ && lines_ > 0) out_->append("\r\n");
-  }
-
-  std::string* out_;
-  int width_;
-  bool screen_;
-  int max_lines_;
-  int lines_ = 0;
-  int col_ = 0;
-  bool started_ = false;
-  bool styled_ = false;
-};
 
 std::string_view SortName(SortKey key) {
   switch (key) {
@@ -211,7 +122,7 @@ int FrameRenderer::BlockHeight(const GpuView& gpu) const {
   return 1 + (4 + per_line - 1) / per_line + 1;
 }
 
-void FrameRenderer::Header(const Frame& frame, const ViewState& view, Line& line) {
+void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter& line) {
   line.Style(kBold);
   line.Text("gpuwarden top");
   line.Unstyle();
@@ -264,7 +175,7 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, Line& line
 
 // "service llm: 0.0125 EUR per 1k requests, 80.0 requests/s (last 27m 00s)", or why there is
 // no figure.
-void FrameRenderer::Services(const Frame& frame, Line& line) {
+void FrameRenderer::Services(const Frame& frame, LineWriter& line) {
   const size_t n = frame.services.size();
   const size_t shown = line.screen() ? std::min(n, kMaxServiceLines) : n;
   for (size_t i = 0; i < shown; ++i) {
@@ -325,7 +236,7 @@ void FrameRenderer::Services(const Frame& frame, Line& line) {
   }
 }
 
-void FrameRenderer::GpuBlock(const GpuView& g, bool selected, Line& line) {
+void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) {
   // Title: selection, problem mark, index, name, state, holder.
   if (g.has_problem) line.Style(SeverityColour(g.worst));
   if (selected && line.screen()) line.Style(kReverse);
@@ -452,7 +363,7 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, Line& line) {
   line.End();
 }
 
-void FrameRenderer::Detail(const GpuView& g, Line& line) {
+void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
   line.Style(kBold);
   line.Format("GPU %.0f", g.index);
   line.Unstyle();
@@ -488,7 +399,7 @@ void FrameRenderer::Detail(const GpuView& g, Line& line) {
   }
 }
 
-void FrameRenderer::Problems(const Frame& frame, Line& line) {
+void FrameRenderer::Problems(const Frame& frame, LineWriter& line) {
   bool any = false;
   for (const GpuView& g : frame.gpus) {
     if (g.problems.empty()) continue;
@@ -515,7 +426,7 @@ void FrameRenderer::Problems(const Frame& frame, Line& line) {
   }
 }
 
-void FrameRenderer::Alerts(const Frame& frame, size_t max_lines, Line& line) {
+void FrameRenderer::Alerts(const Frame& frame, size_t max_lines, LineWriter& line) {
   size_t firing = 0;
   for (const AlertView& a : frame.alerts) firing += a.state == "firing";
   line.Style(kBold);
@@ -564,7 +475,7 @@ void FrameRenderer::Alerts(const Frame& frame, size_t max_lines, Line& line) {
   }
 }
 
-void FrameRenderer::Help(Line& line) {
+void FrameRenderer::Help(LineWriter& line) {
   static constexpr std::string_view kLines[] = {
       "Keys",
       "  q, Ctrl-C        quit",
@@ -594,7 +505,7 @@ const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& vi
   out_.clear();
   if (screen) out_.append("\x1b[H");
   const int height = screen ? std::max(5, options.height) : 0;
-  Line line(&out_, width_, screen, screen ? height - 1 : 0);
+  LineWriter line(&out_, width_, screen, screen ? height - 1 : 0);
   Header(frame, view, line);
   const std::vector<size_t>& order = Order(frame, view.sort);
 

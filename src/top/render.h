@@ -34,6 +34,8 @@
 
 namespace gw::top {
 
+class LineWriter;  // top/line_writer.h (the renderer's line writer)
+
 enum class SortKey { kIndex, kUtilization, kMemory, kPower, kTemperature, kProblems };
 std::string_view SortName(SortKey key);  // "index", "utilization", ...
 SortKey NextSort(SortKey key);           // the order the s key cycles through
@@ -63,14 +65,13 @@ class FrameRenderer {
   const std::vector<size_t>& Order(const Frame& frame, SortKey key);
 
  private:
-  class Line;
-  void Header(const Frame& frame, const ViewState& view, Line& line);
-  void Services(const Frame& frame, Line& line);
-  void GpuBlock(const GpuView& gpu, bool selected, Line& line);
-  void Detail(const GpuView& gpu, Line& line);
-  void Problems(const Frame& frame, Line& line);
-  void Alerts(const Frame& frame, size_t max_lines, Line& line);
-  void Help(Line& line);
+  void Header(const Frame& frame, const ViewState& view, LineWriter& line);
+  void Services(const Frame& frame, LineWriter& line);
+  void GpuBlock(const GpuView& gpu, bool selected, LineWriter& line);
+  void Detail(const GpuView& gpu, LineWriter& line);
+  void Problems(const Frame& frame, LineWriter& line);
+  void Alerts(const Frame& frame, size_t max_lines, LineWriter& line);
+  void Help(LineWriter& line);
   int BlockHeight(const GpuView& gpu) const;
 
   int width_ = 100;

@@ -212,33 +212,24 @@ Expected<std::vector<ServiceView>> ParseServicesJson(std::string_view body) {
   return out;
 }
 
-LocalSource::LocalSource(const config::Config& config, double step_s, Logger* logger)
-    : config_(config),
-      step_s_(step_s),
-      stepped_(!config.simulate.scenario.empty() && config.simulate.clock == "stepped"),
-      agent_(config, logger),
-      teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}) {}
-
-LocalSource::~LocalSource() {
-  agent_.Stop();
-}
+LocalSource::LocalSource(std::unique_ptr<Collection> collection, LocalSettings settings)
+    : collection_(std::move(collection)), settings_(std::move(settings)), teams_(settings_.teams) {}
 
 Status LocalSource::Start(double advance_s) {
-  agent_.Start();
-  if (!agent_.nvml_error().empty()) return Status(Error{agent_.nvml_error()});
-  if (!agent_.collector().WaitForFirstCycle(60))
+  if (Status s = collection_->Start(); !s.ok()) return s;
+  if (!collection_->WaitForFirstCycle(60))
     return Status(Error{"no collection cycle completed within 60 s"});
-  if (stepped_ && advance_s > 0) return agent_.collector().Advance(advance_s, 300);
+  if (settings_.stepped && advance_s > 0) return collection_->Advance(advance_s, 300);
   return Status();
 }
 
 Expected<Reading> LocalSource::Read() {
-  if (stepped_ && !first_ && step_s_ > 0) {
-    if (Status s = agent_.collector().Advance(step_s_); !s.ok()) return Error{s.message()};
+  if (settings_.stepped && !first_ && settings_.step_s > 0) {
+    if (Status s = collection_->Advance(settings_.step_s, 60); !s.ok()) return Error{s.message()};
   }
   first_ = false;
   Reading r;
-  r.snapshot = agent_.collector().Latest();
+  r.snapshot = collection_->Latest();
   r.alerts_note = "alerts are evaluated by a running agent: use --url http://HOST:9966";
   // Who holds each GPU: the processes NVML listed, attributed through /proc.
   std::vector<jobs::GpuProcessRef> refs;
@@ -261,8 +252,8 @@ Expected<Reading> LocalSource::Read() {
 }
 
 std::string LocalSource::Describe() const {
-  if (config_.simulate.scenario.empty()) return "local NVML";
-  return "simulated '" + config_.simulate.scenario + "'" + (stepped_ ? " (stepped clock)" : "");
+  if (settings_.scenario.empty()) return "local NVML";
+  return "simulated '" + settings_.scenario + "'" + (settings_.stepped ? " (stepped clock)" : "");
 }
 
 RemoteSource::RemoteSource(std::string url, double timeout_s)

@@ -1,10 +1,12 @@
 // top/sources.h — where `gpuwarden top` gets its readings: this machine's GPUs, or an agent.
 //
-//   LocalSource   runs the collector in-process (NVML, or the simulator with --simulate), names
-//                 the holder of each GPU from /proc like `serve` does (jobs/attribution.h: Slurm
-//                 job, GPUWARDEN_JOB / GPUWARDEN_TEAM), and has no alerts (rules run in an agent).
-//                 With a stepped simulator clock each Read() after the first moves time by the
-//                 refresh interval, so a fault scenario plays out on screen.
+//   LocalSource   reads a collector running in-process (NVML, or the simulator with --simulate),
+//                 names the holder of each GPU from /proc like `serve` does (jobs/attribution.h:
+//                 Slurm job, GPUWARDEN_JOB / GPUWARDEN_TEAM), and has no alerts (rules run in an
+//                 agent). With a stepped simulator clock each Read() after the first moves time by
+//                 the refresh interval, so a fault scenario plays out on screen.
+//                 top does not load NVML itself: the caller hands it a `Collection` (below), so
+//                 this module needs collect/ and nothing of the command line or the agent.
 //   RemoteSource  asks a running agent: GET /api/snapshot, /api/gw/v1/jobs?running=1,
 //                 /api/gw/v1/queue, /api/gw/v1/services and /api/v1/alerts. An agent without
 //                 the jobs, queue, services or alerts API still shows its GPUs.
@@ -21,8 +23,6 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "cli/agent.h"
-#include "config/config.h"
 #include "jobs/attribution.h"
 #include "jobs/teams.h"
 #include "top/frame.h"
@@ -37,24 +37,45 @@ class Source {
   virtual std::string Describe() const = 0;
 };
 
+// A collector running on this machine, as LocalSource needs it. gpuwarden builds one from its
+// configuration (NVML or the simulator); tests hand in snapshots of their own. Destroying it
+// stops collecting. Called from one thread at a time.
+class Collection {
+ public:
+  virtual ~Collection() = default;
+  // Loads NVML and starts collecting. Fails with the reason NVML cannot be used.
+  virtual Status Start() = 0;
+  // True once the first cycle is published; false after `timeout_s` without one.
+  virtual bool WaitForFirstCycle(double timeout_s) = 0;
+  // Stepped simulator clock only: moves simulated time by `seconds` and waits (at most
+  // `timeout_s`) for the cycles that fall due.
+  virtual Status Advance(double seconds, double timeout_s) = 0;
+  // The newest published snapshot (never null after WaitForFirstCycle returned true).
+  virtual std::shared_ptr<const collect::Snapshot> Latest() = 0;
+};
+
+// How a local view reads its collection.
+struct LocalSettings {
+  std::string scenario;  // the simulated scenario, "" = this machine's NVML (for the header)
+  bool stepped = false;  // the simulator's clock is stepped: each Read after the first advances it
+  double step_s = 0;     // with `stepped`: time moved per Read (the refresh interval)
+  jobs::TeamConfig teams;
+};
+
 class LocalSource : public Source {
  public:
-  // `logger` must outlive this. `step_s` > 0 with a stepped simulator: time moved per Read.
-  LocalSource(const config::Config& config, double step_s, Logger* logger);
-  ~LocalSource() override;
+  LocalSource(std::unique_ptr<Collection> collection, LocalSettings settings);
 
-  // Loads NVML and collects the first cycle (up to 60 s). Fails with the reason NVML is missing.
-  // `advance_s` > 0 (stepped simulator): moves simulated time that far before the first Read.
+  // Starts the collection and waits for its first cycle (up to 60 s). Fails with the reason NVML
+  // is missing. `advance_s` > 0 (stepped simulator): moves simulated time that far first.
   Status Start(double advance_s);
   Expected<Reading> Read() override;
   std::string Describe() const override;
 
  private:
-  config::Config config_;
-  double step_s_;
-  bool stepped_;
+  std::unique_ptr<Collection> collection_;
+  LocalSettings settings_;
   bool first_ = true;
-  cli::Agent agent_;
   jobs::Attributor attributor_;
   jobs::TeamMap teams_;
 };

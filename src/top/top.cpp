@@ -136,8 +136,7 @@ int Interactive(Poller* poller, const std::string& source, std::vector<std::stri
 
 }  // namespace
 
-int RunTop(const config::Config& config_in, const TopArgs& args, Logger* logger) {
-  config::Config config = config_in;
+int RunTop(const Options& args, const LocalFactory& local, Logger* logger) {
   double refresh_s = 1;
   if (!args.refresh.empty() &&
       (!ParseDurationSeconds(args.refresh, &refresh_s) || refresh_s <= 0)) {
@@ -147,8 +146,9 @@ int RunTop(const config::Config& config_in, const TopArgs& args, Logger* logger)
     return 2;
   }
   double advance_s = 0;
+  bool stepped_clock = args.stepped_clock;
   if (!args.sim_time.empty()) {
-    if (config.simulate.scenario.empty() || !args.url.empty()) {
+    if (args.simulate.empty() || !args.url.empty()) {
       std::fprintf(stderr, "gpuwarden: --sim-time needs --simulate (and no --url)\n");
       return 2;
     }
@@ -157,9 +157,9 @@ int RunTop(const config::Config& config_in, const TopArgs& args, Logger* logger)
                    args.sim_time.c_str());
       return 2;
     }
-    config.simulate.clock = "stepped";
+    stepped_clock = true;
   }
-  if (!args.url.empty() && !config.simulate.scenario.empty()) {
+  if (!args.url.empty() && !args.simulate.empty()) {
     std::fprintf(stderr, "gpuwarden: top: --url and --simulate exclude each other\n");
     return 2;
   }
@@ -178,13 +178,18 @@ int RunTop(const config::Config& config_in, const TopArgs& args, Logger* logger)
   if (!args.url.empty()) {
     source = std::make_unique<RemoteSource>(args.url);
   } else {
-    config.collect.memory_peak_interval_s = 0;  // a viewer needs no sub-sampled peaks
-    auto local = std::make_unique<LocalSource>(config, refresh_s, source_log);
-    if (Status s = local->Start(advance_s); !s.ok()) {
+    LocalSettings settings;
+    settings.scenario = args.simulate;
+    settings.stepped = !args.simulate.empty() && stepped_clock;
+    settings.step_s = refresh_s;
+    settings.teams = args.teams;
+    auto local_source =
+        std::make_unique<LocalSource>(local(stepped_clock, source_log), std::move(settings));
+    if (Status s = local_source->Start(advance_s); !s.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", s.message().c_str());
       return 2;
     }
-    source = std::move(local);
+    source = std::move(local_source);
   }
   Poller poller(source.get(), refresh_s);
   if (!once) return Interactive(&poller, source->Describe(), &log_lines, &log_mu);

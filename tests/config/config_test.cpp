@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/messages.h"
 #include "support/process.h"
 
 namespace gw::config {
@@ -166,6 +167,27 @@ TEST(Config, EveryKeyIsDocumented) {
   for (const std::string& key : ConfigKeys())
     EXPECT_NE(ss.str().find("| `" + key + "` |"), std::string::npos)
         << key << " missing from docs/configuration.md";
+}
+
+// Every section names the place and quotes the file's text the same way (config/messages.h): a
+// control byte in a bad value is shown as \xNN, in the main section and in governance's alike.
+TEST(Config, EverySectionQuotesBadTextTheSameWay) {
+  EXPECT_EQ(Printable("a\tb\x7f"), "a\\x09b\\x7f");
+  TempDir dir;
+  const std::string main_file = dir.path() + "/main.yaml";
+  WriteFile(main_file, "collect:\n  interval: \"1\\ts\"\n");
+  Config c;
+  Status s = LoadConfigFile(main_file, &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(main_file + ":2: "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("1\\x09s"), std::string::npos) << s.message();
+  const std::string gov_file = dir.path() + "/gov.yaml";
+  WriteFile(gov_file, "governance:\n  prices:\n    energy_kwh: \"x\\ty\"\n");
+  Config g;
+  s = LoadConfigFile(gov_file, &g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(gov_file + ":3: "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("x\\x09y"), std::string::npos) << s.message();
 }
 
 }  // namespace

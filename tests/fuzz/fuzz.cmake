@@ -17,7 +17,7 @@ endforeach()
 
 # The configuration reader (gw_config) links the modules whose settings it fills; the fuzz target
 # compiles just the files that parse the configuration.
-add_library(gw_fuzz_config STATIC src/config/config.cpp src/config/scrape_config.cpp
+add_library(gw_fuzz_config STATIC src/config/config.cpp src/config/messages.cpp src/config/scrape_config.cpp
             src/config/diagnose_config.cpp src/config/governance_config.cpp)
 target_include_directories(gw_fuzz_config PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp)
