@@ -101,6 +101,10 @@ Alerting::Alerting(const config::Config& config, tsdb::DB* db, int port, Logger*
 }
 
 Alerting::~Alerting() {
+  Stop();
+}
+
+void Alerting::Stop() {
   {
     std::lock_guard<std::mutex> lock(clock_mu_);
     stopping_ = true;

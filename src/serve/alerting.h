@@ -50,7 +50,7 @@ class Alerting {
   // `db` (may be null: no history, so no rules) and `log` must outlive this object. `port` is the
   // port serve listens on (for the default external URL).
   Alerting(const config::Config& config, tsdb::DB* db, int port, Logger* log);
-  ~Alerting();  // stops the wall-clock thread and the notifier
+  ~Alerting();  // Stop()s
   Alerting(const Alerting&) = delete;
   Alerting& operator=(const Alerting&) = delete;
 
@@ -66,6 +66,9 @@ class Alerting {
   // `writer`: held around each wall-clock evaluation (its results go into the store, whose writer
   // must be one thread at a time: the recorder's, collect::Recorder::writer_mutex); may be null.
   void StartWallClock(std::mutex* writer = nullptr);
+
+  // Stops the wall-clock evaluation and the notifier (its queues are durable). Safe to call twice.
+  void Stop();
 
   // GET /api/v1/rules, GET /api/v1/alerts, POST /-/reload on `server`.
   void RegisterRoutes(http::Server* server);

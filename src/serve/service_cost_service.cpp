@@ -55,6 +55,12 @@ ServiceCostService::ServiceCostService(const config::Config& config, const scrap
 }
 
 ServiceCostService::~ServiceCostService() {
+  Stop();
+}
+
+void ServiceCostService::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
   WriteCheckpoint();
 }
 

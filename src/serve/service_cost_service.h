@@ -59,12 +59,15 @@ class ServiceCostService {
   // `scraper` and `logger` must outlive this object; `appender` (may be null: no store) too.
   ServiceCostService(const config::Config& config, const scrape::Scraper* scraper,
                      collect::SampleAppender* appender, Logger* logger);
-  ~ServiceCostService();  // writes the last checkpoint (after the recorder has stopped)
+  ~ServiceCostService();  // Stop()s
   ServiceCostService(const ServiceCostService&) = delete;
   ServiceCostService& operator=(const ServiceCostService&) = delete;
 
   // No target has gpus or outputs: nothing to do.
   bool empty() const { return targets_.empty(); }
+
+  // Writes the last checkpoint; call after the recorder has stopped. Safe to call twice.
+  void Stop();
 
   // One recorded snapshot (the recorder's thread, after the scraper's Drain).
   void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms);
@@ -96,6 +99,7 @@ class ServiceCostService {
   std::unique_ptr<TaskSeriesRecorder> series_;
   std::uint64_t store_errors_seen_ = 0;
   std::string checkpoint_path_;
+  bool stopped_ = false;     // Stop wrote the last checkpoint
   double checkpoint_s_ = 0;  // snapshot time of the last checkpoint (the recorder's thread)
   bool checkpoint_failed_ = false;
 };
