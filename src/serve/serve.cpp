@@ -422,7 +422,12 @@ class AgentService : public Service {
 // way out, an early error return included (each Stop may run twice).
 class ServiceList {
  public:
-  ~ServiceList() { StopAll(); }
+  // Stops every part, then destroys them in reverse order too (a part's destructor may still
+  // reach the parts before it: the recorder's reaches the store's appender).
+  ~ServiceList() {
+    StopAll();
+    while (!services_.empty()) services_.pop_back();
+  }
   template <typename T>
   T* Add(std::unique_ptr<T> service) {
     T* raw = service.get();
