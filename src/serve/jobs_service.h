@@ -92,9 +92,6 @@ struct JobsServiceOptions {
   std::string node_name;
 };
 
-// Whether a Slurm host list ("gpu[01-04,07],login1") names `host`.
-bool HostListContains(std::string_view list, std::string_view host);
-
 // The records directory a configuration names (jobs.records_dir, else STORAGE_PATH/jobs).
 std::string JobRecordsDir(const config::Config& config);
 

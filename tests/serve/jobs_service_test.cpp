@@ -129,19 +129,6 @@ TEST(JobsConfig, KeysParseAndErrorsNameTheLine) {
             std::string::npos);
 }
 
-TEST(HostList, SlurmNodeLists) {
-  EXPECT_TRUE(HostListContains("vm", "vm"));
-  EXPECT_FALSE(HostListContains("vm2", "vm"));
-  EXPECT_TRUE(HostListContains("gpu[01-04,07]", "gpu03"));
-  EXPECT_TRUE(HostListContains("gpu[01-04,07]", "gpu07"));
-  EXPECT_FALSE(HostListContains("gpu[01-04,07]", "gpu05"));
-  EXPECT_FALSE(HostListContains("gpu[01-04]", "gpu3"));  // zero-padded names
-  EXPECT_TRUE(HostListContains("login1,gpu[1-12]-ib", "gpu11-ib"));
-  EXPECT_TRUE(HostListContains("a[1-2],b[3-4]", "b4"));
-  EXPECT_FALSE(HostListContains("", "vm"));
-  EXPECT_FALSE(HostListContains("vm", ""));
-}
-
 // A process naming its job (no scheduler): attributed, accounted, recorded when it goes; the
 // secret in its environment reaches nothing.
 TEST(JobsService, ProcessJobFromFakeProcTree) {
