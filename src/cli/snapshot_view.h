@@ -1,4 +1,4 @@
-// cli/snapshot_view.h — `gpuwarden snapshot`: every GPU's state now, as a table or JSON.
+// cli/snapshot_view.h — `gpuwarden snapshot`: every GPU's state now, as a table.
 #ifndef GPUWARDEN_CLI_SNAPSHOT_VIEW_H_
 #define GPUWARDEN_CLI_SNAPSHOT_VIEW_H_
 
@@ -11,8 +11,7 @@ namespace gw::cli {
 // A table for people: one line per GPU, then the health problems of each GPU that has any.
 std::string SnapshotTable(const collect::Snapshot& snapshot);
 
-// The same as JSON for programs (schema in docs/metrics.md, "snapshot --json").
-std::string SnapshotJson(const collect::Snapshot& snapshot);
+// The same as JSON for programs: serve::SnapshotJson (serve/snapshot_json.h).
 
 // Table helpers shared by the CLI's views: UTC time "YYYY-MM-DD HH:MM:SSZ", and `s` padded
 // with spaces to `width`.

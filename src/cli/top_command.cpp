@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "cli/agent.h"
+#include "serve/agent.h"
 
 namespace gw::cli {
 
@@ -28,7 +28,7 @@ class AgentCollection : public top::Collection {
   std::shared_ptr<const collect::Snapshot> Latest() override { return agent_.collector().Latest(); }
 
  private:
-  Agent agent_;
+  serve::Agent agent_;
 };
 
 }  // namespace

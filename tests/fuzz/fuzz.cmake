@@ -22,6 +22,10 @@ add_library(gw_fuzz_config STATIC src/config/config.cpp src/config/messages.cpp 
 target_include_directories(gw_fuzz_config PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp)
 
+# Slurm host lists: just the parser (the rest of jobs/ reads /proc and runs squeue).
+add_library(gw_fuzz_hostlist STATIC src/jobs/slurm_hostlist.cpp)
+target_include_directories(gw_fuzz_hostlist PUBLIC ${PROJECT_SOURCE_DIR}/src)
+
 add_custom_target(fuzz)
 # gw_fuzz_target(NAME LIBS...): tests/fuzz/NAME.cpp linked with libFuzzer's main as
 # build-fuzz/bin/fuzz_NAME; its seeds are tests/fuzz/corpus/NAME/.
@@ -44,6 +48,7 @@ gw_fuzz_target(wal gw_tsdb)
 gw_fuzz_target(chunks gw_tsdb)
 gw_fuzz_target(http_request gw_web gw_http)
 gw_fuzz_target(http_parser gw_http)
+gw_fuzz_target(slurm_hostlist gw_fuzz_hostlist)
 
 # The binary seeds (tests/fuzz/make_seeds.py runs it); not a fuzzer, not part of `fuzz`.
 add_executable(fuzz_binary_seeds ${PROJECT_SOURCE_DIR}/tests/fuzz/binary_seeds.cpp)

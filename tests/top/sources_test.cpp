@@ -2,7 +2,7 @@
 // snapshot itself; alerts and jobs documents; bad documents are refused with a reason.
 #include <gtest/gtest.h>
 
-#include "cli/snapshot_view.h"
+#include "serve/snapshot_json.h"
 #include "test_frames.h"
 #include "top/sources.h"
 
@@ -12,7 +12,7 @@ namespace {
 TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
   auto snap = TestSnapshot();
   std::map<unsigned, std::vector<collect::HealthProblem>> health;
-  auto parsed = ParseSnapshotJson(cli::SnapshotJson(*snap), &health);
+  auto parsed = ParseSnapshotJson(serve::SnapshotJson(*snap), &health);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   ASSERT_EQ((*parsed)->gpus.size(), snap->gpus.size());
   EXPECT_EQ((*parsed)->stats.driver_version, "550.127.08");
