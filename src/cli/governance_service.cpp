@@ -358,8 +358,8 @@ void GovernanceService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_
     r.util_ratio = r.util_known ? util : 0;
     const double used = gpu.value(Slot::kMemoryUsed), total = gpu.value(Slot::kMemoryTotal);
     r.memory_used_bytes = collect::IsAbsent(used) ? 0 : used;
-    r.memory_held = !gpu.processes.empty() ||
-                    (!collect::IsAbsent(total) && total > 0 && r.memory_used_bytes >= 0.05 * total);
+    r.memory_held = config_.governance.settings.MemoryHeld(
+        !gpu.processes.empty(), r.memory_used_bytes, collect::IsAbsent(total) ? 0 : total);
     if (const double e = gpu.value(Slot::kEnergy); !collect::IsAbsent(e)) r.energy_j = e;
     const double p = gpu.value(Slot::kPower);
     r.power_w = collect::IsAbsent(p) ? 0 : p;
