@@ -26,77 +26,16 @@ const std::array<std::vector<Slot>, kFamilyCount>& SlotsByFamily() {
   return table;
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+expo::Type TypeOf(MetricType type) {
+  return type == MetricType::kCounter ? expo::Type::kCounter : expo::Type::kGauge;
 }
 
-void AppendHelpText(std::string* out, std::string_view help) {
-  for (char c : help) {
-    if (c == '\\') {
-      *out += "\\\\";
-    } else if (c == '\n') {
-      *out += "\\n";
-    } else {
-      *out += c;
-    }
-  }
+void BeginFamily(expo::Writer* w, const Family& f) {
+  w->Family(f.name, TypeOf(f.type), f.help, f.unit);
 }
 
-// Writes the # HELP / # TYPE (/ # UNIT) block. In OpenMetrics a counter family is named
-// without its _total suffix, which stays on the samples.
-void AppendHeader(std::string* out, Format format, std::string_view name, MetricType type,
-                  std::string_view unit, std::string_view help) {
-  std::string_view family = name;
-  if (format == Format::kOpenMetrics && type == MetricType::kCounter && EndsWith(name, "_total"))
-    family = name.substr(0, name.size() - 6);
-  *out += "# HELP ";
-  *out += family;
-  *out += ' ';
-  AppendHelpText(out, help);
-  *out += "\n# TYPE ";
-  *out += family;
-  *out += type == MetricType::kCounter ? " counter\n" : " gauge\n";
-  if (format == Format::kOpenMetrics && !unit.empty() && EndsWith(family, unit)) {
-    *out += "# UNIT ";
-    *out += family;
-    *out += ' ';
-    *out += unit;
-    *out += '\n';
-  }
-}
-
-void AppendHeader(std::string* out, Format format, const Family& f) {
-  AppendHeader(out, format, f.name, f.type, f.unit, f.help);
-}
-
-// name{labels} value\n — `labels` already in exposition syntax (may be empty).
-void AppendSample(std::string* out, std::string_view name, std::string_view labels,
-                  std::string_view extra, double value) {
-  *out += name;
-  if (!labels.empty() || !extra.empty()) {
-    *out += '{';
-    *out += labels;
-    if (!labels.empty() && !extra.empty()) *out += ',';
-    *out += extra;
-    *out += '}';
-  }
-  *out += ' ';
-  AppendValue(out, value);
-  *out += '\n';
-}
-
-void AppendLabel(std::string* out, std::string_view name, std::string_view value) {
-  if (!out->empty() && out->back() != '{' && out->back() != ',') *out += ',';
-  *out += name;
-  *out += "=\"";
-  AppendEscapedLabelValue(out, value);
-  *out += '"';
-}
-
-void RenderDevice(const Snapshot& snap, Format format, const RenderOptions& options,
-                  std::string* out) {
+void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Writer* w) {
   const auto& by_family = SlotsByFamily();
-  std::string labels;
   for (size_t f = 0; f < kFamilyCount; ++f) {
     const Family& family = kFamilies[f];
     bool any = false;
@@ -104,46 +43,49 @@ void RenderDevice(const Snapshot& snap, Format format, const RenderOptions& opti
       for (Slot s : by_family[f])
         if (!IsAbsent(gpu.value(s))) any = true;
     if (!any) continue;  // a family with no value at all is left out entirely
-    AppendHeader(out, format, family);
+    BeginFamily(w, family);
     for (const GpuSnapshot& gpu : snap.gpus) {
       for (Slot s : by_family[f]) {
         double v = gpu.value(s);
         if (IsAbsent(v)) continue;
-        AppendSample(out, family.name, gpu.identity.label_text,
-                     kSlots[static_cast<size_t>(s)].labels, v);
+        w->Sample()
+            .Escaped(gpu.identity.label_text)
+            .Escaped(kSlots[static_cast<size_t>(s)].labels)
+            .Value(v);
       }
     }
     if (static_cast<FamilyId>(f) != FamilyId::kUp || snap.gpus.empty()) continue;
     // gpu_info follows gpu_up: identity and versions, one series per GPU.
-    AppendHeader(out, format, kDynamicFamilies[0]);
-    for (const GpuSnapshot& gpu : snap.gpus) {
-      labels.clear();
-      labels += gpu.identity.label_text;
-      AppendLabel(&labels, "name", gpu.identity.name);
-      AppendLabel(&labels, "serial", gpu.identity.serial);
-      AppendLabel(&labels, "pci_bus_id", gpu.identity.pci_bus_id);
-      AppendLabel(&labels, "driver_version", snap.stats.driver_version);
-      AppendLabel(&labels, "nvml_version", snap.stats.nvml_version);
-      AppendLabel(&labels, "cuda_driver_version", snap.stats.cuda_driver_version);
-      AppendSample(out, "gpu_info", labels, "", 1);
-    }
+    BeginFamily(w, kDynamicFamilies[0]);
+    for (const GpuSnapshot& gpu : snap.gpus)
+      w->Sample()
+          .Escaped(gpu.identity.label_text)
+          .Label("name", gpu.identity.name)
+          .Label("serial", gpu.identity.serial)
+          .Label("pci_bus_id", gpu.identity.pci_bus_id)
+          .Label("driver_version", snap.stats.driver_version)
+          .Label("nvml_version", snap.stats.nvml_version)
+          .Label("cuda_driver_version", snap.stats.cuda_driver_version)
+          .Value(1);
   }
 
   bool any_xid = false;
   for (const GpuSnapshot& gpu : snap.gpus) any_xid |= !gpu.xid_counts.empty();
   if (any_xid) {
-    AppendHeader(out, format, kDynamicFamilies[1]);
-    char xid_label[32];
+    BeginFamily(w, kDynamicFamilies[1]);
+    char xid[16];
     for (const GpuSnapshot& gpu : snap.gpus)
-      for (const auto& [xid, count] : gpu.xid_counts) {
-        std::snprintf(xid_label, sizeof xid_label, "xid=\"%u\"", xid);
-        AppendSample(out, "gpu_xid_errors_total", gpu.identity.label_text, xid_label,
-                     static_cast<double>(count));
+      for (const auto& [code, count] : gpu.xid_counts) {
+        auto [end, ec] = std::to_chars(xid, xid + sizeof xid, code);
+        w->Sample()
+            .Escaped(gpu.identity.label_text)
+            .Label("xid", std::string_view(xid, end - xid))
+            .Value(static_cast<double>(count));
       }
   }
 
   if (!options.per_process_metrics) return;
-  char pid_label[32];
+  char pid[16];
   for (int which = 0; which < 2; ++which) {
     const Family& family = kDynamicFamilies[2 + which];
     bool header = false;
@@ -151,178 +93,122 @@ void RenderDevice(const Snapshot& snap, Format format, const RenderOptions& opti
       for (const ProcessSample& p : gpu.processes) {
         double v = which == 0 ? p.memory_bytes : p.sm_utilization_ratio;
         if (IsAbsent(v)) continue;
-        if (!header) AppendHeader(out, format, family);
+        if (!header) BeginFamily(w, family);
         header = true;
-        std::snprintf(pid_label, sizeof pid_label, "pid=\"%u\"", p.pid);
-        AppendSample(out, family.name, gpu.identity.label_text, pid_label, v);
+        auto [end, ec] = std::to_chars(pid, pid + sizeof pid, p.pid);
+        w->Sample()
+            .Escaped(gpu.identity.label_text)
+            .Label("pid", std::string_view(pid, end - pid))
+            .Value(v);
       }
   }
 }
 
-void RenderSelf(const Snapshot& snap, Format format, const RenderOptions& options,
-                const ProcessFigures& process, std::string* out) {
+void WriteSelf(const Snapshot& snap, const RenderOptions& options, const ProcessFigures& process,
+               expo::Writer* w) {
+  using expo::Type;
   const CollectorStats& st = snap.stats;
-  std::string labels;
-  AppendHeader(out, format, "gpuwarden_build_info", MetricType::kGauge, "",
-               "gpuwarden's version (value 1).");
-  labels.clear();
-  AppendLabel(&labels, "version", options.version);
-  AppendSample(out, "gpuwarden_build_info", labels, "", 1);
+  w->Family("gpuwarden_build_info", Type::kGauge, "gpuwarden's version (value 1).");
+  w->Sample().Label("version", options.version).Value(1);
 
-  AppendHeader(out, format, "gpuwarden_nvml_up", MetricType::kGauge, "",
-               "1 if NVML is loaded and initialized; 0 means no GPU is being watched.");
-  AppendSample(out, "gpuwarden_nvml_up", "", "", st.nvml_up ? 1 : 0);
-  AppendHeader(out, format, "gpuwarden_gpus", MetricType::kGauge, "",
-               "GPUs discovered through NVML.");
-  AppendSample(out, "gpuwarden_gpus", "", "", static_cast<double>(snap.gpus.size()));
+  w->Family("gpuwarden_nvml_up", Type::kGauge,
+            "1 if NVML is loaded and initialized; 0 means no GPU is being watched.");
+  w->Sample(st.nvml_up ? 1 : 0);
+  w->Family("gpuwarden_gpus", Type::kGauge, "GPUs discovered through NVML.");
+  w->Sample(static_cast<double>(snap.gpus.size()));
 
-  AppendHeader(out, format, "gpuwarden_collect_cycles_total", MetricType::kCounter, "",
-               "Collection cycles completed, by schedule.");
-  AppendSample(out, "gpuwarden_collect_cycles_total", "schedule=\"fast\"", "",
-               static_cast<double>(st.fast_cycles));
-  AppendSample(out, "gpuwarden_collect_cycles_total", "schedule=\"slow\"", "",
-               static_cast<double>(st.slow_cycles));
+  w->Family("gpuwarden_collect_cycles_total", Type::kCounter,
+            "Collection cycles completed, by schedule.");
+  w->Sample().Label("schedule", "fast").Value(static_cast<double>(st.fast_cycles));
+  w->Sample().Label("schedule", "slow").Value(static_cast<double>(st.slow_cycles));
   if (!IsAbsent(st.last_fast_cycle_seconds)) {
-    AppendHeader(out, format, "gpuwarden_collect_cycle_duration_seconds", MetricType::kGauge,
-                 "seconds", "Duration of the last collection cycle, by schedule.");
-    AppendSample(out, "gpuwarden_collect_cycle_duration_seconds", "schedule=\"fast\"", "",
-                 st.last_fast_cycle_seconds);
+    w->Family("gpuwarden_collect_cycle_duration_seconds", Type::kGauge,
+              "Duration of the last collection cycle, by schedule.", "seconds");
+    w->Sample().Label("schedule", "fast").Value(st.last_fast_cycle_seconds);
     if (!IsAbsent(st.last_slow_cycle_seconds))
-      AppendSample(out, "gpuwarden_collect_cycle_duration_seconds", "schedule=\"slow\"", "",
-                   st.last_slow_cycle_seconds);
+      w->Sample().Label("schedule", "slow").Value(st.last_slow_cycle_seconds);
   }
   if (!IsAbsent(st.last_success_unix_seconds) && st.nvml_up) {
-    AppendHeader(out, format, "gpuwarden_collect_last_success_timestamp_seconds",
-                 MetricType::kGauge, "seconds", "When the last collection cycle completed.");
-    AppendSample(out, "gpuwarden_collect_last_success_timestamp_seconds", "", "",
-                 st.last_success_unix_seconds);
+    w->Family("gpuwarden_collect_last_success_timestamp_seconds", Type::kGauge,
+              "When the last collection cycle completed.", "seconds");
+    w->Sample(st.last_success_unix_seconds);
   }
 
   struct CallFamily {
     std::string_view name, help, unit;
-    MetricType type;
+    Type type;
     int which;
   } call_families[] = {
-      {"gpuwarden_nvml_calls_total", "NVML calls made, by function.", "", MetricType::kCounter, 0},
+      {"gpuwarden_nvml_calls_total", "NVML calls made, by function.", "", Type::kCounter, 0},
       {"gpuwarden_nvml_call_errors_total",
        "NVML calls that failed (other than NOT_SUPPORTED), by function and error.", "",
-       MetricType::kCounter, 1},
+       Type::kCounter, 1},
       {"gpuwarden_nvml_call_duration_seconds_total", "Time spent inside NVML, by function.",
-       "seconds", MetricType::kCounter, 2},
+       "seconds", Type::kCounter, 2},
       {"gpuwarden_nvml_call_max_duration_seconds", "Slowest single NVML call, by function.",
-       "seconds", MetricType::kGauge, 3},
+       "seconds", Type::kGauge, 3},
   };
   for (const CallFamily& cf : call_families) {
     bool header = false;
     for (size_t c = 0; c < kCallCount; ++c) {
       const CallStats& cs = st.calls[c];
       if (cs.calls == 0) continue;
-      if (!header) AppendHeader(out, format, cf.name, cf.type, cf.unit, cf.help);
+      if (!header) w->Family(cf.name, cf.type, cf.help, cf.unit);
       header = true;
-      labels.clear();
-      AppendLabel(&labels, "call", CallName(static_cast<Call>(c)));
+      const std::string_view call = CallName(static_cast<Call>(c));
       if (cf.which == 1) {
-        std::string with_error;
-        for (const auto& [code, count] : cs.errors_by_code) {
-          with_error = labels;
-          AppendLabel(&with_error, "error", nvml::ReturnName(code));
-          AppendSample(out, cf.name, with_error, "", static_cast<double>(count));
-        }
+        for (const auto& [code, count] : cs.errors_by_code)
+          w->Sample()
+              .Label("call", call)
+              .Label("error", nvml::ReturnName(code))
+              .Value(static_cast<double>(count));
         continue;
       }
       double v = cf.which == 0   ? static_cast<double>(cs.calls)
                  : cf.which == 2 ? cs.seconds_total
                                  : cs.max_seconds;
-      AppendSample(out, cf.name, labels, "", v);
+      w->Sample().Label("call", call).Value(v);
     }
   }
 
-  AppendHeader(out, format, "gpuwarden_nvml_watchdog_trips_total", MetricType::kCounter, "",
-               "NVML calls that did not return within call_timeout and were abandoned.");
-  AppendSample(out, "gpuwarden_nvml_watchdog_trips_total", "", "",
-               static_cast<double>(st.watchdog_trips));
+  w->Family("gpuwarden_nvml_watchdog_trips_total", Type::kCounter,
+            "NVML calls that did not return within call_timeout and were abandoned.");
+  w->Sample(static_cast<double>(st.watchdog_trips));
   bool hung_header = false;
   for (const GpuSnapshot& gpu : snap.gpus)
     for (size_t c = 0; c < kCallCount; ++c) {
       if (!gpu.hung[c]) continue;
       if (!hung_header)
-        AppendHeader(out, format, "gpuwarden_nvml_call_hung", MetricType::kGauge, "",
-                     "1 while an NVML call on this GPU is quarantined after hanging.");
+        w->Family("gpuwarden_nvml_call_hung", Type::kGauge,
+                  "1 while an NVML call on this GPU is quarantined after hanging.");
       hung_header = true;
-      labels.clear();
-      AppendLabel(&labels, "call", CallName(static_cast<Call>(c)));
-      AppendSample(out, "gpuwarden_nvml_call_hung", gpu.identity.label_text, labels, 1);
+      w->Sample()
+          .Escaped(gpu.identity.label_text)
+          .Label("call", CallName(static_cast<Call>(c)))
+          .Value(1);
     }
-  AppendHeader(out, format, "gpuwarden_xid_events_total", MetricType::kCounter, "",
-               "XID events received from NVML, all GPUs.");
-  AppendSample(out, "gpuwarden_xid_events_total", "", "", static_cast<double>(st.xid_events));
+  w->Family("gpuwarden_xid_events_total", Type::kCounter,
+            "XID events received from NVML, all GPUs.");
+  w->Sample(static_cast<double>(st.xid_events));
 
   if (process.cpu_seconds >= 0) {
-    AppendHeader(out, format, "process_cpu_seconds_total", MetricType::kCounter, "seconds",
-                 "Total user and system CPU time spent in seconds.");
-    AppendSample(out, "process_cpu_seconds_total", "", "", process.cpu_seconds);
+    w->Family("process_cpu_seconds_total", Type::kCounter,
+              "Total user and system CPU time spent in seconds.", "seconds");
+    w->Sample(process.cpu_seconds);
   }
   if (process.resident_bytes >= 0) {
-    AppendHeader(out, format, "process_resident_memory_bytes", MetricType::kGauge, "bytes",
-                 "Resident memory size in bytes.");
-    AppendSample(out, "process_resident_memory_bytes", "", "", process.resident_bytes);
+    w->Family("process_resident_memory_bytes", Type::kGauge, "Resident memory size in bytes.",
+              "bytes");
+    w->Sample(process.resident_bytes);
   }
   if (process.start_unix_seconds >= 0) {
-    AppendHeader(out, format, "process_start_time_seconds", MetricType::kGauge, "seconds",
-                 "Start time of the process since unix epoch in seconds.");
-    AppendSample(out, "process_start_time_seconds", "", "", process.start_unix_seconds);
+    w->Family("process_start_time_seconds", Type::kGauge,
+              "Start time of the process since unix epoch in seconds.", "seconds");
+    w->Sample(process.start_unix_seconds);
   }
 }
 
 }  // namespace
-
-Format NegotiateFormat(std::string_view accept) {
-  return accept.find("application/openmetrics-text") != std::string_view::npos
-             ? Format::kOpenMetrics
-             : Format::kText;
-}
-
-std::string_view ContentType(Format format) {
-  return format == Format::kOpenMetrics
-             ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
-             : "text/plain; version=0.0.4; charset=utf-8";
-}
-
-void AppendEscapedLabelValue(std::string* out, std::string_view value) {
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      default:
-        *out += c;
-    }
-  }
-}
-
-void AppendValue(std::string* out, double value) {
-  if (std::isnan(value)) {
-    *out += "NaN";
-    return;
-  }
-  if (std::isinf(value)) {
-    *out += value > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  char buffer[32];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  if (ec != std::errc()) {
-    *out += "NaN";
-    return;
-  }
-  out->append(buffer, end);
-}
 
 ProcessFigures ReadProcessFigures() {
   ProcessFigures f;
@@ -365,7 +251,7 @@ ProcessFigures ReadProcessFigures() {
   return f;
 }
 
-void RenderStore(const StoreFigures& st, Format format, std::string* out) {
+void WriteStore(const StoreFigures& st, expo::Writer* w) {
   if (!st.present) return;
   struct Row {
     const char* name;
@@ -440,16 +326,27 @@ void RenderStore(const StoreFigures& st, Format format, std::string* out) {
        "Samples the store refused.", st.append_errors},
   };
   for (const Row& r : rows) {
-    AppendHeader(out, format, r.name, r.type, r.unit, r.help);
-    AppendSample(out, r.name, "", "", r.value);
+    w->Family(r.name, TypeOf(r.type), r.help, r.unit);
+    w->Sample(r.value);
   }
+}
+
+void RenderStore(const StoreFigures& store, Format format, std::string* out) {
+  expo::Writer w(format, out);
+  WriteStore(store, &w);
+}
+
+void WriteSnapshot(const Snapshot& snapshot, const RenderOptions& options,
+                   const ProcessFigures& process, expo::Writer* writer) {
+  WriteDevice(snapshot, options, writer);
+  WriteSelf(snapshot, options, process, writer);
 }
 
 void Render(const Snapshot& snapshot, Format format, const RenderOptions& options,
             const ProcessFigures& process, std::string* out) {
-  RenderDevice(snapshot, format, options, out);
-  RenderSelf(snapshot, format, options, process, out);
-  if (format == Format::kOpenMetrics) *out += "# EOF\n";
+  expo::Writer w(format, out);
+  WriteSnapshot(snapshot, options, process, &w);
+  expo::EndPage(format, out);
 }
 
 std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
@@ -459,8 +356,8 @@ std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
     Entry& e = cache_[format == Format::kOpenMetrics ? 1 : 0];
     if (e.generation != snapshot.generation) {
       e.body.clear();
-      RenderDevice(snapshot, format, options_, &e.body);
-      RenderSelf(snapshot, format, options_, ReadProcessFigures(), &e.body);
+      expo::Writer w(format, &e.body);
+      WriteSnapshot(snapshot, options_, ReadProcessFigures(), &w);
       e.generation = snapshot.generation;
     }
     page = e.body;
@@ -468,7 +365,7 @@ std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
   // The store moves on its own thread, between snapshots: its figures are always current.
   if (store_) RenderStore(store_(), format, &page);
   if (extra_) extra_(format, &page);
-  if (format == Format::kOpenMetrics) page += "# EOF\n";
+  expo::EndPage(format, &page);
   return page;
 }
 

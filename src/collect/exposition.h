@@ -1,8 +1,9 @@
 // collect/exposition.h — the snapshot in Prometheus text format 0.0.4 or OpenMetrics 1.0.
 //
-// Rendering reads only the published snapshot (no NVML, no disk) and writes into a caller-owned
-// string whose capacity is reused. `MetricsPage` caches the last rendering per format, keyed by
-// the snapshot's generation, so any number of scrapes per collection cycle cost one render.
+// Rendering reads only the published snapshot (no NVML, no disk) and writes, through the one
+// family writer (expo/expo.h), into a caller-owned string whose capacity is reused. `MetricsPage`
+// caches the last rendering per format, keyed by the snapshot's generation, so any number of
+// scrapes per collection cycle cost one render.
 #ifndef GPUWARDEN_COLLECT_EXPOSITION_H_
 #define GPUWARDEN_COLLECT_EXPOSITION_H_
 
@@ -13,14 +14,17 @@
 #include <string_view>
 
 #include "collect/snapshot.h"
+#include "expo/expo.h"
 
 namespace gw::collect {
 
-enum class Format { kText, kOpenMetrics };
-
-// OpenMetrics when the Accept header asks for application/openmetrics-text, else text 0.0.4.
-Format NegotiateFormat(std::string_view accept_header);
-std::string_view ContentType(Format format);
+// The format, its negotiation and the value and label writers are expo's; these names keep
+// collect's callers working.
+using expo::AppendEscapedLabelValue;
+using expo::AppendValue;
+using expo::ContentType;
+using expo::Format;
+using expo::NegotiateFormat;
 
 struct RenderOptions {
   bool per_process_metrics = false;
@@ -47,17 +51,16 @@ struct StoreFigures {
   double snapshots_recorded = 0, snapshots_skipped = 0, stale_markers = 0, append_errors = 0;
 };
 
-// Appends the store's own families (gpuwarden_tsdb_*, gpuwarden_recorder_*).
+// Writes the store's own families (gpuwarden_tsdb_*, gpuwarden_recorder_*).
+void WriteStore(const StoreFigures& store, expo::Writer* writer);
 void RenderStore(const StoreFigures& store, Format format, std::string* out);
 
-// Appends the whole exposition of `snapshot` to `out`.
+// Writes the families of `snapshot` (devices, then gpuwarden's own).
+void WriteSnapshot(const Snapshot& snapshot, const RenderOptions& options,
+                   const ProcessFigures& process, expo::Writer* writer);
+// Appends the whole exposition of `snapshot` to `out`, as a page (with `# EOF` in OpenMetrics).
 void Render(const Snapshot& snapshot, Format format, const RenderOptions& options,
             const ProcessFigures& process, std::string* out);
-
-// Appends `value` escaped for a label value (\\, \", \n).
-void AppendEscapedLabelValue(std::string* out, std::string_view value);
-// Appends a sample value as Prometheus writes it: shortest round-trip, NaN, +Inf, -Inf.
-void AppendValue(std::string* out, double value);
 
 // Thread-safe cache of the rendered page.
 class MetricsPage {

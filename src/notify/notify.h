@@ -64,6 +64,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "expo/expo.h"
 
 namespace gw::notify {
 
@@ -144,12 +145,14 @@ class Notifier {
   int64_t corrupt_files_ = 0;
 };
 
-// Appends Prometheus text exposition (# HELP / # TYPE and samples) for the notifier's own
-// metrics: gpuwarden_notifications_sent_total{target},
+// Writes the notifier's own families into `writer` (any format; whoever exposes them calls this,
+// nobody re-parses text): gpuwarden_notifications_sent_total{target},
 // gpuwarden_notifications_failed_total{target}, gpuwarden_notifications_dropped_total,
 // gpuwarden_notification_queue_length{target}, gpuwarden_notification_queue_capacity,
 // gpuwarden_notification_latency_seconds{target} (summary: _sum and _count),
 // gpuwarden_notification_queue_corrupt_files_total.
+void WriteMetrics(const Notifier::Stats& stats, int64_t max_queue, expo::Writer* writer);
+// The same families appended to `out` in Prometheus text 0.0.4.
 void AppendMetrics(const Notifier::Stats& stats, int64_t max_queue, std::string* out);
 
 // ---- Encoding, exposed for tests and for whoever needs the same wire format. ----

@@ -1,6 +1,7 @@
 #include "scrape/scraper.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -46,29 +47,6 @@ void AddTargetLabel(tsdb::Labels* labels, const std::string& target) {
       if (l.name == *c) l.name = "exported_" + *c;
   labels->push_back({"target", target});
   std::sort(labels->begin(), labels->end());
-}
-
-void Header(std::string* out, collect::Format format, std::string_view name, std::string_view type,
-            std::string_view unit, std::string_view help) {
-  std::string_view family = name;
-  if (type == "counter" && format == collect::Format::kOpenMetrics && family.size() > 6 &&
-      family.substr(family.size() - 6) == "_total")
-    family.remove_suffix(6);
-  out->append("# HELP ").append(family).append(" ").append(help).append("\n# TYPE ");
-  out->append(family).append(" ").append(type).append("\n");
-  if (format == collect::Format::kOpenMetrics && !unit.empty())
-    out->append("# UNIT ").append(family).append(" ").append(unit).append("\n");
-}
-
-void Sample(std::string* out, std::string_view name, const std::string& target,
-            std::string_view more_labels, double value) {
-  out->append(name).append("{target=\"");
-  collect::AppendEscapedLabelValue(out, target);
-  out->append("\"");
-  if (!more_labels.empty()) out->append(",").append(more_labels);
-  out->append("} ");
-  collect::AppendValue(out, value);
-  out->append("\n");
 }
 
 bool CountsOutputs(const TargetConfig& config, const tsdb::Labels& labels) {
@@ -398,39 +376,44 @@ std::vector<TargetHealth> Scraper::Health() const {
   return out;
 }
 
-void Scraper::RenderMetrics(collect::Format format, std::string* out) const {
+void Scraper::RenderMetrics(expo::Format format, std::string* out) const {
+  expo::Writer writer(format, out);
+  WriteFamilies(&writer);
+}
+
+void Scraper::WriteFamilies(expo::Writer* w) const {
   if (targets_.empty()) return;
+  using expo::Type;
   std::lock_guard<std::mutex> lock(mu_);
-  Header(out, format, "gpuwarden_scrape_up", "gauge", "",
-         "1 if the last scrape of the application target succeeded, 0 if not.");
+  w->Family("gpuwarden_scrape_up", Type::kGauge,
+            "1 if the last scrape of the application target succeeded, 0 if not.");
   for (const auto& t : targets_)
-    if (t->health.scraped) Sample(out, "gpuwarden_scrape_up", t->config.name, "", t->health.up);
-  Header(out, format, "gpuwarden_scrape_duration_seconds", "gauge", "seconds",
-         "How long the last scrape of the target took.");
+    if (t->health.scraped) w->Sample().Label("target", t->config.name).Value(t->health.up);
+  w->Family("gpuwarden_scrape_duration_seconds", Type::kGauge,
+            "How long the last scrape of the target took.", "seconds");
+  for (const auto& t : targets_)
+    if (t->health.scraped) w->Sample().Label("target", t->config.name).Value(t->health.duration_s);
+  w->Family("gpuwarden_scrape_samples", Type::kGauge,
+            "Samples in the target's last successful scrape.");
   for (const auto& t : targets_)
     if (t->health.scraped)
-      Sample(out, "gpuwarden_scrape_duration_seconds", t->config.name, "", t->health.duration_s);
-  Header(out, format, "gpuwarden_scrape_samples", "gauge", "",
-         "Samples in the target's last successful scrape.");
+      w->Sample().Label("target", t->config.name).Value(static_cast<double>(t->health.samples));
+  w->Family("gpuwarden_scrape_errors_total", Type::kCounter,
+            "Failed scrapes of the target (no reply, HTTP error, unparsable page).");
   for (const auto& t : targets_)
-    if (t->health.scraped)
-      Sample(out, "gpuwarden_scrape_samples", t->config.name, "",
-             static_cast<double>(t->health.samples));
-  Header(out, format, "gpuwarden_scrape_errors_total", "counter", "",
-         "Failed scrapes of the target (no reply, HTTP error, unparsable page).");
-  for (const auto& t : targets_)
-    Sample(out, "gpuwarden_scrape_errors_total", t->config.name, "",
-           static_cast<double>(t->health.errors));
-  Header(out, format, "gpu_service_info", "gauge", "",
-         "1 for each application target and each GPU serving it (scrape.targets[].gpus).");
-  std::string labels;
+    w->Sample().Label("target", t->config.name).Value(static_cast<double>(t->health.errors));
+  w->Family("gpu_service_info", Type::kGauge,
+            "1 for each application target and each GPU serving it (scrape.targets[].gpus).");
+  char index[16];
   for (const auto& t : targets_) {
     for (unsigned gpu : t->config.gpus) {
       if (gpu >= uuids_.size() || uuids_[gpu].empty()) continue;
-      labels = "gpu=\"" + std::to_string(gpu) + "\",uuid=\"";
-      collect::AppendEscapedLabelValue(&labels, uuids_[gpu]);
-      labels += "\"";
-      Sample(out, "gpu_service_info", t->config.name, labels, 1);
+      auto [end, ec] = std::to_chars(index, index + sizeof index, gpu);
+      w->Sample()
+          .Label("target", t->config.name)
+          .Label("gpu", std::string_view(index, end - index))
+          .Label("uuid", uuids_[gpu])
+          .Value(1);
     }
   }
 }

@@ -6,7 +6,7 @@
 //     scraper.ScrapeDue(t);                            // stepped simulator only (instead of Start)
 //     if (scraper.Drain(&appender, s) > 0) appender.Commit();
 //   });
-//   page.SetExtra([&](Format f, std::string* out) { scraper.RenderMetrics(f, out); });
+//   scraper.WriteFamilies(&writer);                    // into the /metrics page's expo::Writer
 //
 // A scrape GETs the target's page (Prometheus text 0.0.4 or OpenMetrics, parsed by
 // tsdb::ParseText — the same reader as `gpuwarden tsdb import`) and keeps every sample at the
@@ -27,7 +27,7 @@
 // Threading: scrapes run on the scrape thread (Start) or on the caller of ScrapeDue — never
 // both, never on an HTTP request thread. The store has one writer, so scrape results are queued
 // (FIFO, at most kMaxQueued; a target whose results are not drained is not scraped meanwhile)
-// and appended by Drain on the store's writer thread (the recorder's). RenderMetrics and
+// and appended by Drain on the store's writer thread (the recorder's). WriteFamilies and
 // Health may be called from any thread. Steady state does not allocate per sample: series are
 // looked up by their text in a per-target table, and batches are recycled.
 #ifndef GPUWARDEN_SCRAPE_SCRAPER_H_
@@ -44,9 +44,9 @@
 #include <vector>
 
 #include "base/log.h"
-#include "collect/exposition.h"
 #include "collect/recorder.h"
 #include "collect/snapshot.h"
+#include "expo/expo.h"
 #include "scrape/target.h"
 
 namespace gw::scrape {
@@ -102,7 +102,9 @@ class Scraper {
   size_t Drain(collect::SampleAppender* appender, const collect::Snapshot& snapshot);
 
   // gpuwarden_scrape_* {target} and gpu_service_info (docs/metrics.md, "Business metrics").
-  void RenderMetrics(collect::Format format, std::string* out) const;
+  void WriteFamilies(expo::Writer* writer) const;
+  // The same, appended to `out` in `format` (WriteFamilies over a writer of its own).
+  void RenderMetrics(expo::Format format, std::string* out) const;
   std::vector<TargetHealth> Health() const;
   // The outputs of target `target` (index into the configured list) counted so far: false while
   // none are (no `outputs`, or no successful scrape yet). Any thread; no allocation.

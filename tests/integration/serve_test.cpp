@@ -38,18 +38,73 @@ TEST(Serve, PowerCapScenarioValuesAgreeWithTheScenario) {
   EXPECT_EQ(Value(samples, "gpuwarden_collect_cycles_total", {{"schedule", "fast"}}), 121);
 }
 
+// Notification targets and a scrape target (none reachable), so that notify's and scrape's
+// families are on the page with the device's and gpuwarden's own; a webhook URL with a quote
+// in it, for the label escaping.
+std::vector<std::string> AgentWithEveryFamily(const TempDir& dir) {
+  WriteFile(dir / "gpuwarden.yaml",
+            "alerting:\n  alertmanagers: [http://127.0.0.1:1]\n"
+            "  webhooks: [\"http://127.0.0.1:1/hook?a=\\\"b\\\"\"]\n"
+            "scrape:\n  targets:\n    - name: llm\n      url: http://127.0.0.1:1/metrics\n"
+            "      gpus: [0]\n");
+  return {"--simulate",
+          "demo",
+          "--sim-clock",
+          "stepped",
+          "--per-process-metrics",
+          "--config",
+          dir / "gpuwarden.yaml",
+          "--data-dir",
+          dir / "data"};
+}
+
 TEST(Serve, MetricsPassPromtoolLint) {
-  AgentProcess agent({"--simulate", "demo", "--sim-clock", "stepped", "--per-process-metrics"});
+  TempDir dir;
+  AgentProcess agent(AgentWithEveryFamily(dir));
   ASSERT_NE(agent.port(), 0);
   agent.Advance(30);
   HttpReply page = agent.Get("/metrics");
   ASSERT_EQ(page.status, 200);
-  TempDir dir;
+  EXPECT_NE(page.body.find("gpuwarden_notifications_sent_total{"), std::string::npos);
+  EXPECT_NE(page.body.find("gpuwarden_scrape_errors_total{"), std::string::npos);
   WriteFile(dir / "metrics.txt", page.body);
   std::string out;
   int code = RunCommand({"promtool", "check", "metrics"}, &out, 60, dir / "metrics.txt");
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(out, "") << out;
+}
+
+// The same page in OpenMetrics, read by Prometheus' own OpenMetrics parser (`promtool check
+// metrics` reads text 0.0.4 only): `promtool tsdb create-blocks-from openmetrics` refuses a page
+// without `# EOF`, a bad escape, or a `# UNIT` that is not the family name's suffix. That tool
+// wants a timestamp on every sample, so one is added to each sample line here.
+TEST(Serve, OpenMetricsPageParsesWithPrometheusParser) {
+  TempDir dir;
+  AgentProcess agent(AgentWithEveryFamily(dir));
+  ASSERT_NE(agent.port(), 0);
+  agent.Advance(30);
+  HttpReply page = agent.Get("/metrics", "application/openmetrics-text;version=1.0.0");
+  ASSERT_EQ(page.status, 200);
+  ASSERT_GE(page.body.size(), 6u);
+  EXPECT_EQ(page.body.substr(page.body.size() - 6), "# EOF\n");
+  EXPECT_EQ(page.body.find("# EOF"), page.body.size() - 6) << "# EOF more than once";
+  EXPECT_NE(page.body.find("# UNIT gpu_energy_joules joules\n"), std::string::npos);
+  std::string stamped;
+  size_t begin = 0;
+  while (begin < page.body.size()) {
+    size_t end = page.body.find('\n', begin);
+    if (end == std::string::npos) end = page.body.size();
+    stamped.append(page.body, begin, end - begin);
+    if (page.body[begin] != '#') stamped += " 1700000000";
+    stamped += '\n';
+    begin = end + 1;
+  }
+  WriteFile(dir / "metrics.om", stamped);
+  std::string out;
+  int code = RunCommand(
+      {"promtool", "tsdb", "create-blocks-from", "openmetrics", dir / "metrics.om", dir / "blocks"},
+      &out, 120);
+  EXPECT_EQ(code, 0) << out << "\n" << page.body;
 }
 
 TEST(Serve, OpenMetricsWhenAsked) {

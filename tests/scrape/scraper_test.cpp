@@ -256,7 +256,7 @@ TEST(ScraperTest, ADeadTargetIsDownAndSaysWhy) {
   EXPECT_FALSE(health[0].up);
   EXPECT_NE(health[0].last_error.find("cannot connect"), std::string::npos) << health[0].last_error;
   std::string metrics;
-  scraper.RenderMetrics(collect::Format::kText, &metrics);
+  scraper.RenderMetrics(expo::Format::kText, &metrics);
   EXPECT_NE(metrics.find("gpuwarden_scrape_up{target=\"gone\"} 0\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("gpuwarden_scrape_errors_total{target=\"gone\"} 1\n"), std::string::npos)
       << metrics;
@@ -300,7 +300,7 @@ TEST(ScraperTest, TheThreadScrapesOnItsOwnAndRendersMetrics) {
   scraper.Drain(&store, TwoGpus());
   EXPECT_GE(store.Samples({{"__name__", "x"}}).size(), 3u);
   std::string metrics;
-  scraper.RenderMetrics(collect::Format::kOpenMetrics, &metrics);
+  scraper.RenderMetrics(expo::Format::kOpenMetrics, &metrics);
   EXPECT_NE(metrics.find("gpuwarden_scrape_up{target=\"svc\"} 1\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("# TYPE gpuwarden_scrape_errors counter\n"), std::string::npos);
   EXPECT_NE(metrics.find("gpu_service_info{target=\"svc\",gpu=\"0\",uuid=\"GPU-aaaa\"} 1\n"),
