@@ -33,11 +33,12 @@ bool ParseLogLevel(std::string_view text, LogLevel* level) {
 }
 
 Logger::Logger(LogLevel min_level) : min_level_(min_level) {}
-Logger::Logger(LogLevel min_level, Sink sink) : min_level_(min_level), sink_(std::move(sink)) {}
+Logger::Logger(LogLevel min_level, Sink sink, const Clock* clock)
+    : min_level_(min_level), sink_(std::move(sink)), clock_(clock) {}
 
 void Logger::Log(LogLevel level, std::string_view message) {
   if (level < min_level_) return;
-  auto now = std::chrono::system_clock::now();
+  const Clock::TimePoint now = clock_->Now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
   int ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);

@@ -1,6 +1,7 @@
 // A small leveled logger: one line per event, "2026-11-29T18:56:44.123Z level=warn msg" on
 // stderr. Thread-safe. Passed around explicitly where tests need to see what was said; the
-// process-wide instance exists for the CLI's own messages.
+// process-wide instance exists for the CLI's own messages. The time stamp is UTC, read from a
+// base/clock.h Clock (the system clock unless a test passes its own).
 #ifndef GPUWARDEN_BASE_LOG_H_
 #define GPUWARDEN_BASE_LOG_H_
 
@@ -8,6 +9,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+
+#include "base/clock.h"
 
 namespace gw {
 
@@ -22,8 +25,9 @@ class Logger {
 
   // Writes to stderr at `min_level` and above.
   explicit Logger(LogLevel min_level = LogLevel::kInfo);
-  // Sends every line at or above `min_level` to `sink` instead (tests capture lines this way).
-  Logger(LogLevel min_level, Sink sink);
+  // Sends every line at or above `min_level` to `sink` instead (tests capture lines this way),
+  // stamped with `clock`'s time (it must outlive the logger).
+  Logger(LogLevel min_level, Sink sink, const Clock* clock = &SystemClock());
 
   void Log(LogLevel level, std::string_view message);
   void Debug(std::string_view m) { Log(LogLevel::kDebug, m); }
@@ -35,6 +39,7 @@ class Logger {
  private:
   LogLevel min_level_;
   Sink sink_;
+  const Clock* clock_ = &SystemClock();
   std::mutex mu_;
 };
 

@@ -249,7 +249,7 @@ Slot ClockEventSecondsSlot(size_t reason_index);
 // Families rendered from dynamic data (name, type, help), for docs and the catalogue test.
 extern const std::array<Family, 4> kDynamicFamilies;
 
-// What an XID means and what to do about it (shared/reference/nvml.md §10); "" if unknown.
+// What an XID means and what to do about it (docs/nvml-notes.md, "Events and XIDs"); "" if unknown.
 std::string_view XidMeaning(unsigned xid);
 std::string_view XidAction(unsigned xid);
 

@@ -1,4 +1,4 @@
-// NVML C ABI, declared by this project from the facts in shared/reference/nvml.md.
+// NVML C ABI, declared by this project from the facts in docs/nvml-notes.md.
 //
 // No nvml.h exists on our machines, so this file is the single place where the ABI of
 // libnvidia-ml.so.1 is written down. It is shared by two sides that never link to each other:
@@ -6,7 +6,7 @@
 //   - sim/  (libnvml-sim.so) defines the same functions, so the compiler checks its signatures.
 //
 // Only what gpuwarden uses is declared. Layouts are checked against
-// the sizes and offsets in the reference (tests/sim/abi_test.cpp). Plain C on purpose.
+// the sizes and offsets in docs/nvml-notes.md (tests/sim/abi_test.cpp). Plain C on purpose.
 #ifndef GPUWARDEN_NVML_ABI_H_
 #define GPUWARDEN_NVML_ABI_H_
 

@@ -195,7 +195,7 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsig
 
 #ifndef GW_SIM_LEGACY
 // With `driver: {process_info_v3_stride: 32}` this writes 32-byte entries while *infoCount still
-// counts 24-byte ones (nvml.md trap 1): callers must over-allocate or use _v2.
+// counts 24-byte ones (docs/nvml-notes.md, trap 1): callers must over-allocate or use _v2.
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                      nvmlProcessInfo_v2_t* infos) {
   return RunningProcesses(device, infoCount, infos, Layout::kV2DriverStride, __func__);

@@ -3,7 +3,7 @@
 // Each model carries what NVML reports for that board (name, memory, power limits, clocks,
 // temperature thresholds, PCI device id, architecture) and what the simulator needs to move its
 // readings in a believable way (idle and full-load power, thermal resistance and time constant).
-// Values come from shared/reference/nvml.md §11 and public spec sheets; where the reference marks
+// Values come from docs/nvml-notes.md ("Typical values") and public spec sheets; where that marks
 // a value UNCONFIRMED the simulator uses a plausible one (docs/scenarios.md lists them all).
 //
 // Thread-safety: the catalogue is immutable; every function here may be called from any thread.

@@ -1,5 +1,5 @@
-// Layouts of the nvml/abi.h types against the sizes and offsets in shared/reference/nvml.md
-// (computed there from NVIDIA's header for x86-64). A wrong layout corrupts memory silently on a
+// Layouts of the nvml/abi.h types against the sizes and offsets in docs/nvml-notes.md
+// (computed from NVIDIA's header for x86-64). A wrong layout corrupts memory silently on a
 // real driver, so every field offset is pinned.
 #include <gtest/gtest.h>
 

@@ -198,7 +198,7 @@ TEST_F(SimApiTest, MemoryInfoV2ChecksTheStructVersion) {
   nvmlDevice_t gpu = Gpu(0);
   AdvanceTo(1'000);
   nvmlMemory_v2_t memory{};
-  memory.version = 2;  // the classic mistake (nvml.md trap 2)
+  memory.version = 2;  // the classic mistake (docs/nvml-notes.md, trap 2)
   EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo_v2(gpu, &memory), NVML_ERROR_FUNCTION_NOT_FOUND);
   memory.version = nvmlMemory_v2;
   ASSERT_EQ(nvml.nvmlDeviceGetMemoryInfo_v2(gpu, &memory), NVML_SUCCESS);

@@ -1,5 +1,5 @@
 // Test support: a real Slurm 22.05 cluster of one node on this machine, with munge, started in a
-// temporary run directory as docs in ../shared/reference/jobs-and-governance.md §1 describe:
+// temporary run directory as docs/slurm-notes.md describes:
 // fake GPU devices (mknod <dir>/nvidiaN c 195 N), slurmctld and slurmd on free loopback ports,
 // SLURM_CONF set in this process's environment so that squeue/sbatch/scancel find the cluster.
 // Needs root (slurmd, mknod). Every daemon runs in the foreground as a child and is stopped by its
