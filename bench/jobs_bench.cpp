@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "base/log.h"
-#include "cli/jobs_service.h"
 #include "collect/snapshot.h"
 #include "config/config.h"
+#include "serve/jobs_service.h"
 
 namespace {
 
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   config::Config config;
   config.storage.path = root + "/data";
   Logger logger(LogLevel::kError);
-  cli::JobsService jobs(config, &logger, cli::JobsServiceOptions{proc, "benchnode"});
+  serve::JobsService jobs(config, &logger, serve::JobsServiceOptions{proc, "benchnode"});
 
   double slow_cpu = 0, fast_cpu = 0, wall = 0;
   int slow_n = 0, fast_n = 0;

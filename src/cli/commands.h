@@ -10,19 +10,6 @@
 
 namespace gw::cli {
 
-// The evaluation limits of config.query (timeout, max samples), without a gate: for rules and
-// `gpuwarden query`. serve's query API adds its gate (query.max_concurrency, query.max_queued).
-promql::EngineOptions QueryEngineOptions(const config::Config& config);
-
-// Serves until SIGINT/SIGTERM. Exit 0 on a clean stop, 1 if the listener cannot start.
-// Without NVML it keeps serving self-metrics and logs why.
-// `serve` stops within kCollectorStopSeconds of SIGTERM as far as NVML is concerned: a collector
-// thread still inside NVML after that is left behind, the rest is stopped and written, and the
-// process exits with kExitLeftInsideNvml (docs/operations.md).
-inline constexpr double kCollectorStopSeconds = 2.0;
-inline constexpr int kExitLeftInsideNvml = 3;
-int RunServe(const config::Config& config, const std::string& version, Logger* logger);
-
 // Collects once (one slow and one fast cycle) and prints. Exit 0, or 2 when there is no NVML.
 // `sim_time` (stepped simulator only) advances simulated time first, e.g. "90s".
 int RunSnapshot(const config::Config& config, bool json, const std::string& sim_time,

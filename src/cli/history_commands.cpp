@@ -15,12 +15,13 @@
 #include <unordered_map>
 
 #include "cli/commands.h"
-#include "cli/store.h"
 #include "http/client.h"
 #include "http/prom_api.h"
 #include "http/prom_format.h"
 #include "promql/engine.h"
 #include "promql/parser.h"
+#include "serve/query_metrics.h"
+#include "serve/store.h"
 #include "tsdb/openmetrics.h"
 
 namespace gw::cli {
@@ -118,10 +119,10 @@ int RunQuery(const config::Config& config, const QueryArgs& args, Logger* logger
     return Print(reply->status, reply->body, args.json);
   }
 
-  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
+  auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kReadOnly);
   if (!db) return 1;
   auto querier = db->NewQuerier();
-  promql::Engine engine(QueryEngineOptions(config));
+  promql::Engine engine(serve::QueryEngineOptions(config));
   promql::QueryResult result = [&]() -> promql::QueryResult {
     if (!range) {
       int64_t t = NowMs();
@@ -243,7 +244,7 @@ class ParsePipeline {
 int RunTsdbImport(const config::Config& config, const std::string& file, Logger* logger) {
   // One writer per data directory: refused, touching nothing, while an agent or another import
   // holds it (its checkpoint would delete the agent's live WAL segments).
-  auto lock = LockDataDir(config.storage, "tsdb import");
+  auto lock = serve::LockDataDir(config.storage, "tsdb import");
   if (!lock.ok()) {
     std::fprintf(stderr, "gpuwarden: %s\n", lock.error().message.c_str());
     return 1;
@@ -273,7 +274,7 @@ int RunTsdbImport(const config::Config& config, const std::string& file, Logger*
   } unmap{mapped, size};
   const std::string_view text(static_cast<const char*>(mapped), size);
   // No WAL for an import: Flush makes it durable at the end, and a crashed import is re-run.
-  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kBulkImport);
+  auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kBulkImport);
   if (!db) return 1;
   std::unordered_map<std::string, tsdb::SeriesRef> refs;
   tsdb::Labels labels;
@@ -333,7 +334,7 @@ int RunTsdbImport(const config::Config& config, const std::string& file, Logger*
 }
 
 int RunTsdbExport(const config::Config& config, const std::string& match, Logger* logger) {
-  auto db = OpenStoreForCommand(config.storage, logger, StoreMode::kReadOnly);
+  auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kReadOnly);
   if (!db) return 1;
   std::vector<tsdb::Matcher> matchers;
   if (match.empty()) {

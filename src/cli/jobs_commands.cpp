@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "cli/jobs_service.h"
 #include "cli/snapshot_view.h"
 #include "http/client.h"
+#include "serve/jobs_service.h"
 
 namespace gw::cli {
 
@@ -79,7 +79,7 @@ Expected<nlohmann::json> AskAgent(const std::string& url, const std::string& pat
 }
 
 Expected<std::vector<jobs::JobRecord>> ReadRecords(const config::Config& config) {
-  const std::string dir = JobRecordsDir(config);
+  const std::string dir = serve::JobRecordsDir(config);
   if (!std::filesystem::exists(dir + "/jobs.jsonl")) return std::vector<jobs::JobRecord>{};
   auto store = jobs::JobRecordStore::Open(dir);
   if (!store.ok()) return store.error();

@@ -11,12 +11,12 @@
 
 #include "base/heap.h"
 #include "base/log.h"
-#include "cli/agent.h"
 #include "cli/commands.h"
 #include "cli/diagnose_commands.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
 #include "config/config.h"
+#include "serve/serve.h"
 #include "top/top.h"
 
 namespace {
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
   if (!app.got_subcommand("serve") && flags.log_level.empty()) level = gw::LogLevel::kWarn;
   gw::Logger logger(level);
 
-  if (app.got_subcommand("serve")) return gw::cli::RunServe(config, kVersion, &logger);
+  if (app.got_subcommand("serve")) return gw::serve::Run(config, kVersion, &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
   if (top->parsed()) return gw::top::RunTop(config, flags.top, &logger);
   if (diagnose->parsed()) return gw::cli::RunDiagnose(config, flags.diagnose, &logger);

@@ -5,14 +5,16 @@
 #include <string>
 
 #include "collect/snapshot.h"
+#include "serve/snapshot_json.h"
 
 namespace gw::cli {
 
 // A table for people: one line per GPU, then the health problems of each GPU that has any.
 std::string SnapshotTable(const collect::Snapshot& snapshot);
 
-// The same as JSON for programs (schema in docs/metrics.md, "snapshot --json").
-std::string SnapshotJson(const collect::Snapshot& snapshot);
+// The same as JSON for programs is serve::SnapshotJson (serve/snapshot_json.h), also named here
+// for the views that print either.
+using serve::SnapshotJson;
 
 // Table helpers shared by the CLI's views: UTC time "YYYY-MM-DD HH:MM:SSZ", and `s` padded
 // with spaces to `width`.

@@ -1,0 +1,236 @@
+// serve/jobs_service.h — the serve command's task layer: who holds each GPU, what the scheduler
+// says about jobs, per-job GPU figures on /metrics, job records on disk, and the jobs API.
+//
+//   JobsService jobs(config, logger);
+//   jobs.Start();                                        // polls squeue when jobs.scheduler: slurm
+//   recorder.SetAfterRecord([&](const Snapshot& s, int64_t) { jobs.OnSnapshot(s); });
+//   page.SetExtra([&](Format f, std::string* out) { jobs.RenderMetrics(f, out); });
+//   jobs.RecordSeriesInto(&store_appender);              // the same families into the store
+//   jobs.RegisterRoutes(server);                         // GET /api/gw/v1/jobs[/<id>], /queue
+//   ...
+//   jobs.Stop();                                         // also done by the destructor
+//
+// Each snapshot: the GPUs' readings feed the JobLedger (jobs/job_records.h), which accumulates
+// per-job statistics; the scheduler's events taken since the last snapshot (jobs/slurm.h) feed it
+// too. Who holds each GPU — the GPU processes NVML reported, attributed through /proc
+// (jobs/attribution.h), and the scheduler's allocations — is recomputed only when its inputs
+// change: the process lists or a listed pid's process (serve/jobs_mapping.h: nothing is read
+// between the collector's slow cycles, one stat read per pid at a slow cycle with unchanged lists),
+// or the scheduler's job table (a successful poll). Otherwise the last mapping is reused. When a
+// job ends, its record is appended to `jobs.records_dir`/jobs.jsonl (fsync'ed) by OnSnapshot after
+// it has released the lock. Time is the snapshot's (simulated time under
+// --simulate); Slurm's event times are its own (the wall clock: with a simulated fleet, only the
+// realtime clock at speed 1 lines the two up; a stepped clock does not).
+//
+// The store: with RecordSeriesInto, every family below is also appended to the agent's store at
+// each snapshot's time, before the rules evaluate (RunServe calls OnSnapshot, then the rules), so
+// deploy/rules/task.yml fires in the agent as in Prometheus. Series references are reused; a job's
+// series get stale markers at the snapshot that no longer has it (serve/jobs_series.h).
+//
+// Job records: loaded from jobs.jsonl once at start and kept in memory — the latest 100,000 that
+// ended within storage.retention of the newest — so the API never reads the disk; each record is
+// appended to the file and then to memory when its job ends. Older records are on disk only
+// (`gpuwarden jobs` without --url reads the whole file). What is guaranteed: the API lists a job as
+// finished (with its record) only once the record is written and fsync'ed, so every finished job
+// the API has shown survives a crash of the agent or the machine. In between — from the snapshot
+// that ends the job until its append returns (one write + fsync on the recorder's thread, the lock
+// released) — the API lists the job as RUNNING with its final figures. A crash in that window
+// loses the record (as it did when the write was under the lock); a Slurm job that squeue still
+// lists as finished after the restart is recorded again, without its GPU figures. A failed write
+// keeps the record in memory only (gpuwarden_job_record_errors_total counts it).
+//
+// Metrics (docs/metrics.md, "Task layer"): allocation info per GPU and job (job labels go on job
+// series only, never on device series), per running job figures (labels job_id, user, team,
+// partition), queue-wait / start-latency / run-time histograms by partition, jobs by state, idle
+// allocated GPUs, and the Slurm poller's health. Nothing read from a process' environment beyond
+// the allow-list of jobs/environ.h reaches metrics, the API, the log or the disk.
+//
+// Threading: OnSnapshot runs on the recorder's thread (one thread: the record writes rely on it);
+// RenderMetrics and the API handlers on the HTTP server's threads. One mutex guards the state;
+// OnSnapshot holds it for the statistics and, when the inputs changed, the mapping (no disk
+// write, no fsync under it; /proc reads only when the mapping is checked or recomputed). Request
+// handlers read memory only. Errors (records dir not writable, squeue failing) are logged and
+// shown in metrics; the service keeps running.
+//
+// Allocation: in a steady state (same processes, same jobs, no new squeue poll) OnSnapshot
+// allocates nothing, slow-cycle pid checks included (tested without a store attached);
+// allocation happens when something changes (docs/benchmarks.md, "Task layer").
+#ifndef GPUWARDEN_SERVE_JOBS_SERVICE_H_
+#define GPUWARDEN_SERVE_JOBS_SERVICE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/log.h"
+#include "collect/exposition.h"
+#include "collect/snapshot.h"
+#include "config/config.h"
+#include "jobs/attribution.h"
+#include "jobs/job_records.h"
+#include "jobs/slurm.h"
+#include "serve/jobs_mapping.h"
+#include "serve/jobs_series.h"
+#include "serve/queue_api.h"
+
+namespace gw::http {
+class Server;
+}
+
+namespace gw::serve {
+
+struct JobsServiceOptions {
+  std::string proc_root = "/proc";  // tests point it at a fake tree
+  // This machine's name in Slurm's node lists ("" = the host name, short form). Only jobs
+  // running on it are attributed, accounted and recorded here.
+  std::string node_name;
+};
+
+// Whether a Slurm host list ("gpu[01-04,07],login1") names `host`.
+bool HostListContains(std::string_view list, std::string_view host);
+
+// The records directory a configuration names (jobs.records_dir, else STORAGE_PATH/jobs).
+std::string JobRecordsDir(const config::Config& config);
+
+// Which jobs GET /api/gw/v1/jobs and `gpuwarden jobs` list.
+struct JobsQuery {
+  bool running_only = false;
+  double since_s = 0;  // > 0: finished jobs that ended within this long before now (running kept)
+  std::string team;    // "" = every team
+};
+
+class JobsService {
+ public:
+  // `logger` must outlive this object. Opens (creates) the records directory; if that fails, the
+  // error is logged and jobs are tracked without records.
+  JobsService(const config::Config& config, Logger* logger, JobsServiceOptions options = {});
+  ~JobsService();
+  JobsService(const JobsService&) = delete;
+  JobsService& operator=(const JobsService&) = delete;
+
+  // Starts the Slurm poller's thread when jobs.scheduler is slurm (first poll right away).
+  void Start();
+  void Stop();
+
+  // One recorded snapshot (the recorder's thread, after it is stored).
+  void OnSnapshot(const collect::Snapshot& snapshot);
+
+  // Appends the task-layer families (docs/metrics.md "Task layer") in `format`.
+  void RenderMetrics(collect::Format format, std::string* out) const;
+
+  // From now on, OnSnapshot also appends those families to `appender` at the snapshot's time and
+  // commits (stale markers for series that went away). `appender` must outlive this object and
+  // OnSnapshot must run on its writer thread. Call before the first OnSnapshot.
+  void RecordSeriesInto(collect::SampleAppender* appender);
+
+  // Where a finished job's final cost comes from (GovernanceService::FinalJobCost), asked on
+  // OnSnapshot's thread (and, for running jobs' cost so far, on the API's) with this service's
+  // lock held — so `lookup` must not call back into this service. Before the first OnSnapshot;
+  // unset, records carry no cost.
+  void SetJobCostLookup(jobs::JobLedger::CostLookup lookup);
+
+  // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T), GET /api/gw/v1/jobs/<id>, and
+  // GET /api/gw/v1/queue (?team=T; serve/queue_api.h).
+  void RegisterRoutes(http::Server* server);
+
+  // The API's documents: {"status":"success","data":{"jobs":[...]}} and one job's
+  // {"status":"success","data":{...}}; nullopt for an unknown id. Records use the field names of
+  // jobs.jsonl (jobs/job_records.h); running jobs have state "RUNNING" and end_time 0.
+  std::string JobsJson(const JobsQuery& query) const;
+  std::optional<std::string> JobJson(const std::string& job_id) const;
+  // The queue document of serve/queue_api.h (the last poll's pending jobs; no Slurm call).
+  std::string QueueJson(const std::string& team) const;
+
+  // Read-only views for the platform layer (serve/governance_service.h), as of the last snapshot.
+  struct HeldGpus {
+    std::string job_id;  // as a person knows it (process jobs: the GPUWARDEN_JOB name)
+    std::string source, name, user, account, team, partition;
+    std::vector<unsigned> gpus;  // this node's GPU indices
+  };
+  std::vector<HeldGpus> AllocatedJobs() const;
+  // The scheduler's jobs as last polled (empty without jobs.scheduler: slurm).
+  std::map<std::string, jobs::SlurmJob> SlurmJobs() const;
+  // Moves with every successful poll, never otherwise (0 without Slurm): a reader that saw this
+  // version need not copy SlurmJobs() again (SlurmPoller::JobsVersion).
+  std::uint64_t SlurmJobsVersion() const;
+
+ private:
+  struct JobMeta {
+    std::string source;  // "slurm" or "process"
+    std::string name, user, account, team, partition;
+    double start_s = 0;
+  };
+  struct Histogram {
+    std::string name, bucket_name, sum_name, count_name;
+    std::vector<double> bounds;
+    std::vector<std::string> le;  // bound texts as OpenMetrics wants them ("1.0"), then "+Inf"
+    std::map<std::string, std::vector<std::uint64_t>> counts;  // by partition, per bound + Inf
+    std::map<std::string, double> sums;
+    void Init(std::string family, std::vector<double> bucket_bounds);
+    void Observe(const std::string& partition, double v);
+  };
+
+  void Observe(const collect::Snapshot& snapshot);  // mu_ held
+  // Scheduler events into the ledger; true when there were any, or when the job table changed
+  // (then slurm_allocations_ and the Slurm jobs' meta_ were rebuilt).
+  bool TakeSchedulerEvents(double now_s);
+  // From the process mapping (just recomputed): process_allocations_, meta_, the ledger.
+  void Attribute(double now_s);
+  // Appends finished jobs' records to the store; mu_ NOT held (takes it at the end).
+  void WriteRecords(const std::vector<jobs::JobRecord>& records);
+  void TrackIdle(const collect::Snapshot& snapshot, double now_s);
+  void NoteEndedJobs(double now_s);
+  std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
+  double NowS() const;                                  // mu_ held
+  // Hands every task-layer family to `sink` (jobs_metrics.cpp); mu_ held. Allocates nothing
+  // per sample, so the store's steady state does not either.
+  void EmitFamilies(TaskFamilySink* sink, double now_s, const jobs::SlurmHealth* health) const;
+  void EmitPerJob(TaskFamilySink* sink, double now_s) const;
+  void EmitHistogram(TaskFamilySink* sink, const Histogram& h, std::string_view help) const;
+  // The job id a person knows: the ledger keys process jobs "process:<GPUWARDEN_JOB>".
+  static std::string_view VisibleJobId(std::string_view key);
+
+  config::Config config_;
+  Logger* log_;
+  std::unique_ptr<jobs::JobRecordStore> store_;
+  std::unique_ptr<jobs::SlurmPoller> poller_;
+  jobs::TeamMap teams_;
+  std::unique_ptr<QueueApi> queue_api_;  // the pending jobs of the poller's last poll
+
+  mutable std::mutex mu_;
+  ProcessJobMapping mapping_;
+  jobs::CycleInput cycle_;           // Observe's scratch (its capacity is kept)
+  std::uint64_t slurm_version_ = 0;  // the poller's JobsVersion last walked
+  std::unique_ptr<jobs::JobLedger> ledger_;
+  jobs::JobLedger::CostLookup cost_lookup_;  // running jobs' cost so far (API)
+  double last_snapshot_s_ = 0;
+  // Running jobs as the ledger keys them ("process:<name>" for process jobs) and who they are.
+  std::map<std::string, JobMeta> meta_;
+  std::vector<jobs::JobGpuStats> running_;  // the ledger's view after the last snapshot
+  std::set<std::string> latency_seen_;      // jobs whose start latency was observed
+  // gpu index -> (ledger key of each job holding it): the union of the two below, rebuilt when
+  // either changes.
+  std::map<unsigned, std::set<std::string>> allocations_;
+  std::map<unsigned, std::set<std::string>> slurm_allocations_;    // from the job table
+  std::map<unsigned, std::set<std::string>> process_allocations_;  // from the process mapping
+  // Finished jobs' records taken from the ledger, being written by OnSnapshot outside mu_.
+  std::vector<jobs::JobRecord> writing_;
+  std::map<unsigned, std::pair<std::string, std::string>> gpu_ids_;  // index -> (gpu, uuid) text
+  std::map<unsigned, double> idle_since_s_;  // allocated GPUs idle since; absent when active
+  std::map<unsigned, double> memory_used_ratio_;
+  std::map<std::string, double> jobs_by_state_;
+  Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
+  std::uint64_t record_errors_ = 0;
+  std::string node_name_;
+  std::unique_ptr<TaskSeriesRecorder> series_;  // the store (RecordSeriesInto); OnSnapshot's thread
+};
+
+}  // namespace gw::serve
+
+#endif  // GPUWARDEN_SERVE_JOBS_SERVICE_H_
