@@ -443,6 +443,7 @@ const std::map<std::string, Setter>& Setters() {
       {"governance.quotas", Governance("governance.quotas")},
       {"governance.under_use_ratio", Governance("governance.under_use_ratio")},
       {"governance.under_use_for", Governance("governance.under_use_for")},
+      {"governance.memory_held_ratio", Governance("governance.memory_held_ratio")},
       {"governance.prices.gpu_hour", Governance("governance.prices.gpu_hour")},
       {"governance.prices.energy_kwh", Governance("governance.prices.energy_kwh")},
       {"governance.prices.currency", Governance("governance.prices.currency")},

@@ -235,6 +235,7 @@ const std::vector<std::string>& GovernanceKeys() {
       "governance.quotas",
       "governance.under_use_ratio",
       "governance.under_use_for",
+      "governance.memory_held_ratio",
       "governance.prices.gpu_hour",
       "governance.prices.energy_kwh",
       "governance.prices.currency",
@@ -300,6 +301,15 @@ Status ParseGovernanceKey(const std::string& file, const std::string& key, const
   if (key == "governance.under_use_ratio") return Ratio(at, n, key, &s.quotas.under_use_ratio);
   if (key == "governance.under_use_for")
     return Seconds(at, n, key, true, &s.quotas.under_use_for_s);
+  if (key == "governance.memory_held_ratio") {
+    double v = 0;
+    if (Status st = Number(at, n, key, 0, &v); !st.ok()) return st;
+    if (v > 1)
+      return Error{at(n) + ": " + key + ": expected a share of the GPU's memory 0-1, got '" +
+                   Printable(n.Scalar()) + "'"};
+    s.memory_held_ratio = v;
+    return Status::Ok();
+  }
   if (key == "governance.prices.gpu_hour") {
     s.prices.gpu_hour_by_model.clear();
     if (n.IsNull()) return Status::Ok();

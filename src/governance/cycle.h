@@ -17,7 +17,7 @@ struct GpuReading {
   std::string model;         // gpu_info's name ("NVIDIA A100-SXM4-80GB")
   double util_ratio = 0;     // SM utilization 0-1
   bool util_known = false;   // false: no reading this cycle (never idle then)
-  bool memory_held = false;  // a process on it, or at least 5 % of its memory used
+  bool memory_held = false;  // Settings::MemoryHeld: a process, or enough memory in use
   double memory_used_bytes = 0;
   std::optional<double> energy_j;  // the cumulative energy counter, when the GPU has one
   double power_w = 0;              // used for energy when there is no counter

@@ -60,6 +60,10 @@ double PriceSettings::GpuHourPrice(const std::string& model) const {
   return best;
 }
 
+bool Settings::MemoryHeld(bool has_processes, double used_bytes, double total_bytes) const {
+  return has_processes || (total_bytes > 0 && used_bytes >= memory_held_ratio * total_bytes);
+}
+
 bool GlobMatch(const std::string& pattern, const std::string& text) {
   // Iterative matcher with one backtrack point (the last '*').
   size_t p = 0, t = 0, star = std::string::npos, mark = 0;

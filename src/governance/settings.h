@@ -85,10 +85,19 @@ struct PriceSettings {
 
 struct Settings {
   double idle_threshold = 0.05;  // utilization ratio at or below which an allocated GPU is idle
+  // An idle GPU "holds memory" (a forgotten notebook rather than an empty allocation) when a
+  // process runs on it or at least this share of its memory is in use
+  // (governance.memory_held_ratio). See MemoryHeld.
+  double memory_held_ratio = 0.05;
   std::vector<ReclaimPolicy> reclaim;
   PoolSettings pool;
   QuotaSettings quotas;
   PriceSettings prices;
+
+  // The "memory held" rule: true when `has_processes`, or when `total_bytes` is known (above 0)
+  // and `used_bytes` is at least memory_held_ratio of it. Decides GpuReading::memory_held, hence a
+  // reclaim policy's `memory` filter, the decision's reason and gpu_team_idle_gpus{memory}.
+  bool MemoryHeld(bool has_processes, double used_bytes, double total_bytes) const;
 };
 
 // Shell-style glob: '*' any run, '?' one character. Case-sensitive.

@@ -327,4 +327,24 @@ Status UsageLedger::Restore(std::string_view text) {
   return Status::Ok();
 }
 
+std::optional<jobs::JobCostRecord> UsageLedger::JobCostRecordOf(const std::string& job_id) const {
+  if (prices_.gpu_hour_by_model.empty() && prices_.default_gpu_hour == 0 &&
+      prices_.energy_per_kwh == 0)
+    return std::nullopt;  // no prices configured: no cost to record
+  const JobCost* found = nullptr;
+  if (auto it = jobs_.find(job_id); it != jobs_.end()) found = &it->second;
+  for (auto it = ended_.rbegin(); !found && it != ended_.rend(); ++it)
+    if (it->id == job_id) found = &*it;
+  if (!found) return std::nullopt;
+  const CostTotals& c = found->cost;
+  jobs::JobCostRecord r;
+  r.currency = prices_.currency;
+  r.allocated_gpu_hours = c.allocated_gpu_s / 3600;
+  r.energy_kwh = c.energy_j / 3.6e6;
+  r.allocation_cost = c.allocation_cost;
+  r.energy_cost = c.energy_cost;
+  r.idle_allocated_cost = c.idle_cost;
+  return r;
+}
+
 }  // namespace gw::governance

@@ -37,6 +37,7 @@
 #define GPUWARDEN_GOVERNANCE_USAGE_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@
 #include "base/error.h"
 #include "governance/cycle.h"
 #include "governance/settings.h"
+#include "jobs/job_records.h"
 
 namespace gw::governance {
 
@@ -110,6 +112,10 @@ class UsageLedger {
   const std::vector<JobCost>& ended_jobs() const { return ended_; }
   const NodeCost& node() const { return node_; }
   const PriceSettings& prices() const { return prices_; }
+
+  // A job's cost for its record (jobs/job_records.h): so far while it runs, final once it ended
+  // (its latest run). nullopt when no price is configured or the job was never seen holding GPUs.
+  std::optional<jobs::JobCostRecord> JobCostRecordOf(const std::string& job_id) const;
 
   // The running totals as JSON text: the cost totals of every team, partition, team x partition
   // and the node; each team's GPU-hour period (its start and figures); the running jobs' cost so

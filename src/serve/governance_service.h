@@ -1,36 +1,34 @@
-// serve/governance_service.h — the serve command's platform layer: idle-but-allocated GPUs and the
-// reclaim policy, shared-pool congestion, team quotas and cost (governance/), on /metrics, in the
-// store (so rules evaluate in-agent), and through /api/gw/v1/teams and /api/gw/v1/reclaim.
+// serve/governance_service.h — the serve command's platform layer as a serve::Service:
+// idle-but-allocated GPUs and the reclaim policy, shared-pool congestion, team quotas and cost
+// (governance/), on /metrics, in the store (so rules evaluate in-agent), and through
+// /api/gw/v1/teams and /api/gw/v1/reclaim. It wires the parts below and holds their one mutex:
 //
-//   GovernanceService gov(config, &jobs, appender, logger);
-//   gov.Start();                                  // worker: reclaim commands, capacity polls
-//   recorder.SetAfterRecord([&](const Snapshot& s, int64_t t) {
-//     jobs.OnSnapshot(s); gov.OnSnapshot(s, t); alerting.Tick(t); });
-//   page.SetExtra([&](Format f, std::string* out) { gov.RenderMetrics(f, out); });
-//   gov.RegisterRoutes(server);
-//   ...
-//   gov.Stop();                                   // also done by the destructor
+//   serve/governance_cycle.h       a snapshot + the jobs holding its GPUs -> governance::Cycle
+//   serve/governance_state.h       the domain's trackers and the reclaim counters
+//   serve/governance_decisions.h   the decisions log (JSONL) and the recent decisions
+//   serve/governance_commands.h    the worker: reclaim commands and capacity polls
+//   serve/governance_checkpoint.h  usage.json, so a restarted agent continues the figures
+//   serve/governance_metrics.h     the families (docs/metrics.md, "Governance")
+//   serve/governance_api.h         the JSON routes
 //
-// Each snapshot (after the task layer has taken it): the GPUs and the jobs holding them
-// (JobsService::AllocatedJobs, plus QOS and comment from the Slurm job table) form a
-// governance::Cycle; the idle tracker, the reclaim engine and the usage ledger take it; with
-// jobs.scheduler: slurm the pool tracker takes squeue's jobs and the partitions' capacity
-// (`governance.capacity_command`, polled every jobs.poll_interval on the worker). The resulting
-// families (docs/metrics.md, "Governance") are appended to the store at the snapshot's time.
+//   GovernanceService gov(config, &jobs, appender, logger);   // reads usage.json back
+//   gov.RegisterRoutes(server); gov.Start();                  // the worker
+//   gov.OnSnapshot(snapshot, t_ms);                           // after JobsService::OnSnapshot
+//   gov.RenderMetrics(format, &page);
+//   gov.Stop();                                               // also done by the destructor
 //
-// Reclaim decisions are logged (info; failures as errors), appended to the decisions log (JSONL,
-// governance.decisions_log, one DecisionToJson object per line) and counted in
-// gpu_reclaim_actions_total{reason,action}. Commands (scontrol requeue, scancel, hooks) run on the
-// worker thread, one at a time, as child processes without a shell and with a timeout; a failure
-// is logged, counted in gpu_reclaim_failures_total and never retried for that job.
+// Each snapshot: the cycle goes to the idle tracker, the reclaim engine and the usage ledger;
+// with jobs.scheduler: slurm the pool tracker takes squeue's jobs and the partitions' capacity
+// (`governance.capacity_command`, polled every jobs.poll_interval on the worker). The figures are
+// appended to the store at the snapshot's time.
 //
-// Restarts: the cost totals, each team's GPU-hour period, the reclaim counters and (with Slurm)
-// the pools' queue-wait windows are written to STORAGE_PATH/governance/usage.json (the
-// checkpoints of governance/usage.h and pool.h, replaced atomically, fsync'ed) once a minute of
-// snapshot time and at Stop, and read back by the constructor, so a restarted agent continues them
-// (kill -9 loses at most the last minute; a quick restart charges the gap as any gap of at most 2
-// minutes). An unreadable file is kept as usage.json.corrupt and said in the log; the figures then
-// start from zero.
+// Reclaim decisions are logged (info; failures as errors), appended to the decisions log and
+// counted in gpu_reclaim_actions_total{reason,action}. Commands run on the worker, one at a time,
+// without a shell and with a timeout; a failure is logged, counted in gpu_reclaim_failures_total
+// and never retried for that job.
+//
+// Restarts: the checkpoint is written once a minute of snapshot time and at Stop (kill -9 loses
+// at most the last minute; a quick restart charges the gap as any gap of at most 2 minutes).
 //
 // Threading: OnSnapshot on the recorder's thread (it alone uses the appender); RenderMetrics and
 // the API on the HTTP threads; commands and capacity polls on the worker. One mutex guards the
@@ -38,29 +36,29 @@
 #ifndef GPUWARDEN_SERVE_GOVERNANCE_SERVICE_H_
 #define GPUWARDEN_SERVE_GOVERNANCE_SERVICE_H_
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
 #include "collect/snapshot.h"
 #include "config/config.h"
-#include "governance/pool.h"
-#include "governance/reclaim.h"
-#include "governance/usage.h"
+#include "jobs/job_records.h"
+#include "serve/governance_checkpoint.h"
+#include "serve/governance_commands.h"
+#include "serve/governance_cycle.h"
+#include "serve/governance_decisions.h"
+#include "serve/governance_metrics.h"
+#include "serve/governance_state.h"
 #include "serve/jobs_series.h"
 #include "serve/jobs_service.h"
-#include "tsdb/storage.h"
+#include "serve/service.h"
 
 namespace gw::http {
 class Server;
@@ -68,31 +66,28 @@ class Server;
 
 namespace gw::serve {
 
-// The decisions log a configuration names (governance.decisions_log, else
-// STORAGE_PATH/governance/decisions.jsonl).
-std::string DecisionsLogPath(const config::Config& config);
-// Where the running totals are kept across restarts: STORAGE_PATH/governance/usage.json.
-std::string UsageCheckpointPath(const config::Config& config);
-
-class GovernanceService {
+class GovernanceService : public Service {
  public:
   // `jobs` and `logger` must outlive this object; `appender` (may be null: no store) too.
+  // `clock` (default: the system's) is read for a command's outcome before the first snapshot.
   GovernanceService(const config::Config& config, const JobsService* jobs,
-                    collect::SampleAppender* appender, Logger* logger);
-  ~GovernanceService();
+                    collect::SampleAppender* appender, Logger* logger,
+                    const Clock* clock = &SystemClock());
+  ~GovernanceService() override;
   GovernanceService(const GovernanceService&) = delete;
   GovernanceService& operator=(const GovernanceService&) = delete;
 
-  void Start();
-  void Stop();
+  const char* name() const override { return "governance"; }
+  void Start() override;
+  void Stop() override;
 
   // One recorded snapshot (the recorder's thread, after JobsService::OnSnapshot).
-  void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms);
+  void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) override;
 
-  void RenderMetrics(collect::Format format, std::string* out) const;
+  void RenderMetrics(collect::Format format, std::string* out) override;
 
   // GET /api/gw/v1/teams and GET /api/gw/v1/reclaim (?limit=N decisions, newest first).
-  void RegisterRoutes(http::Server* server);
+  void RegisterRoutes(http::Server* server) override;
   std::string TeamsJson() const;
   std::string ReclaimJson(std::size_t limit) const;
 
@@ -101,57 +96,24 @@ class GovernanceService {
   std::optional<jobs::JobCostRecord> FinalJobCost(const std::string& job_id) const;
 
  private:
-  struct Figure {
-    const char* family;   // index into the family table by name
-    tsdb::Labels labels;  // sorted, with __name__
-    double value = 0;
-  };
+  void Record(const governance::Decision& d);  // mu_ held: counted, logged, queued for the file
+  void CommandDone(const governance::ReclaimCommand& command, const std::string& error);
+  void PollCapacity();               // the worker
+  void AppendToStore(int64_t t_ms);  // recorder thread
 
-  void Loop();
-  void PollCapacity();
-  void Record(const governance::Decision& d);  // mu_ held; queues the line for WriteDecisions
-  void WriteDecisions();  // mu_ not held: appends the queued lines to the log, fsync
-  void BuildFigures(const governance::Cycle& cycle);  // mu_ held
-  void AppendToStore(int64_t t_ms);                   // recorder thread
-  void LoadCheckpoint();
-  void WriteCheckpoint();  // mu_ not held
-
-  config::Config config_;
-  const JobsService* jobs_;
-  collect::SampleAppender* appender_;
+  const config::Config config_;
   Logger* log_;
+  const Clock* clock_;
   const bool slurm_;
-  std::string decisions_path_;
+  collect::SampleAppender* appender_;
 
   mutable std::mutex mu_;
-  governance::IdleTracker idle_;
-  governance::ReclaimEngine reclaim_;
-  governance::UsageLedger usage_;
-  governance::PoolTracker pools_;
-  bool capacity_known_ = false;
-  bool capacity_up_ = false;
-  std::string capacity_error_;
-  std::map<std::pair<std::string, std::string>, double> actions_;  // (reason, action) -> count
-  std::map<std::string, double> failures_;                         // action -> count
-  std::deque<std::string> recent_;                                 // decisions' JSON, newest last
-  double last_now_s_ = 0;
-  std::vector<Figure> figures_;
-  std::uint64_t decision_log_errors_ = 0;
-  std::vector<std::string> unwritten_;                // decisions not yet in the log file
-  std::mutex file_mu_;                                // serialises appends to the decisions log
-  std::map<std::string, jobs::SlurmJob> slurm_jobs_;  // recorder thread: the last table copied
-  std::uint64_t slurm_version_ = 0;                   // ... and its JobsVersion (0: none)
-  std::string checkpoint_path_;
-  double checkpoint_s_ = 0;         // snapshot time of the last checkpoint (mu_)
-  std::mutex checkpoint_mu_;        // one checkpoint written at a time (recorder thread, Stop)
-  bool checkpoint_failed_ = false;  // said once in the log until a write succeeds (checkpoint_mu_)
-
-  // The worker.
-  std::mutex queue_mu_;
-  std::condition_variable wake_;
-  std::deque<governance::ReclaimCommand> queue_;
-  bool stopping_ = false;
-  std::thread worker_;
+  GovernanceState state_;                  // (mu_)
+  std::vector<GovernanceFigure> figures_;  // the last snapshot's (mu_)
+  DecisionsLog decisions_;
+  GovernanceCheckpoint checkpoint_;
+  CycleBuilder cycles_;  // recorder thread
+  CommandWorker worker_;
 
   // The figures into the store, with series references and stale markers as the task layer's
   // families (serve/jobs_series.h); touched only on the recorder thread. Null without a store.

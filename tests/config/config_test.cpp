@@ -190,5 +190,23 @@ TEST(Config, EverySectionQuotesBadTextTheSameWay) {
   EXPECT_NE(s.message().find("x\\x09y"), std::string::npos) << s.message();
 }
 
+TEST(Config, GovernanceMemoryHeldRatio) {
+  TempDir dir;
+  Config config;
+  EXPECT_DOUBLE_EQ(config.governance.settings.memory_held_ratio, 0.05);  // the default
+  WriteFile(dir / "c.yaml", "governance:\n  memory_held_ratio: 0.2\n");
+  ASSERT_TRUE(LoadConfigFile(dir / "c.yaml", &config).ok());
+  EXPECT_DOUBLE_EQ(config.governance.settings.memory_held_ratio, 0.2);
+  for (const char* bad : {"1.5", "-0.1", "lots", "[0.1]"}) {
+    WriteFile(dir / "c.yaml", std::string("governance:\n  memory_held_ratio: ") + bad + "\n");
+    Config c;
+    Status s = LoadConfigFile(dir / "c.yaml", &c);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find(dir / "c.yaml" + ":2: governance.memory_held_ratio: expected"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace gw::config

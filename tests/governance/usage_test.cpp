@@ -113,6 +113,31 @@ TEST(Usage, SharedGpusAreSplitAndPowerIsIntegratedWithoutACounter) {
   EXPECT_EQ(usage.ended_jobs()[0].id, "b");
 }
 
+// A job's cost for its record: so far while it runs, final once it ended; none without prices
+// or for a job never seen.
+TEST(Usage, JobCostRecordOfRunningAndEndedJobs) {
+  PriceSettings prices;
+  prices.default_gpu_hour = 2.0;
+  prices.currency = "EUR";
+  double base[1] = {0};
+  UsageLedger usage({}, prices, 0.05);
+  for (double t = 0; t <= 1800; t += 60)
+    usage.Observe(MakeCycle(kT0 + t, {{"Tesla T4", 0.4, 50}}, {Job("a", {0}, "x")}, false, base));
+  std::optional<jobs::JobCostRecord> running = usage.JobCostRecordOf("a");
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(running->currency, "EUR");
+  EXPECT_NEAR(running->allocated_gpu_hours, 0.5, 1e-9);
+  EXPECT_NEAR(running->allocation_cost, 1.0, 1e-9);
+  usage.Observe(MakeCycle(kT0 + 1860, {{"Tesla T4", 0.4, 50}}, {}, false, base));
+  std::optional<jobs::JobCostRecord> ended = usage.JobCostRecordOf("a");
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_NEAR(ended->allocation_cost, running->allocation_cost, 0.05);
+  EXPECT_FALSE(usage.JobCostRecordOf("never-seen").has_value());
+  UsageLedger unpriced({}, PriceSettings{}, 0.05);
+  unpriced.Observe(MakeCycle(kT0, {{"Tesla T4", 0.4, 50}}, {Job("a", {0}, "x")}, false, base));
+  EXPECT_FALSE(unpriced.JobCostRecordOf("a").has_value());
+}
+
 TEST(Usage, GpuQuotaOverAndChronicUnderUse) {
   QuotaSettings q;
   q.teams["vision"].gpus = 1;
