@@ -18,6 +18,10 @@ void IdleTracker::Observe(const Cycle& cycle) {
   for (const RunningJob& job : cycle.jobs)
     for (unsigned g : job.gpus) ++holders[g];
 
+  // A GPU this cycle did not read loses its streak.
+  std::set<unsigned> read;
+  for (const GpuReading& r : cycle.gpus) read.insert(r.index);
+  streaks_.Retain([&read](unsigned index) { return read.count(index) > 0; });
   std::map<unsigned, GpuIdle> next;
   for (const GpuReading& r : cycle.gpus) {
     GpuIdle g;
@@ -25,11 +29,8 @@ void IdleTracker::Observe(const Cycle& cycle) {
     g.allocated = holders.count(r.index) > 0;
     g.util_ratio = r.util_ratio;
     g.memory_held = r.memory_held;
-    g.idle = g.allocated && r.util_known && r.util_ratio <= threshold_;
-    if (g.idle) {
-      auto prev = gpus_.find(r.index);
-      g.idle_since_s = prev != gpus_.end() && prev->second.idle ? prev->second.idle_since_s : now;
-    }
+    g.idle = streaks_.Observe(r.index, g.allocated, r.util_known, r.util_ratio, now);
+    if (g.idle) g.idle_since_s = *streaks_.Since(r.index);
     next[r.index] = g;
   }
   gpus_ = std::move(next);

@@ -7,7 +7,9 @@
 //                ... later, on the runner's thread's result: reclaim.Completed(c, error, now_s)
 //
 // Idle: an allocated GPU is idle in a cycle when its utilization is at or below the threshold (no
-// reading = not idle). Its streak starts at the first idle cycle and resets on any activity. A job
+// reading = not idle). Its streak starts at the first idle cycle and resets on any activity
+// (jobs::IdleStreaks, jobs/idle_streak.h: the task layer's rule too); a GPU a cycle did not read
+// loses its streak. A job
 // is idle when all of its GPUs are; its streak is the shortest of theirs. Idle ratio = GPU-seconds
 // in idle cycles / allocated GPU-seconds (each interval between two cycles is charged to the state
 // at its end; intervals over 120 s — an agent stall — are not charged).
@@ -37,6 +39,7 @@
 
 #include "governance/cycle.h"
 #include "governance/settings.h"
+#include "jobs/idle_streak.h"
 
 namespace gw::governance {
 
@@ -59,11 +62,11 @@ struct IdleTotals {
 class IdleTracker {
  public:
   explicit IdleTracker(double idle_threshold, double max_gap_s = 120)
-      : threshold_(idle_threshold), max_gap_s_(max_gap_s) {}
+      : streaks_(idle_threshold), max_gap_s_(max_gap_s) {}
 
   void Observe(const Cycle& cycle);
 
-  double threshold() const { return threshold_; }
+  double threshold() const { return streaks_.threshold(); }
   // Per GPU index, as of the last cycle.
   const std::map<unsigned, GpuIdle>& gpus() const { return gpus_; }
   // Seconds GPU `index` has been idle at `now_s`; 0 when active or not allocated.
@@ -78,7 +81,8 @@ class IdleTracker {
   const std::map<std::string, IdleTotals>& by_job() const { return by_job_; }
 
  private:
-  double threshold_, max_gap_s_;
+  jobs::IdleStreaks streaks_;
+  double max_gap_s_;
   double last_s_ = 0;
   std::map<unsigned, GpuIdle> gpus_;
   std::map<std::string, IdleTotals> by_team_, by_partition_, by_job_;

@@ -145,18 +145,18 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
                "Allocated GPUs idle (utilization at or below jobs.idle_threshold) for at least "
                "jobs.idle_window.");
   double idle_gpus = 0;
-  for (const auto& [gpu, since] : idle_since_s_)
+  for (const auto& [gpu, since] : idle_.since())
     if (now - since >= config_.jobs.idle_window_s) idle_gpus += 1;
   sink->Sample("gpu_idle_allocated_gpus", {}, idle_gpus);
   sink->Family("gpu_idle_streak_seconds", "gauge", "seconds",
                "How long an allocated GPU has been idle; 0 when active.");
   for (const auto& [gpu, keys] : allocations_) {
     const IndexText index(gpu);
-    auto it = idle_since_s_.find(gpu);
+    auto it = idle_.since().find(gpu);
     LabelList l;
     l.Add("gpu", index.view()).Add("uuid", uuid_of(gpu));
     sink->Sample("gpu_idle_streak_seconds", l.span(),
-                 it == idle_since_s_.end() ? 0 : now - it->second);
+                 it == idle_.since().end() ? 0 : now - it->second);
   }
 
   sink->Family("gpu_jobs", "gauge", "", "Jobs by state (Slurm's states; process jobs RUNNING).");
@@ -271,8 +271,8 @@ void JobsService::EmitPerJob(TaskFamilySink* sink, double now) const {
         case kIdleStreak: {
           double streak = s.gpus.empty() ? 0 : 1e300;
           for (unsigned g : s.gpus) {
-            auto it = idle_since_s_.find(g);
-            streak = std::min(streak, it == idle_since_s_.end() ? 0 : now - it->second);
+            auto it = idle_.since().find(g);
+            streak = std::min(streak, it == idle_.since().end() ? 0 : now - it->second);
           }
           sample(streak);
           break;

@@ -49,7 +49,8 @@ JobsService::JobsService(const config::Config& config, Logger* logger, JobsServi
     : config_(config),
       log_(logger),
       teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}),
-      mapping_(options.proc_root) {
+      mapping_(options.proc_root),
+      idle_(config.jobs.idle_threshold) {
   node_name_ = options.node_name.empty() ? config.jobs.node_name : options.node_name;
   if (node_name_.empty()) node_name_ = ShortHostName();
   const std::string dir = JobRecordsDir(config);
@@ -305,17 +306,13 @@ void JobsService::NoteEndedJobs(double now_s) {
 }
 
 void JobsService::TrackIdle(const collect::Snapshot& snapshot, double now_s) {
-  for (auto it = idle_since_s_.begin(); it != idle_since_s_.end();)
-    it = allocations_.count(it->first) ? std::next(it) : idle_since_s_.erase(it);
+  // A GPU's streak ends when it is no longer allocated; a snapshot without it keeps the streak.
+  idle_.Retain([this](unsigned index) { return allocations_.count(index) > 0; });
   for (const collect::GpuSnapshot& gpu : snapshot.gpus) {
     const unsigned index = gpu.identity.index;
     if (!allocations_.count(index)) continue;
     const double util = gpu.value(collect::Slot::kUtilization);
-    if (collect::IsAbsent(util) || util > config_.jobs.idle_threshold) {
-      idle_since_s_.erase(index);
-    } else {
-      idle_since_s_.try_emplace(index, now_s);  // emplace would build a node each time
-    }
+    (void)idle_.Observe(index, true, !collect::IsAbsent(util), util, now_s);
   }
 }
 

@@ -73,6 +73,7 @@
 #include "collect/snapshot.h"
 #include "config/config.h"
 #include "jobs/attribution.h"
+#include "jobs/idle_streak.h"
 #include "jobs/job_records.h"
 #include "jobs/slurm.h"
 #include "serve/jobs_mapping.h"
@@ -219,7 +220,7 @@ class JobsService {
   // Finished jobs' records taken from the ledger, being written by OnSnapshot outside mu_.
   std::vector<jobs::JobRecord> writing_;
   std::map<unsigned, std::pair<std::string, std::string>> gpu_ids_;  // index -> (gpu, uuid) text
-  std::map<unsigned, double> idle_since_s_;  // allocated GPUs idle since; absent when active
+  jobs::IdleStreaks idle_;  // allocated GPUs idle since (jobs.idle_threshold)
   std::map<unsigned, double> memory_used_ratio_;
   std::map<std::string, double> jobs_by_state_;
   Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
