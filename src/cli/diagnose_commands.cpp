@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "http/client.h"
 #include "http/prom_api.h"
 #include "http/prom_format.h"
@@ -16,9 +17,7 @@ namespace gw::cli {
 namespace {
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return SystemClock().NowMs();
 }
 
 // --time (default now) and --since; prints the problem and returns false when malformed.

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "cli/commands.h"
 #include "http/client.h"
 #include "http/prom_api.h"
@@ -29,9 +30,7 @@ namespace gw::cli {
 namespace {
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return SystemClock().NowMs();
 }
 
 std::string LabelsText(const nlohmann::json& metric) {

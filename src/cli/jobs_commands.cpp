@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "cli/snapshot_view.h"
 #include "http/client.h"
 #include "serve/jobs_service.h"
@@ -87,7 +88,7 @@ Expected<std::vector<jobs::JobRecord>> ReadRecords(const config::Config& config)
 }
 
 double NowS() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return SystemClock().NowSeconds();
 }
 
 void PrintJson(const std::vector<jobs::JobRecord>& records) {

@@ -2,7 +2,7 @@
 // to a sender, and answers /api/v1/rules and /api/v1/alerts.
 //
 // Usage (serve):
-//   rules::Manager m(options, [&] { return store.Querier(); }, &sink, send_to_notify, &logger);
+//   rules::Manager m(options, [&] { return db->NewQuerier(); }, &sink, send_to_notify, &logger);
 //   if (Status s = m.Load({"rules/*.yml"}); !s.ok()) log(s.message());   // "FILE:LINE: reason"
 //   ... after each collection cycle: m.EvalDue(sample_time_ms);
 //   http: m.RulesApi(type) / m.AlertsApi()  (the "data" part of Prometheus' responses)

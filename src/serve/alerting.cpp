@@ -4,9 +4,12 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
+#include "base/secret_file.h"
+#include "expo/expo.h"
+#include "http/prom_api.h"
 #include "http/server.h"
 #include "serve/query_metrics.h"
 
@@ -39,15 +42,6 @@ std::string HostName() {
   return name;
 }
 
-// The first line of a secret file (password, bearer token), without its line end.
-Expected<std::string> ReadSecret(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return Error{"cannot read " + path};
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  return line;
-}
-
 Expected<notify::Target> ToTarget(const config::ReceiverConfig& r, notify::Target::Kind kind,
                                   const std::string& external_url) {
   notify::Target t;
@@ -56,12 +50,12 @@ Expected<notify::Target> ToTarget(const config::ReceiverConfig& r, notify::Targe
   t.timeout_s = r.timeout_s;
   t.basic_auth_user = r.basic_auth_username;
   if (!r.basic_auth_password_file.empty()) {
-    auto secret = ReadSecret(r.basic_auth_password_file);
+    auto secret = ReadSecretFile(r.basic_auth_password_file);
     if (!secret.ok()) return Error{r.url + ": basic_auth.password_file: " + secret.error().message};
     t.basic_auth_password = *secret;
   }
   if (!r.bearer_token_file.empty()) {
-    auto secret = ReadSecret(r.bearer_token_file);
+    auto secret = ReadSecretFile(r.bearer_token_file);
     if (!secret.ok()) return Error{r.url + ": bearer_token_file: " + secret.error().message};
     t.bearer_token = *secret;
   }
@@ -175,8 +169,7 @@ Status Alerting::Load() {
   }
   ++reloads_;
   last_reload_ok_ = s.ok();
-  last_reload_unix_ =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  last_reload_unix_ = SystemClock().NowSeconds();
   if (!s.ok()) {
     ++reload_failures_;
     log_->Error("rules: " + s.message() + " (the rules loaded before keep running)");
@@ -198,9 +191,7 @@ void Alerting::StartWallClock(std::mutex* writer) {
     std::unique_lock<std::mutex> lock(clock_mu_);
     while (!stopping_) {
       lock.unlock();
-      int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
+      const int64_t now = SystemClock().NowMs();
       if (writer != nullptr) {
         std::lock_guard<std::mutex> write(*writer);
         Tick(now);
@@ -221,9 +212,7 @@ void Alerting::Send(std::vector<rules::Alert> alerts) {
   // their own clock, so alert times are moved to the wall clock, keeping their distance to now.
   int64_t shift = 0;
   if (!config_.simulate.scenario.empty()) {
-    const int64_t wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+    const int64_t wall = SystemClock().NowMs();
     shift = wall - eval_time_ms_.load();
   }
   for (rules::Alert& a : alerts) {  // external labels are already on them (rules::Manager)
@@ -244,13 +233,8 @@ void Alerting::RegisterRoutes(http::Server* server) {
   server->Get("/api/v1/rules", [this](const http::Request& req, http::Response& res) {
     std::string type = req.param("type");
     if (!type.empty() && type != "alert" && type != "record") {
-      res.status = 400;
-      nlohmann::json body = {
-          {"status", "error"},
-          {"errorType", "bad_data"},
-          {"error", "invalid parameter \"type\": not supported value \"" + type + "\""}};
-      res.body = body.dump();
-      res.content_type = "application/json";
+      http::WriteApiError(res, 400, "bad_data",
+                          "invalid parameter \"type\": not supported value \"" + type + "\"");
       return;
     }
     ApiJson(res, manager_ ? manager_->RulesApi(type)
@@ -278,64 +262,30 @@ void Alerting::RegisterRoutes(http::Server* server) {
 }
 
 void Alerting::RenderMetrics(collect::Format format, std::string* out) const {
-  // Counters: the sample is NAME_total; the family is NAME_total in text 0.0.4, NAME in
-  // OpenMetrics.
-  auto family = [out, format](const std::string& name, const char* type, const char* help,
-                              double v) {
-    const bool counter = std::string_view(type) == "counter";
-    const std::string sample = counter ? name + "_total" : name;
-    const std::string fam = counter && format == collect::Format::kText ? sample : name;
-    *out += "# HELP " + fam + " " + help + "\n# TYPE " + fam + " " + type + "\n" + sample + " ";
-    collect::AppendValue(out, v);
-    *out += '\n';
+  expo::Writer w(format, out);
+  auto family = [&w](std::string_view name, expo::Type type, std::string_view help, double v) {
+    w.Family(name, type, help);
+    w.Sample(v);
   };
-  family("gpuwarden_rules_config_last_reload_successful", "gauge",
+  family("gpuwarden_rules_config_last_reload_successful", expo::Type::kGauge,
          "Whether the last rule reload succeeded (1) or failed (0).", last_reload_ok_ ? 1 : 0);
-  family("gpuwarden_rules_config_last_reload_success_timestamp_seconds", "gauge",
+  family("gpuwarden_rules_config_last_reload_success_timestamp_seconds", expo::Type::kGauge,
          "When the rules were last (re)loaded.", last_reload_unix_);
   if (manager_) {
     rules::Manager::Stats s = manager_->stats();
-    family("gpuwarden_rules", "gauge", "Rules loaded.", static_cast<double>(s.rules));
-    family("gpuwarden_rule_evaluations", "counter", "Rule group evaluations.",
+    family("gpuwarden_rules", expo::Type::kGauge, "Rules loaded.", static_cast<double>(s.rules));
+    family("gpuwarden_rule_evaluations_total", expo::Type::kCounter, "Rule group evaluations.",
            static_cast<double>(s.evaluations));
-    family("gpuwarden_rule_evaluation_failures", "counter", "Rule evaluations that failed.",
-           static_cast<double>(s.evaluation_failures));
-    family("gpuwarden_rule_evaluation_duration_seconds", "gauge",
+    family("gpuwarden_rule_evaluation_failures_total", expo::Type::kCounter,
+           "Rule evaluations that failed.", static_cast<double>(s.evaluation_failures));
+    family("gpuwarden_rule_evaluation_duration_seconds", expo::Type::kGauge,
            "Duration of the last evaluation of the groups that were due.", s.last_duration_s);
-    family("gpuwarden_alerts_firing", "gauge", "Alerts firing.",
+    family("gpuwarden_alerts_firing", expo::Type::kGauge, "Alerts firing.",
            static_cast<double>(s.alerts_firing));
-    family("gpuwarden_alerts_pending", "gauge", "Alerts pending.",
+    family("gpuwarden_alerts_pending", expo::Type::kGauge, "Alerts pending.",
            static_cast<double>(s.alerts_pending));
   }
-  if (!notifier_) return;
-  std::string text;
-  notify::AppendMetrics(notifier_->stats(), max_queue_, &text);
-  if (format == collect::Format::kText) {
-    *out += text;
-    return;
-  }
-  // OpenMetrics names a counter family without its _total suffix (the samples keep it).
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + begin, end - begin);
-    if (line.rfind("# TYPE ", 0) == 0 || line.rfind("# HELP ", 0) == 0) {
-      size_t name_end = line.find(' ', 7);
-      std::string_view name = line.substr(7, name_end - 7);
-      if (name.size() > 6 && name.substr(name.size() - 6) == "_total") {
-        *out += line.substr(0, 7);
-        *out += name.substr(0, name.size() - 6);
-        *out += line.substr(name_end);
-        *out += '\n';
-        begin = end + 1;
-        continue;
-      }
-    }
-    *out += line;
-    *out += '\n';
-    begin = end + 1;
-  }
+  if (notifier_) notify::WriteMetrics(notifier_->stats(), max_queue_, &w);
 }
 
 }  // namespace gw::serve

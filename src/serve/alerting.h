@@ -1,9 +1,11 @@
 // serve/alerting.h — the serve command's alerting: rule files (the built-in pack and the user's)
 // evaluated over the store, alerts handed to the notifier (Alertmanagers, webhooks).
 //
-//   Alerting alerting(config, db, logger);
+//   Alerting alerting(config, db, listen_port, logger);   // db may be null: no rules then
+//   alerting.StartNotifier();
 //   alerting.Load();                      // at start; again on SIGHUP and POST /-/reload
-//   recorder.SetAfterRecord([&](int64_t t) { alerting.Tick(t); });
+//   alerting.Tick(t_ms);                  // after each recorded snapshot (serve.cpp's list)
+//   alerting.Stop();
 //
 // Time: rules are evaluated at the time of the data just recorded (Tick, on the recorder's
 // thread, which is also the store's only writer — so recording-rule results and ALERTS series

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "base/clock.h"
 #include "http/prom_api.h"
 #include "http/prom_format.h"
 #include "report/report.h"
@@ -13,9 +14,7 @@ namespace gw::serve {
 namespace {
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return SystemClock().NowMs();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "base/clock.h"
 #include "serve/jobs_service.h"
 
 namespace gw::serve {
@@ -41,7 +42,7 @@ struct IndexText {
 };
 
 double WallNowS() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return SystemClock().NowSeconds();
 }
 
 // The throttle reason labels in name order (the order a std::map of reasons has), for merging

@@ -8,46 +8,36 @@ namespace gw::serve {
 
 namespace {
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Separates the parts of a series key; never part of a valid UTF-8 name or value.
 constexpr char kKeySeparator = '\xff';
 
 }  // namespace
 
+namespace {
+
+expo::Type TypeOf(std::string_view type) {
+  if (type == "counter") return expo::Type::kCounter;
+  if (type == "histogram") return expo::Type::kHistogram;
+  if (type == "gauge") return expo::Type::kGauge;
+  return expo::Type::kUnknown;
+}
+
+}  // namespace
+
 void ExpositionSink::Family(std::string_view name, std::string_view type, std::string_view unit,
                             std::string_view help) {
-  std::string_view family = name;
-  if (type == "counter" && format_ == collect::Format::kOpenMetrics && family.size() > 6 &&
-      EndsWith(family, "_total"))
-    family.remove_suffix(6);
-  std::string& out = *out_;
-  out.append("# HELP ").append(family).append(" ").append(help);
-  out.append("\n# TYPE ").append(family).append(" ").append(type).append("\n");
-  if (format_ == collect::Format::kOpenMetrics && !unit.empty() && family.size() > unit.size() &&
-      EndsWith(family, unit) && family[family.size() - unit.size() - 1] == '_')
-    out.append("# UNIT ").append(family).append(" ").append(unit).append("\n");
+  family_size_ = name.size();
+  writer_.Family(name, TypeOf(type), help, unit);
 }
 
 void ExpositionSink::Sample(std::string_view name, std::span<const TaskLabel> labels,
                             double value) {
-  std::string& out = *out_;
-  out.append(name);
-  if (!labels.empty()) {
-    out += '{';
-    for (size_t i = 0; i < labels.size(); ++i) {
-      if (i > 0) out += ',';
-      out.append(labels[i].name).append("=\"");
-      collect::AppendEscapedLabelValue(&out, labels[i].value);
-      out += '"';
-    }
-    out += '}';
-  }
-  out += ' ';
-  collect::AppendValue(&out, value);
-  out += '\n';
+  // The writer names the sample after its family; what this sample adds is the suffix
+  // (_bucket, _sum, _count for a histogram, nothing otherwise).
+  expo::Writer::Line line =
+      writer_.Sample(name.size() > family_size_ ? name.substr(family_size_) : std::string_view());
+  for (const TaskLabel& l : labels) line.Label(l.name, l.value);
+  line.Value(value);
 }
 
 void TaskSeriesRecorder::BeginCycle(std::int64_t t_ms) {

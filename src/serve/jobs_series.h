@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "collect/exposition.h"
 #include "collect/recorder.h"
+#include "expo/expo.h"
 
 namespace gw::serve {
 
@@ -49,19 +50,19 @@ class TaskFamilySink {
   virtual void Sample(std::string_view name, std::span<const TaskLabel> labels, double value) = 0;
 };
 
-// Exposition text, headers written as collect/exposition.cpp writes them: a counter family is
-// NAME_total in text 0.0.4 and NAME in OpenMetrics (samples keep _total); UNIT only in OpenMetrics
-// and only where the family name ends with it.
+// Exposition text through expo::Writer, the one writer of every /metrics line (its rules for
+// _total, # UNIT and escaping: docs/metrics.md, "Exposition rules"). Family names must stay valid
+// until the next Family call (the walkers pass literals).
 class ExpositionSink : public TaskFamilySink {
  public:
-  ExpositionSink(collect::Format format, std::string* out) : format_(format), out_(out) {}
+  ExpositionSink(expo::Format format, std::string* out) : writer_(format, out) {}
   void Family(std::string_view name, std::string_view type, std::string_view unit,
               std::string_view help) override;
   void Sample(std::string_view name, std::span<const TaskLabel> labels, double value) override;
 
  private:
-  collect::Format format_;
-  std::string* out_;
+  expo::Writer writer_;
+  size_t family_size_ = 0;
 };
 
 struct TaskSeriesStats {

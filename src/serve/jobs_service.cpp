@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "base/clock.h"
 #include "http/prom_api.h"
 #include "http/server.h"
 #include "jobs/slurm_hostlist.h"
@@ -29,7 +30,7 @@ const std::vector<double> kRunTimeBounds = {60,    300,   900,   1800,   3600,  
                                             14400, 43200, 86400, 172800, 604800};
 
 double WallNowS() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return SystemClock().NowSeconds();
 }
 
 std::string ShortHostName() {

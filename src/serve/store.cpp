@@ -1,4 +1,5 @@
 #include "serve/store.h"
+#include "base/clock.h"
 
 #include <cmath>
 #include <cstdio>
@@ -55,9 +56,7 @@ Status StoreAppender::Commit() {
   }
   if (now - last_retention_ >= std::chrono::hours(1)) {
     last_retention_ = now;
-    auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+    const int64_t wall = SystemClock().NowMs();
     if (Status s = db_->ApplyRetention(wall); !s.ok())
       log_->Error("store: retention failed: " + s.message());
   }
