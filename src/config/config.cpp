@@ -11,6 +11,7 @@
 
 #include "base/yaml_error.h"
 #include "base/yaml_keys.h"
+#include "base/yaml_load.h"
 #include "config/scrape_config.h"
 
 namespace gw::config {
@@ -513,16 +514,9 @@ Status LoadConfigFile(const std::string& path, Config* config) {
   if (!in) return Error{path + ": cannot read the configuration file"};
   std::stringstream text;
   text << in.rdbuf();
-  YAML::Node root;
-  try {
-    root = YAML::Load(text.str());
-  } catch (const YAML::Exception& e) {
-    return Error{path + ":" + std::to_string(e.mark.line + 1) + ": " +
-                 Printable(YamlErrorMessage(e))};
-  }
-  // yaml-cpp keeps both pairs of a repeated key and the walk below would let the last one win.
-  if (auto dup = FindDuplicateYamlKey(text.str()))
-    return Error{DescribeDuplicateYamlKey(path, *dup)};
+  auto loaded = LoadYamlStrict(text.str(), path);
+  if (!loaded.ok()) return Error{Printable(loaded.error().message)};
+  const YAML::Node& root = *loaded;
   if (root.IsNull()) return Status::Ok();  // an empty file keeps the defaults
   Context ctx{path};
   try {

@@ -5,11 +5,11 @@
 //   auto r = engine.Instant(querier, "rate(x[5m])", now_ms);
 //   if (!r.ok()) log(r.error().message);         // e.g. kBadData "1:6: parse error: ..."
 //
-// Semantics follow Prometheus 2.42 (docs/prometheus-notes.md, "PromQL semantics"): instant selectors
-// take the newest sample in [t - lookback, t] unless it is a stale marker; range selectors take
-// [t - range, t] without stale markers; subqueries without a step use a 1m evaluation interval,
-// epoch-aligned. Results are ordered as Prometheus orders them where that is defined (range
-// results by label set; sort/sort_desc).
+// Semantics follow Prometheus 2.42 (docs/prometheus-notes.md, "PromQL semantics"): instant
+// selectors take the newest sample in [t - lookback, t] unless it is a stale marker; range
+// selectors take [t - range, t] without stale markers; subqueries without a step use a 1m
+// evaluation interval, epoch-aligned. Results are ordered as Prometheus orders them where that is
+// defined (range results by label set; sort/sort_desc).
 //
 // Threading: an Engine holds only its options and may be shared by threads; each call reads the
 // querier through Select() only, so it is as thread-safe as the querier.

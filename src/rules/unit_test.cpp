@@ -12,8 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "base/yaml_error.h"
-#include "base/yaml_keys.h"
+#include "base/yaml_load.h"
 #include "promql/ast.h"
 #include "promql/parser.h"
 #include "rules/group.h"
@@ -425,14 +424,10 @@ std::vector<std::string> RunRuleUnitTestFile(const std::string& path) {
   if (!in) return {path + ": cannot read the file"};
   std::stringstream text;
   text << in.rdbuf();
-  YAML::Node root;
-  try {
-    root = YAML::Load(text.str());
-  } catch (const YAML::Exception& e) {
-    return {path + ":" + std::to_string(e.mark.line + 1) + ": " + YamlErrorMessage(e)};
-  }
   // promtool's strict decoding refuses a key given twice in one mapping; so does this.
-  if (auto dup = FindDuplicateYamlKey(text.str())) return {DescribeDuplicateYamlKey(path, *dup)};
+  auto loaded = LoadYamlStrict(text.str(), path);
+  if (!loaded.ok()) return {loaded.error().message};
+  const YAML::Node& root = *loaded;
   static const std::set<std::string> kTop = {"rule_files", "evaluation_interval",
                                              "group_eval_order", "tests"};
   if (!root.IsMap()) return {path + ": expected a mapping (rule_files, tests, ...)"};
