@@ -24,16 +24,23 @@ namespace gw::rules {
 namespace {
 
 // The test store: input series plus everything the rules write.
-class TestStore : public ResultSink {
+class TestStore : public tsdb::Appender {
  public:
   tsdb::MemoryQuerier& querier() { return q_; }
-  Status Append(const tsdb::Labels& labels, int64_t t_ms, double v) override {
-    return q_.Append(labels, t_ms, v);
+  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
+    for (size_t i = 0; i < series_.size(); ++i)
+      if (series_[i] == labels) return Ref(i);
+    series_.push_back(labels);
+    return Ref(series_.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t_ms, double v) override {
+    return q_.Append(series_[ref], t_ms, v);
   }
   Status Commit() override { return Status::Ok(); }
 
  private:
   tsdb::MemoryQuerier q_;
+  std::vector<tsdb::Labels> series_;  // by ref
 };
 
 bool Duration(const YAML::Node& n, int64_t* ms) {
@@ -150,7 +157,7 @@ class TestGroupRunner {
       if (!vals.ok()) return {vals.error().message};
       for (size_t i = 0; i < vals->values.size(); ++i) {
         if (!vals->present[i]) continue;
-        (void)store_.Append(*ls, static_cast<int64_t>(i) * interval, vals->values[i]);
+        (void)store_.AppendSample(*ls, static_cast<int64_t>(i) * interval, vals->values[i]);
       }
     }
 

@@ -12,11 +12,17 @@ namespace {
 constexpr int64_t kMin = 60000;
 
 // Writes into a memory querier (so later rules see results) and remembers every sample.
-class Store : public ResultSink {
+class Store : public tsdb::Appender {
  public:
-  Status Append(const tsdb::Labels& ls, int64_t t, double v) override {
-    written.push_back({ls, {{t, v}}});
-    return q.Append(ls, t, v);
+  Expected<Ref> GetRef(const tsdb::Labels& ls) override {
+    for (size_t i = 0; i < series.size(); ++i)
+      if (series[i] == ls) return Ref(i);
+    series.push_back(ls);
+    return Ref(series.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t, double v) override {
+    written.push_back({series[ref], {{t, v}}});
+    return q.Append(series[ref], t, v);
   }
   Status Commit() override { return Status::Ok(); }
   // Value written for `ls` at t, NAN if none; "stale" checks use IsStaleNaN.
@@ -27,6 +33,7 @@ class Store : public ResultSink {
   }
   tsdb::MemoryQuerier q;
   std::vector<tsdb::SeriesData> written;
+  std::vector<tsdb::Labels> series;  // by ref
 };
 
 GroupSpec Spec(const std::string& yaml) {

@@ -11,13 +11,18 @@ namespace {
 
 constexpr int64_t kMin = 60000;
 
-class SharedStore : public ResultSink {
+class SharedStore : public tsdb::Appender {
  public:
-  Status Append(const tsdb::Labels& ls, int64_t t, double v) override {
-    return q->Append(ls, t, v);
+  Expected<Ref> GetRef(const tsdb::Labels& ls) override {
+    for (size_t i = 0; i < series.size(); ++i)
+      if (series[i] == ls) return Ref(i);
+    series.push_back(ls);
+    return Ref(series.size() - 1);
   }
+  Status Append(Ref ref, int64_t t, double v) override { return q->Append(series[ref], t, v); }
   Status Commit() override { return Status::Ok(); }
   std::shared_ptr<tsdb::MemoryQuerier> q = std::make_shared<tsdb::MemoryQuerier>();
+  std::vector<tsdb::Labels> series;  // by ref
 };
 
 // A querier that reads the shared store.

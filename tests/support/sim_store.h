@@ -17,8 +17,8 @@
 
 namespace gw::testing {
 
-// A SampleAppender over a MemoryQuerier: what Recorder writes becomes queryable.
-class MemoryStore : public collect::SampleAppender {
+// A tsdb::Appender over a MemoryQuerier: what Recorder writes becomes queryable.
+class MemoryStore : public tsdb::Appender {
  public:
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     for (size_t i = 0; i < labels_.size(); ++i)
