@@ -23,26 +23,6 @@
 namespace gw::rules {
 namespace {
 
-// The test store: input series plus everything the rules write.
-class TestStore : public tsdb::Appender {
- public:
-  tsdb::MemoryQuerier& querier() { return q_; }
-  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
-    for (size_t i = 0; i < series_.size(); ++i)
-      if (series_[i] == labels) return Ref(i);
-    series_.push_back(labels);
-    return Ref(series_.size() - 1);
-  }
-  Status Append(Ref ref, int64_t t_ms, double v) override {
-    return q_.Append(series_[ref], t_ms, v);
-  }
-  Status Commit() override { return Status::Ok(); }
-
- private:
-  tsdb::MemoryQuerier q_;
-  std::vector<tsdb::Labels> series_;  // by ref
-};
-
 bool Duration(const YAML::Node& n, int64_t* ms) {
   std::string s = n.Scalar();
   if (s == "0") {
@@ -207,7 +187,7 @@ class TestGroupRunner {
     for (int64_t ts = 0; ts <= max_t; ts += eval_interval_) {
       std::vector<std::string> eval_errs;
       for (auto& g : groups) {
-        g->Eval(ts, store_.querier(), engine, &store_);
+        g->Eval(ts, querier_, engine, &store_);
         for (const auto& r : g->rules())
           if (r->health() == "err")
             eval_errs.push_back("    rule: " + r->name() + ", time: " + GoDurationString(ts) +
@@ -275,7 +255,7 @@ class TestGroupRunner {
                  std::vector<std::string>* errs) {
     std::string expr = tc["expr"].Scalar();
     std::string head = "    expr: " + GoQuote(expr) + ", time: " + promql::FormatPromDuration(t);
-    auto r = QueryVector(store_.querier(), engine, expr, t);
+    auto r = QueryVector(querier_, engine, expr, t);
     if (!r.ok()) {
       errs->push_back(head + ", err: " + r.error().message);
       return;
@@ -319,7 +299,9 @@ class TestGroupRunner {
   int64_t eval_interval_;
   const std::vector<std::string>& order_;
   EvalEnv env_;
-  TestStore store_;
+  // The test store: input series plus everything the rules write.
+  tsdb::MemoryQuerier querier_;
+  tsdb::MemoryAppender store_{&querier_};
 };
 
 }  // namespace

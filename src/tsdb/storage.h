@@ -167,6 +167,28 @@ class MemoryQuerier : public Querier {
   std::vector<SeriesData> series_;  // sorted by labels
 };
 
+// An Appender into a MemoryQuerier (tests, `promtool test rules`): a reference indexes the label
+// sets seen so far; Commit does nothing. `querier` must outlive it.
+class MemoryAppender : public Appender {
+ public:
+  explicit MemoryAppender(MemoryQuerier* querier) : querier_(querier) {}
+  Expected<Ref> GetRef(const Labels& labels) override {
+    for (size_t i = 0; i < labels_.size(); ++i)
+      if (labels_[i] == labels) return Ref(i);
+    labels_.push_back(labels);
+    return Ref(labels_.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t_ms, double v) override {
+    return querier_->Append(labels_[ref], t_ms, v);
+  }
+  Status Commit() override { return Status::Ok(); }
+  const Labels& labels(Ref ref) const { return labels_[ref]; }
+
+ private:
+  MemoryQuerier* querier_;
+  std::vector<Labels> labels_;  // by ref
+};
+
 }  // namespace gw::tsdb
 
 #endif  // GPUWARDEN_TSDB_STORAGE_H_

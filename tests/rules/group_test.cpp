@@ -12,19 +12,13 @@ namespace {
 constexpr int64_t kMin = 60000;
 
 // Writes into a memory querier (so later rules see results) and remembers every sample.
-class Store : public tsdb::Appender {
+class Store : public tsdb::MemoryAppender {
  public:
-  Expected<Ref> GetRef(const tsdb::Labels& ls) override {
-    for (size_t i = 0; i < series.size(); ++i)
-      if (series[i] == ls) return Ref(i);
-    series.push_back(ls);
-    return Ref(series.size() - 1);
-  }
+  Store() : tsdb::MemoryAppender(&q) {}
   Status Append(Ref ref, int64_t t, double v) override {
-    written.push_back({series[ref], {{t, v}}});
-    return q.Append(series[ref], t, v);
+    written.push_back({labels(ref), {{t, v}}});
+    return tsdb::MemoryAppender::Append(ref, t, v);
   }
-  Status Commit() override { return Status::Ok(); }
   // Value written for `ls` at t, NAN if none; "stale" checks use IsStaleNaN.
   const tsdb::SeriesData* Find(const tsdb::Labels& ls, int64_t t) const {
     for (const auto& s : written)
@@ -33,7 +27,6 @@ class Store : public tsdb::Appender {
   }
   tsdb::MemoryQuerier q;
   std::vector<tsdb::SeriesData> written;
-  std::vector<tsdb::Labels> series;  // by ref
 };
 
 GroupSpec Spec(const std::string& yaml) {
