@@ -31,7 +31,7 @@ int64_t ToMs(double unix_seconds) {
 
 }  // namespace
 
-Recorder::Recorder(SampleAppender* appender, Logger* log) : appender_(appender), log_(log) {}
+Recorder::Recorder(tsdb::Appender* appender, Logger* log) : appender_(appender), log_(log) {}
 
 Recorder::~Recorder() {
   Stop();

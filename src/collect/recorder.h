@@ -25,19 +25,6 @@
 
 namespace gw::collect {
 
-// What the recorder needs from a store. tsdb::DB provides it through an adapter; tests use a
-// memory implementation. Called from the recorder thread only.
-class SampleAppender {
- public:
-  virtual ~SampleAppender() = default;
-  using Ref = uint64_t;
-  // A stable reference for a series (creating it if new).
-  virtual Expected<Ref> GetRef(const tsdb::Labels& labels) = 0;
-  virtual Status Append(Ref ref, int64_t t_ms, double v) = 0;
-  // Makes everything appended since the last Commit durable (one WAL write per cycle).
-  virtual Status Commit() = 0;
-};
-
 struct RecorderStats {
   uint64_t snapshots_recorded = 0, snapshots_skipped = 0;
   uint64_t samples_appended = 0, stale_markers = 0, append_errors = 0;
@@ -46,7 +33,7 @@ struct RecorderStats {
 class Recorder {
  public:
   // `appender` and `log` must outlive the recorder.
-  Recorder(SampleAppender* appender, Logger* log);
+  Recorder(tsdb::Appender* appender, Logger* log);
   ~Recorder();  // Stop()s
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -73,7 +60,7 @@ class Recorder {
 
  private:
   struct SeriesSlot {
-    SampleAppender::Ref ref = 0;
+    tsdb::Appender::Ref ref = 0;
     bool known = false;
     bool had_value = false;
   };
@@ -87,7 +74,7 @@ class Recorder {
   void RecordIdentityAndXids(const GpuSnapshot& gpu, size_t position, int64_t t,
                              RecorderStats* local);
 
-  SampleAppender* appender_;
+  tsdb::Appender* appender_;
   Logger* log_;
   AfterRecord after_record_;
   mutable std::mutex mu_;
@@ -104,7 +91,7 @@ class Recorder {
   std::vector<SeriesSlot> info_;
   static constexpr size_t kSelfSeries = 3;
   SeriesSlot self_[kSelfSeries];
-  std::vector<std::vector<std::pair<unsigned, SampleAppender::Ref>>> xids_;
+  std::vector<std::vector<std::pair<unsigned, tsdb::Appender::Ref>>> xids_;
 };
 
 }  // namespace gw::collect

@@ -232,12 +232,12 @@ Group::Group(GroupSpec spec, std::string file, int64_t interval_ms, const EvalEn
   previous_.resize(rules_.size());
 }
 
-int Group::Eval(int64_t t_ms, tsdb::Querier& q, const promql::Engine& engine, ResultSink* sink,
+int Group::Eval(int64_t t_ms, tsdb::Querier& q, const promql::Engine& engine, tsdb::Appender* sink,
                 double (*wall_seconds)()) {
   int failures = 0;
   double group_start = wall_seconds ? wall_seconds() : 0;
   if (!stale_next_.empty()) {
-    for (const tsdb::Labels& ls : stale_next_) (void)sink->Append(ls, t_ms, tsdb::StaleNaN());
+    for (const tsdb::Labels& ls : stale_next_) (void)sink->AppendSample(ls, t_ms, tsdb::StaleNaN());
     (void)sink->Commit();
     stale_next_.clear();
   }
@@ -254,7 +254,7 @@ int Group::Eval(int64_t t_ms, tsdb::Querier& q, const promql::Engine& engine, Re
     Status status;
     std::vector<tsdb::Labels> returned;
     for (const tsdb::SeriesData& s : *result) {
-      Status a = sink->Append(s.labels, s.samples[0].t_ms, s.samples[0].v);
+      Status a = sink->AppendSample(s.labels, s.samples[0].t_ms, s.samples[0].v);
       if (!a.ok()) {
         status = a;
       } else {
@@ -264,7 +264,7 @@ int Group::Eval(int64_t t_ms, tsdb::Querier& q, const promql::Engine& engine, Re
     std::sort(returned.begin(), returned.end());
     for (const tsdb::Labels& prev : previous_[i]) {
       if (!std::binary_search(returned.begin(), returned.end(), prev))
-        (void)sink->Append(prev, t_ms, tsdb::StaleNaN());
+        (void)sink->AppendSample(prev, t_ms, tsdb::StaleNaN());
     }
     if (Status c = sink->Commit(); !c.ok() && status.ok()) status = c;
     previous_[i] = std::move(returned);
@@ -348,9 +348,9 @@ void Group::CopyState(Group& old) {
   last_duration_s_ = old.last_duration_s_;
 }
 
-void Group::MarkAllStale(int64_t t_ms, ResultSink* sink) {
+void Group::MarkAllStale(int64_t t_ms, tsdb::Appender* sink) {
   for (auto& series : previous_)
-    for (const auto& ls : series) (void)sink->Append(ls, t_ms, tsdb::StaleNaN());
+    for (const auto& ls : series) (void)sink->AppendSample(ls, t_ms, tsdb::StaleNaN());
   (void)sink->Commit();
 }
 

@@ -28,15 +28,6 @@
 
 namespace gw::rules {
 
-// Where rule results go (the store). Append is called for each sample of a rule's result,
-// then Commit once per rule. Stale markers arrive as tsdb::StaleNaN() values.
-class ResultSink {
- public:
-  virtual ~ResultSink() = default;
-  virtual Status Append(const tsdb::Labels& labels, int64_t t_ms, double v) = 0;
-  virtual Status Commit() = 0;
-};
-
 enum class AlertState { kInactive, kPending, kFiring };
 const char* AlertStateName(AlertState s);  // "inactive", "pending", "firing"
 
@@ -125,7 +116,7 @@ class Group {
 
   // Evaluates every rule in order at t_ms. Returns the number of rules that failed.
   // `wall_seconds` (optional) measures each rule's duration; pass nullptr in tests.
-  int Eval(int64_t t_ms, tsdb::Querier& q, const promql::Engine& engine, ResultSink* sink,
+  int Eval(int64_t t_ms, tsdb::Querier& q, const promql::Engine& engine, tsdb::Appender* sink,
            double (*wall_seconds)() = nullptr);
 
   // Prometheus' RestoreForState at t_ms: reads ALERTS_FOR_STATE from `q` within the outage
@@ -138,7 +129,7 @@ class Group {
   void CopyState(Group& old);
 
   // Stale markers for every series the group wrote last time (when the group is removed).
-  void MarkAllStale(int64_t t_ms, ResultSink* sink);
+  void MarkAllStale(int64_t t_ms, tsdb::Appender* sink);
 
   int64_t last_eval_ms() const { return last_eval_ms_; }
   double last_duration_s() const { return last_duration_s_; }

@@ -66,8 +66,8 @@ std::string FormatRfc3339(int64_t t_ms, bool zero_is_go_zero) {
   return buf + GoFraction(u.millis) + "Z";
 }
 
-Manager::Manager(ManagerOptions options, QuerierFactory querier, ResultSink* sink, SendFunc send,
-                 Logger* log)
+Manager::Manager(ManagerOptions options, QuerierFactory querier, tsdb::Appender* sink,
+                 SendFunc send, Logger* log)
     : options_(std::move(options)),
       engine_(options_.engine),
       querier_(std::move(querier)),

@@ -57,7 +57,7 @@ using SendFunc = std::function<void(std::vector<Alert>)>;
 class Manager {
  public:
   // `sink` and `log` must outlive the manager; `send` may be empty (nothing is sent).
-  Manager(ManagerOptions options, QuerierFactory querier, ResultSink* sink, SendFunc send,
+  Manager(ManagerOptions options, QuerierFactory querier, tsdb::Appender* sink, SendFunc send,
           Logger* log);
   ~Manager();
   Manager(const Manager&) = delete;
@@ -94,7 +94,7 @@ class Manager {
   EvalEnv env_;
   promql::Engine engine_;
   QuerierFactory querier_;
-  ResultSink* sink_;
+  tsdb::Appender* sink_;
   SendFunc send_;
   Logger* log_;
   mutable std::mutex mu_;

@@ -22,19 +22,6 @@
 namespace gw::rules {
 namespace {
 
-// The test store: input series plus everything the rules write.
-class TestStore : public ResultSink {
- public:
-  tsdb::MemoryQuerier& querier() { return q_; }
-  Status Append(const tsdb::Labels& labels, int64_t t_ms, double v) override {
-    return q_.Append(labels, t_ms, v);
-  }
-  Status Commit() override { return Status::Ok(); }
-
- private:
-  tsdb::MemoryQuerier q_;
-};
-
 bool Duration(const YAML::Node& n, int64_t* ms) {
   std::string s = n.Scalar();
   if (s == "0") {
@@ -149,7 +136,7 @@ class TestGroupRunner {
       if (!vals.ok()) return {vals.error().message};
       for (size_t i = 0; i < vals->values.size(); ++i) {
         if (!vals->present[i]) continue;
-        (void)store_.Append(*ls, static_cast<int64_t>(i) * interval, vals->values[i]);
+        (void)store_.AppendSample(*ls, static_cast<int64_t>(i) * interval, vals->values[i]);
       }
     }
 
@@ -199,7 +186,7 @@ class TestGroupRunner {
     for (int64_t ts = 0; ts <= max_t; ts += eval_interval_) {
       std::vector<std::string> eval_errs;
       for (auto& g : groups) {
-        g->Eval(ts, store_.querier(), engine, &store_);
+        g->Eval(ts, querier_, engine, &store_);
         for (const auto& r : g->rules())
           if (r->health() == "err")
             eval_errs.push_back("    rule: " + r->name() + ", time: " + GoDurationString(ts) +
@@ -267,7 +254,7 @@ class TestGroupRunner {
                  std::vector<std::string>* errs) {
     std::string expr = tc["expr"].Scalar();
     std::string head = "    expr: " + GoQuote(expr) + ", time: " + promql::FormatPromDuration(t);
-    auto r = QueryVector(store_.querier(), engine, expr, t);
+    auto r = QueryVector(querier_, engine, expr, t);
     if (!r.ok()) {
       errs->push_back(head + ", err: " + r.error().message);
       return;
@@ -311,7 +298,9 @@ class TestGroupRunner {
   int64_t eval_interval_;
   const std::vector<std::string>& order_;
   EvalEnv env_;
-  TestStore store_;
+  // The test store: input series plus everything the rules write.
+  tsdb::MemoryQuerier querier_;
+  tsdb::MemoryAppender store_{&querier_};
 };
 
 }  // namespace

@@ -293,7 +293,7 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
   }
 }
 
-size_t Scraper::Drain(collect::SampleAppender* appender, const collect::Snapshot& snapshot) {
+size_t Scraper::Drain(tsdb::Appender* appender, const collect::Snapshot& snapshot) {
   std::deque<std::unique_ptr<Batch>> batches;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -101,7 +101,7 @@ class Scraper {
   // On the store's writer thread: appends every queued scrape result through `appender` (no
   // Commit — the caller commits) and gpu_service_info with the UUIDs of `snapshot`'s GPUs.
   // Returns the number of samples appended (stale markers included).
-  size_t Drain(collect::SampleAppender* appender, const collect::Snapshot& snapshot);
+  size_t Drain(tsdb::Appender* appender, const collect::Snapshot& snapshot);
 
   // gpuwarden_scrape_* {target} and gpu_service_info (docs/metrics.md, "Business metrics").
   void WriteFamilies(expo::Writer* writer) const;

@@ -18,25 +18,6 @@ namespace gw::serve {
 
 namespace {
 
-// Rule results (recording rules, ALERTS, ALERTS_FOR_STATE) into the store. Called on the
-// store's writer thread (see alerting.h).
-class StoreSink : public rules::ResultSink {
- public:
-  explicit StoreSink(tsdb::DB* db) : db_(db) {}
-  Status Append(const tsdb::Labels& labels, int64_t t_ms, double v) override {
-    return db_->Append(labels, t_ms, v);
-  }
-  // A failed WAL write is the store's to report (rate-limited, on /metrics); the results are
-  // in memory, queryable, and written when the WAL works again. Not a rule failure.
-  Status Commit() override {
-    (void)db_->Commit();
-    return Status::Ok();
-  }
-
- private:
-  tsdb::DB* db_;
-};
-
 std::string HostName() {
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
@@ -89,7 +70,7 @@ Alerting::Alerting(const config::Config& config, tsdb::DB* db, int port, Logger*
   options.resend_delay_ms = static_cast<int64_t>(config.alerting.resend_delay_s * 1000);
   // Rules run on the recorder thread: the query timeout and sample limit, never the HTTP gate.
   options.engine = QueryEngineOptions(config);
-  sink_ = std::make_unique<StoreSink>(db_);
+  sink_ = std::make_unique<tsdb::DBAppender>(db_);
   manager_ = std::make_unique<rules::Manager>(
       options, [db] { return db->NewQuerier(); }, sink_.get(),
       [this](std::vector<rules::Alert> alerts) { Send(std::move(alerts)); }, log_);

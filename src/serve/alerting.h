@@ -84,7 +84,7 @@ class Alerting {
   tsdb::DB* db_;
   Logger* log_;
   std::string external_url_;
-  std::unique_ptr<rules::ResultSink> sink_;
+  std::unique_ptr<tsdb::Appender> sink_;  // rule results into db_ (a tsdb::DBAppender)
   std::unique_ptr<rules::Manager> manager_;
   std::unique_ptr<notify::Notifier> notifier_;
   int64_t max_queue_ = 0;

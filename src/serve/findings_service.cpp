@@ -20,8 +20,7 @@ int64_t NowMs() {
 }  // namespace
 
 FindingsService::FindingsService(tsdb::DB* db, bool synchronous, Logger* log,
-                                 const config::DiagnoseConfig& config,
-                                 collect::SampleAppender* appender)
+                                 const config::DiagnoseConfig& config, tsdb::Appender* appender)
     : db_(db), synchronous_(synchronous), log_(log), config_(config), appender_(appender) {}
 
 FindingsService::~FindingsService() {

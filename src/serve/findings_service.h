@@ -49,8 +49,7 @@ class FindingsService {
   // evaluate inside Tick (stepped simulator) instead of on the service's thread. `appender` (may
   // be null) gets the exported families at each Tick.
   FindingsService(tsdb::DB* db, bool synchronous, Logger* log,
-                  const config::DiagnoseConfig& config = {},
-                  collect::SampleAppender* appender = nullptr);
+                  const config::DiagnoseConfig& config = {}, tsdb::Appender* appender = nullptr);
   ~FindingsService();  // Stop()s
   FindingsService(const FindingsService&) = delete;
   FindingsService& operator=(const FindingsService&) = delete;
@@ -87,7 +86,7 @@ class FindingsService {
   bool synchronous_;
   Logger* log_;
   const config::DiagnoseConfig config_;
-  collect::SampleAppender* appender_;
+  tsdb::Appender* appender_;
   promql::Engine engine_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -9,8 +9,7 @@
 namespace gw::serve {
 
 GovernanceService::GovernanceService(const config::Config& config, const JobsService* jobs,
-                                     collect::SampleAppender* appender, Logger* logger,
-                                     const Clock* clock)
+                                     tsdb::Appender* appender, Logger* logger, const Clock* clock)
     : config_(config),
       log_(logger),
       clock_(clock),

@@ -70,9 +70,8 @@ class GovernanceService : public Service {
  public:
   // `jobs` and `logger` must outlive this object; `appender` (may be null: no store) too.
   // `clock` (default: the system's) is read for a command's outcome before the first snapshot.
-  GovernanceService(const config::Config& config, const JobsService* jobs,
-                    collect::SampleAppender* appender, Logger* logger,
-                    const Clock* clock = &SystemClock());
+  GovernanceService(const config::Config& config, const JobsService* jobs, tsdb::Appender* appender,
+                    Logger* logger, const Clock* clock = &SystemClock());
   ~GovernanceService() override;
   GovernanceService(const GovernanceService&) = delete;
   GovernanceService& operator=(const GovernanceService&) = delete;
@@ -105,7 +104,7 @@ class GovernanceService : public Service {
   Logger* log_;
   const Clock* clock_;
   const bool slurm_;
-  collect::SampleAppender* appender_;
+  tsdb::Appender* appender_;
 
   mutable std::mutex mu_;
   GovernanceState state_;                  // (mu_)

@@ -72,7 +72,7 @@ struct TaskSeriesStats {
 class TaskSeriesRecorder : public TaskFamilySink {
  public:
   // `appender` must outlive this object.
-  explicit TaskSeriesRecorder(collect::SampleAppender* appender) : appender_(appender) {}
+  explicit TaskSeriesRecorder(tsdb::Appender* appender) : appender_(appender) {}
 
   void BeginCycle(std::int64_t t_ms);
   void Family(std::string_view, std::string_view, std::string_view, std::string_view) override {}
@@ -86,10 +86,10 @@ class TaskSeriesRecorder : public TaskFamilySink {
 
  private:
   struct Entry {
-    collect::SampleAppender::Ref ref = 0;
+    tsdb::Appender::Ref ref = 0;
     std::uint64_t cycle = 0;  // the last cycle that emitted it
   };
-  collect::SampleAppender* appender_;
+  tsdb::Appender* appender_;
   std::unordered_map<std::string, Entry> series_;
   std::string key_;  // reused: name and labels, 0xff-separated
   std::uint64_t cycle_ = 0;

@@ -108,7 +108,7 @@ void JobsService::SetJobCostLookup(jobs::JobLedger::CostLookup lookup) {
   ledger_->SetCostLookup(std::move(lookup));
 }
 
-void JobsService::RecordSeriesInto(collect::SampleAppender* appender) {
+void JobsService::RecordSeriesInto(tsdb::Appender* appender) {
   std::lock_guard<std::mutex> lock(mu_);
   series_ = appender ? std::make_unique<TaskSeriesRecorder>(appender) : nullptr;
 }

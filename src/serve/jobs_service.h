@@ -125,7 +125,7 @@ class JobsService {
   // From now on, OnSnapshot also appends those families to `appender` at the snapshot's time and
   // commits (stale markers for series that went away). `appender` must outlive this object and
   // OnSnapshot must run on its writer thread. Call before the first OnSnapshot.
-  void RecordSeriesInto(collect::SampleAppender* appender);
+  void RecordSeriesInto(tsdb::Appender* appender);
 
   // Where a finished job's final cost comes from (GovernanceService::FinalJobCost), asked on
   // OnSnapshot's thread (and, for running jobs' cost so far, on the API's) with this service's

@@ -42,7 +42,7 @@ nlohmann::json Num(bool known, double v) {
 }  // namespace
 
 ServiceCostService::ServiceCostService(const config::Config& config, const scrape::Scraper* scraper,
-                                       collect::SampleAppender* appender, Logger* logger)
+                                       tsdb::Appender* appender, Logger* logger)
     : scraper_(scraper),
       appender_(appender),
       log_(logger),

@@ -58,7 +58,7 @@ class ServiceCostService {
  public:
   // `scraper` and `logger` must outlive this object; `appender` (may be null: no store) too.
   ServiceCostService(const config::Config& config, const scrape::Scraper* scraper,
-                     collect::SampleAppender* appender, Logger* logger);
+                     tsdb::Appender* appender, Logger* logger);
   ~ServiceCostService();  // Stop()s
   ServiceCostService(const ServiceCostService&) = delete;
   ServiceCostService& operator=(const ServiceCostService&) = delete;
@@ -84,7 +84,7 @@ class ServiceCostService {
   void WriteCheckpoint();  // the recorder's thread or the destructor; mu_ not held
 
   const scrape::Scraper* scraper_;
-  collect::SampleAppender* appender_;
+  tsdb::Appender* appender_;
   Logger* log_;
   std::vector<std::size_t> targets_;  // ledger service i -> index in scrape.targets
   std::vector<std::string> selectors_;

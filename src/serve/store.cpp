@@ -13,38 +13,29 @@ int64_t Ms(double seconds) {
 }  // namespace
 
 StoreAppender::StoreAppender(tsdb::DB* db, const config::StorageConfig& config, Logger* log)
-    : db_(db),
+    : tsdb::DBAppender(db),
       config_(config),
       log_(log),
       last_flush_(std::chrono::steady_clock::now()),
       last_retention_(std::chrono::steady_clock::time_point{}) {}
 
-Expected<collect::SampleAppender::Ref> StoreAppender::GetRef(const tsdb::Labels& labels) {
-  auto ref = db_->GetRef(labels);
-  if (!ref.ok()) return ref.error();
-  return static_cast<Ref>(*ref);
-}
-
 Status StoreAppender::Append(Ref ref, int64_t t_ms, double v) {
   if (t_ms > data_now_ms_) data_now_ms_ = t_ms;
-  return db_->Append(static_cast<tsdb::SeriesRef>(ref), t_ms, v);
+  return tsdb::DBAppender::Append(ref, t_ms, v);
 }
 
 Status StoreAppender::Commit() {
-  // A failed WAL write or flush is the store's to report: it logs the start, a summary a minute
-  // and the end of a failure (not one line per attempt), counts it on /metrics, keeps the
-  // samples in memory and writes them when it can. Every caller of this Commit would otherwise
-  // log each failure again.
-  (void)db_->Commit();
+  // A failed WAL write or flush is the store's to report (see tsdb::DBAppender), not ours.
+  (void)tsdb::DBAppender::Commit();
   if (follow_data_clock_) {
     if (data_last_flush_ms_ == 0) data_last_flush_ms_ = data_now_ms_;
     if (data_now_ms_ - data_last_flush_ms_ >= Ms(config_.flush_interval_s)) {
       data_last_flush_ms_ = data_now_ms_;
-      (void)db_->Flush();
+      (void)db()->Flush();
     }
     if (data_last_retention_ms_ == 0 || data_now_ms_ - data_last_retention_ms_ >= 3'600'000) {
       data_last_retention_ms_ = data_now_ms_;
-      if (Status s = db_->ApplyRetention(data_now_ms_); !s.ok())
+      if (Status s = db()->ApplyRetention(data_now_ms_); !s.ok())
         log_->Error("store: retention failed: " + s.message());
     }
     return Status::Ok();
@@ -52,12 +43,12 @@ Status StoreAppender::Commit() {
   auto now = std::chrono::steady_clock::now();
   if (now - last_flush_ >= std::chrono::duration<double>(config_.flush_interval_s)) {
     last_flush_ = now;
-    (void)db_->Flush();
+    (void)db()->Flush();
   }
   if (now - last_retention_ >= std::chrono::hours(1)) {
     last_retention_ = now;
     const int64_t wall = SystemClock().NowMs();
-    if (Status s = db_->ApplyRetention(wall); !s.ok())
+    if (Status s = db()->ApplyRetention(wall); !s.ok())
       log_->Error("store: retention failed: " + s.message());
   }
   return Status::Ok();

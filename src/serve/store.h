@@ -16,12 +16,12 @@
 
 namespace gw::serve {
 
-// Writes snapshots into a DB: the Recorder's only writer. Flushes chunks to SQLite every
-// storage.flush_interval and applies retention every hour, both on the recorder thread.
-class StoreAppender : public collect::SampleAppender {
+// Writes snapshots into a DB: the Recorder's only writer. A tsdb::DBAppender that also flushes
+// chunks to SQLite every storage.flush_interval and applies retention every hour, both in
+// Commit on the recorder thread.
+class StoreAppender : public tsdb::DBAppender {
  public:
   StoreAppender(tsdb::DB* db, const config::StorageConfig& config, Logger* log);
-  Expected<Ref> GetRef(const tsdb::Labels& labels) override;
   Status Append(Ref ref, int64_t t_ms, double v) override;
   Status Commit() override;
   // Flush and retention follow the newest appended sample's time instead of the wall clock
@@ -29,7 +29,6 @@ class StoreAppender : public collect::SampleAppender {
   void FollowDataClock() { follow_data_clock_ = true; }
 
  private:
-  tsdb::DB* db_;
   config::StorageConfig config_;
   Logger* log_;
   std::chrono::steady_clock::time_point last_flush_, last_retention_;

@@ -239,6 +239,27 @@ class DB {
       select_seconds_total_{0};
 };
 
+// The Appender over a DB (its writer methods, so one thread at a time). Commit never fails: a
+// failed WAL write is the store's to report (it logs the start, a summary a minute and the end
+// of a failure, counts it on /metrics, keeps the samples in memory, queryable, and writes them
+// when it can); every writer reporting it again would only repeat it.
+class DBAppender : public Appender {
+ public:
+  explicit DBAppender(DB* db) : db_(db) {}  // `db` must outlive this
+  Expected<Ref> GetRef(const Labels& labels) override { return db_->GetRef(labels); }
+  Status Append(Ref ref, int64_t t_ms, double v) override { return db_->Append(ref, t_ms, v); }
+  Status Commit() override {
+    (void)db_->Commit();
+    return Status::Ok();
+  }
+
+ protected:
+  DB* db() const { return db_; }
+
+ private:
+  DB* db_;
+};
+
 }  // namespace gw::tsdb
 
 #endif  // GPUWARDEN_TSDB_DB_H_

@@ -1,7 +1,9 @@
-// tsdb/storage.h — the read interface between the store and everything that queries it.
+// tsdb/storage.h — the interfaces between the store and everything that reads or writes it.
 //
-// PromQL (promql/), rules, diagnosis and reports read history only through `Querier`; the store
-// (tsdb/) implements it, and tests implement it in memory. Nothing here knows PromQL.
+// PromQL (promql/), rules, diagnosis and reports read history only through `Querier`; the
+// collector's recorder, scrape, rules and the serve services write it only through `Appender`.
+// The store (tsdb/) implements both (DBAppender in db.h), and tests implement them in memory.
+// Nothing here knows PromQL.
 //
 // Conventions (Prometheus'): timestamps are int64 milliseconds since the Unix epoch; a series is
 // identified by its label set, sorted by label name, with the metric name under "__name__"; a
@@ -125,6 +127,29 @@ class Querier {
                              int64_t maxt_ms, std::vector<std::string>* out) = 0;
 };
 
+// Write access to the store. Samples are appended to a series by reference (GetRef once per
+// series, then Append per sample, so steady-state writers do not hash labels) and made durable
+// by Commit, once per batch (a collection cycle, a rule's result). A series that disappears gets
+// a stale marker: Append(ref, t, StaleNaN()). Implementations are used from one thread at a time
+// (the store's writer thread).
+class Appender {
+ public:
+  virtual ~Appender() = default;
+  using Ref = uint64_t;
+  // A stable reference for the series `labels` (creating it if new).
+  virtual Expected<Ref> GetRef(const Labels& labels) = 0;
+  virtual Status Append(Ref ref, int64_t t_ms, double v) = 0;
+  // Makes everything appended since the last Commit durable.
+  virtual Status Commit() = 0;
+
+  // GetRef + Append, for writers that do not keep references (rule results).
+  Status AppendSample(const Labels& labels, int64_t t_ms, double v) {
+    auto ref = GetRef(labels);
+    if (!ref.ok()) return Error{ref.error().message};
+    return Append(*ref, t_ms, v);
+  }
+};
+
 // A Querier over series held in memory: for tests and for small evaluations. Not thread-safe
 // while being filled; safe for concurrent reads afterwards.
 class MemoryQuerier : public Querier {
@@ -140,6 +165,28 @@ class MemoryQuerier : public Querier {
 
  private:
   std::vector<SeriesData> series_;  // sorted by labels
+};
+
+// An Appender into a MemoryQuerier (tests, `promtool test rules`): a reference indexes the label
+// sets seen so far; Commit does nothing. `querier` must outlive it.
+class MemoryAppender : public Appender {
+ public:
+  explicit MemoryAppender(MemoryQuerier* querier) : querier_(querier) {}
+  Expected<Ref> GetRef(const Labels& labels) override {
+    for (size_t i = 0; i < labels_.size(); ++i)
+      if (labels_[i] == labels) return Ref(i);
+    labels_.push_back(labels);
+    return Ref(labels_.size() - 1);
+  }
+  Status Append(Ref ref, int64_t t_ms, double v) override {
+    return querier_->Append(labels_[ref], t_ms, v);
+  }
+  Status Commit() override { return Status::Ok(); }
+  const Labels& labels(Ref ref) const { return labels_[ref]; }
+
+ private:
+  MemoryQuerier* querier_;
+  std::vector<Labels> labels_;  // by ref
 };
 
 }  // namespace gw::tsdb

@@ -10,8 +10,8 @@
 namespace gw::collect {
 namespace {
 
-// A SampleAppender over tsdb::MemoryQuerier, counting commits.
-class MemoryAppender : public SampleAppender {
+// A tsdb::Appender over tsdb::MemoryQuerier, counting commits.
+class MemoryAppender : public tsdb::Appender {
  public:
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     ++get_ref_calls;

@@ -12,13 +12,13 @@ namespace {
 constexpr int64_t kMin = 60000;
 
 // Writes into a memory querier (so later rules see results) and remembers every sample.
-class Store : public ResultSink {
+class Store : public tsdb::MemoryAppender {
  public:
-  Status Append(const tsdb::Labels& ls, int64_t t, double v) override {
-    written.push_back({ls, {{t, v}}});
-    return q.Append(ls, t, v);
+  Store() : tsdb::MemoryAppender(&q) {}
+  Status Append(Ref ref, int64_t t, double v) override {
+    written.push_back({labels(ref), {{t, v}}});
+    return tsdb::MemoryAppender::Append(ref, t, v);
   }
-  Status Commit() override { return Status::Ok(); }
   // Value written for `ls` at t, NAN if none; "stale" checks use IsStaleNaN.
   const tsdb::SeriesData* Find(const tsdb::Labels& ls, int64_t t) const {
     for (const auto& s : written)

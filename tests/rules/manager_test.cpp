@@ -11,13 +11,10 @@ namespace {
 
 constexpr int64_t kMin = 60000;
 
-class SharedStore : public ResultSink {
- public:
-  Status Append(const tsdb::Labels& ls, int64_t t, double v) override {
-    return q->Append(ls, t, v);
-  }
-  Status Commit() override { return Status::Ok(); }
+// The rules' results in a memory querier that View reads.
+struct SharedStore {
   std::shared_ptr<tsdb::MemoryQuerier> q = std::make_shared<tsdb::MemoryQuerier>();
+  tsdb::MemoryAppender appender{q.get()};
 };
 
 // A querier that reads the shared store.
@@ -48,7 +45,7 @@ class ManagerTest : public ::testing::Test {
     o.external_labels = {{"cluster", "c1"}};
     o.external_url = "http://prom:9090";
     manager = std::make_unique<Manager>(
-        o, [this] { return std::make_unique<View>(store.q); }, &store,
+        o, [this] { return std::make_unique<View>(store.q); }, &store.appender,
         [this](std::vector<Alert> a) { sent.push_back(std::move(a)); }, &log);
   }
   std::string Write(const std::string& name, const std::string& text) {

@@ -14,7 +14,7 @@
 namespace gw::scrape {
 namespace {
 
-class CountingAppender : public collect::SampleAppender {
+class CountingAppender : public tsdb::Appender {
  public:
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     for (const tsdb::Label& l : labels) EXPECT_FALSE(l.name.empty());

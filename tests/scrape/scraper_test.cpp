@@ -13,9 +13,7 @@
 namespace gw::scrape {
 namespace {
 
-using collect::SampleAppender;
-
-class MemoryAppender : public SampleAppender {
+class MemoryAppender : public tsdb::Appender {
  public:
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     for (size_t i = 0; i < series.size(); ++i)

@@ -45,7 +45,7 @@ collect::Snapshot Snap(double t, double util0) {
 }
 
 // Keeps every appended sample by series.
-class MemoryAppender : public collect::SampleAppender {
+class MemoryAppender : public tsdb::Appender {
  public:
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     for (size_t i = 0; i < series.size(); ++i)

@@ -58,7 +58,7 @@ bool Has(const std::string& text, const std::string& needle) {
 }
 
 // The store as the recorder's appender sees it, in memory, counting GetRef and Commit calls.
-class MemoryAppender : public collect::SampleAppender {
+class MemoryAppender : public tsdb::Appender {
  public:
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     ++get_refs;

@@ -17,21 +17,15 @@
 
 namespace gw::testing {
 
-// A SampleAppender over a MemoryQuerier: what Recorder writes becomes queryable.
-class MemoryStore : public collect::SampleAppender {
+// A tsdb::Appender over a MemoryQuerier: what Recorder writes becomes queryable.
+class MemoryStore : public tsdb::MemoryAppender {
  public:
-  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
-    for (size_t i = 0; i < labels_.size(); ++i)
-      if (labels_[i] == labels) return Ref(i);
-    labels_.push_back(labels);
-    return Ref(labels_.size() - 1);
-  }
+  MemoryStore() : tsdb::MemoryAppender(&querier_) {}
   Status Append(Ref ref, int64_t t_ms, double v) override {
     last_ms_ = std::max(last_ms_, t_ms);
     if (first_ms_ == 0 || t_ms < first_ms_) first_ms_ = t_ms;
-    return querier_.Append(labels_[ref], t_ms, v);
+    return tsdb::MemoryAppender::Append(ref, t_ms, v);
   }
-  Status Commit() override { return Status::Ok(); }
 
   // Adds OpenMetrics text (float-second timestamps) to the same store.
   Status Import(const std::string& text) {
@@ -55,7 +49,6 @@ class MemoryStore : public collect::SampleAppender {
   }
 
  private:
-  std::vector<tsdb::Labels> labels_;
   tsdb::MemoryQuerier querier_;
   int64_t first_ms_ = 0, last_ms_ = 0;
 };
