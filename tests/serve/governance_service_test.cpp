@@ -137,7 +137,13 @@ TEST(GovernanceService, CancelsAfterNoticeAndGraceRecordsAndAppendsToTheStore) {
     jobs.OnSnapshot(s);
     gov.OnSnapshot(s, static_cast<int64_t>((kT0 + t) * 1000));
   }
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(f.dir / "called"); }, 10));
+  // The shell creates the file before it writes the line: wait for the whole line, not the file.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return std::filesystem::exists(f.dir / "called") &&
+               ReadFile(f.dir / "called").find('\n') != std::string::npos;
+      },
+      10));
   EXPECT_EQ(ReadFile(f.dir / "called"), "5 5 0 action\n");
   const std::string log = DecisionsLogPath(f.config);
   ASSERT_TRUE(WaitFor([&] { return Decisions(log).size() == 3; }, 10)) << ReadFile(log);
