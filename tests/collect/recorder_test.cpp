@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -10,18 +11,15 @@
 namespace gw::collect {
 namespace {
 
-// A tsdb::Appender over tsdb::MemoryQuerier, counting commits.
-class MemoryAppender : public tsdb::Appender {
+// tsdb::MemoryAppender (over its own MemoryQuerier), counting GetRef and Commit calls.
+class MemoryAppender : public tsdb::MemoryAppender {
  public:
+  MemoryAppender() : tsdb::MemoryAppender(&store) {}
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     ++get_ref_calls;
-    for (size_t i = 0; i < series.size(); ++i)
-      if (series[i] == labels) return static_cast<Ref>(i);
-    series.push_back(labels);
-    return static_cast<Ref>(series.size() - 1);
-  }
-  Status Append(Ref ref, int64_t t_ms, double v) override {
-    return store.Append(series[ref], t_ms, v);
+    auto ref = tsdb::MemoryAppender::GetRef(labels);
+    if (ref.ok()) series_count = std::max(series_count, static_cast<size_t>(*ref) + 1);
+    return ref;
   }
   Status Commit() override {
     ++commits;
@@ -35,9 +33,9 @@ class MemoryAppender : public tsdb::Appender {
     EXPECT_TRUE(store.Select(ms, 0, INT64_MAX, &out).ok());
     return out;
   }
-  std::vector<tsdb::Labels> series;
   tsdb::MemoryQuerier store;
   int commits = 0, get_ref_calls = 0;
+  size_t series_count = 0;  // refs are dense: 0, 1, 2, ...
 };
 
 TEST(Recorder, RecordsEverySnapshotAndMarksLostSeriesStale) {
@@ -82,7 +80,7 @@ TEST(Recorder, RecordsEverySnapshotAndMarksLostSeriesStale) {
       appender.Select({{"__name__", "gpuwarden_collect_last_success_timestamp_seconds"}}).size(),
       1u);
   // Series references are cached: GetRef is called once per series, not once per sample.
-  EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series.size());
+  EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series_count);
   // Every series of the lost GPU but gpu_up, gpu_info and its XID counter ends in one marker.
   uint64_t ended = 0;
   for (const auto& series : appender.Select({{"gpu", "1"}})) {

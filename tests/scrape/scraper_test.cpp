@@ -13,18 +13,10 @@
 namespace gw::scrape {
 namespace {
 
-class MemoryAppender : public tsdb::Appender {
+// tsdb::MemoryAppender over its own MemoryQuerier, which the tests read back.
+class MemoryAppender : public tsdb::MemoryAppender {
  public:
-  Expected<Ref> GetRef(const tsdb::Labels& labels) override {
-    for (size_t i = 0; i < series.size(); ++i)
-      if (series[i] == labels) return static_cast<Ref>(i);
-    series.push_back(labels);
-    return static_cast<Ref>(series.size() - 1);
-  }
-  Status Append(Ref ref, int64_t t_ms, double v) override {
-    return store.Append(series[ref], t_ms, v);
-  }
-  Status Commit() override { return Status::Ok(); }
+  MemoryAppender() : tsdb::MemoryAppender(&store) {}
   // The samples of the one series matching `eq` (empty when none, failure when several).
   std::vector<tsdb::Sample> Samples(std::vector<std::pair<std::string, std::string>> eq) {
     std::vector<tsdb::Matcher> ms;
@@ -34,7 +26,6 @@ class MemoryAppender : public tsdb::Appender {
     EXPECT_LE(out.size(), 1u);
     return out.empty() ? std::vector<tsdb::Sample>{} : out[0].samples;
   }
-  std::vector<tsdb::Labels> series;
   tsdb::MemoryQuerier store;
 };
 

@@ -58,18 +58,16 @@ bool Has(const std::string& text, const std::string& needle) {
 }
 
 // The store as the recorder's appender sees it, in memory, counting GetRef and Commit calls.
-class MemoryAppender : public tsdb::Appender {
+class MemoryAppender : public tsdb::MemoryAppender {
  public:
+  MemoryAppender() : tsdb::MemoryAppender(&store) {}
   Expected<Ref> GetRef(const tsdb::Labels& labels) override {
     ++get_refs;
-    for (size_t i = 0; i < series.size(); ++i)
-      if (series[i] == labels) return static_cast<Ref>(i);
-    series.push_back(labels);
-    return static_cast<Ref>(series.size() - 1);
+    return tsdb::MemoryAppender::GetRef(labels);
   }
   Status Append(Ref ref, int64_t t_ms, double v) override {
     ++appends;
-    return store.Append(series[ref], t_ms, v);
+    return tsdb::MemoryAppender::Append(ref, t_ms, v);
   }
   Status Commit() override {
     ++commits;
@@ -86,7 +84,6 @@ class MemoryAppender : public tsdb::Appender {
     EXPECT_LE(out.size(), 1u);
     return out.empty() ? std::vector<tsdb::Sample>{} : out[0].samples;
   }
-  std::vector<tsdb::Labels> series;
   tsdb::MemoryQuerier store;
   int get_refs = 0, appends = 0, commits = 0;
 };
