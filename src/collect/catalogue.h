@@ -128,7 +128,52 @@ struct Family {
   X(Processes, "gpu_processes", kGauge, "", "Compute processes running on the GPU.",               \
     "nvmlDeviceGetComputeRunningProcesses_v3")                                                     \
   X(ProcessesMemory, "gpu_processes_memory_bytes", kGauge, "bytes",                                \
-    "Device memory used by all compute processes.", "nvmlDeviceGetComputeRunningProcesses_v3")
+    "Device memory used by all compute processes.", "nvmlDeviceGetComputeRunningProcesses_v3")     \
+  X(TemperatureMargin, "gpu_temperature_limit_margin_celsius", kGauge, "celsius",                  \
+    "Degrees left below a temperature limit (T.Limit), as the driver reports it.",                 \
+    "nvmlDeviceGetFieldValues(TEMPERATURE_*_TLIMIT)")                                              \
+  X(GraphicsActive, "gpu_graphics_active_ratio", kGauge, "ratio",                                  \
+    "Fraction of time the graphics or compute engine was busy (GPM).",                             \
+    "nvmlGpmMetricsGet(GRAPHICS_UTIL)")                                                            \
+  X(SmActive, "gpu_sm_active_ratio", kGauge, "ratio",                                              \
+    "Fraction of SMs busy, averaged over the sample period (GPM): low while utilization is high "  \
+    "means few SMs do the work.",                                                                  \
+    "nvmlGpmMetricsGet(SM_UTIL)")                                                                  \
+  X(SmOccupancy, "gpu_sm_occupancy_ratio", kGauge, "ratio",                                        \
+    "Resident warps as a fraction of the SMs' maximum (GPM).", "nvmlGpmMetricsGet(SM_OCCUPANCY)")  \
+  X(TensorActive, "gpu_tensor_active_ratio", kGauge, "ratio",                                      \
+    "Fraction of time a tensor pipe was busy (GPM), any or by kind.",                              \
+    "nvmlGpmMetricsGet(*_TENSOR_UTIL)")                                                            \
+  X(PipeActive, "gpu_pipe_active_ratio", kGauge, "ratio",                                          \
+    "Fraction of time an FP16, FP32, FP64 or integer pipe was busy (GPM).",                        \
+    "nvmlGpmMetricsGet(FP16/FP32/FP64/INTEGER_UTIL)")                                              \
+  X(DramActive, "gpu_dram_active_ratio", kGauge, "ratio",                                          \
+    "Fraction of the device memory bandwidth used (GPM).", "nvmlGpmMetricsGet(DRAM_BW_UTIL)")      \
+  X(NvlinkTxRate, "gpu_nvlink_transmit_bytes_per_second", kGauge, "",                              \
+    "NVLink transmit throughput over all links (GPM).",                                            \
+    "nvmlGpmMetricsGet(NVLINK_TOTAL_TX_PER_SEC)")                                                  \
+  X(NvlinkRxRate, "gpu_nvlink_receive_bytes_per_second", kGauge, "",                               \
+    "NVLink receive throughput over all links (GPM).",                                             \
+    "nvmlGpmMetricsGet(NVLINK_TOTAL_RX_PER_SEC)")                                                  \
+  X(NvlinkTxBytes, "gpu_nvlink_transmit_bytes_total", kCounter, "bytes",                           \
+    "NVLink data transmitted over all links since the driver loaded.",                             \
+    "nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA_TX)")                                         \
+  X(NvlinkRxBytes, "gpu_nvlink_receive_bytes_total", kCounter, "bytes",                            \
+    "NVLink data received over all links since the driver loaded.",                                \
+    "nvmlDeviceGetFieldValues(NVLINK_THROUGHPUT_DATA_RX)")                                         \
+  X(NvlinkLinks, "gpu_nvlink_links", kGauge, "", "NVLink links the GPU has.",                      \
+    "nvmlDeviceGetFieldValues(NVLINK_LINK_COUNT)")                                                 \
+  X(NvlinkLinksDown, "gpu_nvlink_links_down", kGauge, "",                                          \
+    "NVLink links that are not active (gpu_nvlink_link_up names them).",                           \
+    "nvmlDeviceGetFieldValues(NVLINK_GET_STATE)")                                                  \
+  X(NvlinkErrors, "gpu_nvlink_errors_total", kCounter, "",                                         \
+    "NVLink errors over all links, by kind, since the driver loaded.",                             \
+    "nvmlDeviceGetFieldValues(NVLINK_*_ERROR_COUNT_TOTAL)")                                        \
+  X(MigEnabled, "gpu_mig_enabled", kGauge, "",                                                     \
+    "1 if MIG mode is on; state=\"pending\" is the mode after the next reset.",                    \
+    "nvmlDeviceGetMigMode")                                                                        \
+  X(MigInstances, "gpu_mig_instances", kGauge, "", "MIG devices on the GPU.",                      \
+    "nvmlDeviceGetMigDeviceHandleByIndex")
 
 enum class FamilyId : uint8_t {
 #define GW_FAMILY_ENUM(id, ...) k##id,
@@ -226,7 +271,38 @@ inline constexpr std::array<ClockEventReason, 9> kClockEventReasons = {{
   X(PcieTx, PcieTx, "")                                                             \
   X(PcieRx, PcieRx, "")                                                             \
   X(Processes, Processes, "")                                                       \
-  X(ProcessesMemory, ProcessesMemory, "")
+  X(ProcessesMemory, ProcessesMemory, "")                                           \
+  X(MarginShutdown, TemperatureMargin, "threshold=\"shutdown\"")                    \
+  X(MarginSlowdown, TemperatureMargin, "threshold=\"slowdown\"")                    \
+  X(MarginMemoryMax, TemperatureMargin, "threshold=\"memory_max\"")                 \
+  X(MarginGpuMax, TemperatureMargin, "threshold=\"gpu_max\"")                       \
+  X(GraphicsActive, GraphicsActive, "")                                             \
+  X(SmActive, SmActive, "")                                                         \
+  X(SmOccupancy, SmOccupancy, "")                                                   \
+  X(TensorAny, TensorActive, "pipe=\"any\"")                                        \
+  X(TensorHmma, TensorActive, "pipe=\"hmma\"")                                      \
+  X(TensorImma, TensorActive, "pipe=\"imma\"")                                      \
+  X(TensorDmma, TensorActive, "pipe=\"dmma\"")                                      \
+  X(TensorDfma, TensorActive, "pipe=\"dfma\"")                                      \
+  X(PipeFp16, PipeActive, "pipe=\"fp16\"")                                          \
+  X(PipeFp32, PipeActive, "pipe=\"fp32\"")                                          \
+  X(PipeFp64, PipeActive, "pipe=\"fp64\"")                                          \
+  X(PipeInteger, PipeActive, "pipe=\"integer\"")                                    \
+  X(DramActive, DramActive, "")                                                     \
+  X(NvlinkTxRate, NvlinkTxRate, "")                                                 \
+  X(NvlinkRxRate, NvlinkRxRate, "")                                                 \
+  X(NvlinkTxBytes, NvlinkTxBytes, "")                                               \
+  X(NvlinkRxBytes, NvlinkRxBytes, "")                                               \
+  X(NvlinkLinks, NvlinkLinks, "")                                                   \
+  X(NvlinkLinksDown, NvlinkLinksDown, "")                                           \
+  X(NvlinkReplayErrors, NvlinkErrors, "type=\"replay\"")                            \
+  X(NvlinkRecoveryErrors, NvlinkErrors, "type=\"recovery\"")                        \
+  X(NvlinkCrcFlitErrors, NvlinkErrors, "type=\"crc_flit\"")                         \
+  X(NvlinkCrcDataErrors, NvlinkErrors, "type=\"crc_data\"")                         \
+  X(NvlinkEccDataErrors, NvlinkErrors, "type=\"ecc_data\"")                         \
+  X(MigEnabledCurrent, MigEnabled, "state=\"current\"")                             \
+  X(MigEnabledPending, MigEnabled, "state=\"pending\"")                             \
+  X(MigInstances, MigInstances, "")
 
 enum class Slot : uint8_t {
 #define GW_SLOT_ENUM(id, ...) k##id,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collect/catalogue.h"
+#include "nvml/abi.h"
 
 namespace gw::collect {
 
@@ -24,10 +25,71 @@ inline bool IsAbsent(double v) {
   return std::isnan(v);
 }
 
+inline constexpr unsigned kNoMigInstance = 0xFFFFFFFFu;  // NVML_MIG_NO_INSTANCE
+
 struct ProcessSample {
   unsigned pid = 0;
   double memory_bytes = kAbsent;
   double sm_utilization_ratio = kAbsent;
+  unsigned gpu_instance_id = kNoMigInstance;  // the MIG instance it runs in, if any
+};
+
+// Profiling signals from NVML GPM (docs/metrics.md, "Profiling"), per GPU and per MIG instance.
+// Ratios are 0-1; the *PerSecond ones are bytes per second. Absent (NaN) where GPM is
+// unsupported or no previous sample exists yet — never 0.
+#define GW_GPM_SIGNALS(X)                                       \
+  X(GraphicsActive, NVML_GPM_METRIC_GRAPHICS_UTIL)              \
+  X(SmActive, NVML_GPM_METRIC_SM_UTIL)                          \
+  X(SmOccupancy, NVML_GPM_METRIC_SM_OCCUPANCY)                  \
+  X(TensorAny, NVML_GPM_METRIC_ANY_TENSOR_UTIL)                 \
+  X(TensorHmma, NVML_GPM_METRIC_HMMA_TENSOR_UTIL)               \
+  X(TensorImma, NVML_GPM_METRIC_IMMA_TENSOR_UTIL)               \
+  X(TensorDmma, NVML_GPM_METRIC_DMMA_TENSOR_UTIL)               \
+  X(TensorDfma, NVML_GPM_METRIC_DFMA_TENSOR_UTIL)               \
+  X(Fp16, NVML_GPM_METRIC_FP16_UTIL)                            \
+  X(Fp32, NVML_GPM_METRIC_FP32_UTIL)                            \
+  X(Fp64, NVML_GPM_METRIC_FP64_UTIL)                            \
+  X(Integer, NVML_GPM_METRIC_INTEGER_UTIL)                      \
+  X(DramActive, NVML_GPM_METRIC_DRAM_BW_UTIL)                   \
+  X(PcieTxPerSecond, NVML_GPM_METRIC_PCIE_TX_PER_SEC)           \
+  X(PcieRxPerSecond, NVML_GPM_METRIC_PCIE_RX_PER_SEC)           \
+  X(NvlinkTxPerSecond, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC) \
+  X(NvlinkRxPerSecond, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC)
+
+enum class Gpm : uint8_t {
+#define GW_GPM_ENUM(id, metric) k##id,
+  GW_GPM_SIGNALS(GW_GPM_ENUM)
+#undef GW_GPM_ENUM
+      kCount
+};
+inline constexpr size_t kGpmCount = static_cast<size_t>(Gpm::kCount);
+using GpmValues = std::array<double, kGpmCount>;  // indexed by Gpm; kAbsent where none
+
+// One MIG device (a GPU instance with its compute instance) of a MIG-enabled GPU.
+struct MigInstanceSnapshot {
+  unsigned gpu_instance_id = 0;  // `mig_instance` label
+  unsigned compute_instance_id = 0;
+  std::string uuid;     // "MIG-…", what CUDA_VISIBLE_DEVICES may name
+  std::string profile;  // "1g.10gb", parsed from the MIG device's name
+  // The instance's share of its GPU for quotas and cost: compute slices / the GPU's maximum MIG
+  // device count (docs/metrics.md, "MIG"). 1g on an H100 = 1/7.
+  double slice_ratio = kAbsent;
+  double memory_total_bytes = kAbsent, memory_used_bytes = kAbsent, memory_free_bytes = kAbsent;
+  GpmValues gpm;                         // per-instance profiling (nvmlGpmMigSampleGet)
+  std::vector<ProcessSample> processes;  // filled on the slow interval
+  // Preformatted: gpu="0",uuid="GPU-…",mig_instance="3",mig_profile="1g.10gb" (escaped).
+  std::string label_text;
+
+  MigInstanceSnapshot() { gpm.fill(kAbsent); }
+  double value(Gpm g) const { return gpm[static_cast<size_t>(g)]; }
+};
+
+// One NVLink link of a GPU. Counters are the driver's, since the driver loaded.
+struct NvLinkSnapshot {
+  unsigned link = 0;
+  double up = kAbsent;  // 1 active, 0 down (NVML_FI_DEV_NVLINK_GET_STATE)
+  double replay_errors = kAbsent, recovery_errors = kAbsent, crc_errors = kAbsent;
+  double tx_bytes_per_second = kAbsent, rx_bytes_per_second = kAbsent;  // GPM, links 0-17
 };
 
 struct GpuIdentity {
@@ -64,7 +126,16 @@ struct GpuIdentity {
   X(PcieReplays, "nvmlDeviceGetPcieReplayCounter")               \
   X(PcieThroughput, "nvmlDeviceGetPcieThroughput")               \
   X(Processes, "nvmlDeviceGetComputeRunningProcesses")           \
-  X(ProcessUtilization, "nvmlDeviceGetProcessUtilization")
+  X(ProcessUtilization, "nvmlDeviceGetProcessUtilization")       \
+  X(TemperatureLimits, "nvmlDeviceGetFieldValues(TLIMIT)")       \
+  X(GpmSample, "nvmlGpmSampleGet")                               \
+  X(GpmMigSample, "nvmlGpmMigSampleGet")                         \
+  X(GpmMetrics, "nvmlGpmMetricsGet")                             \
+  X(MigMode, "nvmlDeviceGetMigMode")                             \
+  X(MigDevices, "nvmlDeviceGetMigDeviceHandleByIndex")           \
+  X(MigMemory, "nvmlDeviceGetMemoryInfo(MIG)")                   \
+  X(MigProcesses, "nvmlDeviceGetComputeRunningProcesses(MIG)")   \
+  X(NvLinkFields, "nvmlDeviceGetFieldValues(NVLINK)")
 
 enum class Call : uint8_t {
 #define GW_CALL_ENUM(id, name) k##id,
@@ -84,6 +155,14 @@ struct GpuSnapshot {
   std::vector<std::pair<unsigned, uint64_t>> xid_counts;  // (xid, count), sorted by xid
   std::vector<ProcessSample> processes;                   // filled on the slow interval
   std::array<bool, kCallCount> hung{};                    // the watchdog quarantined this call
+  // GPM signals of the whole GPU are catalogue slots (Slot::kSmActive …); these say whether GPM
+  // runs here at all (nvmlGpmQueryDeviceSupport), so "absent" can be told from "not yet".
+  bool gpm_supported = false;
+  // MIG instances, in GPU-instance-id order; empty when MIG is off. Re-enumerated on the slow
+  // interval and on a MigConfigChange event.
+  std::vector<MigInstanceSnapshot> mig;
+  // NVLink links 0..gpu_nvlink_links-1; empty on GPUs without NVLink.
+  std::vector<NvLinkSnapshot> nvlinks;
 
   double value(Slot s) const { return values[static_cast<size_t>(s)]; }
 };
