@@ -33,6 +33,7 @@ GpuReader::GpuReader(size_t position, nvml::Device device, unsigned nvml_index,
   if (snap_.gpm_supported) {
     gpm_ = nvml::GpmSampler(device_);
     BuildGpmRequest();
+    pcie_from_gpm_ = true;
   }
 }
 

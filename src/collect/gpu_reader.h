@@ -95,7 +95,9 @@ class GpuReader {
   std::array<unsigned, GW_GPM_METRICS_CAPACITY> gpm_ids_{};
   std::array<double, GW_GPM_METRICS_CAPACITY> gpm_values_{};
   size_t gpm_id_count_ = 0;
-  bool pcie_from_gpm_ = false;  // the last fast cycle had PCIe rates from GPM
+  // GPM gives the PCIe rates (assumed where GPM runs until a cycle says otherwise): the slow
+  // cycle then skips nvmlDeviceGetPcieThroughput.
+  bool pcie_from_gpm_ = false;
 
   // MIG: per instance (parallel to snap_.mig) its device handle and GPM sampler.
   struct MigState {

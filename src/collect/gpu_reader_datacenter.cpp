@@ -111,7 +111,7 @@ void GpuReader::BuildGpmRequest() {
 void GpuReader::ClearGpm() {
   for (size_t g = 0; g < kGpmCount; ++g)
     if (!IsPcie(g)) Clear(kGpmSlots[g]);
-  if (pcie_from_gpm_) {  // otherwise the slow cycle's nvmlDeviceGetPcieThroughput owns them
+  if (pcie_from_gpm_) {  // from now on the slow cycle's nvmlDeviceGetPcieThroughput owns them
     Clear(Slot::kPcieTx);
     Clear(Slot::kPcieRx);
     pcie_from_gpm_ = false;
@@ -155,6 +155,7 @@ void GpuReader::ReadGpm(double now_s) {
 // ---- MIG -----------------------------------------------------------------------------------
 
 void GpuReader::ClearMig() {
+  if (!mig_.empty()) gpm_.Restart();  // the layout went away: see ReadMigLayout
   mig_.clear();  // frees the instances' GPM samples
   snap_.mig.clear();
   Clear(Slot::kMigInstances);
@@ -232,8 +233,10 @@ void GpuReader::ReadMigLayout() {
     return;
   }
 
-  // The layout changed: keep the instances that remain (and their GPM samples), read the new
-  // ones, and let the vanished ones go (their samplers free their samples).
+  // The layout changed: keep the instances that remain (and their GPM buffers), read the new
+  // ones, and let the vanished ones go (their samplers free their samples). Samples taken before
+  // the change, the whole GPU's included, do not compare with those after it.
+  gpm_.Restart();
   std::vector<MigInstanceSnapshot> next;
   std::vector<MigState> next_state;
   next.reserve(n);
@@ -244,6 +247,8 @@ void GpuReader::ReadMigLayout() {
       next.push_back(std::move(snap_.mig[j]));
       next_state.push_back(std::move(mig_[j]));
       next_state.back().device = found[i];
+      next_state.back().gpm.Restart();  // its last sample is of the old layout
+      next.back().gpm.fill(kAbsent);
       continue;
     }
     const nvml::Device& d = found[i];

@@ -49,6 +49,10 @@ class GpmSampler {
   // number of metrics computed. NOT_READY without any NVML call before two samples.
   Result<unsigned> Metrics(const unsigned* ids, size_t n, double* values) const;
 
+  // Forgets the samples taken (keeping the buffers): the next Metrics() needs two new ones. For a
+  // MIG instance that outlived a re-partition, whose old sample belongs to the old layout.
+  void Restart() { samples_ = 0; }
+
   unsigned gpu_instance_id() const { return gpu_instance_id_; }
   bool allocated() const { return buffers_[0] != nullptr; }
 

@@ -112,5 +112,20 @@ TEST(CollectAllocations, SteadyStateCyclesDoNotAllocate) {
   EXPECT_EQ(p.allocations, 0);
 }
 
+TEST(CollectAllocations, GpmAndMigInstancesDoNotAllocate) {
+  // mig.yaml re-partitions GPU 1 at 120 s: the window ends before.
+  Probe p = RunCycles("mig", 25, 60);
+  EXPECT_EQ(p.mig_instances, 11u);  // 7 + 4
+  EXPECT_TRUE(p.gpm_values);
+  EXPECT_EQ(p.allocations, 0);
+}
+
+TEST(CollectAllocations, NvLinkFieldValuesDoNotAllocate) {
+  Probe p = RunCycles("hgx-nvlink", 25, 30);
+  EXPECT_EQ(p.nvlinks, 8u * 18);
+  EXPECT_TRUE(p.gpm_values);
+  EXPECT_EQ(p.allocations, 0);
+}
+
 }  // namespace
 }  // namespace gw::collect
