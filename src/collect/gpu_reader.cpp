@@ -280,10 +280,7 @@ void GpuReader::ReadProcesses() {
   for (size_t i = 0; i < process_scratch_.size(); ++i) {
     const nvml::ProcessInfo& p = process_scratch_[i];
     ProcessSample& out = snap_.processes[i];
-    out.pid = p.pid;
-    out.memory_bytes = p.memory_known ? static_cast<double>(p.used_memory_bytes) : kAbsent;
-    out.sm_utilization_ratio = kAbsent;
-    out.gpu_instance_id = p.gpu_instance_id;
+    out = ToProcessSample(p, p.gpu_instance_id);
     // Drivers that leave the instance out of the parent's list: find the pid in an instance's.
     if (out.gpu_instance_id == kNoMigInstance)
       for (const MigInstanceSnapshot& m : snap_.mig)

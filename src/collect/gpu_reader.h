@@ -25,6 +25,16 @@ std::string_view MigProfileFromName(std::string_view name);
 // GPU instance) -> 1, "1g.10gb+me" -> 1; 0 when it is not a profile.
 unsigned MigComputeSlices(std::string_view profile);
 
+// One process of NVML's list as the snapshot holds it (SM utilization is filled in later).
+inline ProcessSample ToProcessSample(const nvml::ProcessInfo& p, unsigned gpu_instance_id) {
+  ProcessSample out;
+  out.pid = p.pid;
+  out.memory_bytes = p.memory_known ? static_cast<double>(p.used_memory_bytes) : kAbsent;
+  out.sm_utilization_ratio = kAbsent;
+  out.gpu_instance_id = gpu_instance_id;
+  return out;
+}
+
 class CallGuard {
  public:
   virtual ~CallGuard() = default;

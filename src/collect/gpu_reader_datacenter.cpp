@@ -156,7 +156,7 @@ void GpuReader::ReadGpm(double now_s) {
 
 void GpuReader::ClearMig() {
   if (!mig_.empty()) gpm_.Restart();  // the layout went away: see ReadMigLayout
-  mig_.clear();  // frees the instances' GPM samples
+  mig_.clear();                       // frees the instances' GPM samples
   snap_.mig.clear();
   Clear(Slot::kMigInstances);
 }
@@ -300,14 +300,8 @@ void GpuReader::ReadMigProcesses() {
       continue;
     }
     m.processes.resize(mig_process_scratch_.size());
-    for (size_t k = 0; k < mig_process_scratch_.size(); ++k) {
-      const nvml::ProcessInfo& p = mig_process_scratch_[k];
-      ProcessSample& out = m.processes[k];
-      out.pid = p.pid;
-      out.memory_bytes = p.memory_known ? static_cast<double>(p.used_memory_bytes) : kAbsent;
-      out.sm_utilization_ratio = kAbsent;
-      out.gpu_instance_id = m.gpu_instance_id;
-    }
+    for (size_t k = 0; k < mig_process_scratch_.size(); ++k)
+      m.processes[k] = ToProcessSample(mig_process_scratch_[k], m.gpu_instance_id);
   }
 }
 

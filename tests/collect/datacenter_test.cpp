@@ -33,11 +33,8 @@ TEST(MigProfile, ComputeSlicesFollowTheShareRule) {
 using gw::testing::SimCollector;
 
 CollectorOptions Options() {
-  CollectorOptions o;
-  o.fast_interval_s = 1;
-  o.slow_interval_s = 10;
+  CollectorOptions o;  // fast 1 s, slow 10 s
   o.memory_peak_interval_s = 0;
-  o.call_timeout_s = 5;
   return o;
 }
 
