@@ -6,6 +6,7 @@
 
 #include "collect/exposition.h"
 #include "collect/gpu_reader.h"
+#include "collect/health.h"
 #include "support/sim_fixture.h"
 
 namespace gw::collect {
@@ -198,6 +199,10 @@ TEST(Mig, InstancesWithProfilesSharesMemoryProcessesAndGpm) {
   EXPECT_EQ(pending.value(Slot::kMigEnabledPending), 1);
   EXPECT_TRUE(pending.mig.empty());
   EXPECT_TRUE(IsAbsent(pending.value(Slot::kMigInstances)));
+  bool told = false;
+  for (const HealthProblem& p : HealthProblems(pending))
+    told |= p.what == "MIG mode turns on at the next GPU reset";
+  EXPECT_TRUE(told);
 
   // Nothing here is an error: MIG devices answer what they support, empty slots are NOT_FOUND.
   for (size_t c = 0; c < kCallCount; ++c)
@@ -303,6 +308,11 @@ TEST(NvLink, LinksStatesCountersAndRates) {
       text.find("gpu_nvlink_link_up{gpu=\"3\",uuid=\"" + gpu3.identity.uuid + "\",link=\"5\"} 0\n"),
       std::string::npos);
   EXPECT_NE(text.find("gpu_nvlink_links_down{gpu=\"3\""), std::string::npos);
+  auto problems = HealthProblems(late->gpus[3]);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front().what, "NVLink link(s) down: 5");
+  EXPECT_EQ(problems.front().severity, Severity::kCritical);
+  EXPECT_TRUE(HealthProblems(late->gpus[2]).empty());
 }
 
 TEST(NvLink, GpusWithoutNvLinkHaveNoSeries) {
