@@ -62,6 +62,9 @@ double NvmlCalls(const collect::Snapshot& s) {
   return total;
 }
 
+// At least this long per benchmark, so that even the 1,024-GPU fleets run a few slow cycles.
+constexpr double kMinSeconds = 3;
+
 // One simulated second = one fast cycle (and a slow cycle every tenth).
 void BM_CollectSecond(benchmark::State& state, const char* scenario) {
   Fleet fleet(scenario);
@@ -110,15 +113,19 @@ void BM_CollectSecond(benchmark::State& state, const char* scenario) {
 }
 BENCHMARK_CAPTURE(BM_CollectSecond, fleet_8, "fleet-8")
     ->Unit(benchmark::kMicrosecond)
+    ->MinTime(kMinSeconds)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_CollectSecond, fleet_1024, "fleet-1024")
     ->Unit(benchmark::kMicrosecond)
+    ->MinTime(kMinSeconds)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_CollectSecond, fleet_8_gpm, "fleet-8-gpm")
     ->Unit(benchmark::kMicrosecond)
+    ->MinTime(kMinSeconds)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_CollectSecond, fleet_1024_mig, "fleet-1024-mig")
     ->Unit(benchmark::kMicrosecond)
+    ->MinTime(kMinSeconds)
     ->UseRealTime();
 
 void BM_Render(benchmark::State& state, const char* scenario) {

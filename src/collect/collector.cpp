@@ -124,10 +124,11 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   }
 
   // CallGuard: every NVML read of a GPU goes through here (see gpu_reader.h).
-  bool Enter(size_t gpu, Call call, SteadyClock::time_point start) override {
+  bool Enter(size_t gpu, Call call, SteadyClock::time_point* start) override {
     std::lock_guard<std::mutex> lock(own_mu);
     if (hung[gpu][static_cast<size_t>(call)]) return false;
-    inflight = {true, gpu, call, start};
+    *start = SteadyClock::now();
+    inflight = {true, gpu, call, *start};
     return true;
   }
   void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) override {

@@ -38,9 +38,10 @@ inline ProcessSample ToProcessSample(const nvml::ProcessInfo& p, unsigned gpu_in
 class CallGuard {
  public:
   virtual ~CallGuard() = default;
-  // False if the call is quarantined (hung earlier): skip it. `start` is when the call begins
-  // (the reader's own stopwatch start, so the clock is read twice per call, not three times).
-  virtual bool Enter(size_t gpu, Call call, std::chrono::steady_clock::time_point start) = 0;
+  // False if the call is quarantined (hung earlier): skip it. Otherwise sets `start` to the
+  // moment the call begins: the watchdog's and the self-metrics' clock alike (read once, last
+  // thing before the call, so the guard's own work is not counted as NVML time).
+  virtual bool Enter(size_t gpu, Call call, std::chrono::steady_clock::time_point* start) = 0;
   // Records the outcome. May throw (internally) to unwind an abandoned worker.
   virtual void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) = 0;
 };
@@ -129,8 +130,8 @@ template <class Fn>
 auto GpuReader::Read(Call call, Fn&& fn) -> decltype(fn()) {
   using R = decltype(fn());
   if (snap_.lost) return R::Fail(NVML_ERROR_GPU_IS_LOST);
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!guard_->Enter(position_, call, t0)) return R::Fail(NVML_ERROR_TIMEOUT);
+  std::chrono::steady_clock::time_point t0;
+  if (!guard_->Enter(position_, call, &t0)) return R::Fail(NVML_ERROR_TIMEOUT);
   R result = fn();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   guard_->Leave(position_, call, result.status(), seconds);

@@ -51,7 +51,10 @@ nvml::Api PausingApi(const nvml::Api& real) {
 }
 
 struct NullGuard : CallGuard {
-  bool Enter(size_t, Call, std::chrono::steady_clock::time_point) override { return true; }
+  bool Enter(size_t, Call, std::chrono::steady_clock::time_point* start) override {
+    *start = std::chrono::steady_clock::now();
+    return true;
+  }
   void Leave(size_t, Call, nvmlReturn_t, double) override {}
 };
 
