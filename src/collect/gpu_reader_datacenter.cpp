@@ -411,10 +411,13 @@ void GpuReader::ReadNvLink() {
 void GpuReader::ReadNvLinkPerLink() {
   if (nvlink_links_ == 0) {  // count the links once: the first one that answers no ends them
     unsigned links = 0;
+    const int error_before = snap_.last_error_code;
     for (; links < NVML_NVLINK_MAX_LINKS; ++links) {
       auto active = Read(Call::kNvLinkLinks, [&] { return device_.NvLinkActive(links); });
       if (!active.ok()) break;
     }
+    // The link past the last answers INVALID_ARGUMENT: that is the count, not the GPU's error.
+    if (!snap_.lost) snap_.last_error_code = error_before;
     if (links == 0) {
       ClearNvLink();
       return;

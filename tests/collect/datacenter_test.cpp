@@ -315,6 +315,28 @@ TEST(NvLink, LinksStatesCountersAndRates) {
   EXPECT_TRUE(HealthProblems(late->gpus[2]).empty());
 }
 
+// A library without nvmlDeviceGetFieldValues (an old driver): per-link calls instead.
+TEST(NvLink, PerLinkCallsWhereFieldValuesAreMissing) {
+  SimCollector sim("hgx-nvlink", Options(), GW_SIM_LEGACY_LIBRARY);
+  ASSERT_TRUE(sim.ok());
+  sim.Advance(110);
+  auto snap = sim.Latest();
+  const GpuSnapshot& gpu3 = snap->gpus[3];
+  EXPECT_EQ(gpu3.value(Slot::kNvlinkLinks), 18);
+  ASSERT_EQ(gpu3.nvlinks.size(), 18u);
+  EXPECT_EQ(gpu3.value(Slot::kNvlinkLinksDown), 1);
+  EXPECT_EQ(gpu3.nvlinks[5].up, 0);
+  const GpuSnapshot& gpu5 = snap->gpus[5];
+  EXPECT_GT(gpu5.nvlinks[2].crc_errors, 0);
+  EXPECT_GT(gpu5.value(Slot::kNvlinkCrcFlitErrors) + gpu5.value(Slot::kNvlinkCrcDataErrors), 0);
+  // Field values only: throughput and the ECC-data total.
+  EXPECT_TRUE(IsAbsent(gpu5.value(Slot::kNvlinkTxBytes)));
+  EXPECT_TRUE(IsAbsent(gpu5.value(Slot::kNvlinkEccDataErrors)));
+  EXPECT_EQ(Calls(*snap, Call::kNvLinkFields).calls, 8u);  // one try per GPU, then never again
+  EXPECT_GT(Calls(*snap, Call::kNvLinkLinks).calls, 0u);
+  EXPECT_EQ(gpu3.last_error_code, 0);  // the probe past the last link is no error of the GPU
+}
+
 TEST(NvLink, GpusWithoutNvLinkHaveNoSeries) {
   SimCollector sim("demo", Options());  // GPU 7 is an L40S, a PCIe board
   ASSERT_TRUE(sim.ok());
