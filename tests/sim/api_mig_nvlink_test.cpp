@@ -198,15 +198,7 @@ TEST_F(MigTest, GpmPerInstanceAndForTheWholeGpu) {
   std::vector<nvmlGpmSample_t> s(10);
   for (nvmlGpmSample_t& x : s) ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&x), NVML_SUCCESS);
   auto metric = [&](nvmlGpmSample_t a, nvmlGpmSample_t b, unsigned id, nvmlReturn_t* rc) {
-    nvmlGpmMetricsGet_t get{};
-    get.version = NVML_GPM_METRICS_GET_VERSION;
-    get.numMetrics = 1;
-    get.sample1 = a;
-    get.sample2 = b;
-    get.metrics[0].metricId = id;
-    *rc = nvml.nvmlGpmMetricsGet(&get);
-    if (*rc == NVML_SUCCESS) *rc = get.metrics[0].nvmlReturn;
-    return get.metrics[0].value;
+    return GpmMetric(a, b, id, rc);
   };
   AdvanceTo(10'000);
   ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 2, s[0]), NVML_SUCCESS);  // 3g, training
@@ -334,11 +326,7 @@ TEST_F(NvLinkTest, LinkCountStateAndThroughputFields) {
 
 TEST_F(NvLinkTest, CrcStormRaisesCountersAndXid74) {
   Start("hgx-nvlink");
-  nvmlEventSet_t set = nullptr;
-  ASSERT_EQ(nvml.nvmlEventSetCreate(&set), NVML_SUCCESS);
-  for (unsigned g = 0; g < 8; ++g)
-    ASSERT_EQ(nvml.nvmlDeviceRegisterEvents(Gpu(g), nvmlEventTypeXidCriticalError, set),
-              NVML_SUCCESS);
+  nvmlEventSet_t set = XidEventSet(8);
   AdvanceTo(89'900);
   nvmlEventData_t event{};
   EXPECT_EQ(nvml.nvmlEventSetWait_v2(set, &event, 0), NVML_ERROR_TIMEOUT);
