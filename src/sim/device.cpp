@@ -80,9 +80,14 @@ void Device::Step(std::int64_t k) {
   const VirtualUs t_end = k * kStepUs;
   const VirtualUs mid = std::max<VirtualUs>(0, t_end - kStepUs / 2);
   const MigLayout* layout = MigLayoutAt(spec_, t_end);
-  if (layout != layout_) {  // a re-partition: the instances are new
+  if (layout != layout_) {  // a re-partition: new instances start at 0, kept ones carry on
+    std::vector<InstanceRuntime> next(
+        layout != nullptr && layout->enabled ? layout->instances.size() : 0);
+    for (std::size_t i = 0; i < next.size(); ++i)
+      for (std::size_t j = 0; j < instances_.size(); ++j)
+        if (SameMigInstance(layout->instances[i], layout_->instances[j])) next[i] = instances_[j];
+    instances_ = std::move(next);
     layout_ = layout;
-    instances_.assign(layout != nullptr && layout->enabled ? layout->instances.size() : 0, {});
   }
   if (mig_enabled())
     activity_ = MigActivity(mid, t_end);

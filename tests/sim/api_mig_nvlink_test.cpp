@@ -179,10 +179,11 @@ TEST_F(MigTest, RepartitionReplacesTheInstancesAndRaisesAnEvent) {
   EXPECT_EQ(Text(nvml.nvmlDeviceGetName, Mig(1, 1)), "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
   EXPECT_EQ(Text(nvml.nvmlDeviceGetUUID, Mig(1, 1)), kept_uuid);  // same id and profile
   EXPECT_EQ(Text(nvml.nvmlDeviceGetUUID, Mig(1, 0)), "MIG-a1000000-0000-4000-8000-000000000010");
-  // Handles of the old layout are stale.
+  // A destroyed instance's handle is stale; the kept instance's handle still answers.
   char name[96];
   EXPECT_EQ(nvml.nvmlDeviceGetName(old_1g, name, sizeof name), NVML_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(nvml.nvmlDeviceGetName(old_3g, name, sizeof name), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(Text(nvml.nvmlDeviceGetUUID, old_3g), kept_uuid);
+  EXPECT_EQ(InstanceId(old_3g), 2u);
   EXPECT_TRUE(Processes(Gpu(1)).empty());
   AdvanceTo(126'000);
   const std::vector<nvmlProcessInfo_v2_t> after = Processes(Gpu(1));
@@ -191,6 +192,23 @@ TEST_F(MigTest, RepartitionReplacesTheInstancesAndRaisesAnEvent) {
   EXPECT_EQ(after[0].gpuInstanceId, 1u);
   EXPECT_EQ(after[1].gpuInstanceId, 2u);
   EXPECT_EQ(nvml.nvmlEventSetFree(set), NVML_SUCCESS);
+}
+
+TEST_F(MigTest, AKeptInstanceKeepsCountingAcrossTheRepartition) {
+  Start("mig");
+  nvmlGpmSample_t before = nullptr, after = nullptr;
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&before), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&after), NVML_SUCCESS);
+  AdvanceTo(110'000);
+  ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 2, before), NVML_SUCCESS);  // the 3g, kept
+  AdvanceTo(130'000);
+  ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 2, after), NVML_SUCCESS);
+  // Training 110-115 s (pid 8101) and 125-130 s (pid 8105), idle in between: ~86 % x 10/20 s.
+  nvmlReturn_t rc = NVML_SUCCESS;
+  EXPECT_NEAR(GpmMetric(before, after, NVML_GPM_METRIC_SM_UTIL, &rc), 43, 4);
+  EXPECT_EQ(rc, NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(before), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(after), NVML_SUCCESS);
 }
 
 TEST_F(MigTest, GpmPerInstanceAndForTheWholeGpu) {

@@ -6,6 +6,7 @@
 #include <regex>
 #include <string>
 
+#include "sim/faults.h"
 #include "sim/gpm.h"
 #include "sim/scenario.h"
 #include "sim/workload.h"
@@ -61,6 +62,24 @@ gpus:
   EXPECT_EQ(MigInstanceOf(layouts[1], p), -1);
   EXPECT_EQ(MigLayoutAt(s->gpus[0], 59'999'999), &layouts[0]);
   EXPECT_EQ(MigLayoutAt(s->gpus[0], 60'000'000), &layouts[1]);
+}
+
+TEST(ScenarioMig, OnlyChangesOfTheInstancesRaiseMigConfigChange) {
+  const Expected<Scenario> s = Parse(R"(
+gpus:
+  - model: H100
+    mig:
+      instances: [2x3g.40gb]
+      changes:
+        - {at: 1m, pending: disabled}
+        - {at: 2m, instances: [3g.40gb]}
+        - {at: 3m, mode: disabled}
+)");
+  ASSERT_TRUE(s.ok()) << ErrorOf(s);
+  std::vector<VirtualUs> at;
+  for (const FaultEvent& e : FaultEvents(s->gpus[0]))
+    if (e.event_type == kEventTypeMigConfigChange) at.push_back(e.at_us);
+  EXPECT_EQ(at, (std::vector<VirtualUs>{120'000'000, 180'000'000}));
 }
 
 TEST(ScenarioMig, ReplicasGetTheirOwnMigUuids) {
