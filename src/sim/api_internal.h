@@ -9,8 +9,9 @@
 // a MIG device handle (generation << 32 | 1 << 31 | gpu << 16 | layout << 8 | instance id + 1)
 // and an event set handle (generation << 32 | set id), so a stale or forged handle is detected
 // (INVALID_ARGUMENT) instead of being dereferenced; a MIG handle also goes stale when a
-// re-partition destroys its instance (one the re-partition keeps keeps its handle). GPM samples are real heap objects (the caller allocates and
-// frees them); the library keeps the set it handed out, so a freed or forged one is refused.
+// re-partition destroys its instance (a kept instance keeps its handle). GPM samples are real
+// heap objects (the caller allocates and frees them); the library keeps the set it handed out,
+// so a freed or forged one is refused.
 #ifndef GPUWARDEN_SIM_API_INTERNAL_H_
 #define GPUWARDEN_SIM_API_INTERNAL_H_
 
