@@ -9,8 +9,9 @@
 // a MIG device handle (generation << 32 | 1 << 31 | gpu << 16 | layout << 8 | instance id + 1)
 // and an event set handle (generation << 32 | set id), so a stale or forged handle is detected
 // (INVALID_ARGUMENT) instead of being dereferenced; a MIG handle also goes stale when a
-// re-partition replaces its layout. GPM samples are real heap objects (the caller allocates and
-// frees them); the library keeps the set it handed out, so a freed or forged one is refused.
+// re-partition destroys its instance (a kept instance keeps its handle). GPM samples are real
+// heap objects (the caller allocates and frees them); the library keeps the set it handed out,
+// so a freed or forged one is refused.
 #ifndef GPUWARDEN_SIM_API_INTERNAL_H_
 #define GPUWARDEN_SIM_API_INTERNAL_H_
 
@@ -36,10 +37,10 @@ struct nvmlGpmSample_st {
   bool filled = false;
   std::uint32_t generation = 0;  // of the init it was taken in
   unsigned gpu = 0;
-  int mig_slot = -1;  // -1: the whole GPU
-  std::size_t layout = 0;
+  bool mig = false;  // of a MIG instance, else of the whole GPU
   unsigned gpu_instance_id = 0;
-  gw::sim::VirtualUs t_us = 0;  // the step's end
+  std::size_t instance_uuid_hash = 0;  // with the id: which instance (sim/scenario.h)
+  gw::sim::VirtualUs t_us = 0;         // the step's end
   gw::sim::GpmCounters counters;
 };
 

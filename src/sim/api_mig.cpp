@@ -1,7 +1,9 @@
 // libnvml-sim.so, part 5: MIG devices and GPM profiling samples (docs/scenarios.md, "MIG" and
 // "Profiling counters"). The legacy library (an old driver) has neither.
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "sim/api_internal.h"
 
@@ -35,11 +37,15 @@ nvmlReturn_t TakeSample(DeviceCall& c, int slot, nvmlGpmSample_t handle) {
   sample->filled = true;
   sample->generation = lib.generation;
   sample->gpu = c.index;
-  sample->mig_slot = slot;
-  sample->layout = c.device->mig_layout_index();
-  sample->gpu_instance_id =
-      slot >= 0 ? c.device->mig_layout()->instances[static_cast<std::size_t>(slot)].gpu_instance_id
-                : 0;
+  sample->mig = slot >= 0;
+  sample->gpu_instance_id = 0;
+  sample->instance_uuid_hash = 0;
+  if (slot >= 0) {
+    const gw::sim::MigInstanceSpec& m =
+        c.device->mig_layout()->instances[static_cast<std::size_t>(slot)];
+    sample->gpu_instance_id = m.gpu_instance_id;
+    sample->instance_uuid_hash = std::hash<std::string>{}(m.uuid);
+  }
   sample->t_us = c.device->last_step_us();
   sample->counters = slot >= 0 ? c.device->instance_counters(static_cast<std::size_t>(slot))
                                : c.device->gpm_counters();
@@ -181,7 +187,7 @@ nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId
   });
 }
 
-// Both samples must come from the same GPU (or MIG instance of the same layout) in this init,
+// Both samples must come from the same GPU (or the same MIG instance) in this init,
 // sample2 at least one 100 ms step after sample1; otherwise INVALID_ARGUMENT.
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
   Library& lib = TheLibrary();
@@ -196,8 +202,8 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
   const nvmlGpmSample_st* b = FindSample(lib, metricsGet->sample2);
   if (a == nullptr || b == nullptr || !a->filled || !b->filled) return NVML_ERROR_INVALID_ARGUMENT;
   if (a->generation != lib.generation || b->generation != lib.generation || a->gpu != b->gpu ||
-      a->mig_slot != b->mig_slot || a->layout != b->layout ||
-      a->gpu_instance_id != b->gpu_instance_id)
+      a->mig != b->mig || a->gpu_instance_id != b->gpu_instance_id ||
+      a->instance_uuid_hash != b->instance_uuid_hash)
     return NVML_ERROR_INVALID_ARGUMENT;
   if (b->t_us - a->t_us < gw::sim::kStepUs) return NVML_ERROR_INVALID_ARGUMENT;
   const double seconds = static_cast<double>(b->t_us - a->t_us) / 1e6;
@@ -205,8 +211,8 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
       std::min(lib.fleet->DeviceInfo(a->gpu).model().nvlinks, gw::sim::kMaxSimNvLinks);
   for (unsigned i = 0; i < metricsGet->numMetrics; ++i) {
     nvmlGpmMetric_t& m = metricsGet->metrics[i];
-    const gw::sim::GpmMetricOutcome out = gw::sim::ComputeGpmMetric(
-        m.metricId, a->counters, b->counters, seconds, links, a->mig_slot >= 0);
+    const gw::sim::GpmMetricOutcome out =
+        gw::sim::ComputeGpmMetric(m.metricId, a->counters, b->counters, seconds, links, a->mig);
     m.nvmlReturn = out.rc;
     m.value = out.rc == NVML_SUCCESS ? out.value : 0;
     m.shortName = const_cast<char*>(out.short_name);

@@ -206,12 +206,16 @@ nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle
   call->index = *index;
   call->now = now;
   call->timestamp_us = lib.fleet->TimestampUs(call->device->last_step_us());
-  if (mig) {  // the instance must exist in the layout in force now
+  if (mig) {  // the handle's instance must still exist (a re-partition may have kept it)
     const Device& d = *call->device;
-    if (!d.mig_enabled() || d.mig_layout_index() != mig->layout) return NVML_ERROR_INVALID_ARGUMENT;
+    const std::vector<MigLayout>& layouts = d.spec().mig;
+    if (!d.mig_enabled() || mig->layout >= layouts.size()) return NVML_ERROR_INVALID_ARGUMENT;
+    const MigInstanceSpec* named = nullptr;
+    for (const MigInstanceSpec& m : layouts[mig->layout].instances)
+      if (m.gpu_instance_id == mig->gpu_instance_id) named = &m;
     const std::vector<MigInstanceSpec>& instances = d.mig_layout()->instances;
-    for (std::size_t slot = 0; slot < instances.size(); ++slot) {
-      if (instances[slot].gpu_instance_id != mig->gpu_instance_id) continue;
+    for (std::size_t slot = 0; named != nullptr && slot < instances.size(); ++slot) {
+      if (!SameMigInstance(instances[slot], *named)) continue;
       call->mig = &instances[slot];
       call->mig_slot = static_cast<int>(slot);
     }

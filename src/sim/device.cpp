@@ -22,6 +22,7 @@ constexpr std::uint64_t kMiB = 1ULL << 20;
 enum Channel : std::uint64_t { kPowerNoise = 30, kPowerMilliwatts, kEnergyStart, kNvLink = 64 };
 
 constexpr unsigned kMigMemorySlices = 8;
+constexpr std::size_t kMaxMigSlots = 8;  // instances of a layout (the parser allows 7)
 
 void AddScaled(Activity& sum, const Activity& a, double w) {
   sum.util_pct += a.util_pct * w;
@@ -79,9 +80,14 @@ void Device::Step(std::int64_t k) {
   const VirtualUs t_end = k * kStepUs;
   const VirtualUs mid = std::max<VirtualUs>(0, t_end - kStepUs / 2);
   const MigLayout* layout = MigLayoutAt(spec_, t_end);
-  if (layout != layout_) {  // a re-partition: the instances are new
+  if (layout != layout_) {  // a re-partition: new instances start at 0, kept ones carry on
+    std::vector<InstanceRuntime> next(
+        layout != nullptr && layout->enabled ? layout->instances.size() : 0);
+    for (std::size_t i = 0; i < next.size(); ++i)
+      for (std::size_t j = 0; j < instances_.size(); ++j)
+        if (SameMigInstance(layout->instances[i], layout_->instances[j])) next[i] = instances_[j];
+    instances_ = std::move(next);
     layout_ = layout;
-    instances_.assign(layout != nullptr && layout->enabled ? layout->instances.size() : 0, {});
   }
   if (mig_enabled())
     activity_ = MigActivity(mid, t_end);
@@ -158,28 +164,32 @@ void Device::Step(std::int64_t k) {
 }
 
 Activity Device::MigActivity(VirtualUs mid, VirtualUs t_end) {
+  // One pass over the processes: which instances are occupied, and by which host workload.
+  std::array<bool, kMaxMigSlots> occupied{};
+  std::array<const WorkloadSegment*, kMaxMigSlots> host{};
+  auto place = [&](const ProcessSpec& p) {
+    const int slot = MigInstanceOf(*layout_, p);
+    if (slot < 0) return;
+    const auto i = static_cast<std::size_t>(slot);
+    occupied[i] = true;
+    if (p.workload && (host[i] == nullptr || p.workload->util_pct > host[i]->util_pct))
+      host[i] = &*p.workload;
+  };
+  for (const ProcessSpec& p : spec_.processes)
+    if (ProcessRunning(spec_, p, t_end)) place(p);
+  for (const ProcessSpec& p : host_processes_) place(p);
   Activity sum;
+  std::optional<Activity> timeline;  // the same for every instance that runs it
   const double max_devices = std::max(1u, model().max_mig_devices);
   for (std::size_t slot = 0; slot < instances_.size(); ++slot) {
     const MigInstanceSpec& instance = layout_->instances[slot];
-    bool occupied = false;
-    const WorkloadSegment* host = nullptr;
-    for (const ProcessSpec& p : spec_.processes)
-      if (ProcessRunning(spec_, p, t_end) && MigInstanceOf(*layout_, p) == static_cast<int>(slot))
-        occupied = true;
-    for (const ProcessSpec& p : host_processes_) {
-      if (MigInstanceOf(*layout_, p) != static_cast<int>(slot)) continue;
-      occupied = true;
-      if (p.workload && (host == nullptr || p.workload->util_pct > host->util_pct))
-        host = &*p.workload;
-    }
     Activity a;
-    if (occupied && host != nullptr)
-      a = SegmentActivity(spec_, seed_, mid, mid, *host);
-    else if (occupied && instance.workload)
+    if (occupied[slot] && host[slot] != nullptr)
+      a = SegmentActivity(spec_, seed_, mid, mid, *host[slot]);
+    else if (occupied[slot] && instance.workload)
       a = SegmentActivity(spec_, seed_, mid, mid, *instance.workload);
-    else if (occupied)
-      a = ActivityAt(spec_, seed_, mid);
+    else if (occupied[slot])
+      a = timeline ? *timeline : *(timeline = ActivityAt(spec_, seed_, mid));
     for (std::size_t c = 0; c < a.gpm.size(); ++c)
       instances_[slot].gpm.pct_seconds[c] += a.gpm[c] * kStepS;
     AddScaled(sum, a, instance.profile->compute_slices / max_devices);

@@ -16,7 +16,8 @@
 // a running process runs a workload (its host process's, the instance's own, else the GPU's
 // timeline) and the GPU's activity is the sum of its instances' weighted by compute slices / the
 // model's maximum MIG device count. Profiling counters (sim/gpm.h) accumulate per GPU and per
-// instance; an instance's counters start at 0 when a re-partition creates it.
+// instance; an instance's counters start at 0 when a re-partition creates it and carry on when
+// one keeps it.
 //
 // Thread-safety: none; the fleet's owner serialises access.
 #ifndef GPUWARDEN_SIM_DEVICE_H_
@@ -98,7 +99,8 @@ class Device {
   const MigLayout* mig_layout() const { return layout_; }
   std::size_t mig_layout_index() const;
   bool mig_enabled() const { return layout_ != nullptr && layout_->enabled; }
-  // Per instance slot of the enabled layout (slot < instance count).
+  // Per instance slot of the enabled layout (slot < instance count). An instance a re-partition
+  // keeps (sim/scenario.h, SameMigInstance) keeps its counters.
   const GpmCounters& instance_counters(std::size_t slot) const { return instances_[slot].gpm; }
   std::uint64_t instance_total_memory_bytes(std::size_t slot) const;
   std::uint64_t instance_used_memory_bytes(std::size_t slot) const;

@@ -203,9 +203,18 @@ std::vector<FaultEvent> FaultEvents(const GpuSpec& gpu) {
         break;
     }
   }
-  for (std::size_t i = 1; i < gpu.mig.size(); ++i)
+  // A change that creates or destroys instances (not one of the pending mode only).
+  auto instances = [](const MigLayout& l) {
+    return l.enabled ? l.instances : std::vector<MigInstanceSpec>{};
+  };
+  for (std::size_t i = 1; i < gpu.mig.size(); ++i) {
+    const std::vector<MigInstanceSpec> before = instances(gpu.mig[i - 1]);
+    const std::vector<MigInstanceSpec> after = instances(gpu.mig[i]);
+    if (std::equal(before.begin(), before.end(), after.begin(), after.end(), SameMigInstance))
+      continue;
     events.push_back(
         {.at_us = gpu.mig[i].at_us, .gpu = gpu.index, .event_type = kEventTypeMigConfigChange});
+  }
   return events;
 }
 

@@ -11,17 +11,14 @@ namespace {
 // slice its profile allows (1g: 0-6; 2g: 0, 2, 4; 3g: 0, 4; 4g and 7g: 0), as NVIDIA's MIG
 // placement rules say for A100/H100/H200.
 constexpr unsigned kAt0to6 = 0x7F, kAtEven = 0x55, kAt024 = 0x15, kAt04 = 0x11, kAt0 = 0x01;
-constexpr MigProfile kH100Profiles[] = {
+// H100 80GB and A100 80GB share their profiles.
+constexpr MigProfile k80GbProfiles[] = {
     {"1g.10gb", 1, 1, kAt0to6}, {"1g.20gb", 1, 2, kAtEven}, {"2g.20gb", 2, 2, kAt024},
     {"3g.40gb", 3, 4, kAt04},   {"4g.40gb", 4, 4, kAt0},    {"7g.80gb", 7, 8, kAt0},
 };
 constexpr MigProfile kH200Profiles[] = {
     {"1g.18gb", 1, 1, kAt0to6}, {"1g.35gb", 1, 2, kAtEven}, {"2g.35gb", 2, 2, kAt024},
     {"3g.71gb", 3, 4, kAt04},   {"4g.71gb", 4, 4, kAt0},    {"7g.141gb", 7, 8, kAt0},
-};
-constexpr MigProfile kA100x80Profiles[] = {
-    {"1g.10gb", 1, 1, kAt0to6}, {"1g.20gb", 1, 2, kAtEven}, {"2g.20gb", 2, 2, kAt024},
-    {"3g.40gb", 3, 4, kAt04},   {"4g.40gb", 4, 4, kAt0},    {"7g.80gb", 7, 8, kAt0},
 };
 constexpr MigProfile kA100x40Profiles[] = {
     {"1g.5gb", 1, 1, kAt0to6}, {"1g.10gb", 1, 2, kAtEven}, {"2g.10gb", 2, 2, kAt024},
@@ -63,7 +60,7 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .nvlinks = 18,
      .nvlink_gbps = 25,
      .max_mig_devices = 7,
-     .mig_profiles = kH100Profiles},
+     .mig_profiles = k80GbProfiles},
     {.short_name = "H200",
      .nvml_name = "NVIDIA H200",
      .architecture = NVML_DEVICE_ARCH_HOPPER,
@@ -127,7 +124,7 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .nvlinks = 12,
      .nvlink_gbps = 25,
      .max_mig_devices = 7,
-     .mig_profiles = kA100x80Profiles},
+     .mig_profiles = k80GbProfiles},
     {.short_name = "A100-40GB",
      .nvml_name = "NVIDIA A100-SXM4-40GB",
      .architecture = NVML_DEVICE_ARCH_AMPERE,

@@ -202,6 +202,11 @@ bool IsKnownNvmlFunction(std::string_view name);
 
 // The MIG layout in force at t, or nullptr when the GPU has none (MIG disabled throughout).
 const MigLayout* MigLayoutAt(const GpuSpec& gpu, VirtualUs t_us);
+// Whether two layouts' instances are the same one (a re-partition kept it): same GPU instance id
+// and UUID.
+inline bool SameMigInstance(const MigInstanceSpec& a, const MigInstanceSpec& b) {
+  return a.gpu_instance_id == b.gpu_instance_id && a.uuid == b.uuid;
+}
 // Index into layout.instances of the instance a process runs in; -1 for none.
 int MigInstanceOf(const MigLayout& layout, const ProcessSpec& process);
 

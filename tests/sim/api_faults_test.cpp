@@ -16,11 +16,7 @@ using SimFaultTest = SimTest;
 
 TEST_F(SimFaultTest, FallOffBusDeliversXid79ThenGpuIsLost) {
   Start("fall-off-bus");
-  nvmlEventSet_t set = nullptr;
-  ASSERT_EQ(nvml.nvmlEventSetCreate(&set), NVML_SUCCESS);
-  for (unsigned i = 0; i < 2; ++i)
-    ASSERT_EQ(nvml.nvmlDeviceRegisterEvents(Gpu(i), nvmlEventTypeXidCriticalError, set),
-              NVML_SUCCESS);
+  nvmlEventSet_t set = XidEventSet(2);
   nvmlEventData_t data{};
   EXPECT_EQ(nvml.nvmlEventSetWait_v2(set, &data, 0), NVML_ERROR_TIMEOUT);
   AdvanceTo(29'900);

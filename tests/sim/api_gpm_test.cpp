@@ -20,20 +20,12 @@ class GpmTest : public SimTest {
     samples_.push_back(s);
     return s;
   }
-  // Metric `id` from samples a (older) and b; the call's and the entry's return in *rc.
+  // Metric `id` from samples a (older) and b; expects success unless rc is given.
   double Metric(nvmlGpmSample_t a, nvmlGpmSample_t b, unsigned id, nvmlReturn_t* rc = nullptr) {
-    nvmlGpmMetricsGet_t get{};
-    get.version = NVML_GPM_METRICS_GET_VERSION;
-    get.numMetrics = 1;
-    get.sample1 = a;
-    get.sample2 = b;
-    get.metrics[0].metricId = id;
-    const nvmlReturn_t call = nvml.nvmlGpmMetricsGet(&get);
-    if (rc != nullptr)
-      *rc = call != NVML_SUCCESS ? call : get.metrics[0].nvmlReturn;
-    else
-      EXPECT_EQ(call, NVML_SUCCESS);
-    return get.metrics[0].value;
+    nvmlReturn_t own = NVML_SUCCESS;
+    const double value = GpmMetric(a, b, id, rc != nullptr ? rc : &own);
+    EXPECT_EQ(own, NVML_SUCCESS);
+    return value;
   }
   // Samples GPU `gpu` at `from_ms` and `to_ms` into a and b.
   void SampleAt(unsigned gpu, unsigned long long from_ms, unsigned long long to_ms,

@@ -179,10 +179,11 @@ TEST_F(MigTest, RepartitionReplacesTheInstancesAndRaisesAnEvent) {
   EXPECT_EQ(Text(nvml.nvmlDeviceGetName, Mig(1, 1)), "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
   EXPECT_EQ(Text(nvml.nvmlDeviceGetUUID, Mig(1, 1)), kept_uuid);  // same id and profile
   EXPECT_EQ(Text(nvml.nvmlDeviceGetUUID, Mig(1, 0)), "MIG-a1000000-0000-4000-8000-000000000010");
-  // Handles of the old layout are stale.
+  // A destroyed instance's handle is stale; the kept instance's handle still answers.
   char name[96];
   EXPECT_EQ(nvml.nvmlDeviceGetName(old_1g, name, sizeof name), NVML_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(nvml.nvmlDeviceGetName(old_3g, name, sizeof name), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(Text(nvml.nvmlDeviceGetUUID, old_3g), kept_uuid);
+  EXPECT_EQ(InstanceId(old_3g), 2u);
   EXPECT_TRUE(Processes(Gpu(1)).empty());
   AdvanceTo(126'000);
   const std::vector<nvmlProcessInfo_v2_t> after = Processes(Gpu(1));
@@ -193,20 +194,29 @@ TEST_F(MigTest, RepartitionReplacesTheInstancesAndRaisesAnEvent) {
   EXPECT_EQ(nvml.nvmlEventSetFree(set), NVML_SUCCESS);
 }
 
+TEST_F(MigTest, AKeptInstanceKeepsCountingAcrossTheRepartition) {
+  Start("mig");
+  nvmlGpmSample_t before = nullptr, after = nullptr;
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&before), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&after), NVML_SUCCESS);
+  AdvanceTo(110'000);
+  ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 2, before), NVML_SUCCESS);  // the 3g, kept
+  AdvanceTo(130'000);
+  ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 2, after), NVML_SUCCESS);
+  // Training 110-115 s (pid 8101) and 125-130 s (pid 8105), idle in between: ~86 % x 10/20 s.
+  nvmlReturn_t rc = NVML_SUCCESS;
+  EXPECT_NEAR(GpmMetric(before, after, NVML_GPM_METRIC_SM_UTIL, &rc), 43, 4);
+  EXPECT_EQ(rc, NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(before), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(after), NVML_SUCCESS);
+}
+
 TEST_F(MigTest, GpmPerInstanceAndForTheWholeGpu) {
   Start("mig");
   std::vector<nvmlGpmSample_t> s(10);
   for (nvmlGpmSample_t& x : s) ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&x), NVML_SUCCESS);
   auto metric = [&](nvmlGpmSample_t a, nvmlGpmSample_t b, unsigned id, nvmlReturn_t* rc) {
-    nvmlGpmMetricsGet_t get{};
-    get.version = NVML_GPM_METRICS_GET_VERSION;
-    get.numMetrics = 1;
-    get.sample1 = a;
-    get.sample2 = b;
-    get.metrics[0].metricId = id;
-    *rc = nvml.nvmlGpmMetricsGet(&get);
-    if (*rc == NVML_SUCCESS) *rc = get.metrics[0].nvmlReturn;
-    return get.metrics[0].value;
+    return GpmMetric(a, b, id, rc);
   };
   AdvanceTo(10'000);
   ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 2, s[0]), NVML_SUCCESS);  // 3g, training
@@ -334,11 +344,7 @@ TEST_F(NvLinkTest, LinkCountStateAndThroughputFields) {
 
 TEST_F(NvLinkTest, CrcStormRaisesCountersAndXid74) {
   Start("hgx-nvlink");
-  nvmlEventSet_t set = nullptr;
-  ASSERT_EQ(nvml.nvmlEventSetCreate(&set), NVML_SUCCESS);
-  for (unsigned g = 0; g < 8; ++g)
-    ASSERT_EQ(nvml.nvmlDeviceRegisterEvents(Gpu(g), nvmlEventTypeXidCriticalError, set),
-              NVML_SUCCESS);
+  nvmlEventSet_t set = XidEventSet(8);
   AdvanceTo(89'900);
   nvmlEventData_t event{};
   EXPECT_EQ(nvml.nvmlEventSetWait_v2(set, &event, 0), NVML_ERROR_TIMEOUT);

@@ -77,6 +77,28 @@ class SimTest : public ::testing::Test {
     ASSERT_EQ(nvml.nvmlSimAdvance(ms - now), NVML_SUCCESS);
   }
 
+  // A new event set with XidCriticalError registered on GPUs 0..gpus-1.
+  nvmlEventSet_t XidEventSet(unsigned gpus) {
+    nvmlEventSet_t set = nullptr;
+    EXPECT_EQ(nvml.nvmlEventSetCreate(&set), NVML_SUCCESS);
+    for (unsigned i = 0; i < gpus; ++i)
+      EXPECT_EQ(nvml.nvmlDeviceRegisterEvents(Gpu(i), nvmlEventTypeXidCriticalError, set),
+                NVML_SUCCESS);
+    return set;
+  }
+  // GPM metric `id` from samples a (older) and b; *rc is the call's return, else the entry's.
+  double GpmMetric(nvmlGpmSample_t a, nvmlGpmSample_t b, unsigned id, nvmlReturn_t* rc) {
+    nvmlGpmMetricsGet_t get{};
+    get.version = NVML_GPM_METRICS_GET_VERSION;
+    get.numMetrics = 1;
+    get.sample1 = a;
+    get.sample2 = b;
+    get.metrics[0].metricId = id;
+    const nvmlReturn_t call = nvml.nvmlGpmMetricsGet(&get);
+    *rc = call != NVML_SUCCESS ? call : get.metrics[0].nvmlReturn;
+    return get.metrics[0].value;
+  }
+
   bool started_ = false;
 };
 
