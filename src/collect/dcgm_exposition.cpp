@@ -295,7 +295,7 @@ void DcgmExposition::Prepare(const Snapshot& snapshot) {
     }
     TrackXids(gpu, &st.xids, &st.last_xid);
     st.labels.clear();
-    AppendLabels(snapshot, gpu, nullptr, &st.labels);
+    if (gpu.mig.empty()) AppendLabels(snapshot, gpu, nullptr, &st.labels);
     if (st.instance_labels.size() < gpu.mig.size()) st.instance_labels.resize(gpu.mig.size());
     for (size_t m = 0; m < gpu.mig.size(); ++m) {
       st.instance_labels[m].clear();

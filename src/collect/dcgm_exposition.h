@@ -105,7 +105,7 @@ class DcgmExposition {
     std::string uuid;                                 // whose XID history this is
     std::vector<std::pair<unsigned, uint64_t>> xids;  // counts at the last render
     unsigned last_xid = 0;
-    std::string labels;                        // the GPU's label text (non-MIG series)
+    std::string labels;                        // the GPU's label text (a GPU without MIG devices)
     std::vector<std::string> instance_labels;  // one per MIG device
   };
   void Prepare(const Snapshot& snapshot);
