@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -113,14 +114,15 @@ std::string Scenario(const std::string& name) {
   return std::string(GW_SOURCE_DIR) + "/scenarios/" + name;
 }
 
-// Starts the agent with `names`, lets 30 simulated seconds pass, and returns /metrics.
-std::string MetricsWith(const std::string& scenario, const std::string& names) {
+// Starts the agent with `names`, lets `seconds` of simulated time pass, and returns /metrics.
+std::string MetricsWith(const std::string& scenario, const std::string& names,
+                        double seconds = 30) {
   TempDir dir;
   WriteFile(dir / "gpuwarden.yaml", "exposition:\n  names: " + names + "\n");
   AgentProcess agent(
       {"--simulate", scenario, "--sim-clock", "stepped", "--config", dir / "gpuwarden.yaml"});
   if (agent.port() == 0) return "";
-  agent.Advance(30);
+  agent.Advance(seconds);
   HttpReply page = agent.Get("/metrics");
   EXPECT_EQ(page.status, 200);
   return page.body;
@@ -178,13 +180,65 @@ TEST(DcgmExporterServe, BothNamesOnTheDemoFleet) {
 TEST(DcgmExporterServe, BothNamesOnTheHgxNvlinkFleet) {
   if (!std::filesystem::exists(Scenario("hgx-nvlink.yaml")))
     GTEST_SKIP() << "scenarios/hgx-nvlink.yaml is not in this tree";
-  const std::string body = MetricsWith(Scenario("hgx-nvlink.yaml"), "both");
+  // 110 s: GPU 3 has lost a link (60 s), GPU 5 is in a CRC error storm with XID 74 (90 s).
+  const std::string body = MetricsWith(Scenario("hgx-nvlink.yaml"), "both", 110);
   CheckBoth(body);
   // An HGX node has GPM and NVLink: the profiling and NVLink fields are there.
   const std::vector<Sample> samples = ParseExposition(body);
   for (std::string_view name : {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
                                 "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"})
     EXPECT_FALSE(std::isnan(Value(samples, std::string(name)))) << name;
+  EXPECT_EQ(Value(samples, "DCGM_FI_DEV_XID_ERRORS", {{"gpu", "5"}}), 74);
+  EXPECT_EQ(Value(samples, "DCGM_FI_DEV_XID_ERRORS", {{"gpu", "0"}}), 0);
+  EXPECT_GT(Value(samples, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", {{"gpu", "5"}}) +
+                Value(samples, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", {{"gpu", "5"}}),
+            1000);
+  EXPECT_GT(Value(samples, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", {{"gpu", "0"}}), 0);
+}
+
+// A MIG-enabled GPU is written per MIG device, as dcgm-exporter's default device selection does:
+// memory and profiling are each instance's, with GPU_I_ID and GPU_I_PROFILE; nothing of that GPU
+// is written without them.
+TEST(DcgmExporterServe, MigDevicesOnTheMigFleet) {
+  const std::string body = MetricsWith(Scenario("mig.yaml"), "both");
+  const std::vector<Sample> samples = ParseExposition(body);
+  ASSERT_FALSE(samples.empty());
+  std::set<std::string> mig_gpus;
+  int instances = 0;
+  for (const Sample& ours : samples) {
+    if (ours.name != "gpu_mig_memory_used_bytes" && ours.name != "gpu_mig_sm_active_ratio")
+      continue;
+    const std::string gpu = ours.labels.at("gpu");
+    mig_gpus.insert(gpu);
+    const std::map<std::string, std::string> instance = {
+        {"gpu", gpu},
+        {"GPU_I_ID", ours.labels.at("mig_instance")},
+        {"GPU_I_PROFILE", ours.labels.at("mig_profile")}};
+    if (ours.name == "gpu_mig_memory_used_bytes") {
+      ++instances;
+      EXPECT_EQ(Value(samples, "DCGM_FI_DEV_FB_USED", instance), std::round(ours.value / 1048576))
+          << gpu << "/" << ours.labels.at("mig_instance");
+    } else {
+      EXPECT_DOUBLE_EQ(Value(samples, "DCGM_FI_PROF_SM_ACTIVE", instance), ours.value)
+          << gpu << "/" << ours.labels.at("mig_instance");
+    }
+  }
+  EXPECT_GE(mig_gpus.size(), 2u) << "the scenario's two partitioned H100s";
+  EXPECT_GE(instances, 7 + 4);
+  for (const Sample& s : samples) {
+    if (s.name.rfind("DCGM_FI_", 0) != 0) continue;
+    EXPECT_EQ(s.labels.count("GPU_I_ID") != 0, mig_gpus.count(s.labels.at("gpu")) != 0)
+        << s.name << " gpu " << s.labels.at("gpu");
+  }
+  // A device-wide reading repeats on each instance.
+  const double temp = Value(samples, "gpu_temperature_celsius", {{"gpu", *mig_gpus.begin()}});
+  int repeats = 0;
+  for (const Sample& s : samples)
+    if (s.name == "DCGM_FI_DEV_GPU_TEMP" && s.labels.at("gpu") == *mig_gpus.begin()) {
+      EXPECT_EQ(s.value, temp);
+      ++repeats;
+    }
+  EXPECT_GE(repeats, 4);
 }
 
 TEST(DcgmExporterServe, DcgmExporterNamesReplaceTheDeviceFamiliesOnly) {
