@@ -446,7 +446,9 @@ void RenderStore(const StoreFigures& store, Format format, std::string* out) {
 
 void WriteSnapshot(const Snapshot& snapshot, const RenderOptions& options,
                    const ProcessFigures& process, expo::Writer* writer) {
-  WriteDevice(snapshot, options, writer);
+  if (options.names != ExpositionNames::kDcgmExporter) WriteDevice(snapshot, options, writer);
+  if (options.names != ExpositionNames::kGpuwarden && options.dcgm)
+    options.dcgm->Write(snapshot, writer);
   WriteSelf(snapshot, options, process, writer);
 }
 

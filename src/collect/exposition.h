@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "collect/dcgm_exposition.h"
 #include "collect/snapshot.h"
 #include "expo/expo.h"
 
@@ -29,6 +30,10 @@ using expo::NegotiateFormat;
 struct RenderOptions {
   bool per_process_metrics = false;
   std::string version;  // gpuwarden_build_info{version}
+  // exposition.names: the device families under gpuwarden's names, dcgm-exporter's (written by
+  // `dcgm`, which must then be set), or both (collect/dcgm_exposition.h).
+  ExpositionNames names = ExpositionNames::kGpuwarden;
+  std::shared_ptr<DcgmExposition> dcgm;
 };
 
 // Figures about this process, read from /proc/self (procfs, not disk).

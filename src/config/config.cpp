@@ -426,6 +426,17 @@ const std::map<std::string, Setter>& Setters() {
       {"collect.per_process_metrics",
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
+      {"exposition.names",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         std::string text;
+         if (Status s = Scalar(ctx, n, "exposition.names", &text); !s.ok()) return s;
+         if (!collect::ParseExpositionNames(text, &c->exposition.names))
+           return Status(Error{ctx.Where(n) +
+                               ": exposition.names: expected gpuwarden, dcgm-exporter or both, "
+                               "got '" +
+                               Printable(text) + "'"});
+         return Status::Ok();
+       }},
       {"scrape.targets",
        [](const Context& ctx, const YAML::Node& n,
           Config* c) { return ParseScrapeTargets(ctx.file, n, &c->scrape.targets); }},

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "collect/collector.h"
+#include "collect/dcgm_exposition.h"
 #include "config/diagnose_config.h"
 #include "config/governance_config.h"
 #include "scrape/target.h"
@@ -96,6 +97,12 @@ struct QueryConfig {
   int max_queued = 4;
 };
 
+// What /metrics calls the device families: gpuwarden's names, dcgm-exporter's, or both
+// (collect/dcgm_exposition.h, docs/dcgm-exporter.md).
+struct ExpositionConfig {
+  collect::ExpositionNames names = collect::ExpositionNames::kGpuwarden;
+};
+
 struct Config {
   std::string listen = ":" + std::to_string(kDefaultPort);
   std::string web_config_file;
@@ -106,6 +113,7 @@ struct Config {
   SimulateConfig simulate;
   StorageConfig storage;
   collect::CollectorOptions collect;
+  ExpositionConfig exposition;
   RulesConfig rules;
   AlertingConfig alerting;
   JobsConfig jobs;

@@ -330,6 +330,10 @@ class HttpService : public Service {
     collect::RenderOptions render;
     render.per_process_metrics = ctx.config.collect.per_process_metrics;
     render.version = version;
+    render.names = ctx.config.exposition.names;
+    if (render.names != collect::ExpositionNames::kGpuwarden)
+      render.dcgm = std::make_shared<collect::DcgmExposition>(
+          collect::DcgmOptions{.hostname = collect::DcgmHostname(), .pod_of = nullptr});
     tsdb::DB* db = db_;
     const collect::Recorder* rec = recorder->recorder();
     page_ = std::make_unique<collect::MetricsPage>(
