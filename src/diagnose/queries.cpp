@@ -1,6 +1,7 @@
 // Every PromQL text of diagnose/ (and the report's findings), in one table.
 //
-// Families read: device and task layer as in docs/metrics.md. Families of modules built in
+// Families read: device and task layer as in docs/metrics.md (GPM, NVLink and MIG families as
+// the issue 12 contract names them). Families of modules built in
 // parallel (names not final; adjust them here): governance gpu_pool_congestion_ratio,
 // gpu_pool_pending_gpus, gpu_pool_free_gpus, gpu_team_quota_gpus, gpu_team_allocated_gpus;
 // business inference_request_duration_seconds (histogram), inference_requests_total{code},
@@ -25,6 +26,7 @@ const char* const kAllocations =
 namespace {
 
 const std::vector<std::string> kGpu = {"gpu", "uuid"};
+const std::vector<std::string> kMig = {"gpu", "uuid", "mig_instance"};
 
 // Supporting evidence shared by several device checks.
 constexpr EvidenceSpec kUtil = {"util", "GPU utilization (avg)", "ratio", Stat::kAvg,
@@ -35,6 +37,18 @@ constexpr EvidenceSpec kMemUsed = {"mem_used", "memory in use (avg)", "bytes", S
                                    "avg_over_time(gpu_memory_used_bytes{${sel}}[${w}])"};
 constexpr EvidenceSpec kProcesses = {"processes", "compute processes (max)", "count", Stat::kMax,
                                      "max_over_time(gpu_processes{${sel}}[${w}])"};
+// Profiling signals (GPM) and NVLink.
+constexpr EvidenceSpec kOccupancy = {"occupancy", "SM occupancy (avg)", "ratio", Stat::kAvg,
+                                     "avg_over_time(gpu_sm_occupancy_ratio{${sel}}[${w}])"};
+constexpr EvidenceSpec kTensorAny = {
+    "tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg,
+    "avg_over_time(gpu_tensor_active_ratio{${sel},pipe=\"any\"}[${w}])"};
+constexpr EvidenceSpec kDram = {"dram", "DRAM bandwidth used (avg)", "ratio", Stat::kAvg,
+                                "avg_over_time(gpu_dram_active_ratio{${sel}}[${w}])"};
+// The agent counts XIDs from its start (docs/metrics.md), so this is "since the agent started".
+constexpr EvidenceSpec kXid74 = {"xid74", "XID 74 (NVLink error) events seen by the agent",
+                                 "errors", Stat::kMax,
+                                 "max by (gpu, uuid) (gpu_xid_errors_total{${sel},xid=\"74\"})"};
 constexpr EvidenceSpec kRemapped = {"remapped", "memory rows remapped", "count", Stat::kLast,
                                     "sum by (gpu, uuid) (gpu_remapped_rows{${sel}})"};
 
@@ -161,6 +175,53 @@ std::vector<Check> MakeChecks() {
             0,
             0,
             DescribeEcc});
+  // NVLink (docs/diagnose.md "NVLink"): one finding per down link (the link number is the raw
+  // cause, so ids differ per link), unless every link of the GPU was down over the whole trend
+  // window (a board without NVLink connected); and one per GPU for an error storm.
+  c.push_back(Check{
+      "nvlink-degraded",
+      nullptr,
+      "link",
+      Layer::kDevice,
+      kGpu,
+      "gpu_nvlink_link_up == 0 and on(gpu, uuid) "
+      "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links)",
+      {"state", "link state (1 up, 0 down; lowest)", "count", Stat::kMin, nullptr},
+      {{"links_down", "links down on this GPU (max)", "count", Stat::kMax,
+        "max_over_time(gpu_nvlink_links_down{${sel}}[${w}])"},
+       {"links", "NVLink links of this GPU", "count", Stat::kLast, "gpu_nvlink_links{${sel}}"},
+       {"link_errors", "errors counted on this link over the trend window (max)", "errors",
+        Stat::kMax,
+        "sum by (gpu, uuid) (increase(gpu_nvlink_link_errors_total{${sel},link=\"${cause}\"}"
+        "[${long}]))"},
+       kXid74},
+      60,
+      0.05,
+      DescribeNvLink});
+  c.push_back(Check{
+      "nvlink-degraded",
+      "error storm",
+      nullptr,
+      Layer::kDevice,
+      kGpu,
+      "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total[${w}])) > ${nvlink_error_rate}",
+      {"rate", "NVLink errors per second, all types (avg)", "per_second", Stat::kAvg, nullptr},
+      {{"crc", "CRC errors per second (avg)", "per_second", Stat::kAvg,
+        "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total{${sel},type=~\"crc_flit|crc_data\"}"
+        "[${w}]))"},
+       {"replay", "replays per second (avg)", "per_second", Stat::kAvg,
+        "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total{${sel},type=\"replay\"}[${w}]))"},
+       {"recovery", "link retrains (recovery) per second (avg)", "per_second", Stat::kAvg,
+        "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total{${sel},type=\"recovery\"}[${w}]))"},
+       {"worst_link", "errors per second on its worst link (avg)", "per_second", Stat::kAvg,
+        "max by (gpu, uuid) (sum by (gpu, uuid, link) "
+        "(rate(gpu_nvlink_link_errors_total{${sel}}[${w}])))"},
+       {"links_down", "links down (max)", "count", Stat::kMax,
+        "max_over_time(gpu_nvlink_links_down{${sel}}[${w}])"},
+       kXid74},
+      120,
+      0.05,
+      DescribeNvLink});
   // --- task ---
   c.push_back(
       Check{"memory-bound",
@@ -228,6 +289,102 @@ std::vector<Check> MakeChecks() {
       0.5,
       DescribeDataStarved,
       /*contiguous=*/true});
+  // Profiling signals (GPM; absent on GPUs without it, and then these find nothing). Steady
+  // states, so the held time is the longest unbroken run, as for data-starved.
+  c.push_back(Check{"busy-but-hollow",
+                    "few SMs active",
+                    nullptr,
+                    Layer::kTask,
+                    kGpu,
+                    "avg_over_time(gpu_sm_active_ratio[${w}]) < ${hollow_sm_active}"
+                    " and on(gpu, uuid) avg_over_time(gpu_utilization_ratio[${w}]) > "
+                    "${hollow_utilization}",
+                    {"sm_active", "SM activity (avg)", "ratio", Stat::kAvg, nullptr},
+                    {kUtil, kOccupancy, kTensorAny, kDram, kProcesses, kPower},
+                    600,
+                    0.25,
+                    DescribeHollow,
+                    /*contiguous=*/true});
+  c.push_back(Check{"busy-but-hollow",
+                    "low occupancy",
+                    nullptr,
+                    Layer::kTask,
+                    kGpu,
+                    "avg_over_time(gpu_sm_occupancy_ratio[${w}]) < ${hollow_occupancy}"
+                    " and on(gpu, uuid) avg_over_time(gpu_sm_active_ratio[${w}]) >= "
+                    "${hollow_sm_active}"
+                    " and on(gpu, uuid) avg_over_time(gpu_utilization_ratio[${w}]) > "
+                    "${hollow_utilization}",
+                    {"occupancy", "SM occupancy (avg)", "ratio", Stat::kAvg, nullptr},
+                    {kUtil,
+                     {"sm_active", "SM activity (avg)", "ratio", Stat::kAvg,
+                      "avg_over_time(gpu_sm_active_ratio{${sel}}[${w}])"},
+                     kTensorAny,
+                     kDram,
+                     kProcesses},
+                    600,
+                    0.25,
+                    DescribeHollow,
+                    /*contiguous=*/true});
+  // Tensor cores idle under sustained compute: the training heuristic is in docs/diagnose.md.
+  // FP64-bound work (more FP64 than FP32 pipe activity) is HPC, not this finding.
+  c.push_back(
+      Check{"tensor-idle",
+            "",
+            nullptr,
+            Layer::kTask,
+            kGpu,
+            "avg_over_time(gpu_tensor_active_ratio{pipe=\"any\"}[${w}]) < ${tensor_idle_ratio}"
+            " and on(gpu, uuid) avg_over_time(gpu_sm_active_ratio[${w}]) > ${tensor_idle_sm_active}"
+            " and on(gpu, uuid) max_over_time(gpu_processes[${w}]) > 0"
+            " unless on(gpu, uuid) (avg_over_time(gpu_pipe_active_ratio{pipe=\"fp64\"}[${w}])"
+            " > on(gpu, uuid) avg_over_time(gpu_pipe_active_ratio{pipe=\"fp32\"}[${w}]))",
+            {"tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg, nullptr},
+            {{"sm_active", "SM activity (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_sm_active_ratio{${sel}}[${w}])"},
+             {"fp32", "FP32 pipe active (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_pipe_active_ratio{${sel},pipe=\"fp32\"}[${w}])"},
+             {"fp16", "FP16 pipe active (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_pipe_active_ratio{${sel},pipe=\"fp16\"}[${w}])"},
+             {"fp64", "FP64 pipe active (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_pipe_active_ratio{${sel},pipe=\"fp64\"}[${w}])"},
+             kUtil,
+             kProcesses},
+            600,
+            0.25,
+            DescribeTensorIdle,
+            /*contiguous=*/true});
+  // The same per MIG instance (gpu_mig_* families; an instance has no utilization of its own).
+  // The raw cause is "<GPU instance id> <profile>", unique per instance of a GPU.
+  c.push_back(
+      Check{"tensor-idle",
+            nullptr,
+            "mig",
+            Layer::kTask,
+            kMig,
+            "label_join(avg_over_time(gpu_mig_tensor_active_ratio{pipe=\"any\"}[${w}]) < "
+            "${tensor_idle_ratio}"
+            " and on(gpu, uuid, mig_instance) avg_over_time(gpu_mig_sm_active_ratio[${w}]) > "
+            "${tensor_idle_sm_active}"
+            " and on(gpu, uuid, mig_instance) max_over_time(gpu_mig_processes[${w}]) > 0"
+            " unless on(gpu, uuid, mig_instance) "
+            "(avg_over_time(gpu_mig_pipe_active_ratio{pipe=\"fp64\"}[${w}])"
+            " > on(gpu, uuid, mig_instance) "
+            "avg_over_time(gpu_mig_pipe_active_ratio{pipe=\"fp32\"}[${w}])), "
+            "\"mig\", \" \", \"mig_instance\", \"mig_profile\")",
+            {"tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg, nullptr},
+            {{"sm_active", "SM activity of the instance (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_mig_sm_active_ratio{${sel}}[${w}])"},
+             {"fp32", "FP32 pipe active (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_mig_pipe_active_ratio{${sel},pipe=\"fp32\"}[${w}])"},
+             {"fp16", "FP16 pipe active (avg)", "ratio", Stat::kAvg,
+              "avg_over_time(gpu_mig_pipe_active_ratio{${sel},pipe=\"fp16\"}[${w}])"},
+             {"processes", "compute processes on the instance (max)", "count", Stat::kMax,
+              "max_over_time(gpu_mig_processes{${sel}}[${w}])"}},
+            600,
+            0.25,
+            DescribeTensorIdle,
+            /*contiguous=*/true});
   // --- governance ---
   c.push_back(Check{"idle-allocation",
                     "",
