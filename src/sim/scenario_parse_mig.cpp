@@ -26,7 +26,7 @@ unsigned BlockOf(unsigned memory_slices) {
   return block;
 }
 
-// Finds a start for every instance, in list order, backtracking (at most 7 instances).
+// Finds a start for every instance, in order, backtracking (at most 7 instances).
 bool Place(std::vector<MigInstanceSpec>& instances, std::size_t i, unsigned used) {
   if (i == instances.size()) return true;
   const MigProfile& p = *instances[i].profile;
@@ -123,6 +123,12 @@ std::vector<MigInstanceSpec> ParseInstances(const YAML::Node& node, const std::s
     throw ParseFailure{here, path + ": the instances need " + std::to_string(compute) +
                                  " compute slices, the GPU has " +
                                  std::to_string(model.max_mig_devices)};
+  // The larger instances first, each at its lowest free placement (backtracking when the
+  // smaller ones would not fit): the same ids whatever order the scenario lists them in.
+  std::stable_sort(instances.begin(), instances.end(),
+                   [](const MigInstanceSpec& a, const MigInstanceSpec& b) {
+                     return a.profile->memory_slices > b.profile->memory_slices;
+                   });
   if (!Place(instances, 0, 0))
     throw ParseFailure{here, path + ": these instances do not fit on the GPU's 8 memory slices"};
   std::stable_sort(instances.begin(), instances.end(),
