@@ -248,8 +248,8 @@ void DescribeNvLink(Finding* f, const EvidenceValues& v, const Thresholds&) {
   f->severity = xid ? Severity::kCritical : Severity::kWarning;
   const std::string gpu = f->subject.gpu;
   if (f->cause == "error storm") {
-    f->title = "NVLink degraded on GPU " + gpu + ": " + FormatValue(Get(v, "rate"), "per_second") +
-               " link errors" + (xid ? ", and XID 74 reported" : "");
+    f->title = "NVLink degraded on GPU " + gpu + ": link errors at " +
+               FormatValue(Get(v, "rate"), "per_second") + (xid ? ", XID 74 reported" : "");
     f->action = std::string(xid ? "Jobs using NVLink through this GPU have likely failed: drain "
                                   "it now and requeue them. "
                                 : "Drain the GPU at the next job boundary. ") +
@@ -260,10 +260,17 @@ void DescribeNvLink(Finding* f, const EvidenceValues& v, const Thresholds&) {
                 "hardware ticket.";
     return;
   }
-  const std::string link = f->cause;  // the raw cause is the link's number
-  f->cause = "link " + link + " down";
-  f->title = "NVLink degraded on GPU " + gpu + ": link " + link + " down" +
-             (xid ? " (XID 74 reported)" : "");
+  std::string what;
+  if (f->cause == "links down") {  // only the GPU's count is known
+    char b[64];
+    std::snprintf(b, sizeof b, "%.0f link%s down", Get(v, "links_down"),
+                  Get(v, "links_down") == 1 ? "" : "s");
+    what = b;
+  } else {  // the raw cause is the link's number
+    f->cause = "link " + f->cause + " down";
+    what = f->cause;
+  }
+  f->title = "NVLink degraded on GPU " + gpu + ": " + what + (xid ? " (XID 74 reported)" : "");
   f->action = std::string(xid ? "Jobs using NVLink through this GPU have likely failed: drain it "
                                 "now and requeue them. "
                               : "Drain the GPU at the next job boundary. ") +

@@ -198,6 +198,22 @@ std::vector<Check> MakeChecks() {
       60,
       0.05,
       DescribeNvLink});
+  // A store with the GPU's count of down links but not the per-link series: one finding per GPU.
+  c.push_back(Check{
+      "nvlink-degraded",
+      "links down",
+      nullptr,
+      Layer::kDevice,
+      kGpu,
+      "gpu_nvlink_links_down > 0 and on(gpu, uuid) "
+      "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links) "
+      "unless on(gpu, uuid) gpu_nvlink_link_up",
+      {"links_down", "links down on this GPU (max)", "count", Stat::kMax, nullptr},
+      {{"links", "NVLink links of this GPU", "count", Stat::kLast, "gpu_nvlink_links{${sel}}"},
+       kXid74},
+      60,
+      0.05,
+      DescribeNvLink});
   c.push_back(Check{
       "nvlink-degraded",
       "error storm",

@@ -289,6 +289,30 @@ TEST(DiagnoseDatacenter, NvLinkDownLinksAndErrorStorms) {
   EXPECT_EQ(ids.size(), d.findings.size());
 }
 
+TEST(DiagnoseDatacenter, NvLinkDownFromTheGpuCountWithoutPerLinkSeries) {
+  std::string text;
+  // GPU 3: one of 18 links down from 10 min; GPU 0: nothing connected (both links always down).
+  text += Flat("gpu_nvlink_links{" + Gpu(3) + "}", 18) +
+          Series("gpu_nvlink_links_down{" + Gpu(3) + "}", [](int t) { return t < 600 ? 0 : 1; });
+  text += Flat("gpu_nvlink_links{" + Gpu(0) + "}", 2) +
+          Flat("gpu_nvlink_links_down{" + Gpu(0) + "}", 2);
+  // GPU 6 has per-link series too: its link is judged there, not counted twice.
+  text += Flat("gpu_nvlink_links{" + Gpu(6) + "}", 2) +
+          Series("gpu_nvlink_links_down{" + Gpu(6) + "}", [](int t) { return t < 600 ? 0 : 1; }) +
+          Flat("gpu_nvlink_link_up{" + Gpu(6, "link=\"0\"") + "}", 1) +
+          Series("gpu_nvlink_link_up{" + Gpu(6, "link=\"1\"") + "}",
+                 [](int t) { return t < 600 ? 1 : 0; });
+  MemoryStore store;
+  Diagnosis d = ImportAndDiagnose(store, text);
+  EXPECT_EQ(Keys(d), (std::set<Key>{{"nvlink-degraded", "links down", "3"},
+                                    {"nvlink-degraded", "link 1 down", "6"}}))
+      << ToText(d);
+  const Finding* f = Find(d, "nvlink-degraded", "3");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "NVLink degraded on GPU 3: 1 link down");
+  EXPECT_EQ(f->severity, Severity::kWarning);
+}
+
 TEST(DiagnoseDatacenter, TheNewKindsAreListed) {
   std::set<std::string> kinds;
   for (const KindLayer& k : Kinds()) kinds.insert(std::string(k.kind));
