@@ -8,6 +8,8 @@
 // gpu_service_info{target, gpu, uuid}. A family that is absent makes its checks find nothing.
 #include "diagnose/checks.h"
 
+#include <deque>
+
 namespace gw::diagnose {
 
 namespace queries {
@@ -51,6 +53,61 @@ constexpr EvidenceSpec kXid74 = {"xid74", "XID 74 (NVLink error) events seen by 
                                  "max by (gpu, uuid) (gpu_xid_errors_total{${sel},xid=\"74\"})"};
 constexpr EvidenceSpec kRemapped = {"remapped", "memory rows remapped", "count", Stat::kLast,
                                     "sum by (gpu, uuid) (gpu_remapped_rows{${sel}})"};
+
+// Texts built once for Checks(), which holds const char*: kept for the life of the process (a
+// deque never moves what it holds).
+const char* Keep(std::string text) {
+  static std::deque<std::string> kept;
+  kept.push_back(std::move(text));
+  return kept.back().c_str();
+}
+
+// Tensor cores idle under sustained compute, over a GPU's families (prefix "gpu_") or each MIG
+// instance's ("gpu_mig_"; an instance has no utilization of its own). The training heuristic
+// is in docs/diagnose.md; FP64-bound work (more FP64 than FP32 pipe activity) is HPC, not this
+// finding. Per instance the raw cause is "<GPU instance id> <profile>" (label_join), unique per
+// instance of a GPU.
+Check TensorIdle(bool mig) {
+  const std::string p = mig ? "gpu_mig_" : "gpu_";
+  const std::string on = mig ? " on(gpu, uuid, mig_instance) " : " on(gpu, uuid) ";
+  auto avg = [&p](const std::string& family, const std::string& pipe) {
+    return "avg_over_time(" + p + family + (pipe.empty() ? "" : "{pipe=\"" + pipe + "\"}") +
+           "[${w}])";
+  };
+  std::string condition = avg("tensor_active_ratio", "any") + " < ${tensor_idle_ratio} and" + on +
+                          avg("sm_active_ratio", "") + " > ${tensor_idle_sm_active} and" + on +
+                          "max_over_time(" + p + "processes[${w}]) > 0 unless" + on + "(" +
+                          avg("pipe_active_ratio", "fp64") + " >" + on +
+                          avg("pipe_active_ratio", "fp32") + ")";
+  if (mig)
+    condition = "label_join(" + condition + ", \"mig\", \" \", \"mig_instance\", \"mig_profile\")";
+  auto pipe = [&p](const char* key, const char* what, const char* name) {
+    return EvidenceSpec{
+        key, what, "ratio", Stat::kAvg,
+        Keep("avg_over_time(" + p + "pipe_active_ratio{${sel},pipe=\"" + name + "\"}[${w}])")};
+  };
+  std::vector<EvidenceSpec> evidence = {
+      {"sm_active", "SM activity (avg)", "ratio", Stat::kAvg,
+       Keep("avg_over_time(" + p + "sm_active_ratio{${sel}}[${w}])")},
+      pipe("fp32", "FP32 pipe active (avg)", "fp32"),
+      pipe("fp16", "FP16 pipe active (avg)", "fp16"),
+      pipe("fp64", "FP64 pipe active (avg)", "fp64"),
+      {"processes", "compute processes (max)", "count", Stat::kMax,
+       Keep("max_over_time(" + p + "processes{${sel}}[${w}])")}};
+  if (!mig) evidence.push_back(kUtil);
+  return Check{"tensor-idle",
+               mig ? nullptr : "",
+               mig ? "mig" : nullptr,
+               Layer::kTask,
+               mig ? kMig : kGpu,
+               Keep(condition),
+               {"tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg, nullptr},
+               evidence,
+               600,
+               0.25,
+               DescribeTensorIdle,
+               /*contiguous=*/true};
+}
 
 std::vector<Check> MakeChecks() {
   std::vector<Check> c;
@@ -342,65 +399,8 @@ std::vector<Check> MakeChecks() {
                     0.25,
                     DescribeHollow,
                     /*contiguous=*/true});
-  // Tensor cores idle under sustained compute: the training heuristic is in docs/diagnose.md.
-  // FP64-bound work (more FP64 than FP32 pipe activity) is HPC, not this finding.
-  c.push_back(
-      Check{"tensor-idle",
-            "",
-            nullptr,
-            Layer::kTask,
-            kGpu,
-            "avg_over_time(gpu_tensor_active_ratio{pipe=\"any\"}[${w}]) < ${tensor_idle_ratio}"
-            " and on(gpu, uuid) avg_over_time(gpu_sm_active_ratio[${w}]) > ${tensor_idle_sm_active}"
-            " and on(gpu, uuid) max_over_time(gpu_processes[${w}]) > 0"
-            " unless on(gpu, uuid) (avg_over_time(gpu_pipe_active_ratio{pipe=\"fp64\"}[${w}])"
-            " > on(gpu, uuid) avg_over_time(gpu_pipe_active_ratio{pipe=\"fp32\"}[${w}]))",
-            {"tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg, nullptr},
-            {{"sm_active", "SM activity (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_sm_active_ratio{${sel}}[${w}])"},
-             {"fp32", "FP32 pipe active (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_pipe_active_ratio{${sel},pipe=\"fp32\"}[${w}])"},
-             {"fp16", "FP16 pipe active (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_pipe_active_ratio{${sel},pipe=\"fp16\"}[${w}])"},
-             {"fp64", "FP64 pipe active (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_pipe_active_ratio{${sel},pipe=\"fp64\"}[${w}])"},
-             kUtil,
-             kProcesses},
-            600,
-            0.25,
-            DescribeTensorIdle,
-            /*contiguous=*/true});
-  // The same per MIG instance (gpu_mig_* families; an instance has no utilization of its own).
-  // The raw cause is "<GPU instance id> <profile>", unique per instance of a GPU.
-  c.push_back(
-      Check{"tensor-idle",
-            nullptr,
-            "mig",
-            Layer::kTask,
-            kMig,
-            "label_join(avg_over_time(gpu_mig_tensor_active_ratio{pipe=\"any\"}[${w}]) < "
-            "${tensor_idle_ratio}"
-            " and on(gpu, uuid, mig_instance) avg_over_time(gpu_mig_sm_active_ratio[${w}]) > "
-            "${tensor_idle_sm_active}"
-            " and on(gpu, uuid, mig_instance) max_over_time(gpu_mig_processes[${w}]) > 0"
-            " unless on(gpu, uuid, mig_instance) "
-            "(avg_over_time(gpu_mig_pipe_active_ratio{pipe=\"fp64\"}[${w}])"
-            " > on(gpu, uuid, mig_instance) "
-            "avg_over_time(gpu_mig_pipe_active_ratio{pipe=\"fp32\"}[${w}])), "
-            "\"mig\", \" \", \"mig_instance\", \"mig_profile\")",
-            {"tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg, nullptr},
-            {{"sm_active", "SM activity of the instance (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_mig_sm_active_ratio{${sel}}[${w}])"},
-             {"fp32", "FP32 pipe active (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_mig_pipe_active_ratio{${sel},pipe=\"fp32\"}[${w}])"},
-             {"fp16", "FP16 pipe active (avg)", "ratio", Stat::kAvg,
-              "avg_over_time(gpu_mig_pipe_active_ratio{${sel},pipe=\"fp16\"}[${w}])"},
-             {"processes", "compute processes on the instance (max)", "count", Stat::kMax,
-              "max_over_time(gpu_mig_processes{${sel}}[${w}])"}},
-            600,
-            0.25,
-            DescribeTensorIdle,
-            /*contiguous=*/true});
+  c.push_back(TensorIdle(/*mig=*/false));
+  c.push_back(TensorIdle(/*mig=*/true));
   // --- governance ---
   c.push_back(Check{"idle-allocation",
                     "",

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <functional>
 #include <set>
-#include <tuple>
 
 #include "diagnose/diagnose.h"
+#include "findings_util.h"
 #include "support/sim_store.h"
 
 namespace gw::diagnose {
@@ -60,37 +60,21 @@ std::string GpmSeries(int gpu, const Gpm& g) {
          Flat("gpu_dram_active_ratio{" + Gpu(gpu) + "}", 0.3);
 }
 
+using testutil::Find;
+using testutil::Key;
+using testutil::Keys;
+
 Diagnosis ImportAndDiagnose(MemoryStore& store, const std::string& text) {
   Status imported = store.Import(text + "# EOF\n");
   EXPECT_TRUE(imported.ok()) << imported.message();
-  promql::Engine engine;
-  Options options;
-  options.time_ms = (kStart + kSteps * kStep) * 1000;
-  options.window_s = kSteps * kStep;
-  auto d = Diagnose(store.querier(), engine, options);
-  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
-  if (!d.ok()) return {};
-  EXPECT_TRUE(d->errors.empty()) << d->errors.front();
-  return *d;
+  return testutil::DiagnoseStore(store.querier(), (kStart + kSteps * kStep) * 1000, kSteps * kStep);
 }
 
-using Key = std::tuple<std::string, std::string, std::string>;
-std::set<Key> Keys(const Diagnosis& d) {
-  std::set<Key> keys;
-  for (const Finding& f : d.findings) keys.insert({f.kind, f.cause, f.subject.gpu});
-  return keys;
-}
-
+// The finding of `kind` on `gpu`, whatever its cause (each test has at most one).
 const Finding* Find(const Diagnosis& d, const std::string& kind, const std::string& gpu) {
   for (const Finding& f : d.findings)
     if (f.kind == kind && f.subject.gpu == gpu) return &f;
   return nullptr;
-}
-
-double Value(const Finding& f, const std::string& what_prefix) {
-  for (const Evidence& e : f.evidence)
-    if (e.what.rfind(what_prefix, 0) == 0) return e.value;
-  return std::nan("");
 }
 
 TEST(DiagnoseDatacenter, BusyButHollowAndTensorIdleOnlyWhereTheSignalsSaySo) {
@@ -133,9 +117,9 @@ TEST(DiagnoseDatacenter, BusyButHollowAndTensorIdleOnlyWhereTheSignalsSaySo) {
   EXPECT_EQ(hollow->layer, Layer::kTask);
   EXPECT_EQ(hollow->severity, Severity::kWarning);
   EXPECT_TRUE(hollow->active);
-  EXPECT_NEAR(Value(*hollow, "SM activity"), 0.05, 1e-6);
-  EXPECT_NEAR(Value(*hollow, "GPU utilization"), 1.0, 1e-6);
-  EXPECT_NEAR(Value(*hollow, "SM occupancy"), 0.02, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(*hollow, "SM activity"), 0.05, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(*hollow, "GPU utilization"), 1.0, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(*hollow, "SM occupancy"), 0.02, 1e-6);
   EXPECT_NE(hollow->title.find("5 % SM activity"), std::string::npos) << hollow->title;
   EXPECT_EQ(hollow->subject.job, "");
   EXPECT_GE(hollow->held_s, 1800);
@@ -147,32 +131,26 @@ TEST(DiagnoseDatacenter, BusyButHollowAndTensorIdleOnlyWhereTheSignalsSaySo) {
   EXPECT_EQ(tensor->subject.job, "4711");
   EXPECT_EQ(tensor->subject.team, "vision");
   EXPECT_NE(tensor->title.find("job 4711"), std::string::npos) << tensor->title;
-  EXPECT_NEAR(Value(*tensor, "FP32 pipe"), 0.7, 1e-6);
-  EXPECT_NEAR(Value(*tensor, "tensor pipes"), 0, 1e-9);
+  EXPECT_NEAR(testutil::EvidenceValue(*tensor, "FP32 pipe"), 0.7, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(*tensor, "tensor pipes"), 0, 1e-9);
   EXPECT_NE(tensor->action.find("mixed precision"), std::string::npos);
   for (const Evidence& e : tensor->evidence) EXPECT_FALSE(e.query.empty()) << e.what;
 
   const Finding* occupancy = Find(d, "busy-but-hollow", "5");
   ASSERT_NE(occupancy, nullptr);
-  EXPECT_NEAR(Value(*occupancy, "SM occupancy"), 0.02, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(*occupancy, "SM occupancy"), 0.02, 1e-6);
   EXPECT_EQ(Filter(d, {.job = "4711"}).findings.size(), 1u);
 }
 
 TEST(DiagnoseDatacenter, ThresholdsComeFromOptions) {
-  std::string text = GpmSeries(0, {1.0, 0.3, 0.2, 0, 0.2, 0, 0});
   MemoryStore store;
-  ASSERT_TRUE(store.Import(text + "# EOF\n").ok());
-  promql::Engine engine;
-  Options options;
-  options.time_ms = (kStart + kSteps * kStep) * 1000;
-  options.window_s = kSteps * kStep;
-  auto d = Diagnose(store.querier(), engine, options);
-  ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->findings.empty()) << ToText(*d);  // 30 % SM activity: above 0.25
-  options.thresholds.hollow_sm_active = 0.4;
-  d = Diagnose(store.querier(), engine, options);
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(Keys(*d), (std::set<Key>{{"busy-but-hollow", "few SMs active", "0"}})) << ToText(*d);
+  // 30 % SM activity: above the default 0.25, below 0.4.
+  Diagnosis d = ImportAndDiagnose(store, GpmSeries(0, {1.0, 0.3, 0.2, 0, 0.2, 0, 0}));
+  EXPECT_TRUE(d.findings.empty()) << ToText(d);
+  Thresholds t;
+  t.hollow_sm_active = 0.4;
+  d = testutil::DiagnoseStore(store.querier(), (kStart + kSteps * kStep) * 1000, kSteps * kStep, t);
+  EXPECT_EQ(Keys(d), (std::set<Key>{{"busy-but-hollow", "few SMs active", "0"}})) << ToText(d);
 }
 
 TEST(DiagnoseDatacenter, TensorIdlePerMigInstance) {
@@ -205,8 +183,8 @@ TEST(DiagnoseDatacenter, TensorIdlePerMigInstance) {
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
   EXPECT_NE(f.title.find("GPU 0 MIG instance 1 (1g.10gb)"), std::string::npos) << f.title;
-  EXPECT_NEAR(Value(f, "SM activity of the instance"), 0.9, 1e-6);
-  EXPECT_NEAR(Value(f, "FP32 pipe"), 0.6, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(f, "SM activity"), 0.9, 1e-6);
+  EXPECT_NEAR(testutil::EvidenceValue(f, "FP32 pipe"), 0.6, 1e-6);
   // The evidence queries select this instance only.
   for (size_t i = 1; i < f.evidence.size(); ++i) {
     EXPECT_NE(f.evidence[i].query.find("mig_instance=\"1\""), std::string::npos)
@@ -266,18 +244,18 @@ TEST(DiagnoseDatacenter, NvLinkDownLinksAndErrorStorms) {
   EXPECT_EQ(down->title, "NVLink degraded on GPU 3: link 2 down");
   EXPECT_TRUE(down->active);
   EXPECT_NEAR(double(down->since_ms) / 1000, kStart + 600, 20);
-  EXPECT_EQ(Value(*down, "links down on this GPU"), 1);
-  EXPECT_EQ(Value(*down, "NVLink links of this GPU"), 4);
+  EXPECT_EQ(testutil::EvidenceValue(*down, "links down on this GPU"), 1);
+  EXPECT_EQ(testutil::EvidenceValue(*down, "NVLink links of this GPU"), 4);
 
   const Finding* storm = Find(d, "nvlink-degraded", "5");
   ASSERT_NE(storm, nullptr);
   EXPECT_EQ(storm->severity, Severity::kCritical);  // XID 74
   EXPECT_NE(storm->title.find("XID 74"), std::string::npos) << storm->title;
   // Averages over the steps it held, the first of which see the storm's start in their window.
-  EXPECT_NEAR(Value(*storm, "CRC errors per second"), 3.8, 0.2);
-  EXPECT_NEAR(Value(*storm, "replays per second"), 1, 0.1);
-  EXPECT_NEAR(Value(*storm, "errors per second on its worst link"), 4.75, 0.25);
-  EXPECT_EQ(Value(*storm, "XID 74"), 1);
+  EXPECT_NEAR(testutil::EvidenceValue(*storm, "CRC errors per second"), 3.8, 0.2);
+  EXPECT_NEAR(testutil::EvidenceValue(*storm, "replays per second"), 1, 0.1);
+  EXPECT_NEAR(testutil::EvidenceValue(*storm, "errors per second on its worst link"), 4.75, 0.25);
+  EXPECT_EQ(testutil::EvidenceValue(*storm, "XID 74"), 1);
 
   const Finding* xid = Find(d, "nvlink-degraded", "7");
   ASSERT_NE(xid, nullptr);
