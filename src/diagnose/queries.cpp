@@ -51,6 +51,11 @@ constexpr EvidenceSpec kDram = {"dram", "DRAM bandwidth used (avg)", "ratio", St
 constexpr EvidenceSpec kXid74 = {"xid74", "XID 74 (NVLink error) events seen by the agent",
                                  "errors", Stat::kMax,
                                  "max by (gpu, uuid) (gpu_xid_errors_total{${sel},xid=\"74\"})"};
+constexpr EvidenceSpec kNvLinks = {"links", "NVLink links of this GPU", "count", Stat::kLast,
+                                   "gpu_nvlink_links{${sel}}"};
+constexpr EvidenceSpec kLinksDown = {"links_down", "links down on this GPU (max)", "count",
+                                     Stat::kMax,
+                                     "max_over_time(gpu_nvlink_links_down{${sel}}[${w}])"};
 constexpr EvidenceSpec kRemapped = {"remapped", "memory rows remapped", "count", Stat::kLast,
                                     "sum by (gpu, uuid) (gpu_remapped_rows{${sel}})"};
 
@@ -235,42 +240,40 @@ std::vector<Check> MakeChecks() {
   // NVLink (docs/diagnose.md "NVLink"): one finding per down link (the link number is the raw
   // cause, so ids differ per link), unless every link of the GPU was down over the whole trend
   // window (a board without NVLink connected); and one per GPU for an error storm.
-  c.push_back(Check{
-      "nvlink-degraded",
-      nullptr,
-      "link",
-      Layer::kDevice,
-      kGpu,
-      "gpu_nvlink_link_up == 0 and on(gpu, uuid) "
-      "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links)",
-      {"state", "link state (1 up, 0 down; lowest)", "count", Stat::kMin, nullptr},
-      {{"links_down", "links down on this GPU (max)", "count", Stat::kMax,
-        "max_over_time(gpu_nvlink_links_down{${sel}}[${w}])"},
-       {"links", "NVLink links of this GPU", "count", Stat::kLast, "gpu_nvlink_links{${sel}}"},
-       {"link_errors", "errors counted on this link over the trend window (max)", "errors",
-        Stat::kMax,
-        "sum by (gpu, uuid) (increase(gpu_nvlink_link_errors_total{${sel},link=\"${cause}\"}"
-        "[${long}]))"},
-       kXid74},
-      60,
-      0.05,
-      DescribeNvLink});
+  c.push_back(
+      Check{"nvlink-degraded",
+            nullptr,
+            "link",
+            Layer::kDevice,
+            kGpu,
+            "gpu_nvlink_link_up == 0 and on(gpu, uuid) "
+            "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links)",
+            {"state", "link state (1 up, 0 down; lowest)", "count", Stat::kMin, nullptr},
+            {kLinksDown,
+             kNvLinks,
+             {"link_errors", "errors counted on this link over the trend window (max)", "errors",
+              Stat::kMax,
+              "sum by (gpu, uuid) (increase(gpu_nvlink_link_errors_total{${sel},link=\"${cause}\"}"
+              "[${long}]))"},
+             kXid74},
+            60,
+            0.05,
+            DescribeNvLink});
   // A store with the GPU's count of down links but not the per-link series: one finding per GPU.
-  c.push_back(Check{
-      "nvlink-degraded",
-      "links down",
-      nullptr,
-      Layer::kDevice,
-      kGpu,
-      "gpu_nvlink_links_down > 0 and on(gpu, uuid) "
-      "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links) "
-      "unless on(gpu, uuid) gpu_nvlink_link_up",
-      {"links_down", "links down on this GPU (max)", "count", Stat::kMax, nullptr},
-      {{"links", "NVLink links of this GPU", "count", Stat::kLast, "gpu_nvlink_links{${sel}}"},
-       kXid74},
-      60,
-      0.05,
-      DescribeNvLink});
+  c.push_back(
+      Check{"nvlink-degraded",
+            "links down",
+            nullptr,
+            Layer::kDevice,
+            kGpu,
+            "gpu_nvlink_links_down > 0 and on(gpu, uuid) "
+            "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links) "
+            "unless on(gpu, uuid) gpu_nvlink_link_up",
+            {"links_down", "links down on this GPU (max)", "count", Stat::kMax, nullptr},
+            {kNvLinks, kXid74},
+            60,
+            0.05,
+            DescribeNvLink});
   c.push_back(Check{
       "nvlink-degraded",
       "error storm",
@@ -289,8 +292,7 @@ std::vector<Check> MakeChecks() {
        {"worst_link", "errors per second on its worst link (avg)", "per_second", Stat::kAvg,
         "max by (gpu, uuid) (sum by (gpu, uuid, link) "
         "(rate(gpu_nvlink_link_errors_total{${sel}}[${w}])))"},
-       {"links_down", "links down (max)", "count", Stat::kMax,
-        "max_over_time(gpu_nvlink_links_down{${sel}}[${w}])"},
+       kLinksDown,
        kXid74},
       120,
       0.05,
