@@ -73,6 +73,9 @@ void DescribeEcc(Finding* f, const EvidenceValues& v, const Thresholds& t);
 void DescribeNearThermal(Finding* f, const EvidenceValues& v, const Thresholds& t);
 void DescribeQueueCongestion(Finding* f, const EvidenceValues& v, const Thresholds& t);
 void DescribeQuotaDrift(Finding* f, const EvidenceValues& v, const Thresholds& t);
+void DescribeNvLink(Finding* f, const EvidenceValues& v, const Thresholds& t);
+void DescribeHollow(Finding* f, const EvidenceValues& v, const Thresholds& t);
+void DescribeTensorIdle(Finding* f, const EvidenceValues& v, const Thresholds& t);
 
 // "${name}" → vars[name]; unknown names are left as they are.
 std::string Substitute(std::string_view text, const std::map<std::string, std::string>& vars);

@@ -233,4 +233,94 @@ void DescribeQuotaDrift(Finding* f, const EvidenceValues& v, const Thresholds&) 
   }
 }
 
+namespace {
+
+// " (job 4711)" when the task layer knew who held the GPU, else "".
+std::string JobSuffix(const Finding& f) {
+  return f.subject.job.empty() ? std::string() : " (job " + f.subject.job + ")";
+}
+
+}  // namespace
+
+void DescribeNvLink(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  const double xid74 = Get(v, "xid74");
+  const bool xid = std::isfinite(xid74) && xid74 > 0;
+  f->severity = xid ? Severity::kCritical : Severity::kWarning;
+  const std::string gpu = f->subject.gpu;
+  if (f->cause == "error storm") {
+    f->title = "NVLink degraded on GPU " + gpu + ": link errors at " +
+               FormatValue(Get(v, "rate"), "per_second") + (xid ? ", XID 74 reported" : "");
+    f->action = std::string(xid ? "Jobs using NVLink through this GPU have likely failed: drain "
+                                  "it now and requeue them. "
+                                : "Drain the GPU at the next job boundary. ") +
+                "Find the link (rate(gpu_nvlink_link_errors_total{gpu=\"" + gpu +
+                "\"}[5m]), nvidia-smi nvlink -e -i " + gpu +
+                ") and the GPU at its other end (nvidia-smi topo -m); reset the GPU. Errors that "
+                "come back after the reset point at the bridge, cable or baseboard: open a "
+                "hardware ticket.";
+    return;
+  }
+  std::string what;
+  if (f->cause == "links down") {  // only the GPU's count is known
+    char b[64];
+    std::snprintf(b, sizeof b, "%.0f link%s down", Get(v, "links_down"),
+                  Get(v, "links_down") == 1 ? "" : "s");
+    what = b;
+  } else {  // the raw cause is the link's number
+    f->cause = "link " + f->cause + " down";
+    what = f->cause;
+  }
+  f->title = "NVLink degraded on GPU " + gpu + ": " + what + (xid ? " (XID 74 reported)" : "");
+  f->action = std::string(xid ? "Jobs using NVLink through this GPU have likely failed: drain it "
+                                "now and requeue them. "
+                              : "Drain the GPU at the next job boundary. ") +
+              "Confirm with nvidia-smi nvlink -s -i " + gpu +
+              ", reset the GPU or reboot the node (on NVSwitch systems check the fabric "
+              "manager's log). A link still down after the reset needs the board, bridge or "
+              "baseboard looked at: open a hardware ticket with the serial (gpu_info).";
+}
+
+void DescribeHollow(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = Severity::kWarning;
+  if (f->cause == "low occupancy") {
+    f->title = GpuName(*f) + " is busy but hollow: SMs " + Percent(Get(v, "sm_active")) +
+               " active with only " + Percent(Get(v, "occupancy")) + " occupancy" + JobSuffix(*f);
+    f->action =
+        "Kernels run on the SMs with very few warps each, so memory latency is not hidden: "
+        "blocks too small, or registers / shared memory per block limiting the warps per SM. "
+        "Profile the top kernels (Nsight Compute, occupancy section): larger blocks or batches, "
+        "fewer registers per thread (launch bounds), or library kernels tuned for this GPU.";
+    return;
+  }
+  f->title = GpuName(*f) + " is busy but hollow: " + Percent(Get(v, "util")) +
+             " utilization, only " + Percent(Get(v, "sm_active")) + " SM activity" + JobSuffix(*f);
+  f->action =
+      "A kernel is always running but it keeps few SMs busy: kernels launched with too few "
+      "blocks, tiny batches, or a launch-bound loop of many small kernels with the host "
+      "synchronizing between them (often a job fed one sample at a time). Profile a few steps "
+      "(Nsight Systems: kernel durations, gaps, grid sizes); raise the batch size, fuse small "
+      "kernels or capture them in CUDA graphs, and keep the input pipeline ahead. If the work "
+      "cannot fill the GPU, give it a MIG slice or share the GPU.";
+}
+
+void DescribeTensorIdle(Finding* f, const EvidenceValues& v, const Thresholds&) {
+  f->severity = Severity::kInfo;
+  std::string name = GpuName(*f);
+  if (!f->cause.empty()) {  // a MIG instance: raw cause "<GPU instance id> <profile>"
+    const size_t space = f->cause.find(' ');
+    const std::string id = f->cause.substr(0, space);
+    const std::string profile = space == std::string::npos ? "" : f->cause.substr(space + 1);
+    f->cause = "MIG instance " + id + (profile.empty() ? "" : " (" + profile + ")");
+    name += " " + f->cause;
+  }
+  f->title = name + " computes without its tensor cores: SMs " + Percent(Get(v, "sm_active")) +
+             " active, tensor pipes " + Percent(Get(v, "tensor")) + JobSuffix(*f);
+  f->action =
+      "If this is a training job, its math runs on the FP32 pipes: enable mixed precision "
+      "(PyTorch torch.autocast with bfloat16 or AMP, Keras mixed_float16) or at least TF32 "
+      "(torch.backends.cuda.matmul.allow_tf32 = True); tensor cores do matrix math several times "
+      "faster. Keep matrix dimensions multiples of 8 so that the libraries pick tensor-core "
+      "kernels. Work without matrix math (or inference that is fine as it is) can be left alone.";
+}
+
 }  // namespace gw::diagnose

@@ -101,6 +101,12 @@ std::map<std::string, std::string> ThresholdVars(const Thresholds& t) {
       {"quota_over", num(t.quota_over)},
       {"quota_under", num(t.quota_under)},
       {"latency_factor", num(t.latency_factor)},
+      {"hollow_utilization", num(t.hollow_utilization)},
+      {"hollow_sm_active", num(t.hollow_sm_active)},
+      {"hollow_occupancy", num(t.hollow_occupancy)},
+      {"tensor_idle_sm_active", num(t.tensor_idle_sm_active)},
+      {"tensor_idle_ratio", num(t.tensor_idle_ratio)},
+      {"nvlink_error_rate", num(t.nvlink_error_rate)},
   };
 }
 
@@ -125,6 +131,8 @@ std::string FormatValue(double value, std::string_view unit) {
     }
   } else if (unit == "per_hour") {
     std::snprintf(b, sizeof b, "%.1f/h", value);
+  } else if (unit == "per_second") {
+    std::snprintf(b, sizeof b, "%.3g/s", value);
   } else {
     std::snprintf(b, sizeof b, "%.4g", value);
   }

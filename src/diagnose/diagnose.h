@@ -58,22 +58,25 @@ const std::vector<KindLayer>& Kinds();
 struct Evidence {
   std::string what;  // "share of time the clocks were held down by sw_power_cap (avg)"
   double value = 0;
-  std::string unit;  // ratio, celsius, bytes, watts, hertz, seconds, errors, per_hour, count
+  std::string
+      unit;  // ratio, celsius, bytes, watts, hertz, seconds, errors, per_hour, per_second, count
   int64_t start_ms = 0, end_ms = 0;  // the steps the value summarizes
   std::string query;  // PromQL; evaluated as a range query over [start, end] it shows the value
 };
 
 // What a finding is about; empty fields do not apply. Device findings name the GPU and, when a
-// job held it in the window (gpu_allocation_info), the job and team.
+// job held it in the window (gpu_allocation_info), the job and team. A finding about one MIG
+// instance names its GPU here and the instance in its cause ("MIG instance 3 (1g.10gb)").
 struct Subject {
   std::string gpu, uuid, job, team, partition, target;
 };
 
 struct Finding {
   std::string id;     // stable across evaluations: kind/cause/subject
-  std::string kind;   // busy-but-throttled, memory-bound, memory-pressure, data-starved,
-                      // idle-allocation, ecc-trend, near-thermal-limit, business-latency,
-                      // queue-congestion, quota-drift
+  std::string kind;   // busy-but-throttled, near-thermal-limit, ecc-trend, nvlink-degraded,
+                      // memory-bound, memory-pressure, data-starved, busy-but-hollow,
+                      // tensor-idle, idle-allocation, quota-drift, queue-congestion,
+                      // business-latency
   std::string cause;  // which cause within the kind ("power cap", "thermal", ...); may be ""
   Layer layer = Layer::kDevice;
   Severity severity = Severity::kInfo;
@@ -107,6 +110,13 @@ struct Thresholds {
   double quota_over = 1.1;             // allocated / quota above this: over quota
   double quota_under = 0.5;            // below this most of the window: chronically under-used
   double latency_factor = 1.5;         // p95 latency above this × its best in the window
+  // Profiling signals (GPM) and NVLink.
+  double hollow_utilization = 0.8;     // busy but hollow: utilization above this ...
+  double hollow_sm_active = 0.25;      // ... with SM activity below this ...
+  double hollow_occupancy = 0.05;      // ... or SMs active but occupancy below this
+  double tensor_idle_sm_active = 0.5;  // tensor idle: SM activity above this ...
+  double tensor_idle_ratio = 0.05;     // ... with the tensor pipes active below this
+  double nvlink_error_rate = 1;        // NVLink errors per second (all types) of a GPU
 };
 
 struct Options {

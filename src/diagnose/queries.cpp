@@ -1,11 +1,14 @@
 // Every PromQL text of diagnose/ (and the report's findings), in one table.
 //
-// Families read: device and task layer as in docs/metrics.md. Families of modules built in
+// Families read: device and task layer as in docs/metrics.md (GPM, NVLink and MIG families as
+// the issue 12 contract names them). Families of modules built in
 // parallel (names not final; adjust them here): governance gpu_pool_congestion_ratio,
 // gpu_pool_pending_gpus, gpu_pool_free_gpus, gpu_team_quota_gpus, gpu_team_allocated_gpus;
 // business inference_request_duration_seconds (histogram), inference_requests_total{code},
 // gpu_service_info{target, gpu, uuid}. A family that is absent makes its checks find nothing.
 #include "diagnose/checks.h"
+
+#include <deque>
 
 namespace gw::diagnose {
 
@@ -25,6 +28,7 @@ const char* const kAllocations =
 namespace {
 
 const std::vector<std::string> kGpu = {"gpu", "uuid"};
+const std::vector<std::string> kMig = {"gpu", "uuid", "mig_instance"};
 
 // Supporting evidence shared by several device checks.
 constexpr EvidenceSpec kUtil = {"util", "GPU utilization (avg)", "ratio", Stat::kAvg,
@@ -35,8 +39,80 @@ constexpr EvidenceSpec kMemUsed = {"mem_used", "memory in use (avg)", "bytes", S
                                    "avg_over_time(gpu_memory_used_bytes{${sel}}[${w}])"};
 constexpr EvidenceSpec kProcesses = {"processes", "compute processes (max)", "count", Stat::kMax,
                                      "max_over_time(gpu_processes{${sel}}[${w}])"};
+// Profiling signals (GPM) and NVLink.
+constexpr EvidenceSpec kOccupancy = {"occupancy", "SM occupancy (avg)", "ratio", Stat::kAvg,
+                                     "avg_over_time(gpu_sm_occupancy_ratio{${sel}}[${w}])"};
+constexpr EvidenceSpec kTensorAny = {
+    "tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg,
+    "avg_over_time(gpu_tensor_active_ratio{${sel},pipe=\"any\"}[${w}])"};
+constexpr EvidenceSpec kDram = {"dram", "DRAM bandwidth used (avg)", "ratio", Stat::kAvg,
+                                "avg_over_time(gpu_dram_active_ratio{${sel}}[${w}])"};
+// The agent counts XIDs from its start (docs/metrics.md), so this is "since the agent started".
+constexpr EvidenceSpec kXid74 = {"xid74", "XID 74 (NVLink error) events seen by the agent",
+                                 "errors", Stat::kMax,
+                                 "max by (gpu, uuid) (gpu_xid_errors_total{${sel},xid=\"74\"})"};
+constexpr EvidenceSpec kNvLinks = {"links", "NVLink links of this GPU", "count", Stat::kLast,
+                                   "gpu_nvlink_links{${sel}}"};
+constexpr EvidenceSpec kLinksDown = {"links_down", "links down on this GPU (max)", "count",
+                                     Stat::kMax,
+                                     "max_over_time(gpu_nvlink_links_down{${sel}}[${w}])"};
 constexpr EvidenceSpec kRemapped = {"remapped", "memory rows remapped", "count", Stat::kLast,
                                     "sum by (gpu, uuid) (gpu_remapped_rows{${sel}})"};
+
+// Texts built once for Checks(), which holds const char*: kept for the life of the process (a
+// deque never moves what it holds).
+const char* Keep(std::string text) {
+  static std::deque<std::string> kept;
+  kept.push_back(std::move(text));
+  return kept.back().c_str();
+}
+
+// Tensor cores idle under sustained compute, over a GPU's families (prefix "gpu_") or each MIG
+// instance's ("gpu_mig_"; an instance has no utilization of its own). The training heuristic
+// is in docs/diagnose.md; FP64-bound work (more FP64 than FP32 pipe activity) is HPC, not this
+// finding. Per instance the raw cause is "<GPU instance id> <profile>" (label_join), unique per
+// instance of a GPU.
+Check TensorIdle(bool mig) {
+  const std::string p = mig ? "gpu_mig_" : "gpu_";
+  const std::string on = mig ? " on(gpu, uuid, mig_instance) " : " on(gpu, uuid) ";
+  auto avg = [&p](const std::string& family, const std::string& pipe) {
+    return "avg_over_time(" + p + family + (pipe.empty() ? "" : "{pipe=\"" + pipe + "\"}") +
+           "[${w}])";
+  };
+  std::string condition = avg("tensor_active_ratio", "any") + " < ${tensor_idle_ratio} and" + on +
+                          avg("sm_active_ratio", "") + " > ${tensor_idle_sm_active} and" + on +
+                          "max_over_time(" + p + "processes[${w}]) > 0 unless" + on + "(" +
+                          avg("pipe_active_ratio", "fp64") + " >" + on +
+                          avg("pipe_active_ratio", "fp32") + ")";
+  if (mig)
+    condition = "label_join(" + condition + ", \"mig\", \" \", \"mig_instance\", \"mig_profile\")";
+  auto pipe = [&p](const char* key, const char* what, const char* name) {
+    return EvidenceSpec{
+        key, what, "ratio", Stat::kAvg,
+        Keep("avg_over_time(" + p + "pipe_active_ratio{${sel},pipe=\"" + name + "\"}[${w}])")};
+  };
+  std::vector<EvidenceSpec> evidence = {
+      {"sm_active", "SM activity (avg)", "ratio", Stat::kAvg,
+       Keep("avg_over_time(" + p + "sm_active_ratio{${sel}}[${w}])")},
+      pipe("fp32", "FP32 pipe active (avg)", "fp32"),
+      pipe("fp16", "FP16 pipe active (avg)", "fp16"),
+      pipe("fp64", "FP64 pipe active (avg)", "fp64"),
+      {"processes", "compute processes (max)", "count", Stat::kMax,
+       Keep("max_over_time(" + p + "processes{${sel}}[${w}])")}};
+  if (!mig) evidence.push_back(kUtil);
+  return Check{"tensor-idle",
+               mig ? nullptr : "",
+               mig ? "mig" : nullptr,
+               Layer::kTask,
+               mig ? kMig : kGpu,
+               Keep(condition),
+               {"tensor", "tensor pipes active, any (avg)", "ratio", Stat::kAvg, nullptr},
+               evidence,
+               600,
+               0.25,
+               DescribeTensorIdle,
+               /*contiguous=*/true};
+}
 
 std::vector<Check> MakeChecks() {
   std::vector<Check> c;
@@ -161,6 +237,66 @@ std::vector<Check> MakeChecks() {
             0,
             0,
             DescribeEcc});
+  // NVLink (docs/diagnose.md "NVLink"): one finding per down link (the link number is the raw
+  // cause, so ids differ per link), unless every link of the GPU was down over the whole trend
+  // window (a board without NVLink connected); and one per GPU for an error storm.
+  c.push_back(
+      Check{"nvlink-degraded",
+            nullptr,
+            "link",
+            Layer::kDevice,
+            kGpu,
+            "gpu_nvlink_link_up == 0 and on(gpu, uuid) "
+            "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links)",
+            {"state", "link state (1 up, 0 down; lowest)", "count", Stat::kMin, nullptr},
+            {kLinksDown,
+             kNvLinks,
+             {"link_errors", "errors counted on this link over the trend window (max)", "errors",
+              Stat::kMax,
+              "sum by (gpu, uuid) (increase(gpu_nvlink_link_errors_total{${sel},link=\"${cause}\"}"
+              "[${long}]))"},
+             kXid74},
+            60,
+            0.05,
+            DescribeNvLink});
+  // A store with the GPU's count of down links but not the per-link series: one finding per GPU.
+  c.push_back(
+      Check{"nvlink-degraded",
+            "links down",
+            nullptr,
+            Layer::kDevice,
+            kGpu,
+            "gpu_nvlink_links_down > 0 and on(gpu, uuid) "
+            "(min_over_time(gpu_nvlink_links_down[${long}]) < on(gpu, uuid) gpu_nvlink_links) "
+            "unless on(gpu, uuid) gpu_nvlink_link_up",
+            {"links_down", "links down on this GPU (max)", "count", Stat::kMax, nullptr},
+            {kNvLinks, kXid74},
+            60,
+            0.05,
+            DescribeNvLink});
+  c.push_back(Check{
+      "nvlink-degraded",
+      "error storm",
+      nullptr,
+      Layer::kDevice,
+      kGpu,
+      "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total[${w}])) > ${nvlink_error_rate}",
+      {"rate", "NVLink errors per second, all types (avg)", "per_second", Stat::kAvg, nullptr},
+      {{"crc", "CRC errors per second (avg)", "per_second", Stat::kAvg,
+        "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total{${sel},type=~\"crc_flit|crc_data\"}"
+        "[${w}]))"},
+       {"replay", "replays per second (avg)", "per_second", Stat::kAvg,
+        "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total{${sel},type=\"replay\"}[${w}]))"},
+       {"recovery", "link retrains (recovery) per second (avg)", "per_second", Stat::kAvg,
+        "sum by (gpu, uuid) (rate(gpu_nvlink_errors_total{${sel},type=\"recovery\"}[${w}]))"},
+       {"worst_link", "errors per second on its worst link (avg)", "per_second", Stat::kAvg,
+        "max by (gpu, uuid) (sum by (gpu, uuid, link) "
+        "(rate(gpu_nvlink_link_errors_total{${sel}}[${w}])))"},
+       kLinksDown,
+       kXid74},
+      120,
+      0.05,
+      DescribeNvLink});
   // --- task ---
   c.push_back(
       Check{"memory-bound",
@@ -228,6 +364,45 @@ std::vector<Check> MakeChecks() {
       0.5,
       DescribeDataStarved,
       /*contiguous=*/true});
+  // Profiling signals (GPM; absent on GPUs without it, and then these find nothing). Steady
+  // states, so the held time is the longest unbroken run, as for data-starved.
+  c.push_back(Check{"busy-but-hollow",
+                    "few SMs active",
+                    nullptr,
+                    Layer::kTask,
+                    kGpu,
+                    "avg_over_time(gpu_sm_active_ratio[${w}]) < ${hollow_sm_active}"
+                    " and on(gpu, uuid) avg_over_time(gpu_utilization_ratio[${w}]) > "
+                    "${hollow_utilization}",
+                    {"sm_active", "SM activity (avg)", "ratio", Stat::kAvg, nullptr},
+                    {kUtil, kOccupancy, kTensorAny, kDram, kProcesses, kPower},
+                    600,
+                    0.25,
+                    DescribeHollow,
+                    /*contiguous=*/true});
+  c.push_back(Check{"busy-but-hollow",
+                    "low occupancy",
+                    nullptr,
+                    Layer::kTask,
+                    kGpu,
+                    "avg_over_time(gpu_sm_occupancy_ratio[${w}]) < ${hollow_occupancy}"
+                    " and on(gpu, uuid) avg_over_time(gpu_sm_active_ratio[${w}]) >= "
+                    "${hollow_sm_active}"
+                    " and on(gpu, uuid) avg_over_time(gpu_utilization_ratio[${w}]) > "
+                    "${hollow_utilization}",
+                    {"occupancy", "SM occupancy (avg)", "ratio", Stat::kAvg, nullptr},
+                    {kUtil,
+                     {"sm_active", "SM activity (avg)", "ratio", Stat::kAvg,
+                      "avg_over_time(gpu_sm_active_ratio{${sel}}[${w}])"},
+                     kTensorAny,
+                     kDram,
+                     kProcesses},
+                    600,
+                    0.25,
+                    DescribeHollow,
+                    /*contiguous=*/true});
+  c.push_back(TensorIdle(/*mig=*/false));
+  c.push_back(TensorIdle(/*mig=*/true));
   // --- governance ---
   c.push_back(Check{"idle-allocation",
                     "",

@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "findings_util.h"
 #include "support/sim_store.h"
 
 namespace gw::diagnose {
@@ -20,37 +21,13 @@ namespace {
 using testing::MemoryStore;
 using testing::RecordScenario;
 
+using testutil::EvidenceValue;
+using testutil::Find;
+using testutil::Key;
+using testutil::Keys;
+
 Diagnosis Diag(MemoryStore& store, double window_s) {
-  promql::Engine engine;
-  Options options;
-  options.time_ms = store.last_ms();
-  options.window_s = window_s;
-  auto d = Diagnose(store.querier(), engine, options);
-  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
-  if (!d.ok()) return {};
-  EXPECT_TRUE(d->errors.empty()) << d->errors.front();
-  return *d;
-}
-
-// (kind, cause, gpu) of every finding.
-using Key = std::tuple<std::string, std::string, std::string>;
-std::set<Key> Keys(const Diagnosis& d) {
-  std::set<Key> keys;
-  for (const Finding& f : d.findings) keys.insert({f.kind, f.cause, f.subject.gpu});
-  return keys;
-}
-
-const Finding* Find(const Diagnosis& d, const std::string& kind, const std::string& cause,
-                    const std::string& gpu) {
-  for (const Finding& f : d.findings)
-    if (f.kind == kind && f.cause == cause && f.subject.gpu == gpu) return &f;
-  return nullptr;
-}
-
-double EvidenceValue(const Finding& f, const std::string& what_prefix) {
-  for (const Evidence& e : f.evidence)
-    if (e.what.rfind(what_prefix, 0) == 0) return e.value;
-  return std::nan("");
+  return testutil::DiagnoseStore(store.querier(), store.last_ms(), window_s);
 }
 
 std::set<std::string> GpusWithFindings(const Diagnosis& d) {

@@ -17,7 +17,8 @@ become underscores), with:
   * a promql_expr_test over ALERTS: the exact set of alerts that fired at any evaluation in the
     whole run, so an alert that should not fire is caught whenever it fires.
 
-make_dataset writes the device slots and gpu_info only. Series it does not write are derived from
+make_dataset writes the device slots and gpu_info only (so the NVLink rules see the GPU's count of
+down links, not the per-link series). Series it does not write are derived from
 the scenario's faults (the extra-series items of SCENARIOS, facts from docs/scenarios.md) unless
 the dataset has them:
 gpu_xid_errors_total (XID events) and gpuwarden_nvml_call_hung (the hang fault).
@@ -130,6 +131,20 @@ SCENARIOS = {
         Expect("GpuPowerSwings", 0, "info", "device", None, 900),
     ]),
     "idle-allocated": ("30m", [], []),
+    "hgx-nvlink": ("10m", [("xid", 5, 74, list(range(90, 601, 10)))], [
+        # Link 5 of GPU 3 down at 60 s. make_dataset writes the GPU's count of down links
+        # (gpu_nvlink_links_down), not the per-link series: the rule's fallback, + for 1m.
+        Expect("GpuNvLinkLinkDown", 3, "warning", "device", 45, 180),
+        # XID 74 every 10 s from 90 s on GPU 5: a new series at 90 s.
+        Expect("GpuNvLinkXidError", 5, "critical", "device", 75, 105, xid="74"),
+        # The storm on link 2 from 90 s raises every NVLink counter of GPU 5 far above its
+        # threshold (CRC and replay 200/s; retrains every few seconds): + for 2m.
+        Expect("GpuNvLinkErrorRateHigh", 5, "warning", "device", 75, 300, type="crc_flit"),
+        Expect("GpuNvLinkErrorRateHigh", 5, "warning", "device", 75, 300, type="crc_data"),
+        Expect("GpuNvLinkErrorRateHigh", 5, "warning", "device", 75, 300, type="replay"),
+        Expect("GpuNvLinkErrorRateHigh", 5, "warning", "device", 75, 300, type="ecc_data"),
+        Expect("GpuNvLinkErrorRateHigh", 5, "warning", "device", 75, 300, type="recovery"),
+    ]),
 }
 
 # The healthy demo, 2 simulated hours: no critical alert and no device-layer warning. These are
