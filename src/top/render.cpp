@@ -54,6 +54,15 @@ void FormatWait(double seconds, char* out, std::size_t size) {
   }
 }
 
+// "SM active 41%" (or "SM active -" when absent), with `label` first.
+void Percent(std::string_view label, double ratio, LineWriter& line) {
+  line.Text(label);
+  if (IsAbsent(ratio))
+    line.Text(" -");
+  else
+    line.Format(" %.0f%%", ratio * 100);
+}
+
 }  // namespace
 
 std::string_view SortName(SortKey key) {
@@ -116,10 +125,25 @@ const std::vector<size_t>& FrameRenderer::Order(const Frame& frame, SortKey key)
   return order_;
 }
 
+// The bars of a GPU's block: utilization, memory, power, temperature, and SM active as a fifth
+// where it fits on the same line (kSmBarWidth columns and up); narrower, SM active follows the
+// utilization figure ("97% sm 41%").
+int FrameRenderer::BarsPerLine(const GpuView& gpu) const {
+  if (width_ >= kSmBarWidth && !IsAbsent(gpu.sm_active)) return 5;
+  return width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
+}
+
 int FrameRenderer::BlockHeight(const GpuView& gpu) const {
   if (gpu.lost) return 2;
-  int per_line = width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
-  return 1 + (4 + per_line - 1) / per_line + 1;
+  const int per_line = BarsPerLine(gpu);
+  const int bars = per_line == 5 ? 5 : 4;
+  return 1 + (bars + per_line - 1) / per_line + 1 + static_cast<int>(gpu.mig.size());
+}
+
+int FrameRenderer::DetailHeight(const GpuView& gpu) const {
+  int extra = !IsAbsent(gpu.sm_active) + gpu.hollow + (gpu.nvlinks > 0) +
+              (gpu.mig_current == 1 || gpu.mig_pending == 1);
+  return 2 + std::max<int>(1, static_cast<int>(gpu.problems.size())) + extra;
 }
 
 void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter& line) {
@@ -254,6 +278,7 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   }
   if (!IsAbsent(g.pstate)) line.Format("  P%.0f", g.pstate);
   if (!IsAbsent(g.sm_clock_mhz)) line.Format(" %.0f MHz", g.sm_clock_mhz);
+  MigMode(g, line);
   if (!g.holder.job.empty()) {
     line.Text("  job ");
     line.Text(g.holder.job);
@@ -268,28 +293,36 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   }
   line.End();
 
-  // Bars: utilization, memory, power against its limit, temperature against slowdown.
-  const int per_line = width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
+  // Bars: utilization, memory, power against its limit, temperature against slowdown, and SM
+  // active (GPM) where it fits; else SM active follows the utilization figure.
+  const int per_line = BarsPerLine(g);
+  const int bars = per_line == 5 ? 5 : 4;
   const int item = (width_ - 4) / per_line;
-  const int bar = std::max(4, item - 4 - 3 - 12);
+  // Room for the label, the brackets and the figure ("30.0/80G"; below five a line, "97% sm 41%").
+  const int bar = std::max(4, item - 4 - 3 - (per_line == 5 ? 12 : 14));
   struct Item {
     const char* label;
     double ratio;
     bool warn;  // colours against the limit (power, temperature)
-  } items[4] = {
+  } items[5] = {
       {"util", g.util, false},
       {"mem ", Ratio(g.memory_used_bytes, g.memory_total_bytes), false},
       {"pwr ", Ratio(g.power_w, g.power_limit_w), true},
       {"temp", Ratio(g.temperature_c, g.slowdown_c), true},
+      {"sm  ", g.sm_active, false},
   };
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < bars; ++i) {
     if (i % per_line == 0) line.Text("     ");
     const Item& it = items[i];
     line.Text(it.label);
     line.Text(" [");
     double r = IsAbsent(it.ratio) ? 0 : std::clamp(it.ratio, 0.0, 1.0);
     int filled = static_cast<int>(std::lround(r * bar));
-    const char* colour = !it.warn ? kGreen : r >= 0.95 ? kRed : r >= 0.8 ? kYellow : kGreen;
+    const char* colour = i == 4 && g.hollow ? kYellow
+                         : !it.warn         ? kGreen
+                         : r >= 0.95        ? kRed
+                         : r >= 0.8         ? kYellow
+                                            : kGreen;
     line.Style(colour);
     for (int b = 0; b < filled; ++b) line.Text("|");
     line.Unstyle();
@@ -299,10 +332,11 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     char value[32];
     switch (i) {
       case 0:
-        if (IsAbsent(g.util))
+      case 4:
+        if (IsAbsent(it.ratio))
           std::snprintf(value, sizeof value, "-");
         else
-          std::snprintf(value, sizeof value, "%3.0f%%", g.util * 100);
+          std::snprintf(value, sizeof value, "%3.0f%%", it.ratio * 100);
         break;
       case 1:
         std::snprintf(value, sizeof value, "%.1f/%.0fG", g.memory_used_bytes / kGiB,
@@ -315,8 +349,16 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
         std::snprintf(value, sizeof value, "%.0f/%.0fC", g.temperature_c, g.slowdown_c);
         break;
     }
+    if (i == 4 && g.hollow) line.Style(kYellow);
     line.Text(value);
-    if (i % per_line == per_line - 1 || i == 3) {
+    if (i == 4) line.Unstyle();
+    if (i == 0 && bars == 4 && !IsAbsent(g.sm_active)) {
+      line.Unstyle();
+      if (g.hollow) line.Style(kYellow);
+      line.Format(" sm%3.0f%%", g.sm_active * 100);
+      line.Unstyle();
+    }
+    if (i % per_line == per_line - 1 || i == bars - 1) {
       line.End();
     } else {
       line.PadTo(5 + (i % per_line + 1) * item);
@@ -329,6 +371,13 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   if (g.throttled) line.Style(kYellow);
   line.Text(OrElse(g.throttle, "none"));
   line.Unstyle();
+  if (g.nvlinks > 0) {
+    line.Text("  nvlink: ");
+    if (g.nvlinks_up < g.nvlinks) line.Style(kRed);
+    line.Format("%.0f", static_cast<double>(g.nvlinks_up));
+    line.Format("/%.0f", static_cast<double>(g.nvlinks));
+    line.Unstyle();
+  }
   line.Text("  ecc: ");
   bool ecc_bad = !IsAbsent(g.ecc_uncorrected) && g.ecc_uncorrected > 0;
   if (ecc_bad) line.Style(kRed);
@@ -361,6 +410,50 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     line.Unstyle();
   }
   line.End();
+  for (const MigView& m : g.mig) MigRow(m, line);
+}
+
+// "  MIG 3 instances", "  MIG on, off after reset", "  MIG off, on after reset" (title line).
+void FrameRenderer::MigMode(const GpuView& g, LineWriter& line) {
+  const bool on = g.mig_current == 1, pending_on = g.mig_pending == 1;
+  if (!on && !pending_on) return;
+  line.Text("  MIG ");
+  if (on && !g.mig.empty()) {
+    line.Format("%.0f inst", static_cast<double>(g.mig.size()));
+  } else {
+    line.Text(on ? "on" : "off");
+  }
+  if (!IsAbsent(g.mig_pending) && pending_on != on) {
+    line.Style(kYellow);
+    line.Text(pending_on ? " (on after reset)" : " (off after reset)");
+    line.Unstyle();
+  }
+}
+
+// One MIG instance, indented under its GPU:
+//   "       mig 1  3g.40gb   mem 20.0/39.5G  sm  83%  procs 2  MIG-1000…"
+void FrameRenderer::MigRow(const MigView& m, LineWriter& line) {
+  line.Format("       mig %-3.0f", m.gpu_instance_id);
+  line.Text(m.profile);
+  line.PadTo(std::max(line.col() + 1, 26));
+  line.Text("mem ");
+  if (IsAbsent(m.memory_used_bytes))
+    line.Text("-");
+  else
+    line.Format("%.1f", m.memory_used_bytes / kGiB);
+  if (IsAbsent(m.memory_total_bytes))
+    line.Text("/-");
+  else
+    line.Format("/%.1fG", m.memory_total_bytes / kGiB);
+  line.PadTo(std::max(line.col() + 1, 44));
+  if (IsAbsent(m.sm_active))
+    line.Text("sm   -");
+  else
+    line.Format("sm %3.0f%%", m.sm_active * 100);
+  line.Format("  procs %.0f", static_cast<double>(m.processes));
+  line.Text("  ");
+  line.Text(m.uuid);
+  line.End();
 }
 
 void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
@@ -379,6 +472,55 @@ void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
   line.Text("  processes: ");
   line.Text(OrElse(g.process_text, "none"));
   line.End();
+  if (!IsAbsent(g.sm_active)) {
+    line.Text("  profiling: ");
+    Percent("SM active", g.sm_active, line);
+    Percent(", occupancy", g.sm_occupancy, line);
+    Percent(", tensor", g.tensor_active, line);
+    Percent(", DRAM", g.dram_active, line);
+    line.End();
+  }
+  if (g.hollow) {
+    line.Style(kYellow);
+    line.Format("  busy but hollow: utilization %.0f%%", g.util * 100);
+    line.Format(" but SM active %.0f%%", g.sm_active * 100);
+    line.Unstyle();
+    line.Text(
+        " -> kernels run all the time on few SMs: launch-bound, small batches or a starved "
+        "input pipeline");
+    line.End();
+  }
+  if (g.nvlinks > 0) {
+    line.Text("  nvlink: ");
+    if (g.nvlinks_up < g.nvlinks) line.Style(kRed);
+    line.Format("%.0f", static_cast<double>(g.nvlinks_up));
+    line.Format(" of %.0f links up", static_cast<double>(g.nvlinks));
+    if (!g.nvlinks_down.empty()) {
+      line.Text(", down: ");
+      line.Text(g.nvlinks_down);
+    }
+    line.Unstyle();
+    if (!IsAbsent(g.nvlink_errors)) {
+      if (g.nvlink_errors > 0) line.Style(kYellow);
+      line.Format("; %.0f errors", g.nvlink_errors);
+      line.Unstyle();
+    }
+    if (!IsAbsent(g.nvlink_tx_bps)) line.Format("; tx %.1f GB/s", g.nvlink_tx_bps / 1e9);
+    if (!IsAbsent(g.nvlink_rx_bps)) line.Format(", rx %.1f GB/s", g.nvlink_rx_bps / 1e9);
+    line.End();
+  }
+  if (g.mig_current == 1 || g.mig_pending == 1) {
+    line.Text("  MIG: ");
+    line.Text(g.mig_current == 1 ? "on" : "off");
+    line.Format(", %.0f instance(s)", static_cast<double>(g.mig.size()));
+    if (!IsAbsent(g.mig_pending) && (g.mig_pending == 1) != (g.mig_current == 1)) {
+      line.Style(kYellow);
+      line.Text(g.mig_pending == 1 ? "; on after the next GPU reset"
+                                   : "; off after the next GPU reset");
+      line.Unstyle();
+    }
+    line.End();
+  }
   if (g.problems.empty()) {
     line.Text("  no problems found");
     line.End();
@@ -491,6 +633,11 @@ void FrameRenderer::Help(LineWriter& line) {
       "  throttle: why the clocks are held down (idle and clock settings are not throttling)",
       "  ecc: volatile corrected/uncorrected errors since the last reset; xid: code x count",
       "  the sparkline is the GPU's utilization, one column per refresh, newest on the right",
+      "  sm: SM active (GPM, Hopper and newer): how much of the chip worked, where util only",
+      "      says some kernel ran; yellow when util >= 80 % and SM active < 30 % (busy but hollow)",
+      "  mig rows: a GPU's MIG instances (instance id, profile, memory, SM active, processes, "
+      "UUID)",
+      "  nvlink: links up / links; the selected GPU's detail names the down links",
   };
   for (std::string_view l : kLines) {
     line.Text(l);
@@ -531,7 +678,7 @@ const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& vi
       if (frame.gpus[order[i]].index == view.selected_gpu) selected = i;
     const GpuView& sel = frame.gpus[order[selected]];
     // Budget: the detail and the alerts get their lines first, the GPU list the rest.
-    const int detail = 2 + std::max<int>(1, static_cast<int>(sel.problems.size()));
+    const int detail = DetailHeight(sel);
     const int alerts =
         frame.alerts_note.empty() ? 1 + std::min<int>(static_cast<int>(frame.alerts.size()), 4) : 1;
     const int body = height - 1 - line.lines();
