@@ -1,8 +1,6 @@
 #include "serve/snapshot_json.h"
 
-#include <array>
 #include <nlohmann/json.hpp>
-#include <utility>
 
 #include "collect/health.h"
 
@@ -25,23 +23,12 @@ std::string SlotKey(Slot slot) {
   return key;
 }
 
-// The GPM signals a MIG instance has families for (docs/metrics.md, "MIG"), with the device slot
-// whose name they take after the gpu_mig_ prefix. PCIe and NVLink rates are the whole GPU's.
-constexpr std::array<std::pair<Gpm, Slot>, 13> kMigSignals = {{
-    {Gpm::kGraphicsActive, Slot::kGraphicsActive},
-    {Gpm::kSmActive, Slot::kSmActive},
-    {Gpm::kSmOccupancy, Slot::kSmOccupancy},
-    {Gpm::kTensorAny, Slot::kTensorAny},
-    {Gpm::kTensorHmma, Slot::kTensorHmma},
-    {Gpm::kTensorImma, Slot::kTensorImma},
-    {Gpm::kTensorDmma, Slot::kTensorDmma},
-    {Gpm::kTensorDfma, Slot::kTensorDfma},
-    {Gpm::kFp16, Slot::kPipeFp16},
-    {Gpm::kFp32, Slot::kPipeFp32},
-    {Gpm::kFp64, Slot::kPipeFp64},
-    {Gpm::kInteger, Slot::kPipeInteger},
-    {Gpm::kDramActive, Slot::kDramActive},
-}};
+// The GPM signals a MIG instance has families for (gpu_mig_*, docs/metrics.md): every one but the
+// PCIe and NVLink rates, which are the whole GPU's.
+bool MigHasFamily(Gpm g) {
+  return g != Gpm::kPcieTxPerSecond && g != Gpm::kPcieRxPerSecond && g != Gpm::kNvlinkTxPerSecond &&
+         g != Gpm::kNvlinkRxPerSecond;
+}
 
 // `value` under `key`, unless it is absent (absent values are left out, never 0).
 void PutPresent(json& j, const char* key, double value) {
@@ -72,9 +59,11 @@ json MigInstance(const collect::MigInstanceSnapshot& m) {
   PutPresent(j, "memory_used_bytes", m.memory_used_bytes);
   PutPresent(j, "memory_free_bytes", m.memory_free_bytes);
   json metrics = json::object();
-  for (const auto& [signal, slot] : kMigSignals) {
-    double v = m.value(signal);
-    if (!IsAbsent(v)) metrics["gpu_mig_" + SlotKey(slot).substr(4)] = v;
+  for (size_t i = 0; i < collect::kGpmCount; ++i) {
+    const Gpm signal = static_cast<Gpm>(i);
+    const double v = m.value(signal);
+    if (MigHasFamily(signal) && !IsAbsent(v))
+      metrics["gpu_mig_" + SlotKey(collect::GpmSlot(signal)).substr(4)] = v;
   }
   j["metrics"] = std::move(metrics);
   j["processes"] = Processes(m.processes);
