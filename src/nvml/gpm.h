@@ -35,7 +35,10 @@ class GpmSampler {
 
   // Whether a sample at `now_s` (seconds on any steady clock) is allowed: the first one always,
   // later ones kGpmMinIntervalS after the previous successful sample.
-  bool Due(double now_s) const { return samples_ == 0 || now_s - last_s_ >= kGpmMinIntervalS; }
+  // (A nanosecond of slack: 5.1 - 5.0 is not quite 0.1 in floating point.)
+  bool Due(double now_s) const {
+    return samples_ == 0 || now_s - last_s_ >= kGpmMinIntervalS - 1e-9;
+  }
   // One nvmlGpmSampleGet (or nvmlGpmMigSampleGet) into the older buffer; the first call also
   // allocates both buffers. NOT_READY without any NVML call when not Due(now_s).
   Result<bool> Sample(double now_s);
