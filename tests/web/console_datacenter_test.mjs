@@ -77,7 +77,7 @@ test('NVLink: the down link and the error storm are on the GPU page as the agent
     assert.equal(await page.locator('.nvlink .pill').innerText(), `${up} / ${links.length} links up`.toUpperCase());
     const downLinks = links.filter((l) => l.up === false).map((l) => String(l.link));
     assert.deepEqual(await page.locator('.nvlink .link.down').evaluateAll((els) => els.map((e) => e.dataset.link)), downLinks);
-    assert.match(await page.locator('.nvlink .down').innerText(), new RegExp(`Down: ${downLinks.map((l) => `link ${l}`).join(', ')}`));
+    assert.match(await page.locator('.nvlink .downlinks').innerText(), new RegExp(`Down: ${downLinks.map((l) => `link ${l}`).join(', ')}`));
     assert.equal(await page.locator('.nvlink .link').count(), links.length);
     // A chip on its fleet tile too.
     await shoot(page, `nvlink-gpu-${g.index}`);

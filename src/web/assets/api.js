@@ -49,10 +49,10 @@ export const GPM_SIGNALS = [
   ['smOccupancy', 'gpu_sm_occupancy_ratio', undefined, 'SM occupancy'],
   ['tensor', 'gpu_tensor_active_ratio', 'any', 'Tensor active'],
   ['dram', 'gpu_dram_active_ratio', undefined, 'DRAM active'],
-  ['graphics', 'gpu_graphics_active_ratio', undefined, 'Graphics/compute engine'],
-  ['hmma', 'gpu_tensor_active_ratio', 'hmma', 'Tensor HMMA (FP16/BF16)'],
-  ['imma', 'gpu_tensor_active_ratio', 'imma', 'Tensor IMMA (integer)'],
-  ['dmma', 'gpu_tensor_active_ratio', 'dmma', 'Tensor DMMA (FP64)'],
+  ['graphics', 'gpu_graphics_active_ratio', undefined, 'Graphics engine'],
+  ['hmma', 'gpu_tensor_active_ratio', 'hmma', 'Tensor HMMA'],
+  ['imma', 'gpu_tensor_active_ratio', 'imma', 'Tensor IMMA'],
+  ['dmma', 'gpu_tensor_active_ratio', 'dmma', 'Tensor DMMA'],
   ['dfma', 'gpu_tensor_active_ratio', 'dfma', 'Tensor DFMA'],
   ['fp16', 'gpu_pipe_active_ratio', 'fp16', 'FP16 pipe'],
   ['fp32', 'gpu_pipe_active_ratio', 'fp32', 'FP32 pipe'],
@@ -91,6 +91,7 @@ export function gpuView(gpu, alerts, jobs) {
       ...(gpu.health || []).map((h) => (h.severity === 'info' ? 'none' : h.severity)),
       ...throttles.map((t) => (t.level === 'info' ? 'none' : t.level === 'critical' ? 'warning' : t.level)),
       (eccVolatile.uncorrected || 0) > 0 ? 'critical' : 'none',
+      (gpu.nvlinks || []).some((l) => l.up === false) ? 'warning' : 'none',
     );
     if (state === 'none') state = 'ok';
   }

@@ -11,9 +11,10 @@ const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf'
 const LEVEL_RGBA = { info: 'rgba(68,147,248,0.07)', warning: 'rgba(210,153,34,0.16)', critical: 'rgba(248,81,73,0.16)' };
 const ALERT_RGBA = { firing: 'rgba(248,81,73,0.22)', pending: 'rgba(210,153,34,0.18)' };
 
-// Each chart: the metrics it draws; `split` names the label that tells its series apart, `only`
-// keeps series with these labels.
-// `name(labels)` labels a split series itself.
+// Each chart: the metrics it draws; `split` names the label that tells its series apart (`names`
+// renames its values), `only` keeps series with these labels; `minSpan`: the least y range drawn
+// (so that a flat zero is not scaled up to fractions of a byte).
+// `name(labels)`: a series labelled by its labels (the MIG instances).
 const migName = (l) => `${l.mig_profile} · instance ${l.mig_instance}`;
 const CHARTS = [
   { title: 'Utilization and SM active', format: (v) => pct(v), yMin: 0, yMax: 1, lines: [
@@ -26,10 +27,11 @@ const CHARTS = [
     { metric: 'gpu_mig_sm_active_ratio', name: migName }] },
   { title: 'MIG instances: memory used', format: bytes, yMin: 0, lines: [
     { metric: 'gpu_mig_memory_used_bytes', name: migName }] },
-  { title: 'NVLink throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, lines: [
+  { title: 'NVLink throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, minSpan: 1e9, lines: [
     { metric: 'gpu_nvlink_transmit_bytes_per_second', label: 'transmit' }, { metric: 'gpu_nvlink_receive_bytes_per_second', label: 'receive' }] },
   { title: 'NVLink errors', format: count, integer: true, yMin: 0, lines: [
-    { metric: 'gpu_nvlink_errors_total', split: 'type' }, { metric: 'gpu_nvlink_links_down', label: 'links down' }] },
+    { metric: 'gpu_nvlink_errors_total', split: 'type', names: { replay: 'replay', recovery: 'recovery', crc_flit: 'CRC flit', crc_data: 'CRC data', ecc_data: 'ECC data' } },
+    { metric: 'gpu_nvlink_links_down', label: 'links down' }] },
   { title: 'Memory in use', format: bytes, yMin: 0, lines: [
     { metric: 'gpu_memory_used_bytes', label: 'used' }, { metric: 'gpu_memory_used_peak_bytes', label: 'peak' }],
   hlines: (v) => [{ value: v.m.gpu_memory_total_bytes, label: 'total' }] },
@@ -42,7 +44,7 @@ const CHARTS = [
   { title: 'Clocks', format: mhz, axis: (v) => `${(v / 1e9).toFixed(1)} GHz`, yMin: 0, lines: [
     { metric: 'gpu_sm_clock_hertz', label: 'SM' }, { metric: 'gpu_memory_clock_hertz', label: 'memory' }],
   hlines: (v) => [{ value: v.m.gpu_sm_clock_max_hertz, label: 'SM max', color: '#8b949e' }] },
-  { title: 'PCIe throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, lines: [
+  { title: 'PCIe throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, minSpan: 1e6, lines: [
     { metric: 'gpu_pcie_transmit_bytes_per_second', label: 'transmit' }, { metric: 'gpu_pcie_receive_bytes_per_second', label: 'receive' }] },
   { title: 'Fan', format: (v) => pct(v), yMax: 1, yMin: 0, lines: [
     { metric: 'gpu_fan_speed_ratio', label: 'fan' }] },
@@ -101,7 +103,8 @@ function linesFor(spec, data) {
   spec.lines.forEach((l) => {
     for (const s of data[l.metric]?.series || []) {
       if (l.only && Object.entries(l.only).some(([k, val]) => s.labels[k] !== val)) continue;
-      const label = l.name ? l.name(s.labels) : l.split ? `${l.prefix || ''}${s.labels[l.split]}${l.suffix || ''}` : l.label;
+      const part = l.split ? (l.names?.[s.labels[l.split]] ?? s.labels[l.split]) : '';
+      const label = l.name ? l.name(s.labels) : l.split ? `${l.prefix || ''}${part}${l.suffix || ''}` : l.label;
       out.push({ label, avg: s.avg, min: s.min, max: s.max });
     }
   });
@@ -238,7 +241,7 @@ function nvlinkCard(v) {
     <td class="num">${count(l.replay_errors)}</td><td class="num">${count(l.recovery_errors)}</td><td class="num">${count(l.crc_errors)}</td>
     <td class="num">${si(l.tx_bytes_per_second, 'B/s')}</td><td class="num">${si(l.rx_bytes_per_second, 'B/s')}</td></tr>`);
   return html`<section class="card nvlink"><header><h3>NVLink</h3><span class="pill ${level}" data-links-up="${up}">${up} / ${links.length} links up</span></header>
-    ${down.length ? html`<div class="down" role="alert">Down: ${down.map((l) => `link ${l.link}`).join(', ')}</div>` : ''}
+    ${down.length ? html`<div class="downlinks" role="alert">Down: ${down.map((l) => `link ${l.link}`).join(', ')}</div>` : ''}
     <div class="links">${boxes}</div>
     <div class="facts"><span>throughput <b>${si(v.m.gpu_nvlink_transmit_bytes_per_second, 'B/s')}</b> out · <b>${si(v.m.gpu_nvlink_receive_bytes_per_second, 'B/s')}</b> in</span>
     ${errors.length ? html`<span>errors since the driver loaded: ${errors}</span>` : ''}</div>
@@ -301,7 +304,7 @@ export default {
         charts: root.querySelector('.charts'), tables: root.querySelector('.tables') },
     };
     for (const spec of CHARTS) {
-      const c = new TimeChart(st.els.charts, { title: spec.title, format: spec.format, axis: spec.axis, integer: spec.integer, yMin: spec.yMin, yMax: spec.yMax });
+      const c = new TimeChart(st.els.charts, { title: spec.title, format: spec.format, axis: spec.axis, integer: spec.integer, yMin: spec.yMin, yMax: spec.yMax, minSpan: spec.minSpan });
       st.charts.push({ spec, chart: c });
       c.onHover = (i) => st.charts.forEach((o) => o.chart.hover(i));
     }
