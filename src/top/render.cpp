@@ -128,16 +128,17 @@ const std::vector<size_t>& FrameRenderer::Order(const Frame& frame, SortKey key)
 // The bars of a GPU's block: utilization, memory, power, temperature, and SM active as a fifth
 // where it fits on the same line (kSmBarWidth columns and up); narrower, SM active follows the
 // utilization figure ("97% sm 41%").
-int FrameRenderer::BarsPerLine(const GpuView& gpu) const {
-  if (width_ >= kSmBarWidth && !IsAbsent(gpu.sm_active)) return 5;
+// The five columns are kept for every GPU of a frame where one has SM active, so that the bars
+// line up; a GPU without it leaves the fifth empty.
+int FrameRenderer::BarsPerLine() const {
+  if (width_ >= kSmBarWidth && frame_has_sm_) return 5;
   return width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
 }
 
 int FrameRenderer::BlockHeight(const GpuView& gpu) const {
   if (gpu.lost) return 2;
-  const int per_line = BarsPerLine(gpu);
-  const int bars = per_line == 5 ? 5 : 4;
-  return 1 + (bars + per_line - 1) / per_line + 1 + static_cast<int>(gpu.mig.size());
+  const int per_line = BarsPerLine();
+  return 1 + (4 + per_line - 1) / per_line + 1 + static_cast<int>(gpu.mig.size());
 }
 
 int FrameRenderer::DetailHeight(const GpuView& gpu) const {
@@ -295,8 +296,8 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
 
   // Bars: utilization, memory, power against its limit, temperature against slowdown, and SM
   // active (GPM) where it fits; else SM active follows the utilization figure.
-  const int per_line = BarsPerLine(g);
-  const int bars = per_line == 5 ? 5 : 4;
+  const int per_line = BarsPerLine();
+  const int bars = per_line == 5 && !IsAbsent(g.sm_active) ? 5 : 4;
   const int item = (width_ - 4) / per_line;
   // Room for the label, the brackets and the figure ("30.0/80G"; below five a line, "97% sm 41%").
   const int bar = std::max(4, item - 4 - 3 - (per_line == 5 ? 12 : 14));
@@ -377,6 +378,11 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     line.Format("%.0f", static_cast<double>(g.nvlinks_up));
     line.Format("/%.0f", static_cast<double>(g.nvlinks));
     line.Unstyle();
+    if (!IsAbsent(g.nvlink_errors) && g.nvlink_errors > 0) {
+      line.Style(kYellow);
+      line.Format(" err %.0f", g.nvlink_errors);
+      line.Unstyle();
+    }
   }
   line.Text("  ecc: ");
   bool ecc_bad = !IsAbsent(g.ecc_uncorrected) && g.ecc_uncorrected > 0;
@@ -502,7 +508,7 @@ void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
     line.Unstyle();
     if (!IsAbsent(g.nvlink_errors)) {
       if (g.nvlink_errors > 0) line.Style(kYellow);
-      line.Format("; %.0f errors", g.nvlink_errors);
+      line.Format("; errors %.0f", g.nvlink_errors);
       line.Unstyle();
     }
     if (!IsAbsent(g.nvlink_tx_bps)) line.Format("; tx %.1f GB/s", g.nvlink_tx_bps / 1e9);
@@ -648,6 +654,8 @@ void FrameRenderer::Help(LineWriter& line) {
 const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& view,
                                          const RenderOptions& options) {
   width_ = std::max(40, options.width);
+  frame_has_sm_ = std::any_of(frame.gpus.begin(), frame.gpus.end(),
+                              [](const GpuView& g) { return !IsAbsent(g.sm_active); });
   const bool screen = options.screen && options.height > 0;
   out_.clear();
   if (screen) out_.append("\x1b[H");

@@ -14,7 +14,8 @@
 // Under the header line, one line per service of the agent (GET /api/gw/v1/services): its cost
 // per 1k outputs and outputs per second over the agent's window (on screen at most
 // kMaxServiceLines, then how many more).
-// Datacenter GPUs: SM active (GPM) as a fifth bar from kSmBarWidth columns, else after the
+// Datacenter GPUs: SM active (GPM) as a fifth bar from kSmBarWidth columns (the column kept, empty,
+// for GPUs without it when another GPU of the frame has it), else after the
 // utilization figure, yellow when the GPU is busy but hollow (frame.h); MIG mode on the title
 // line and one indented row per MIG instance; NVLink links up/total on the third line, and the
 // selected GPU's detail names the down links, the error count and the throughput.
@@ -80,11 +81,12 @@ class FrameRenderer {
   void Help(LineWriter& line);
   void MigMode(const GpuView& gpu, LineWriter& line);
   void MigRow(const MigView& mig, LineWriter& line);
-  int BarsPerLine(const GpuView& gpu) const;
+  int BarsPerLine() const;
   int BlockHeight(const GpuView& gpu) const;
   int DetailHeight(const GpuView& gpu) const;
 
   int width_ = 100;
+  bool frame_has_sm_ = false;  // some GPU of the frame being drawn has SM active
   std::string out_;
   std::vector<size_t> order_;
 };

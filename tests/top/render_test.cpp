@@ -362,10 +362,18 @@ TEST_F(TopRenderDatacenter, SmActiveIsAFifthBarAt160ColumnsAndFollowsUtilization
   EXPECT_NE(hgx.find("sm   ["), std::string::npos) << hgx;
   EXPECT_NE(hgx.find("]   4%"), std::string::npos) << hgx;
   EXPECT_LE(Columns(hgx), 160);
-  // No GPM on the A100: no SM bar and no SM figure (absent, never 0).
+  // No GPM on the A100: no SM bar and no SM figure (absent, never 0); its bars line up with the
+  // others' all the same.
   const std::string a100 = Block(wide, 2);
   EXPECT_EQ(a100.find("sm "), std::string::npos) << a100;
   EXPECT_NE(LineWith(a100, "util [").find("temp ["), std::string::npos) << a100;
+  EXPECT_EQ(LineWith(a100, "util [").find("temp ["), hgx.find("temp [")) << wide;
+  // A frame without any GPM keeps four wider bars.
+  Reading old;
+  old.snapshot = TestSnapshot();
+  const std::string plain = Plain(*FrameBuilder("test").Build(old), 160);
+  EXPECT_EQ(plain.find("sm "), std::string::npos) << plain;
+  EXPECT_GT(LineWith(plain, "util [").find("temp ["), hgx.find("temp [")) << plain;
 
   const std::string narrow = Plain(*frame, 80);
   const std::string util = LineWith(Block(narrow, 1), "util [");
@@ -409,7 +417,8 @@ TEST_F(TopRenderDatacenter, MigInstancesAreIndentedRowsUnderTheirGpu) {
 TEST_F(TopRenderDatacenter, NvLinkStateIsOnTheGpuLineAndTheDetailNamesDownLinks) {
   auto frame = BuildDatacenter();
   const std::string text = Plain(*frame, 160);
-  EXPECT_NE(Block(text, 1).find("throttle: none  nvlink: 17/18"), std::string::npos) << text;
+  EXPECT_NE(Block(text, 1).find("throttle: none  nvlink: 17/18 err 4099  ecc:"), std::string::npos)
+      << text;
   EXPECT_EQ(Block(text, 0).find("nvlink"), std::string::npos);  // no NVLink: nothing said
   for (auto [w, h] : {std::pair{80, 24}, std::pair{160, 50}}) {
     SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
@@ -424,7 +433,7 @@ TEST_F(TopRenderDatacenter, NvLinkStateIsOnTheGpuLineAndTheDetailNamesDownLinks)
       if (l.rfind("  nvlink: ", 0) == 0) nvlink = l;
     EXPECT_NE(nvlink.find("17 of 18 links up, down: 3"), std::string::npos) << screen;
     if (w >= 160) {
-      EXPECT_NE(nvlink.find("4099 errors"), std::string::npos) << nvlink;
+      EXPECT_NE(nvlink.find("errors 4099"), std::string::npos) << nvlink;
       EXPECT_NE(nvlink.find("tx 120.0 GB/s, rx 118.0 GB/s"), std::string::npos) << nvlink;
     }
     // Busy but hollow: said in the detail, the SM figure yellow.
