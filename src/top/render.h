@@ -79,10 +79,14 @@ class FrameRenderer {
   void Problems(const Frame& frame, LineWriter& line);
   void Alerts(const Frame& frame, size_t max_lines, LineWriter& line);
   void Help(LineWriter& line);
+  int BlockHeight(const GpuView& gpu) const;
+  // Datacenter GPUs (render_datacenter.cpp): MIG, NVLink, SM active, the bars per line.
   void MigMode(const GpuView& gpu, LineWriter& line);
   void MigRow(const MigView& mig, LineWriter& line);
+  void NvLinkBrief(const GpuView& gpu, LineWriter& line);
+  void SmAfterUtilization(const GpuView& gpu, LineWriter& line);
+  void DatacenterDetail(const GpuView& gpu, LineWriter& line);
   int BarsPerLine() const;
-  int BlockHeight(const GpuView& gpu) const;
   int DetailHeight(const GpuView& gpu) const;
 
   int width_ = 100;

@@ -1,12 +1,14 @@
 // GET /api/snapshot's JSON (serve/snapshot_json.h) for datacenter GPUs built by hand: profiling
 // values under their metric names and absent ones left out, MIG instances with their memory,
-// processes and own profiling values, NVLink links with their state, errors and throughput.
+// processes and own profiling values, NVLink links with their state, errors and throughput. Also
+// the same snapshot as `gpuwarden snapshot`'s table (cli/snapshot_view.h).
 #include "serve/snapshot_json.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/snapshot_view.h"
 #include "top/datacenter_snapshot.h"
 
 namespace gw::serve {
@@ -110,6 +112,41 @@ TEST_F(SnapshotJsonTest, ALinkWithoutReadingsHasOnlyItsNumber) {
   snapshot_->gpus[1].nvlinks[7].link = 7;
   const json link = json::parse(SnapshotJson(*snapshot_))["gpus"][1]["nvlinks"][7];
   EXPECT_EQ(link, json({{"link", 7}})) << link.dump();
+}
+
+// The line of the table that contains `needle` ("" if none).
+std::string LineWith(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  size_t from = text.rfind('\n', at);
+  from = from == std::string::npos ? 0 : from + 1;
+  return text.substr(from, text.find('\n', at) - from);
+}
+
+TEST_F(SnapshotJsonTest, TheTableShowsSmActiveMigInstancesAndNvLinks) {
+  const std::string table = cli::SnapshotTable(*snapshot_);
+  EXPECT_NE(table.find("UTIL  SM ACT  MEM"), std::string::npos) << table;
+  // SM active under its header; "-" for the A100 without GPM, never 0.
+  const size_t column = LineWith(table, "SM ACT").find("SM ACT");
+  EXPECT_EQ(LineWith(table, "NVIDIA A100").substr(column, 2), "- ") << table;
+  const std::string hgx = LineWith(table, "\n1    NVIDIA");
+  EXPECT_EQ(hgx.substr(column, 3), "4% ") << table;
+  // GPU 0's MIG mode and instances, in order, under it.
+  EXPECT_NE(table.find("     MIG on, off after the next GPU reset\n"), std::string::npos) << table;
+  const std::string big = LineWith(table, "mig 1 ");
+  EXPECT_NE(big.find("3g.40gb"), std::string::npos) << big;
+  EXPECT_NE(big.find("mem 20.0/39.5 GiB"), std::string::npos) << big;
+  EXPECT_NE(big.find("sm act 83%"), std::string::npos) << big;
+  EXPECT_NE(big.find("procs 2  MIG-10000000-1111-5222-8333-444444444444"), std::string::npos);
+  EXPECT_NE(LineWith(table, "mig 13").find("mem -/9.8 GiB"), std::string::npos) << table;
+  EXPECT_NE(LineWith(table, "mig 13").find("sm act -"), std::string::npos) << table;
+  EXPECT_LT(table.find("mig 13"), table.find("\n1    NVIDIA"));
+  // GPU 1's links: the down one named, the errors summed.
+  EXPECT_NE(table.find("     NVLink 17/18 up, down: 3, errors 4099\n"), std::string::npos) << table;
+  const size_t a100 = table.find("NVIDIA A100");
+  const std::string a100_rows = table.substr(a100, table.find("\n\n", a100) - a100);
+  EXPECT_EQ(a100_rows.find("NVLink"), std::string::npos) << table;  // it has none
+  EXPECT_EQ(a100_rows.find("MIG"), std::string::npos) << table;
 }
 
 }  // namespace
