@@ -345,6 +345,18 @@ class TopRenderDatacenter : public TopRender {
     o.width = width;
     return renderer_.Render(frame, ViewState{}, o);
   }
+  // The full screen of `w` x `h` with GPU `selected` selected, checked to be exactly that size
+  // with the key line last.
+  std::string Screen(const Frame& frame, unsigned selected, int w, int h) {
+    ViewState view;
+    view.selected_gpu = selected;
+    const std::string screen = renderer_.Render(frame, view, RenderOptions{w, h, true});
+    std::vector<std::string> lines = Lines(screen.substr(3), "\r\n");
+    EXPECT_EQ(static_cast<int>(lines.size()), h);
+    for (const std::string& l : lines) EXPECT_LE(Columns(l), w) << l;
+    EXPECT_NE(lines.back().find("q quit"), std::string::npos) << lines.back();
+    return screen;
+  }
   // GPU `index`'s block in plain text: from its title to the next GPU's (or the end).
   static std::string Block(const std::string& text, unsigned index) {
     const size_t from = text.find("GPU " + std::to_string(index) + " NVIDIA");
@@ -422,12 +434,7 @@ TEST_F(TopRenderDatacenter, NvLinkStateIsOnTheGpuLineAndTheDetailNamesDownLinks)
   EXPECT_EQ(Block(text, 0).find("nvlink"), std::string::npos);  // no NVLink: nothing said
   for (auto [w, h] : {std::pair{80, 24}, std::pair{160, 50}}) {
     SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
-    ViewState view;
-    view.selected_gpu = 1;
-    const std::string screen = renderer_.Render(*frame, view, RenderOptions{w, h, true});
-    std::vector<std::string> lines = Lines(screen.substr(3), "\r\n");
-    EXPECT_EQ(static_cast<int>(lines.size()), h);
-    for (const std::string& l : lines) EXPECT_LE(Columns(l), w) << l;
+    const std::string screen = Screen(*frame, 1, w, h);
     std::string nvlink;  // the detail's line (the GPU's own line has "throttle: ... nvlink:")
     for (const std::string& l : Lines(Visible(screen), "\r\n"))
       if (l.rfind("  nvlink: ", 0) == 0) nvlink = l;
@@ -450,12 +457,7 @@ TEST_F(TopRenderDatacenter, FitsBothTerminalSizesWithTheMigGpuSelected) {
   auto frame = BuildDatacenter();
   for (auto [w, h] : {std::pair{80, 24}, std::pair{160, 50}}) {
     SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
-    ViewState view;
-    view.selected_gpu = 0;
-    const std::string screen = renderer_.Render(*frame, view, RenderOptions{w, h, true});
-    std::vector<std::string> lines = Lines(screen.substr(3), "\r\n");
-    EXPECT_EQ(static_cast<int>(lines.size()), h);
-    for (const std::string& l : lines) EXPECT_LE(Columns(l), w) << l;
+    const std::string screen = Screen(*frame, 0, w, h);
     EXPECT_NE(screen.find("mig 13"), std::string::npos) << screen;
     EXPECT_NE(Visible(screen).find("MIG: on, 3 instance(s); off after the next GPU reset"),
               std::string::npos)
@@ -463,7 +465,6 @@ TEST_F(TopRenderDatacenter, FitsBothTerminalSizesWithTheMigGpuSelected) {
     EXPECT_NE(screen.find("profiling: SM active 41%, occupancy 22%, tensor 30%, DRAM 35%"),
               std::string::npos)
         << screen;
-    EXPECT_NE(lines.back().find("q quit"), std::string::npos);
   }
   // A GPU without GPM has no profiling line.
   ViewState view;
