@@ -507,11 +507,10 @@ void FrameRenderer::Help(LineWriter& line) {
       "  throttle: why the clocks are held down (idle and clock settings are not throttling)",
       "  ecc: volatile corrected/uncorrected errors since the last reset; xid: code x count",
       "  the sparkline is the GPU's utilization, one column per refresh, newest on the right",
-      "  sm: SM active (GPM, Hopper and newer): how much of the chip worked, where util only",
-      "      says some kernel ran; yellow when util >= 80 % and SM active < 30 % (busy but hollow)",
-      "  mig rows: a GPU's MIG instances (instance id, profile, memory, SM active, processes, "
-      "UUID)",
-      "  nvlink: links up / links; the selected GPU's detail names the down links",
+      "  sm: SM active (GPM): how much of the chip worked; util only says a kernel",
+      "      ran. Yellow when util >= 80 % and SM active < 30 %: busy but hollow",
+      "  mig rows: MIG instances (id, profile, memory, SM active, processes, UUID)",
+      "  nvlink: links up / links, errors; the detail names the down links",
   };
   for (std::string_view l : kLines) {
     line.Text(l);
