@@ -211,10 +211,10 @@ function migCard(v) {
       const ratio = used !== undefined && total ? used / total : undefined;
       const sm = i.metrics?.gpu_mig_sm_active_ratio;
       const procs = (i.processes || []).map((p) => `${p.pid}${p.memory_bytes === undefined ? '' : ` (${bytes(p.memory_bytes)})`}`).join(', ');
-      return html`<tr data-mig="${i.gpu_instance_id}"><td class="num">${i.gpu_instance_id}</td><td><b>${i.profile || '–'}</b>${i.slice_ratio === undefined ? '' : html` <small class="share">${pct(i.slice_ratio)} of the GPU</small>`}<small class="mono uuid-inline">${i.uuid}</small></td>
+      return html`<tr data-mig="${i.gpu_instance_id}"><td class="num id">${i.gpu_instance_id}</td><td class="profile"><b>${i.profile || '–'}</b>${i.slice_ratio === undefined ? '' : html` <small class="share">${pct(i.slice_ratio)} of the GPU</small>`}<small class="mono uuid-inline">${i.uuid}</small></td>
         <td class="mono uuid">${i.uuid}</td>
         <td class="mem"><span class="bar"><span style="width:${((ratio || 0) * 100).toFixed(1)}%"></span></span><small>${bytes(used)} / ${bytes(total)}</small></td>
-        <td>${procs || html`<span class="muted">none</span>`}</td><td class="num">${pct(sm)}</td></tr>`;
+        <td class="procs">${procs || html`<span class="muted">none</span>`}</td><td class="num sm">${pct(sm)}</td></tr>`;
     })
     : html`<tr><td colspan="6" class="muted">MIG is on but no instance is configured.</td></tr>`;
   return html`<section class="card mig tablewrap"><header><h3>MIG instances</h3><span class="pill ${v.migCurrent === 1 ? 'info' : 'ok'}">MIG ${MIG_STATE(v.migCurrent)}</span>${change}</header>
