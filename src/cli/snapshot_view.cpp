@@ -33,6 +33,50 @@ std::string Throttle(const GpuSnapshot& gpu) {
   return out;
 }
 
+// The lines under a GPU's row: MIG mode and one line per MIG instance, then its NVLink links.
+std::string Datacenter(const GpuSnapshot& g) {
+  constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
+  std::string out;
+  const double current = g.value(Slot::kMigEnabledCurrent);
+  const double pending = g.value(Slot::kMigEnabledPending);
+  if (current == 1 || pending == 1) {
+    out += "     MIG " + std::string(current == 1 ? "on" : "off");
+    if (!IsAbsent(pending) && (pending == 1) != (current == 1))
+      out += pending == 1 ? ", on after the next GPU reset" : ", off after the next GPU reset";
+    out += "\n";
+  }
+  for (const collect::MigInstanceSnapshot& m : g.mig) {
+    out += "     mig " + PadRight(std::to_string(m.gpu_instance_id), 4) + PadRight(m.profile, 9) +
+           "mem " +
+           PadRight(Or(m.memory_used_bytes, "%.1f", kGiB) + "/" +
+                        Or(m.memory_total_bytes, "%.1f", kGiB) + " GiB",
+                    16) +
+           "sm act " + PadRight(Or(m.value(collect::Gpm::kSmActive), "%.0f%%", 100), 6) + "procs " +
+           std::to_string(m.processes.size()) + "  " + m.uuid + "\n";
+  }
+  if (!g.nvlinks.empty()) {
+    size_t up = 0;
+    std::string down;
+    for (const collect::NvLinkSnapshot& l : g.nvlinks) {
+      up += l.up == 1;
+      if (l.up == 0) down += (down.empty() ? "" : ", ") + std::to_string(l.link);
+    }
+    out += "     NVLink " + std::to_string(up) + "/" + std::to_string(g.nvlinks.size()) + " up";
+    if (!down.empty()) out += ", down: " + down;
+    double errors = 0;
+    bool any = false;
+    for (Slot s : {Slot::kNvlinkReplayErrors, Slot::kNvlinkRecoveryErrors,
+                   Slot::kNvlinkCrcFlitErrors, Slot::kNvlinkCrcDataErrors}) {
+      if (IsAbsent(g.value(s))) continue;
+      errors += g.value(s);
+      any = true;
+    }
+    if (any) out += ", errors " + Fmt("%.0f", errors);
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string SnapshotTable(const collect::Snapshot& snap) {
@@ -47,7 +91,7 @@ std::string SnapshotTable(const collect::Snapshot& snap) {
          (st.cuda_driver_version.empty() ? "" : ", CUDA " + st.cuda_driver_version) + ", at " +
          UtcTimestamp(snap.taken_unix_seconds) + "\n\n";
   out +=
-      "GPU  NAME                         UTIL  MEM USED/TOTAL GiB  TEMP   POWER/LIMIT W  "
+      "GPU  NAME                         UTIL  SM ACT  MEM USED/TOTAL GiB  TEMP   POWER/LIMIT W  "
       "SM MHz  PSTATE  THROTTLE\n";
   constexpr double kGiB = 1.0 / (1024.0 * 1024 * 1024);
   for (const GpuSnapshot& g : snap.gpus) {
@@ -58,6 +102,7 @@ std::string SnapshotTable(const collect::Snapshot& snap) {
       continue;
     }
     line += PadRight(Or(g.value(Slot::kUtilization), "%.0f%%", 100), 6);
+    line += PadRight(Or(g.value(Slot::kSmActive), "%.0f%%", 100), 8);
     line += PadRight(Or(g.value(Slot::kMemoryUsed), "%.1f", kGiB) + "/" +
                          Or(g.value(Slot::kMemoryTotal), "%.1f", kGiB),
                      20);
@@ -69,6 +114,7 @@ std::string SnapshotTable(const collect::Snapshot& snap) {
     line += PadRight(IsAbsent(ps) ? "-" : "P" + Fmt("%.0f", ps), 8);
     line += Throttle(g);
     out += line + "\n";
+    out += Datacenter(g);
   }
   bool any = false;
   for (const GpuSnapshot& g : snap.gpus) {

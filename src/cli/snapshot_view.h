@@ -8,7 +8,9 @@
 
 namespace gw::cli {
 
-// A table for people: one line per GPU, then the health problems of each GPU that has any.
+// A table for people: one line per GPU (SM active where the GPU has profiling counters, "-"
+// elsewhere), under it its MIG mode and instances and its NVLink links, then the health problems
+// of each GPU that has any.
 std::string SnapshotTable(const collect::Snapshot& snapshot);
 
 // The same as JSON for programs: serve::SnapshotJson (serve/snapshot_json.h).

@@ -6,12 +6,85 @@
 
 namespace gw::serve {
 
+using collect::Gpm;
 using collect::GpuSnapshot;
 using collect::IsAbsent;
 using collect::Slot;
+using nlohmann::json;
+
+namespace {
+
+// "gpu_clock_event_active{reason=\"sw_power_cap\"}": a slot's family name and extra labels, the
+// key of "metrics" (and, with gpu_mig_ for gpu_, of a MIG instance's "metrics").
+std::string SlotKey(Slot slot) {
+  const auto& info = collect::kSlots[static_cast<size_t>(slot)];
+  std::string key(collect::kFamilies[static_cast<size_t>(info.family)].name);
+  if (!info.labels.empty()) key += "{" + std::string(info.labels) + "}";
+  return key;
+}
+
+// The GPM signals a MIG instance has families for (gpu_mig_*, docs/metrics.md): every one but the
+// PCIe and NVLink rates, which are the whole GPU's.
+bool MigHasFamily(Gpm g) {
+  return g != Gpm::kPcieTxPerSecond && g != Gpm::kPcieRxPerSecond && g != Gpm::kNvlinkTxPerSecond &&
+         g != Gpm::kNvlinkRxPerSecond;
+}
+
+// `value` under `key`, unless it is absent (absent values are left out, never 0).
+void PutPresent(json& j, const char* key, double value) {
+  if (!IsAbsent(value)) j[key] = value;
+}
+
+json Processes(const std::vector<collect::ProcessSample>& processes) {
+  json procs = json::array();
+  for (const auto& p : processes) {
+    json pj;
+    pj["pid"] = p.pid;
+    PutPresent(pj, "memory_bytes", p.memory_bytes);
+    PutPresent(pj, "sm_utilization_ratio", p.sm_utilization_ratio);
+    if (p.gpu_instance_id != collect::kNoMigInstance) pj["gpu_instance_id"] = p.gpu_instance_id;
+    procs.push_back(std::move(pj));
+  }
+  return procs;
+}
+
+json MigInstance(const collect::MigInstanceSnapshot& m) {
+  json j;
+  j["gpu_instance_id"] = m.gpu_instance_id;
+  j["compute_instance_id"] = m.compute_instance_id;
+  j["uuid"] = m.uuid;
+  j["profile"] = m.profile;
+  PutPresent(j, "slice_ratio", m.slice_ratio);
+  PutPresent(j, "memory_total_bytes", m.memory_total_bytes);
+  PutPresent(j, "memory_used_bytes", m.memory_used_bytes);
+  PutPresent(j, "memory_free_bytes", m.memory_free_bytes);
+  json metrics = json::object();
+  for (size_t i = 0; i < collect::kGpmCount; ++i) {
+    const Gpm signal = static_cast<Gpm>(i);
+    const double v = m.value(signal);
+    if (MigHasFamily(signal) && !IsAbsent(v))
+      metrics["gpu_mig_" + SlotKey(collect::GpmSlot(signal)).substr(4)] = v;
+  }
+  j["metrics"] = std::move(metrics);
+  j["processes"] = Processes(m.processes);
+  return j;
+}
+
+json NvLink(const collect::NvLinkSnapshot& l) {
+  json j;
+  j["link"] = l.link;
+  if (!IsAbsent(l.up)) j["up"] = l.up == 1;
+  PutPresent(j, "replay_errors", l.replay_errors);
+  PutPresent(j, "recovery_errors", l.recovery_errors);
+  PutPresent(j, "crc_errors", l.crc_errors);
+  PutPresent(j, "tx_bytes_per_second", l.tx_bytes_per_second);
+  PutPresent(j, "rx_bytes_per_second", l.rx_bytes_per_second);
+  return j;
+}
+
+}  // namespace
 
 std::string SnapshotJson(const collect::Snapshot& snap) {
-  using nlohmann::json;
   const collect::CollectorStats& st = snap.stats;
   json root;
   root["nvml_up"] = st.nvml_up;
@@ -30,30 +103,26 @@ std::string SnapshotJson(const collect::Snapshot& snap) {
     j["pci_bus_id"] = g.identity.pci_bus_id;
     j["up"] = g.value(Slot::kUp) == 1;
     j["lost"] = g.lost;
+    j["gpm_supported"] = g.gpm_supported;
     // Every present slot under its metric name (plus its extra labels, if any).
     json metrics = json::object();
     for (size_t s = 0; s < collect::kSlotCount; ++s) {
       double v = g.values[s];
       if (IsAbsent(v)) continue;
-      const auto& info = collect::kSlots[s];
-      std::string key(collect::kFamilies[static_cast<size_t>(info.family)].name);
-      if (!info.labels.empty()) key += "{" + std::string(info.labels) + "}";
-      metrics[key] = v;
+      metrics[SlotKey(static_cast<Slot>(s))] = v;
     }
     j["metrics"] = metrics;
     j["throttle_reasons"] = collect::ThrottleReasons(g);
     json xids = json::object();
     for (const auto& [xid, count] : g.xid_counts) xids[std::to_string(xid)] = count;
     j["xid_counts"] = xids;
-    json procs = json::array();
-    for (const auto& p : g.processes) {
-      json pj;
-      pj["pid"] = p.pid;
-      if (!IsAbsent(p.memory_bytes)) pj["memory_bytes"] = p.memory_bytes;
-      if (!IsAbsent(p.sm_utilization_ratio)) pj["sm_utilization_ratio"] = p.sm_utilization_ratio;
-      procs.push_back(pj);
-    }
-    j["processes"] = procs;
+    j["processes"] = Processes(g.processes);
+    json mig = json::array();
+    for (const auto& m : g.mig) mig.push_back(MigInstance(m));
+    j["mig"] = std::move(mig);
+    json links = json::array();
+    for (const auto& l : g.nvlinks) links.push_back(NvLink(l));
+    j["nvlinks"] = std::move(links);
     json health = json::array();
     for (const auto& p : collect::HealthProblems(g))
       health.push_back({{"severity", collect::SeverityName(p.severity)},

@@ -1,6 +1,7 @@
 #include "top/frame.h"
 
 #include <cstdio>
+#include <initializer_list>
 
 namespace gw::top {
 
@@ -38,6 +39,37 @@ std::string Processes(const collect::GpuSnapshot& gpu) {
   return out;
 }
 
+// The sum of the values present; NaN when none is.
+double SumPresent(std::initializer_list<double> values) {
+  double sum = collect::kAbsent;
+  for (double v : values)
+    if (!IsAbsent(v)) sum = IsAbsent(sum) ? v : sum + v;
+  return sum;
+}
+
+void NvLinks(const collect::GpuSnapshot& gpu, GpuView& v) {
+  v.nvlinks = gpu.nvlinks.size();
+  for (const collect::NvLinkSnapshot& l : gpu.nvlinks) {
+    if (l.up == 1) ++v.nvlinks_up;
+    if (l.up == 0) {
+      if (!v.nvlinks_down.empty()) v.nvlinks_down += ", ";
+      v.nvlinks_down += std::to_string(l.link);
+    }
+  }
+  // The GPU's totals where the driver gives them, else the links' own counters summed.
+  v.nvlink_errors =
+      SumPresent({gpu.value(Slot::kNvlinkReplayErrors), gpu.value(Slot::kNvlinkRecoveryErrors),
+                  gpu.value(Slot::kNvlinkCrcFlitErrors), gpu.value(Slot::kNvlinkCrcDataErrors)});
+  if (IsAbsent(v.nvlink_errors)) {
+    for (const collect::NvLinkSnapshot& l : gpu.nvlinks) {
+      double e = SumPresent({l.replay_errors, l.recovery_errors, l.crc_errors});
+      if (!IsAbsent(e)) v.nvlink_errors = SumPresent({v.nvlink_errors, e});
+    }
+  }
+  v.nvlink_tx_bps = gpu.value(Slot::kNvlinkTxRate);
+  v.nvlink_rx_bps = gpu.value(Slot::kNvlinkRxRate);
+}
+
 }  // namespace
 
 GpuView ViewOf(const collect::GpuSnapshot& gpu) {
@@ -66,6 +98,26 @@ GpuView ViewOf(const collect::GpuSnapshot& gpu) {
   v.throttle = Throttle(gpu, &v.throttled);
   v.processes = gpu.processes.size();
   v.process_text = Processes(gpu);
+  v.sm_active = gpu.value(Slot::kSmActive);
+  v.sm_occupancy = gpu.value(Slot::kSmOccupancy);
+  v.tensor_active = gpu.value(Slot::kTensorAny);
+  v.dram_active = gpu.value(Slot::kDramActive);
+  v.hollow = !IsAbsent(v.util) && !IsAbsent(v.sm_active) && v.util >= kHollowUtilization &&
+             v.sm_active < kHollowSmActive;
+  v.mig_current = gpu.value(Slot::kMigEnabledCurrent);
+  v.mig_pending = gpu.value(Slot::kMigEnabledPending);
+  for (const collect::MigInstanceSnapshot& m : gpu.mig) {
+    MigView mv;
+    mv.gpu_instance_id = m.gpu_instance_id;
+    mv.profile = m.profile;
+    mv.uuid = m.uuid;
+    mv.memory_used_bytes = m.memory_used_bytes;
+    mv.memory_total_bytes = m.memory_total_bytes;
+    mv.sm_active = m.value(collect::Gpm::kSmActive);
+    mv.processes = m.processes.size();
+    v.mig.push_back(std::move(mv));
+  }
+  NvLinks(gpu, v);
   return v;
 }
 

@@ -80,6 +80,21 @@ struct Reading {
   std::vector<ServiceView> services;  // empty: the agent has none (or no services API)
 };
 
+// Busy but hollow: utilization at least kHollowUtilization while SM active stays under
+// kHollowSmActive — kernels run all the time but few SMs do the work (launch-bound, tiny
+// batches, a starved input pipeline). The console's GPU page warns at the same values.
+inline constexpr double kHollowUtilization = 0.8;
+inline constexpr double kHollowSmActive = 0.3;
+
+// One MIG instance of a GPU, as top shows it under its GPU.
+struct MigView {
+  unsigned gpu_instance_id = 0;
+  std::string profile, uuid;
+  double memory_used_bytes = collect::kAbsent, memory_total_bytes = collect::kAbsent;
+  double sm_active = collect::kAbsent;  // the instance's own (GPM), ratio
+  size_t processes = 0;
+};
+
 struct GpuView {
   unsigned index = 0;
   std::string name, uuid;
@@ -100,6 +115,19 @@ struct GpuView {
   bool throttled = false;
   size_t processes = 0;
   std::string process_text;  // "pid 31337 70.0 GiB, pid 4242 1.2 GiB", "" if none
+  // Profiling (GPM), ratios; NaN where the GPU has none (older GPUs, drivers without GPM).
+  double sm_active = collect::kAbsent, sm_occupancy = collect::kAbsent;
+  double tensor_active = collect::kAbsent, dram_active = collect::kAbsent;
+  bool hollow = false;  // busy but hollow (kHollowUtilization, kHollowSmActive)
+  // MIG mode now and after the next reset (1 on, 0 off, NaN unknown), and its instances.
+  double mig_current = collect::kAbsent, mig_pending = collect::kAbsent;
+  std::vector<MigView> mig;
+  // NVLink: links, how many are up, the down ones ("3, 7"), errors over all links (replay,
+  // recovery, CRC), throughput over all links in bytes per second. nvlinks 0: no NVLink.
+  size_t nvlinks = 0, nvlinks_up = 0;
+  std::string nvlinks_down;
+  double nvlink_errors = collect::kAbsent;
+  double nvlink_tx_bps = collect::kAbsent, nvlink_rx_bps = collect::kAbsent;
   GpuHolder holder;
   std::vector<collect::HealthProblem> problems;  // most severe first
   bool has_problem = false;

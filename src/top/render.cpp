@@ -118,8 +118,8 @@ const std::vector<size_t>& FrameRenderer::Order(const Frame& frame, SortKey key)
 
 int FrameRenderer::BlockHeight(const GpuView& gpu) const {
   if (gpu.lost) return 2;
-  int per_line = width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
-  return 1 + (4 + per_line - 1) / per_line + 1;
+  const int per_line = BarsPerLine();
+  return 1 + (4 + per_line - 1) / per_line + 1 + static_cast<int>(gpu.mig.size());
 }
 
 void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter& line) {
@@ -254,6 +254,7 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   }
   if (!IsAbsent(g.pstate)) line.Format("  P%.0f", g.pstate);
   if (!IsAbsent(g.sm_clock_mhz)) line.Format(" %.0f MHz", g.sm_clock_mhz);
+  MigMode(g, line);
   if (!g.holder.job.empty()) {
     line.Text("  job ");
     line.Text(g.holder.job);
@@ -268,28 +269,36 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   }
   line.End();
 
-  // Bars: utilization, memory, power against its limit, temperature against slowdown.
-  const int per_line = width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
+  // Bars: utilization, memory, power against its limit, temperature against slowdown, and SM
+  // active (GPM) where it fits; else SM active follows the utilization figure.
+  const int per_line = BarsPerLine();
+  const int bars = per_line == 5 && !IsAbsent(g.sm_active) ? 5 : 4;
   const int item = (width_ - 4) / per_line;
-  const int bar = std::max(4, item - 4 - 3 - 12);
+  // Room for the label, the brackets and the figure ("30.0/80G"; below five a line, "97% sm 41%").
+  const int bar = std::max(4, item - 4 - 3 - (per_line == 5 ? 12 : 14));
   struct Item {
     const char* label;
     double ratio;
     bool warn;  // colours against the limit (power, temperature)
-  } items[4] = {
+  } items[5] = {
       {"util", g.util, false},
       {"mem ", Ratio(g.memory_used_bytes, g.memory_total_bytes), false},
       {"pwr ", Ratio(g.power_w, g.power_limit_w), true},
       {"temp", Ratio(g.temperature_c, g.slowdown_c), true},
+      {"sm  ", g.sm_active, false},
   };
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < bars; ++i) {
     if (i % per_line == 0) line.Text("     ");
     const Item& it = items[i];
     line.Text(it.label);
     line.Text(" [");
     double r = IsAbsent(it.ratio) ? 0 : std::clamp(it.ratio, 0.0, 1.0);
     int filled = static_cast<int>(std::lround(r * bar));
-    const char* colour = !it.warn ? kGreen : r >= 0.95 ? kRed : r >= 0.8 ? kYellow : kGreen;
+    const char* colour = i == 4 && g.hollow ? kYellow
+                         : !it.warn         ? kGreen
+                         : r >= 0.95        ? kRed
+                         : r >= 0.8         ? kYellow
+                                            : kGreen;
     line.Style(colour);
     for (int b = 0; b < filled; ++b) line.Text("|");
     line.Unstyle();
@@ -299,10 +308,11 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     char value[32];
     switch (i) {
       case 0:
-        if (IsAbsent(g.util))
+      case 4:
+        if (IsAbsent(it.ratio))
           std::snprintf(value, sizeof value, "-");
         else
-          std::snprintf(value, sizeof value, "%3.0f%%", g.util * 100);
+          std::snprintf(value, sizeof value, "%3.0f%%", it.ratio * 100);
         break;
       case 1:
         std::snprintf(value, sizeof value, "%.1f/%.0fG", g.memory_used_bytes / kGiB,
@@ -315,8 +325,11 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
         std::snprintf(value, sizeof value, "%.0f/%.0fC", g.temperature_c, g.slowdown_c);
         break;
     }
+    if (i == 4 && g.hollow) line.Style(kYellow);
     line.Text(value);
-    if (i % per_line == per_line - 1 || i == 3) {
+    if (i == 4) line.Unstyle();
+    if (i == 0 && bars == 4) SmAfterUtilization(g, line);
+    if (i % per_line == per_line - 1 || i == bars - 1) {
       line.End();
     } else {
       line.PadTo(5 + (i % per_line + 1) * item);
@@ -329,6 +342,7 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   if (g.throttled) line.Style(kYellow);
   line.Text(OrElse(g.throttle, "none"));
   line.Unstyle();
+  NvLinkBrief(g, line);
   line.Text("  ecc: ");
   bool ecc_bad = !IsAbsent(g.ecc_uncorrected) && g.ecc_uncorrected > 0;
   if (ecc_bad) line.Style(kRed);
@@ -361,6 +375,7 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     line.Unstyle();
   }
   line.End();
+  for (const MigView& m : g.mig) MigRow(m, line);
 }
 
 void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
@@ -379,6 +394,7 @@ void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
   line.Text("  processes: ");
   line.Text(OrElse(g.process_text, "none"));
   line.End();
+  DatacenterDetail(g, line);
   if (g.problems.empty()) {
     line.Text("  no problems found");
     line.End();
@@ -491,6 +507,10 @@ void FrameRenderer::Help(LineWriter& line) {
       "  throttle: why the clocks are held down (idle and clock settings are not throttling)",
       "  ecc: volatile corrected/uncorrected errors since the last reset; xid: code x count",
       "  the sparkline is the GPU's utilization, one column per refresh, newest on the right",
+      "  sm: SM active (GPM): how much of the chip worked; util only says a kernel",
+      "      ran. Yellow when util >= 80 % and SM active < 30 %: busy but hollow",
+      "  mig rows: MIG instances (id, profile, memory, SM active, processes, UUID)",
+      "  nvlink: links up / links, errors; the detail names the down links",
   };
   for (std::string_view l : kLines) {
     line.Text(l);
@@ -501,6 +521,8 @@ void FrameRenderer::Help(LineWriter& line) {
 const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& view,
                                          const RenderOptions& options) {
   width_ = std::max(40, options.width);
+  frame_has_sm_ = std::any_of(frame.gpus.begin(), frame.gpus.end(),
+                              [](const GpuView& g) { return !IsAbsent(g.sm_active); });
   const bool screen = options.screen && options.height > 0;
   out_.clear();
   if (screen) out_.append("\x1b[H");
@@ -531,7 +553,7 @@ const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& vi
       if (frame.gpus[order[i]].index == view.selected_gpu) selected = i;
     const GpuView& sel = frame.gpus[order[selected]];
     // Budget: the detail and the alerts get their lines first, the GPU list the rest.
-    const int detail = 2 + std::max<int>(1, static_cast<int>(sel.problems.size()));
+    const int detail = DetailHeight(sel);
     const int alerts =
         frame.alerts_note.empty() ? 1 + std::min<int>(static_cast<int>(frame.alerts.size()), 4) : 1;
     const int body = height - 1 - line.lines();

@@ -14,6 +14,11 @@
 // Under the header line, one line per service of the agent (GET /api/gw/v1/services): its cost
 // per 1k outputs and outputs per second over the agent's window (on screen at most
 // kMaxServiceLines, then how many more).
+// Datacenter GPUs: SM active (GPM) as a fifth bar from kSmBarWidth columns (the column kept, empty,
+// for GPUs without it when another GPU of the frame has it), else after the
+// utilization figure, yellow when the GPU is busy but hollow (frame.h); MIG mode on the title
+// line and one indented row per MIG instance; NVLink links up/total on the third line, and the
+// selected GPU's detail names the down links, the error count and the throughput.
 // Problems stand out: a GPU's title line carries "!!" (critical) or "! " (warning) and, on
 // screen, is red or yellow; bars turn yellow from 80 % and red from 95 % of their limit
 // (temperature against the GPU's own slowdown threshold, power against its enforced limit).
@@ -54,6 +59,8 @@ struct RenderOptions {
 };
 
 inline constexpr size_t kMaxServiceLines = 3;
+// From this width a GPU with profiling values gets SM active as a fifth bar on its bars' line.
+inline constexpr int kSmBarWidth = 150;
 
 class FrameRenderer {
  public:
@@ -73,8 +80,17 @@ class FrameRenderer {
   void Alerts(const Frame& frame, size_t max_lines, LineWriter& line);
   void Help(LineWriter& line);
   int BlockHeight(const GpuView& gpu) const;
+  // Datacenter GPUs (render_datacenter.cpp): MIG, NVLink, SM active, the bars per line.
+  void MigMode(const GpuView& gpu, LineWriter& line);
+  void MigRow(const MigView& mig, LineWriter& line);
+  void NvLinkBrief(const GpuView& gpu, LineWriter& line);
+  void SmAfterUtilization(const GpuView& gpu, LineWriter& line);
+  void DatacenterDetail(const GpuView& gpu, LineWriter& line);
+  int BarsPerLine() const;
+  int DetailHeight(const GpuView& gpu) const;
 
   int width_ = 100;
+  bool frame_has_sm_ = false;  // some GPU of the frame being drawn has SM active
   std::string out_;
   std::vector<size_t> order_;
 };

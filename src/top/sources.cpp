@@ -51,6 +51,66 @@ Expected<std::string> AgentBody(const std::string& base, const std::string& path
   return std::move(reply->body);
 }
 
+std::vector<collect::ProcessSample> ParseProcesses(const json& g) {
+  std::vector<collect::ProcessSample> out;
+  if (!g.contains("processes") || !g["processes"].is_array()) return out;
+  for (const json& p : g["processes"]) {
+    collect::ProcessSample s;
+    s.pid = p.value("pid", 0u);
+    s.memory_bytes = p.value("memory_bytes", collect::kAbsent);
+    s.sm_utilization_ratio = p.value("sm_utilization_ratio", collect::kAbsent);
+    s.gpu_instance_id = p.value("gpu_instance_id", collect::kNoMigInstance);
+    out.push_back(s);
+  }
+  return out;
+}
+
+// A MIG instance's profiling values that top shows, by the names SnapshotJson gives them.
+constexpr std::pair<const char*, collect::Gpm> kMigShown[] = {
+    {"gpu_mig_sm_active_ratio", collect::Gpm::kSmActive},
+    {"gpu_mig_sm_occupancy_ratio", collect::Gpm::kSmOccupancy},
+};
+
+std::vector<collect::MigInstanceSnapshot> ParseMig(const json& g) {
+  std::vector<collect::MigInstanceSnapshot> out;
+  if (!g.contains("mig") || !g["mig"].is_array()) return out;
+  for (const json& m : g["mig"]) {
+    collect::MigInstanceSnapshot s;
+    s.gpu_instance_id = m.value("gpu_instance_id", 0u);
+    s.compute_instance_id = m.value("compute_instance_id", 0u);
+    s.uuid = m.value("uuid", "");
+    s.profile = m.value("profile", "");
+    s.slice_ratio = m.value("slice_ratio", collect::kAbsent);
+    s.memory_total_bytes = m.value("memory_total_bytes", collect::kAbsent);
+    s.memory_used_bytes = m.value("memory_used_bytes", collect::kAbsent);
+    s.memory_free_bytes = m.value("memory_free_bytes", collect::kAbsent);
+    if (m.contains("metrics") && m["metrics"].is_object()) {
+      for (const auto& [key, signal] : kMigShown)
+        s.gpm[static_cast<size_t>(signal)] = m["metrics"].value(key, collect::kAbsent);
+    }
+    s.processes = ParseProcesses(m);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<collect::NvLinkSnapshot> ParseNvLinks(const json& g) {
+  std::vector<collect::NvLinkSnapshot> out;
+  if (!g.contains("nvlinks") || !g["nvlinks"].is_array()) return out;
+  for (const json& l : g["nvlinks"]) {
+    collect::NvLinkSnapshot s;
+    s.link = l.value("link", 0u);
+    if (l.contains("up")) s.up = l["up"].get<bool>() ? 1 : 0;
+    s.replay_errors = l.value("replay_errors", collect::kAbsent);
+    s.recovery_errors = l.value("recovery_errors", collect::kAbsent);
+    s.crc_errors = l.value("crc_errors", collect::kAbsent);
+    s.tx_bytes_per_second = l.value("tx_bytes_per_second", collect::kAbsent);
+    s.rx_bytes_per_second = l.value("rx_bytes_per_second", collect::kAbsent);
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<collect::Snapshot>> ParseSnapshotJson(
@@ -90,15 +150,10 @@ Expected<std::shared_ptr<collect::Snapshot>> ParseSnapshotJson(
                                       item.value().get<uint64_t>());
         std::sort(gpu.xid_counts.begin(), gpu.xid_counts.end());
       }
-      if (g.contains("processes") && g["processes"].is_array()) {
-        for (const json& p : g["processes"]) {
-          collect::ProcessSample s;
-          s.pid = p.value("pid", 0u);
-          s.memory_bytes = p.value("memory_bytes", collect::kAbsent);
-          s.sm_utilization_ratio = p.value("sm_utilization_ratio", collect::kAbsent);
-          gpu.processes.push_back(s);
-        }
-      }
+      gpu.processes = ParseProcesses(g);
+      gpu.gpm_supported = g.value("gpm_supported", false);
+      gpu.mig = ParseMig(g);
+      gpu.nvlinks = ParseNvLinks(g);
       if (health && g.contains("health") && g["health"].is_array()) {
         auto& problems = (*health)[gpu.identity.index];
         for (const json& h : g["health"])

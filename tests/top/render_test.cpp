@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "alloc_count.h"
+#include "datacenter_snapshot.h"
 #include "test_frames.h"
 #include "top/terminal.h"
 
@@ -40,6 +41,20 @@ int Columns(const std::string& line) {
     if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++cols;
   }
   return cols;
+}
+
+// `text` without its escape sequences (what a person reads on the screen).
+std::string Visible(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && !std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+      continue;
+    }
+    out.push_back(text[i]);
+  }
+  return out;
 }
 
 std::string LineWith(const std::string& text, const std::string& needle,
@@ -310,6 +325,161 @@ TEST_F(TopRender, SteadyStateRenderingDoesNotAllocate) {
     ViewState view;
     view.selected_gpu = 3;
     renderer_.Render(*frame, view, o);  // buffers grow to the frame's size
+    StartCountingAllocations();
+    for (int i = 0; i < 3; ++i) renderer_.Render(*frame, view, o);
+    EXPECT_EQ(StopCountingAllocations(), 0) << (screen ? "screen" : "plain");
+  }
+}
+
+// Datacenter GPUs (datacenter_snapshot.h): profiling, MIG instances and NVLink, at the two
+// terminal sizes top is drawn for (80x24 and 160x50) and in plain text.
+class TopRenderDatacenter : public TopRender {
+ protected:
+  std::shared_ptr<const Frame> BuildDatacenter() {
+    Reading r;
+    r.snapshot = DatacenterSnapshot();
+    return FrameBuilder("test").Build(r);
+  }
+  std::string Plain(const Frame& frame, int width) {
+    RenderOptions o;
+    o.width = width;
+    return renderer_.Render(frame, ViewState{}, o);
+  }
+  // The full screen of `w` x `h` with GPU `selected` selected, checked to be exactly that size
+  // with the key line last.
+  std::string Screen(const Frame& frame, unsigned selected, int w, int h) {
+    ViewState view;
+    view.selected_gpu = selected;
+    const std::string screen = renderer_.Render(frame, view, RenderOptions{w, h, true});
+    std::vector<std::string> lines = Lines(screen.substr(3), "\r\n");
+    EXPECT_EQ(static_cast<int>(lines.size()), h);
+    for (const std::string& l : lines) EXPECT_LE(Columns(l), w) << l;
+    EXPECT_NE(lines.back().find("q quit"), std::string::npos) << lines.back();
+    return screen;
+  }
+  // GPU `index`'s block in plain text: from its title to the next GPU's (or the end).
+  static std::string Block(const std::string& text, unsigned index) {
+    const size_t from = text.find("GPU " + std::to_string(index) + " NVIDIA");
+    const size_t to = text.find("GPU " + std::to_string(index + 1) + " NVIDIA");
+    if (from == std::string::npos) return "";
+    return text.substr(from, to == std::string::npos ? std::string::npos : to - from);
+  }
+};
+
+TEST_F(TopRenderDatacenter, SmActiveIsAFifthBarAt160ColumnsAndFollowsUtilizationAt80) {
+  auto frame = BuildDatacenter();
+  const std::string wide = Plain(*frame, 160);
+  const std::string hgx = LineWith(Block(wide, 1), "util [");
+  EXPECT_NE(hgx.find("temp ["), std::string::npos) << hgx;
+  EXPECT_NE(hgx.find("sm   ["), std::string::npos) << hgx;
+  EXPECT_NE(hgx.find("]   4%"), std::string::npos) << hgx;
+  EXPECT_LE(Columns(hgx), 160);
+  // No GPM on the A100: no SM bar and no SM figure (absent, never 0); its bars line up with the
+  // others' all the same.
+  const std::string a100 = Block(wide, 2);
+  EXPECT_EQ(a100.find("sm "), std::string::npos) << a100;
+  EXPECT_NE(LineWith(a100, "util [").find("temp ["), std::string::npos) << a100;
+  EXPECT_EQ(LineWith(a100, "util [").find("temp ["), hgx.find("temp [")) << wide;
+  // A frame without any GPM keeps four wider bars.
+  Reading old;
+  old.snapshot = TestSnapshot();
+  const std::string plain = Plain(*FrameBuilder("test").Build(old), 160);
+  EXPECT_EQ(plain.find("sm "), std::string::npos) << plain;
+  EXPECT_GT(LineWith(plain, "util [").find("temp ["), hgx.find("temp [")) << plain;
+
+  const std::string narrow = Plain(*frame, 80);
+  const std::string util = LineWith(Block(narrow, 1), "util [");
+  EXPECT_NE(util.find(" 99% sm  4% "), std::string::npos) << util;
+  EXPECT_EQ(Block(narrow, 1).find("sm   ["), std::string::npos) << narrow;
+  EXPECT_EQ(Block(narrow, 2).find(" sm"), std::string::npos) << narrow;
+  for (int width : {40, 80, 120, 149, 150, 160, 200}) {
+    for (const std::string& l : Lines(Plain(*frame, width)))
+      EXPECT_LE(Columns(l), width) << width << ": " << l;
+  }
+}
+
+TEST_F(TopRenderDatacenter, MigInstancesAreIndentedRowsUnderTheirGpu) {
+  auto frame = BuildDatacenter();
+  for (int width : {80, 160}) {
+    SCOPED_TRACE(width);
+    const std::string text = Plain(*frame, width);
+    const std::string gpu0 = Block(text, 0);
+    EXPECT_NE(LineWith(gpu0, "GPU 0 ").find("MIG 3 inst (off after reset)"), std::string::npos)
+        << gpu0;
+    const std::string big = LineWith(gpu0, "mig 1 ");
+    EXPECT_EQ(big.rfind("       mig 1", 0), 0u) << big;
+    EXPECT_NE(big.find("3g.40gb"), std::string::npos) << big;
+    EXPECT_NE(big.find("mem 20.0/39.5G"), std::string::npos) << big;
+    EXPECT_NE(big.find("sm  83%"), std::string::npos) << big;
+    EXPECT_NE(big.find("procs 2"), std::string::npos) << big;
+    // The UUID in full where it fits; plain text wraps it rather than cut it.
+    EXPECT_NE(gpu0.find(width >= 160 ? "MIG-10000000-1111-5222-8333-444444444444" : "MIG-1000"),
+              std::string::npos)
+        << gpu0;
+    // The 1g instance: its failed memory read and missing profiling values show as "-".
+    const std::string small = LineWith(gpu0, "mig 13");
+    EXPECT_NE(small.find("mem -/9.8G"), std::string::npos) << small;
+    EXPECT_NE(small.find("sm   -"), std::string::npos) << small;
+    // Rows follow the GPU's own lines, before the next GPU.
+    EXPECT_LT(gpu0.find("throttle:"), gpu0.find("mig 1 "));
+    EXPECT_EQ(Block(text, 1).find("mig "), std::string::npos);
+  }
+}
+
+TEST_F(TopRenderDatacenter, NvLinkStateIsOnTheGpuLineAndTheDetailNamesDownLinks) {
+  auto frame = BuildDatacenter();
+  const std::string text = Plain(*frame, 160);
+  EXPECT_NE(Block(text, 1).find("throttle: none  nvlink: 17/18 err 4099  ecc:"), std::string::npos)
+      << text;
+  EXPECT_EQ(Block(text, 0).find("nvlink"), std::string::npos);  // no NVLink: nothing said
+  for (auto [w, h] : {std::pair{80, 24}, std::pair{160, 50}}) {
+    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
+    const std::string screen = Screen(*frame, 1, w, h);
+    std::string nvlink;  // the detail's line (the GPU's own line has "throttle: ... nvlink:")
+    for (const std::string& l : Lines(Visible(screen), "\r\n"))
+      if (l.rfind("  nvlink: ", 0) == 0) nvlink = l;
+    EXPECT_NE(nvlink.find("17 of 18 links up, down: 3"), std::string::npos) << screen;
+    if (w >= 160) {
+      EXPECT_NE(nvlink.find("errors 4099"), std::string::npos) << nvlink;
+      EXPECT_NE(nvlink.find("tx 120.0 GB/s, rx 118.0 GB/s"), std::string::npos) << nvlink;
+    }
+    // Busy but hollow: said in the detail, the SM figure yellow.
+    EXPECT_NE(Visible(screen).find("busy but hollow: utilization 99% but SM active 4%"),
+              std::string::npos)
+        << screen;
+    EXPECT_NE(LineWith(screen, "GPU 1 NVIDIA", "\r\n").find(">"), std::string::npos);
+    EXPECT_NE(screen.find(w >= kSmBarWidth ? "\x1b[33m  4%" : "\x1b[33m sm  4%"), std::string::npos)
+        << screen;
+  }
+}
+
+TEST_F(TopRenderDatacenter, FitsBothTerminalSizesWithTheMigGpuSelected) {
+  auto frame = BuildDatacenter();
+  for (auto [w, h] : {std::pair{80, 24}, std::pair{160, 50}}) {
+    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
+    const std::string screen = Screen(*frame, 0, w, h);
+    EXPECT_NE(screen.find("mig 13"), std::string::npos) << screen;
+    EXPECT_NE(Visible(screen).find("MIG: on, 3 instance(s); off after the next GPU reset"),
+              std::string::npos)
+        << screen;
+    EXPECT_NE(screen.find("profiling: SM active 41%, occupancy 22%, tensor 30%, DRAM 35%"),
+              std::string::npos)
+        << screen;
+  }
+  // A GPU without GPM has no profiling line.
+  ViewState view;
+  view.selected_gpu = 2;
+  const std::string screen = renderer_.Render(*frame, view, RenderOptions{160, 50, true});
+  EXPECT_EQ(screen.find("profiling:"), std::string::npos) << screen;
+}
+
+TEST_F(TopRenderDatacenter, SteadyStateRenderingDoesNotAllocate) {
+  auto frame = BuildDatacenter();
+  for (bool screen : {false, true}) {
+    RenderOptions o{160, screen ? 50 : 0, screen};
+    ViewState view;
+    view.selected_gpu = 1;
+    renderer_.Render(*frame, view, o);
     StartCountingAllocations();
     for (int i = 0; i < 3; ++i) renderer_.Render(*frame, view, o);
     EXPECT_EQ(StopCountingAllocations(), 0) << (screen ? "screen" : "plain");

@@ -2,6 +2,7 @@
 // snapshot itself; alerts and jobs documents; bad documents are refused with a reason.
 #include <gtest/gtest.h>
 
+#include "datacenter_snapshot.h"
 #include "serve/snapshot_json.h"
 #include "test_frames.h"
 #include "top/sources.h"
@@ -37,6 +38,42 @@ TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
   }
   EXPECT_EQ(ViewOf((*parsed)->gpus[1]).throttle, "power cap");
   EXPECT_EQ(health[2].front().severity, collect::Severity::kCritical);
+}
+
+// What top shows of MIG instances, NVLink links and profiling values comes through the agent's
+// JSON unchanged (absent stays absent).
+TEST(TopSnapshotJson, RoundTripsMigNvLinkAndProfiling) {
+  auto snap = DatacenterSnapshot();
+  auto parsed = ParseSnapshotJson(serve::SnapshotJson(*snap), nullptr);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ((*parsed)->gpus.size(), 3u);
+  auto same = [](double a, double b) { return std::isnan(a) ? std::isnan(b) : a == b; };
+  for (size_t i = 0; i < snap->gpus.size(); ++i) {
+    SCOPED_TRACE(i);
+    GpuView want = ViewOf(snap->gpus[i]);
+    GpuView got = ViewOf((*parsed)->gpus[i]);
+    EXPECT_EQ((*parsed)->gpus[i].gpm_supported, snap->gpus[i].gpm_supported);
+    EXPECT_TRUE(same(got.sm_active, want.sm_active)) << got.sm_active;
+    EXPECT_TRUE(same(got.tensor_active, want.tensor_active));
+    EXPECT_EQ(got.hollow, want.hollow);
+    EXPECT_TRUE(same(got.mig_current, want.mig_current));
+    EXPECT_TRUE(same(got.mig_pending, want.mig_pending));
+    ASSERT_EQ(got.mig.size(), want.mig.size());
+    for (size_t m = 0; m < want.mig.size(); ++m) {
+      EXPECT_EQ(got.mig[m].gpu_instance_id, want.mig[m].gpu_instance_id);
+      EXPECT_EQ(got.mig[m].profile, want.mig[m].profile);
+      EXPECT_EQ(got.mig[m].uuid, want.mig[m].uuid);
+      EXPECT_EQ(got.mig[m].processes, want.mig[m].processes);
+      EXPECT_TRUE(same(got.mig[m].sm_active, want.mig[m].sm_active)) << m;
+      EXPECT_TRUE(same(got.mig[m].memory_used_bytes, want.mig[m].memory_used_bytes)) << m;
+    }
+    EXPECT_EQ(got.nvlinks, want.nvlinks);
+    EXPECT_EQ(got.nvlinks_up, want.nvlinks_up);
+    EXPECT_EQ(got.nvlinks_down, want.nvlinks_down);
+    EXPECT_TRUE(same(got.nvlink_errors, want.nvlink_errors));
+  }
+  EXPECT_EQ((*parsed)->gpus[0].processes[0].gpu_instance_id, 1u);
+  EXPECT_EQ(ViewOf((*parsed)->gpus[1]).nvlinks_down, "3");
 }
 
 TEST(TopSnapshotJson, RefusesWhatIsNotASnapshot) {

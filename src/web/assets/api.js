@@ -38,6 +38,28 @@ export const SLOWDOWN_REASONS = {
   sync_boost: { label: 'sync boost', level: 'info' },
 };
 
+// Busy but hollow: utilization at least HOLLOW_UTILIZATION while SM active (GPM) stays under
+// HOLLOW_SM_ACTIVE (the same values as `gpuwarden top`, src/top/frame.h).
+export const HOLLOW_UTILIZATION = 0.8;
+export const HOLLOW_SM_ACTIVE = 0.3;
+
+// The profiling signals (GPM) the GPU page shows: [key, metric, pipe label or undefined, label].
+export const GPM_SIGNALS = [
+  ['smActive', 'gpu_sm_active_ratio', undefined, 'SM active'],
+  ['smOccupancy', 'gpu_sm_occupancy_ratio', undefined, 'SM occupancy'],
+  ['tensor', 'gpu_tensor_active_ratio', 'any', 'Tensor active'],
+  ['dram', 'gpu_dram_active_ratio', undefined, 'DRAM active'],
+  ['graphics', 'gpu_graphics_active_ratio', undefined, 'Graphics engine'],
+  ['hmma', 'gpu_tensor_active_ratio', 'hmma', 'Tensor HMMA'],
+  ['imma', 'gpu_tensor_active_ratio', 'imma', 'Tensor IMMA'],
+  ['dmma', 'gpu_tensor_active_ratio', 'dmma', 'Tensor DMMA'],
+  ['dfma', 'gpu_tensor_active_ratio', 'dfma', 'Tensor DFMA'],
+  ['fp16', 'gpu_pipe_active_ratio', 'fp16', 'FP16 pipe'],
+  ['fp32', 'gpu_pipe_active_ratio', 'fp32', 'FP32 pipe'],
+  ['fp64', 'gpu_pipe_active_ratio', 'fp64', 'FP64 pipe'],
+  ['integer', 'gpu_pipe_active_ratio', 'integer', 'Integer pipe'],
+];
+
 // One GPU of /api/snapshot, with its metrics by name and what the console derives from them.
 export function gpuView(gpu, alerts, jobs) {
   const m = {};
@@ -69,11 +91,21 @@ export function gpuView(gpu, alerts, jobs) {
       ...(gpu.health || []).map((h) => (h.severity === 'info' ? 'none' : h.severity)),
       ...throttles.map((t) => (t.level === 'info' ? 'none' : t.level === 'critical' ? 'warning' : t.level)),
       (eccVolatile.uncorrected || 0) > 0 ? 'critical' : 'none',
+      (gpu.nvlinks || []).some((l) => l.up === false) ? 'warning' : 'none',
     );
     if (state === 'none') state = 'ok';
   }
+  // Profiling values (undefined where absent: never shown as 0), MIG and NVLink.
+  const gpm = {};
+  for (const [key, metric, pipe] of GPM_SIGNALS) gpm[key] = pipe === undefined ? m[metric] : pick(metric, 'pipe', pipe);
+  const hollow = !lost && m.gpu_utilization_ratio >= HOLLOW_UTILIZATION && gpm.smActive !== undefined && gpm.smActive < HOLLOW_SM_ACTIVE;
+  const nvlinkErrors = {};
+  for (const s of labelled.gpu_nvlink_errors_total || []) nvlinkErrors[s.labels.type] = s.value;
   return {
     index: gpu.index, name: gpu.name, uuid: gpu.uuid, serial: gpu.serial, pci: gpu.pci_bus_id,
+    gpmSupported: Boolean(gpu.gpm_supported), gpm, hollow,
+    migCurrent: pick('gpu_mig_enabled', 'state', 'current'), migPending: pick('gpu_mig_enabled', 'state', 'pending'),
+    mig: gpu.mig || [], nvlinks: gpu.nvlinks || [], nvlinkErrors,
     lost, state, m, labelled, firing, pending, throttles, eccVolatile, eccUncorrected, xids,
     health: gpu.health || [], processes: gpu.processes || [], xidCounts: gpu.xid_counts || {},
     slowdownC: pick('gpu_temperature_threshold_celsius', 'threshold', 'slowdown'),

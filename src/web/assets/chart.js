@@ -30,7 +30,7 @@ function fit(canvas) {
 }
 
 export class TimeChart {
-  // opts: {title, format: (v) => text, yMin, yMax, height}
+  // opts: {title, format: (v) => text, yMin, yMax, minSpan (least y range), height}
   constructor(parent, opts) {
     this.opts = opts;
     this.el = document.createElement('section');
@@ -118,6 +118,7 @@ export class TimeChart {
     for (const t of d.hlines || []) { lo = Math.min(lo, t.value); hi = Math.max(hi, t.value); }
     if (!Number.isFinite(lo) || !Number.isFinite(hi)) { lo = 0; hi = 1; }
     if (hi === lo) hi = lo + (Math.abs(lo) || 1);
+    if (this.opts.minSpan && hi - lo < this.opts.minSpan) hi = lo + this.opts.minSpan;
     const step = this.opts.integer ? Math.max(1, Math.ceil(niceStep(hi - lo, 4))) : niceStep(hi - lo, 4);
     lo = Math.floor(lo / step) * step;
     hi = Math.ceil(hi / step) * step;

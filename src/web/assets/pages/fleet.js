@@ -1,5 +1,6 @@
 // Fleet overview: one tile per GPU (health, utilization, memory, temperature against that GPU's
-// own slowdown threshold, power, throttling, job/team, alerts), problems first in a list above.
+// own slowdown threshold, power, throttling, busy but hollow, NVLink links down, MIG instances,
+// job/team, alerts), problems first in a list above.
 import { chart, gpuView } from '../api.js';
 import { sparkline } from '../chart.js';
 import { bytes, celsius, html, pct, render, severityRank, watts } from '../format.js';
@@ -42,6 +43,9 @@ function tile(v, ctx) {
     ...v.throttles.map((t) => html`<span class="chip ${t.level}" title="clocks held down">${t.label}</span>`),
     v.eccVolatile.uncorrected > 0 ? html`<span class="chip critical">ECC uncorrectable ×${v.eccVolatile.uncorrected}</span>` : '',
     v.xids > 0 ? html`<span class="chip warning">XID ×${v.xids}</span>` : '',
+    v.hollow ? html`<span class="chip warning" data-chip="hollow" title="utilization high, SM active low: few SMs do the work">busy but hollow · SM ${pct(v.gpm.smActive)}</span>` : '',
+    v.nvlinks.some((l) => l.up === false) ? html`<span class="chip critical" data-chip="nvlink">NVLink ${v.nvlinks.filter((l) => l.up).length}/${v.nvlinks.length} up</span>` : '',
+    v.migCurrent === 1 ? html`<span class="chip info" data-chip="mig">MIG ×${v.mig.length}</span>` : '',
     ...v.pending.map((a) => html`<span class="chip warning" title="pending">${a.labels.alertname} (pending)</span>`),
   ];
   const alerts = [...v.firing]

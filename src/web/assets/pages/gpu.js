@@ -1,6 +1,8 @@
 // GPU detail: every device signal over a chosen range (server-side downsampled), throttle reasons
-// and alert intervals on the time axis, the processes and jobs on the GPU, its health.
-import { chart, gpuView, SLOWDOWN_REASONS } from '../api.js';
+// and alert intervals on the time axis, the processes and jobs on the GPU, its health; on
+// datacenter GPUs the profiling signals (GPM) next to utilization with a warning when the GPU is
+// busy but hollow, its MIG instances and its NVLink links.
+import { chart, gpuView, GPM_SIGNALS, HOLLOW_SM_ACTIVE, HOLLOW_UTILIZATION, SLOWDOWN_REASONS } from '../api.js';
 import { TimeChart } from '../chart.js';
 import { ago, bytes, celsius, clock, count, duration, html, mhz, pct, render, si, watts } from '../format.js';
 
@@ -9,11 +11,27 @@ const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf'
 const LEVEL_RGBA = { info: 'rgba(68,147,248,0.07)', warning: 'rgba(210,153,34,0.16)', critical: 'rgba(248,81,73,0.16)' };
 const ALERT_RGBA = { firing: 'rgba(248,81,73,0.22)', pending: 'rgba(210,153,34,0.18)' };
 
-// Each chart: the metrics it draws; `split` names the label that tells its series apart, `only`
-// keeps series with these labels.
+// Each chart: the metrics it draws; `split` names the label that tells its series apart (`names`
+// renames its values), `only` keeps series with these labels; `minSpan`: the least y range drawn
+// (so that a flat zero is not scaled up to fractions of a byte).
+// `name(labels)`: a series labelled by its labels (the MIG instances).
+const migName = (l) => `${l.mig_profile} · instance ${l.mig_instance}`;
 const CHARTS = [
-  { title: 'Utilization', format: (v) => pct(v), yMin: 0, yMax: 1, lines: [
-    { metric: 'gpu_utilization_ratio', label: 'SM' }, { metric: 'gpu_memory_utilization_ratio', label: 'memory controller' }] },
+  { title: 'Utilization and SM active', format: (v) => pct(v), yMin: 0, yMax: 1, lines: [
+    { metric: 'gpu_utilization_ratio', label: 'utilization (any kernel)' }, { metric: 'gpu_sm_active_ratio', label: 'SM active' },
+    { metric: 'gpu_memory_utilization_ratio', label: 'memory controller' }] },
+  { title: 'Profiling (GPM)', format: (v) => pct(v), yMin: 0, yMax: 1, lines: [
+    { metric: 'gpu_sm_occupancy_ratio', label: 'SM occupancy' }, { metric: 'gpu_tensor_active_ratio', label: 'tensor active', only: { pipe: 'any' } },
+    { metric: 'gpu_dram_active_ratio', label: 'DRAM active' }, { metric: 'gpu_pipe_active_ratio', split: 'pipe', suffix: ' pipe' }] },
+  { title: 'MIG instances: SM active', format: (v) => pct(v), yMin: 0, yMax: 1, lines: [
+    { metric: 'gpu_mig_sm_active_ratio', name: migName }] },
+  { title: 'MIG instances: memory used', format: bytes, yMin: 0, lines: [
+    { metric: 'gpu_mig_memory_used_bytes', name: migName }] },
+  { title: 'NVLink throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, minSpan: 1e9, lines: [
+    { metric: 'gpu_nvlink_transmit_bytes_per_second', label: 'transmit' }, { metric: 'gpu_nvlink_receive_bytes_per_second', label: 'receive' }] },
+  { title: 'NVLink errors', format: count, integer: true, yMin: 0, lines: [
+    { metric: 'gpu_nvlink_errors_total', split: 'type', names: { replay: 'replay', recovery: 'recovery', crc_flit: 'CRC flit', crc_data: 'CRC data', ecc_data: 'ECC data' } },
+    { metric: 'gpu_nvlink_links_down', label: 'links down' }] },
   { title: 'Memory in use', format: bytes, yMin: 0, lines: [
     { metric: 'gpu_memory_used_bytes', label: 'used' }, { metric: 'gpu_memory_used_peak_bytes', label: 'peak' }],
   hlines: (v) => [{ value: v.m.gpu_memory_total_bytes, label: 'total' }] },
@@ -26,7 +44,7 @@ const CHARTS = [
   { title: 'Clocks', format: mhz, axis: (v) => `${(v / 1e9).toFixed(1)} GHz`, yMin: 0, lines: [
     { metric: 'gpu_sm_clock_hertz', label: 'SM' }, { metric: 'gpu_memory_clock_hertz', label: 'memory' }],
   hlines: (v) => [{ value: v.m.gpu_sm_clock_max_hertz, label: 'SM max', color: '#8b949e' }] },
-  { title: 'PCIe throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, lines: [
+  { title: 'PCIe throughput', format: (v) => si(v, 'B/s'), axis: (v) => si(v, 'B/s', 0), yMin: 0, minSpan: 1e6, lines: [
     { metric: 'gpu_pcie_transmit_bytes_per_second', label: 'transmit' }, { metric: 'gpu_pcie_receive_bytes_per_second', label: 'receive' }] },
   { title: 'Fan', format: (v) => pct(v), yMax: 1, yMin: 0, lines: [
     { metric: 'gpu_fan_speed_ratio', label: 'fan' }] },
@@ -85,7 +103,9 @@ function linesFor(spec, data) {
   spec.lines.forEach((l) => {
     for (const s of data[l.metric]?.series || []) {
       if (l.only && Object.entries(l.only).some(([k, val]) => s.labels[k] !== val)) continue;
-      out.push({ label: l.split ? `${l.prefix || ''}${s.labels[l.split]}` : l.label, avg: s.avg, min: s.min, max: s.max });
+      const part = l.split ? (l.names?.[s.labels[l.split]] ?? s.labels[l.split]) : '';
+      const label = l.name ? l.name(s.labels) : l.split ? `${l.prefix || ''}${part}${l.suffix || ''}` : l.label;
+      out.push({ label, avg: s.avg, min: s.min, max: s.max });
     }
   });
   return out.map((l, i) => ({ ...l, color: COLORS[i % COLORS.length] }));
@@ -113,7 +133,7 @@ function renderInfo(v, ctx) {
     render(st.els.kpis, kpi('State', 'lost', 'critical'));
   } else {
     render(st.els.kpis, [
-      kpi('Utilization', pct(m.gpu_utilization_ratio)),
+      kpi('Utilization', html`${pct(m.gpu_utilization_ratio)}${v.gpm.smActive === undefined ? '' : html`<small> · SM active ${pct(v.gpm.smActive)}</small>`}`, v.hollow ? 'warning' : ''),
       kpi('Memory', html`${bytes(m.gpu_memory_used_bytes)}<small> / ${bytes(m.gpu_memory_total_bytes)}</small>`),
       kpi('Temperature', html`${celsius(m.gpu_temperature_celsius)}<small> ${v.slowdownC !== undefined ? `/ ${celsius(v.slowdownC)}` : ''}</small>`, tMargin !== undefined && tMargin <= 3 ? 'critical' : tMargin !== undefined && tMargin <= 8 ? 'warning' : ''),
       kpi('Power', html`${watts(m.gpu_power_watts)}<small> / ${watts(m.gpu_power_limit_watts)}</small>`),
@@ -127,8 +147,9 @@ function renderInfo(v, ctx) {
     ? v.health.map((h) => html`<tr><td><span class="pill ${h.severity}">${h.severity}</span></td><td>${h.problem}</td><td class="muted">${h.action}</td></tr>`)
     : html`<tr><td colspan="3" class="muted">No health problem.</td></tr>`;
   const alerts = [...v.firing, ...v.pending].map((a) => html`<tr><td><span class="pill ${a.state}">${a.state}</span></td><td><b>${a.labels.alertname}</b><br><small>${a.annotations.summary}</small></td><td class="muted">${ago(Date.parse(a.activeAt) / 1000, ctx.now)}</td></tr>`);
+  const inMig = v.processes.some((p) => p.gpu_instance_id !== undefined);
   const procs = v.processes.length
-    ? v.processes.map((p) => html`<tr><td class="mono">${p.pid}</td><td class="num">${bytes(p.memory_bytes)}</td><td class="num">${p.sm_utilization_ratio === undefined ? '–' : pct(p.sm_utilization_ratio)}</td></tr>`)
+    ? v.processes.map((p) => html`<tr><td class="mono">${p.pid}</td>${inMig ? html`<td>${p.gpu_instance_id ?? '–'}</td>` : ''}<td class="num">${bytes(p.memory_bytes)}</td><td class="num">${p.sm_utilization_ratio === undefined ? '–' : pct(p.sm_utilization_ratio)}</td></tr>`)
     : html`<tr><td colspan="3" class="muted">No compute process.</td></tr>`;
   const jobs = v.jobs.length
     ? v.jobs.map((j) => html`<tr><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td><td>${j.team}</td><td class="num">${duration(ctx.now - j.start_time)}</td><td class="num">${j.gpu ? `${Math.round(j.gpu.util_avg_pct)} %` : '–'}</td></tr>`)
@@ -136,7 +157,104 @@ function renderInfo(v, ctx) {
   render(st.els.tables, html`<div class="two">
     <div class="card tablewrap"><table><thead><tr><th>Health</th><th>Problem</th><th>What to do</th></tr></thead><tbody>${health}${alerts}</tbody></table></div>
     <div class="card tablewrap"><table><thead><tr><th>Job</th><th>User</th><th>Team</th><th class="num">Running</th><th class="num">Util avg</th></tr></thead><tbody>${jobs}</tbody></table>
-    <table><thead><tr><th>Process</th><th class="num">Memory</th><th class="num">SM util</th></tr></thead><tbody>${procs}</tbody></table></div></div>`);
+    <table><thead><tr><th>Process</th>${inMig ? html`<th>MIG instance</th>` : ''}<th class="num">Memory</th><th class="num">SM util</th></tr></thead><tbody>${procs}</tbody></table></div></div>`);
+  renderProfiling(v);
+  renderDatacenter(v);
+}
+
+function gauge(label, ratio, { level = '', title = '' } = {}) {
+  const w = ratio === undefined ? 0 : Math.max(0, Math.min(1, ratio)) * 100;
+  return html`<div class="gauge ${ratio === undefined ? 'absent' : ''}" title="${title}"><span class="name">${label}</span><span class="bar"><span class="${level}" style="width:${w.toFixed(1)}%"></span></span><span class="val">${pct(ratio)}</span></div>`;
+}
+
+// The profiling signals next to utilization: what SM active means, a warning when the GPU is busy
+// but hollow, and every GPM signal the GPU reports (the main four always, "–" when absent; the
+// pipes only where present).
+function renderProfiling(v) {
+  const el = st.els.gpm;
+  if (v.lost) { render(el, ''); el.hidden = true; return; }
+  el.hidden = false;
+  const explain = html`<p class="why">Utilization counts time any kernel ran; SM active says how much of the chip worked.</p>`;
+  if (!v.gpmSupported && Object.values(v.gpm).every((x) => x === undefined)) {
+    el.dataset.gpm = 'none';
+    render(el, html`<header><h3>Compute activity</h3></header>${explain}<p class="muted">This GPU reports no profiling counters (NVML GPM needs a Hopper or newer GPU and a driver that has it): SM activity cannot be shown.</p>`);
+    return;
+  }
+  el.dataset.gpm = 'yes';
+  const util = v.m.gpu_utilization_ratio;
+  const warn = v.hollow
+    ? html`<div class="hollow" role="alert"><b>Busy but hollow:</b> utilization ${pct(util)} but SM active only ${pct(v.gpm.smActive)}. Kernels run all the time on few SMs — launch-bound code, batches too small, or a starved input pipeline.</div>`
+    : '';
+  const main = [
+    gauge('Utilization', util, { title: 'time any kernel ran' }),
+    gauge('SM active', v.gpm.smActive, { level: v.hollow ? 'warning' : '', title: 'share of SMs busy' }),
+    gauge('SM occupancy', v.gpm.smOccupancy, { title: 'resident warps / maximum' }),
+    gauge('Tensor active', v.gpm.tensor),
+    gauge('DRAM active', v.gpm.dram, { title: 'share of the memory bandwidth used' }),
+  ];
+  const pipes = GPM_SIGNALS.filter(([key]) => !['smActive', 'smOccupancy', 'tensor', 'dram'].includes(key) && v.gpm[key] !== undefined)
+    .map(([key, , , label]) => gauge(label, v.gpm[key]));
+  render(el, html`<header><h3>Compute activity</h3><small class="muted">profiling counters (GPM) · busy but hollow: utilization ≥ ${pct(HOLLOW_UTILIZATION)}, SM active &lt; ${pct(HOLLOW_SM_ACTIVE)}</small></header>
+    ${explain}${warn}<div class="gauges">${main}${pipes}</div>`);
+}
+
+const MIG_STATE = (x) => (x === 1 ? 'on' : x === 0 ? 'off' : '–');
+
+function migCard(v) {
+  if (v.migCurrent !== 1 && v.migPending !== 1 && !v.mig.length) return '';
+  const change = v.migPending !== undefined && v.migPending !== v.migCurrent
+    ? html`<span class="chip warning" data-mig-pending="${MIG_STATE(v.migPending)}">${MIG_STATE(v.migPending)} after the next GPU reset</span>` : '';
+  const rows = v.mig.length
+    ? v.mig.map((i) => {
+      const used = i.memory_used_bytes;
+      const total = i.memory_total_bytes;
+      const ratio = used !== undefined && total ? used / total : undefined;
+      const sm = i.metrics?.gpu_mig_sm_active_ratio;
+      const procs = (i.processes || []).map((p) => `${p.pid}${p.memory_bytes === undefined ? '' : ` (${bytes(p.memory_bytes)})`}`).join(', ');
+      return html`<tr data-mig="${i.gpu_instance_id}"><td class="num id">${i.gpu_instance_id}</td><td class="profile"><b>${i.profile || '–'}</b>${i.slice_ratio === undefined ? '' : html` <small class="share">${pct(i.slice_ratio)} of the GPU</small>`}<small class="mono uuid-inline">${i.uuid}</small></td>
+        <td class="mono uuid">${i.uuid}</td>
+        <td class="mem"><span class="bar"><span style="width:${((ratio || 0) * 100).toFixed(1)}%"></span></span><small>${bytes(used)} / ${bytes(total)}</small></td>
+        <td class="procs">${procs || html`<span class="muted">none</span>`}</td><td class="num sm">${pct(sm)}</td></tr>`;
+    })
+    : html`<tr><td colspan="6" class="muted">MIG is on but no instance is configured.</td></tr>`;
+  return html`<section class="card mig tablewrap"><header><h3>MIG instances</h3><span class="pill ${v.migCurrent === 1 ? 'info' : 'ok'}">MIG ${MIG_STATE(v.migCurrent)}</span>${change}</header>
+    <table><thead><tr><th class="num">Instance</th><th>Profile</th><th class="uuid">MIG UUID</th><th>Memory</th><th>Processes</th><th class="num">SM active</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+}
+
+const NVLINK_ERRORS = [['replay', 'replay'], ['recovery', 'recovery'], ['crc_flit', 'CRC flit'], ['crc_data', 'CRC data'], ['ecc_data', 'ECC data']];
+
+function nvlinkCard(v) {
+  const links = v.nvlinks;
+  if (!links.length) return '';
+  const up = links.filter((l) => l.up === true).length;
+  const down = links.filter((l) => l.up === false);
+  const level = down.length ? 'critical' : 'ok';
+  const linkErrors = (l) => ['replay_errors', 'recovery_errors', 'crc_errors'].reduce((a, k) => a + (l[k] || 0), 0);
+  const boxes = links.map((l) => {
+    const state = l.up === undefined ? 'unknown' : l.up ? (linkErrors(l) > 0 ? 'errors' : 'up') : 'down';
+    const tip = `link ${l.link}: ${state === 'unknown' ? 'state unknown' : l.up ? 'up' : 'DOWN'} · replay ${count(l.replay_errors)}, recovery ${count(l.recovery_errors)}, CRC ${count(l.crc_errors)} · tx ${si(l.tx_bytes_per_second, 'B/s')}, rx ${si(l.rx_bytes_per_second, 'B/s')}`;
+    return html`<span class="link ${state}" data-link="${l.link}" title="${tip}">${l.link}</span>`;
+  });
+  const errors = NVLINK_ERRORS.filter(([type]) => v.nvlinkErrors[type] !== undefined)
+    .map(([type, label]) => html`<span class="${v.nvlinkErrors[type] > 0 ? 'bad' : ''}">${label} <b>${count(v.nvlinkErrors[type])}</b></span>`);
+  const perLink = links.map((l) => html`<tr class="${l.up === false ? 'down' : ''}"><td class="num">${l.link}</td><td>${l.up === undefined ? '–' : l.up ? 'up' : html`<b class="bad">down</b>`}</td>
+    <td class="num">${count(l.replay_errors)}</td><td class="num">${count(l.recovery_errors)}</td><td class="num">${count(l.crc_errors)}</td>
+    <td class="num">${si(l.tx_bytes_per_second, 'B/s')}</td><td class="num">${si(l.rx_bytes_per_second, 'B/s')}</td></tr>`);
+  return html`<section class="card nvlink"><header><h3>NVLink</h3><span class="pill ${level}" data-links-up="${up}">${up} / ${links.length} links up</span></header>
+    ${down.length ? html`<div class="downlinks" role="alert">Down: ${down.map((l) => `link ${l.link}`).join(', ')}</div>` : ''}
+    <div class="links">${boxes}</div>
+    <div class="facts"><span>throughput <b>${si(v.m.gpu_nvlink_transmit_bytes_per_second, 'B/s')}</b> out · <b>${si(v.m.gpu_nvlink_receive_bytes_per_second, 'B/s')}</b> in</span>
+    ${errors.length ? html`<span>errors since the driver loaded: ${errors}</span>` : ''}</div>
+    <details><summary>Per-link counters</summary><div class="tablewrap"><table><thead><tr><th class="num">Link</th><th>State</th><th class="num">Replay</th><th class="num">Recovery</th><th class="num">CRC</th><th class="num">TX</th><th class="num">RX</th></tr></thead><tbody>${perLink}</tbody></table></div></details></section>`;
+}
+
+function renderDatacenter(v) {
+  const el = st.els.dc;
+  const open = el.querySelector('.nvlink details')?.open;
+  const cards = [migCard(v), nvlinkCard(v)].filter((c) => c);
+  el.hidden = v.lost || cards.length === 0;
+  render(el, v.lost ? '' : cards);
+  if (open) el.querySelector('.nvlink details').open = true;
 }
 
 async function refreshCharts(ctx) {
@@ -168,7 +286,7 @@ async function refreshCharts(ctx) {
   const v = st.view;
   for (const c of st.charts) {
     const lines = linesFor(c.spec, data);
-    c.chart.el.hidden = lines.length === 0 && c.spec.title !== 'Utilization';
+    c.chart.el.hidden = lines.length === 0 && c.spec !== CHARTS[0];
     const hl = (c.spec.hlines ? c.spec.hlines(v) : []).filter((h) => h.value !== undefined)
       .map((h) => ({ ...h, label: `${h.label} ${c.spec.format(h.value)}`, color: h.color || '#f85149' }));
     c.chart.set({ start, end, step, points, lines, hlines: hl, bands });
@@ -178,15 +296,15 @@ async function refreshCharts(ctx) {
 export default {
   title: (route) => `GPU ${route.args[0] ?? ''}`,
   mount(root, ctx) {
-    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><div class="timeline card"></div>
+    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><section class="gpm card" hidden></section><div class="dc two" hidden></div><div class="timeline card"></div>
       <div class="charts"></div><h2>Health, jobs and processes</h2><div class="tables"></div>`;
     st = {
       index: ctx.route.args[0] || '0', range: rangeOf(ctx.route.query), fetchedAt: -Infinity, charts: [], view: null,
-      els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), timeline: root.querySelector('.timeline'),
+      els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), gpm: root.querySelector('.gpm'), dc: root.querySelector('.dc'), timeline: root.querySelector('.timeline'),
         charts: root.querySelector('.charts'), tables: root.querySelector('.tables') },
     };
     for (const spec of CHARTS) {
-      const c = new TimeChart(st.els.charts, { title: spec.title, format: spec.format, axis: spec.axis, integer: spec.integer, yMin: spec.yMin, yMax: spec.yMax });
+      const c = new TimeChart(st.els.charts, { title: spec.title, format: spec.format, axis: spec.axis, integer: spec.integer, yMin: spec.yMin, yMax: spec.yMax, minSpan: spec.minSpan });
       st.charts.push({ spec, chart: c });
       c.onHover = (i) => st.charts.forEach((o) => o.chart.hover(i));
     }
