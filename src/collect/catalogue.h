@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
 namespace gw::collect {
 
@@ -394,6 +395,17 @@ extern const std::array<Family, kDynamicCount> kDynamicFamilies;
 inline const Family& DynamicFamily(Dynamic d) {
   return kDynamicFamilies[static_cast<size_t>(d)];
 }
+
+// The per-MIG-instance family of each GPU-level GPM family (gpu_sm_active_ratio →
+// gpu_mig_sm_active_ratio); GPM signals without one (PCIe, NVLink) are per GPU only.
+inline constexpr std::array<std::pair<FamilyId, Dynamic>, 6> kMigGpmFamilies = {{
+    {FamilyId::kGraphicsActive, Dynamic::kMigGraphicsActive},
+    {FamilyId::kSmActive, Dynamic::kMigSmActive},
+    {FamilyId::kSmOccupancy, Dynamic::kMigSmOccupancy},
+    {FamilyId::kTensorActive, Dynamic::kMigTensorActive},
+    {FamilyId::kPipeActive, Dynamic::kMigPipeActive},
+    {FamilyId::kDramActive, Dynamic::kMigDramActive},
+}};
 
 // What an XID means and what to do about it (docs/nvml-notes.md, "Events and XIDs"); "" if unknown.
 std::string_view XidMeaning(unsigned xid);

@@ -75,15 +75,7 @@ void WriteMig(const Snapshot& snap, expo::Writer* w) {
          [](const MigInstanceSnapshot& m) { return static_cast<double>(m.processes.size()); });
 
   // The GPM families: the GPU-level family of each signal, renamed gpu_mig_*, with its pipe label.
-  static constexpr std::pair<FamilyId, Dynamic> kMigGpm[] = {
-      {FamilyId::kGraphicsActive, Dynamic::kMigGraphicsActive},
-      {FamilyId::kSmActive, Dynamic::kMigSmActive},
-      {FamilyId::kSmOccupancy, Dynamic::kMigSmOccupancy},
-      {FamilyId::kTensorActive, Dynamic::kMigTensorActive},
-      {FamilyId::kPipeActive, Dynamic::kMigPipeActive},
-      {FamilyId::kDramActive, Dynamic::kMigDramActive},
-  };
-  for (const auto& [gpu_family, mig_family] : kMigGpm) {
+  for (const auto& [gpu_family, mig_family] : kMigGpmFamilies) {
     bool header = false;
     for (const GpuSnapshot& gpu : snap.gpus)
       for (const MigInstanceSnapshot& m : gpu.mig)

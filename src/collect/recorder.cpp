@@ -1,13 +1,12 @@
 #include "collect/recorder.h"
 
+#include "collect/recorder_internal.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace gw::collect {
 
-namespace {
-
-// Parses the slot's fixed extra labels (`reason="sw_power_cap"`, `type="a",scope="b"`).
 void AddSlotLabels(std::string_view text, tsdb::Labels* out) {
   while (!text.empty()) {
     size_t eq = text.find('=');
@@ -24,6 +23,8 @@ void AddSlotLabels(std::string_view text, tsdb::Labels* out) {
 tsdb::Labels GpuLabels(std::string_view name, const GpuIdentity& id) {
   return {{"__name__", std::string(name)}, {"gpu", std::to_string(id.index)}, {"uuid", id.uuid}};
 }
+
+namespace {
 
 int64_t ToMs(double unix_seconds) {
   return static_cast<int64_t>(std::llround(unix_seconds * 1e3));
@@ -87,12 +88,16 @@ Recorder::SeriesSlot* Recorder::Slot(const GpuSnapshot& gpu, size_t position, si
     uuids_.resize(position + 1);
     info_.resize(position + 1);
     xids_.resize(position + 1);
+    mig_.resize(position + 1);
+    links_.resize(position + 1);
   }
   if (uuids_[position] != gpu.identity.uuid) {  // a different GPU at this position: forget refs
     uuids_[position] = gpu.identity.uuid;
     slots_[position].assign(kSlotCount, SeriesSlot{});
     info_[position] = SeriesSlot{};
     xids_[position].clear();
+    mig_[position].clear();
+    links_[position].clear();
   }
   SeriesSlot& s = slots_[position][slot];
   if (!s.known) {
@@ -199,6 +204,8 @@ void Recorder::RecordNow(const Snapshot& snap) {
       slot->had_value = present;
     }
     RecordIdentityAndXids(gpu, g, t, &local);
+    RecordMig(gpu, g, t, &local);
+    RecordNvLinks(gpu, g, t, &local);
   }
   RecordSelf(snap, t, &local);
   if (Status st = appender_->Commit(); !st.ok()) {

@@ -5,17 +5,22 @@
 // recorder thread appends the newest snapshot it has not recorded yet. If the store falls behind,
 // intermediate snapshots are skipped (and counted), never queued without bound.
 //
-// Series references are cached per (GPU, slot), so steady-state recording does not hash labels
-// or allocate. A series that had a value and now has none (GPU lost, process gone, field no
-// longer supported) gets a stale marker, so queries stop returning it at once.
+// Series references are cached per (GPU, slot), per MIG instance and per NVLink link, so
+// steady-state recording does not hash labels or allocate. The per-instance (gpu_mig_*) and
+// per-link (gpu_nvlink_link_*) families are recorded like /metrics writes them, so the rules and
+// findings that read them work inside the agent too. A series that had a value and now has none
+// (GPU lost, process gone, field no longer supported) gets a stale marker, so queries stop
+// returning it at once.
 #ifndef GPUWARDEN_COLLECT_RECORDER_H_
 #define GPUWARDEN_COLLECT_RECORDER_H_
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,12 +63,14 @@ class Recorder {
   // snapshot comes) takes this first.
   std::mutex& writer_mutex() { return writer_mu_; }
 
- private:
+  // One cached series reference (internal; public for the recorder's helper functions).
   struct SeriesSlot {
     tsdb::Appender::Ref ref = 0;
     bool known = false;
     bool had_value = false;
   };
+
+ private:
   std::mutex writer_mu_;
   void Run();
   SeriesSlot* Slot(const GpuSnapshot& gpu, size_t gpu_position, size_t slot);
@@ -73,6 +80,9 @@ class Recorder {
   void RecordSelf(const Snapshot& snap, int64_t t, RecorderStats* local);
   void RecordIdentityAndXids(const GpuSnapshot& gpu, size_t position, int64_t t,
                              RecorderStats* local);
+  // recorder_datacenter.cpp: gpu_mig_* per instance and gpu_nvlink_link_* per link.
+  void RecordMig(const GpuSnapshot& gpu, size_t position, int64_t t, RecorderStats* local);
+  void RecordNvLinks(const GpuSnapshot& gpu, size_t position, int64_t t, RecorderStats* local);
 
   tsdb::Appender* appender_;
   Logger* log_;
@@ -92,6 +102,17 @@ class Recorder {
   static constexpr size_t kSelfSeries = 3;
   SeriesSlot self_[kSelfSeries];
   std::vector<std::vector<std::pair<unsigned, tsdb::Appender::Ref>>> xids_;
+  // One MIG instance's series, found again by its MIG UUID: info, share, memory, processes,
+  // then one per GPM signal (Gpm order; those without a gpu_mig_* family stay unused).
+  struct MigSeries {
+    std::string uuid;
+    bool seen = false;
+    std::vector<SeriesSlot> series;
+  };
+  std::vector<std::vector<MigSeries>> mig_;  // [gpu position][instance]
+  // One NVLink link's series: up, replay/recovery/crc errors, tx/rx rates.
+  static constexpr size_t kLinkSeries = 6;
+  std::vector<std::vector<std::array<SeriesSlot, kLinkSeries>>> links_;  // [gpu position][link]
 };
 
 }  // namespace gw::collect

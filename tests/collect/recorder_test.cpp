@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "collect/exposition.h"
+#include "full_snapshot.h"
 #include "support/sim_fixture.h"
 
 namespace gw::collect {
@@ -91,6 +93,73 @@ TEST(Recorder, RecordsEverySnapshotAndMarksLostSeriesStale) {
   }
   EXPECT_GT(ended, 20u);
   EXPECT_EQ(recorder.stats().stale_markers, ended);
+}
+
+// Series of `family` on a /metrics page, one per sample line.
+size_t SeriesOnPage(const std::string& page, const std::string& family) {
+  size_t n = 0;
+  for (size_t at = page.find("\n" + family + "{"); at != std::string::npos;
+       at = page.find("\n" + family + "{", at + 1))
+    ++n;
+  return n;
+}
+
+TEST(Recorder, KeepsMigInstanceAndNvLinkSeriesAsMetricsWritesThem) {
+  Snapshot snap = FullSnapshot(2);
+  MemoryAppender appender;
+  Logger log(LogLevel::kError);
+  Recorder recorder(&appender, &log);
+  recorder.RecordNow(snap);
+  std::string page;
+  Render(snap, Format::kText, RenderOptions{}, ProcessFigures{}, &page);
+  // Every per-instance and per-link family of /metrics is in the store, series for series.
+  size_t checked = 0;
+  for (const Family& f : kDynamicFamilies) {
+    const std::string name(f.name);
+    if (name.rfind("gpu_mig_", 0) != 0 && name.rfind("gpu_nvlink_link_", 0) != 0) continue;
+    const size_t on_page = SeriesOnPage(page, name);
+    EXPECT_GT(on_page, 0u) << name;
+    EXPECT_EQ(appender.Select({{"__name__", name.c_str()}}).size(), on_page) << name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 15u);
+  auto sm = appender.Select({{"__name__", "gpu_mig_tensor_active_ratio"},
+                             {"gpu", "0"},
+                             {"mig_instance", "5"},
+                             {"mig_profile", "1g.10gb"},
+                             {"pipe", "hmma"}});
+  ASSERT_EQ(sm.size(), 1u);
+  EXPECT_EQ(sm[0].samples.back().v, 0.25);
+  auto crc = appender.Select(
+      {{"__name__", "gpu_nvlink_link_errors_total"}, {"gpu", "1"}, {"link", "1"}, {"type", "crc"}});
+  ASSERT_EQ(crc.size(), 1u);
+  EXPECT_EQ(crc[0].samples.back().v, 3);
+  auto info = appender.Select({{"__name__", "gpu_mig_info"}, {"mig_instance", "1"}, {"gpu", "1"}});
+  ASSERT_EQ(info.size(), 1u);
+  EXPECT_EQ(tsdb::LabelValue(info[0].labels, "mig_uuid"), snap.gpus[1].mig[0].uuid);
+
+  // A re-partition on GPU 0: instance 5 goes, instance 9 comes. The old instance's series end
+  // with one stale marker at once; the new one's start; GetRef stays once per series.
+  snap.generation++;
+  snap.taken_unix_seconds += 1;
+  MigInstanceSnapshot fresh = snap.gpus[0].mig[1];
+  fresh.gpu_instance_id = 9;
+  fresh.uuid = "MIG-09000000-1111-2222-3333-444444444444";
+  snap.gpus[0].mig[1] = fresh;
+  snap.gpus[0].nvlinks.clear();  // and its NVLink series end too
+  recorder.RecordNow(snap);
+  for (const auto& series : appender.Select({{"gpu", "0"}, {"mig_instance", "5"}})) {
+    ASSERT_EQ(series.samples.size(), 2u) << tsdb::LabelValue(series.labels, "__name__");
+    EXPECT_TRUE(tsdb::IsStaleNaN(series.samples.back().v));
+  }
+  EXPECT_FALSE(appender.Select({{"gpu", "0"}, {"mig_instance", "5"}}).empty());
+  EXPECT_EQ(appender.Select({{"__name__", "gpu_mig_info"}, {"mig_instance", "9"}}).size(), 1u);
+  for (const auto& series : appender.Select({{"__name__", "gpu_nvlink_link_up"}, {"gpu", "0"}}))
+    EXPECT_TRUE(tsdb::IsStaleNaN(series.samples.back().v));
+  auto kept = appender.Select({{"__name__", "gpu_mig_info"}, {"gpu", "0"}, {"mig_instance", "1"}});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].samples.size(), 2u);
+  EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series_count);
 }
 
 TEST(Recorder, ThreadTakesOfferedSnapshotsWithoutBlockingThePublisher) {
