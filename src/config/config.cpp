@@ -426,6 +426,7 @@ const std::map<std::string, Setter>& Setters() {
       {"collect.per_process_metrics",
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
+      {"collect.gpm", Bool("collect.gpm", [](Config* c) -> bool& { return c->collect.gpm; })},
       {"exposition.names",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          std::string text;
@@ -481,6 +482,12 @@ const std::map<std::string, Setter>& Setters() {
       {"diagnose.thresholds.quota_over", Diagnose("diagnose.thresholds.quota_over")},
       {"diagnose.thresholds.quota_under", Diagnose("diagnose.thresholds.quota_under")},
       {"diagnose.thresholds.latency_factor", Diagnose("diagnose.thresholds.latency_factor")},
+      {"diagnose.thresholds.hollow_utilization", Diagnose("diagnose.thresholds.hollow_utilization")},
+      {"diagnose.thresholds.hollow_sm_active", Diagnose("diagnose.thresholds.hollow_sm_active")},
+      {"diagnose.thresholds.hollow_occupancy", Diagnose("diagnose.thresholds.hollow_occupancy")},
+      {"diagnose.thresholds.tensor_idle_sm_active", Diagnose("diagnose.thresholds.tensor_idle_sm_active")},
+      {"diagnose.thresholds.tensor_idle_ratio", Diagnose("diagnose.thresholds.tensor_idle_ratio")},
+      {"diagnose.thresholds.nvlink_error_rate", Diagnose("diagnose.thresholds.nvlink_error_rate")},
   };
   return setters;
 }

@@ -46,6 +46,12 @@ const ThresholdKey kThresholds[] = {
     {"quota_over", Kind::kPositive, &diagnose::Thresholds::quota_over},
     {"quota_under", Kind::kRatio, &diagnose::Thresholds::quota_under},
     {"latency_factor", Kind::kFactor, &diagnose::Thresholds::latency_factor},
+    {"hollow_utilization", Kind::kRatio, &diagnose::Thresholds::hollow_utilization},
+    {"hollow_sm_active", Kind::kRatio, &diagnose::Thresholds::hollow_sm_active},
+    {"hollow_occupancy", Kind::kRatio, &diagnose::Thresholds::hollow_occupancy},
+    {"tensor_idle_sm_active", Kind::kRatio, &diagnose::Thresholds::tensor_idle_sm_active},
+    {"tensor_idle_ratio", Kind::kRatio, &diagnose::Thresholds::tensor_idle_ratio},
+    {"nvlink_error_rate", Kind::kPositive, &diagnose::Thresholds::nvlink_error_rate},
 };
 
 constexpr const char* kThresholdPrefix = "diagnose.thresholds.";

@@ -82,9 +82,10 @@ struct Reading {
 
 // Busy but hollow: utilization at least kHollowUtilization while SM active stays under
 // kHollowSmActive — kernels run all the time but few SMs do the work (launch-bound, tiny
-// batches, a starved input pipeline). The console's GPU page warns at the same values.
+// batches, a starved input pipeline). The console's GPU page warns at the same values, and
+// they are the diagnosis's busy-but-hollow defaults (diagnose::Thresholds).
 inline constexpr double kHollowUtilization = 0.8;
-inline constexpr double kHollowSmActive = 0.3;
+inline constexpr double kHollowSmActive = 0.25;
 
 // One MIG instance of a GPU, as top shows it under its GPU.
 struct MigView {

@@ -508,7 +508,7 @@ void FrameRenderer::Help(LineWriter& line) {
       "  ecc: volatile corrected/uncorrected errors since the last reset; xid: code x count",
       "  the sparkline is the GPU's utilization, one column per refresh, newest on the right",
       "  sm: SM active (GPM): how much of the chip worked; util only says a kernel",
-      "      ran. Yellow when util >= 80 % and SM active < 30 %: busy but hollow",
+      "      ran. Yellow when util >= 80 % and SM active < 25 %: busy but hollow",
       "  mig rows: MIG instances (id, profile, memory, SM active, processes, UUID)",
       "  nvlink: links up / links, errors; the detail names the down links",
   };

@@ -26,7 +26,7 @@ TEST(Config, FileOverridesDefaults) {
   TempDir dir;
   WriteFile(dir / "c.yaml",
             "listen: 127.0.0.1:9000\ncollect:\n  interval: 500ms\n  slow_interval: 1m\n"
-            "  per_process_metrics: true\nnvml:\n  call_timeout: 2s\nsimulate:\n"
+            "  per_process_metrics: true\n  gpm: false\nnvml:\n  call_timeout: 2s\nsimulate:\n"
             "  scenario: demo\n  clock: stepped\n  speed: 10\n");
   Config c;
   Status s = LoadConfigFile(dir / "c.yaml", &c);
@@ -35,6 +35,7 @@ TEST(Config, FileOverridesDefaults) {
   EXPECT_EQ(c.collect.fast_interval_s, 0.5);
   EXPECT_EQ(c.collect.slow_interval_s, 60);
   EXPECT_TRUE(c.collect.per_process_metrics);
+  EXPECT_FALSE(c.collect.gpm);
   EXPECT_EQ(c.collect.call_timeout_s, 2);
   EXPECT_EQ(c.simulate.scenario, "demo");
   EXPECT_EQ(c.simulate.clock, "stepped");

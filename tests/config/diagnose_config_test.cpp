@@ -59,7 +59,13 @@ TEST(DiagnoseConfig, EveryThresholdIsRead) {
                   "    congestion_ratio: 1.2\n"
                   "    quota_over: 1.5\n"
                   "    quota_under: 0.25\n"
-                  "    latency_factor: 3\n",
+                  "    latency_factor: 3\n"
+                  "    hollow_utilization: 0.7\n"
+                  "    hollow_sm_active: 0.2\n"
+                  "    hollow_occupancy: 0.1\n"
+                  "    tensor_idle_sm_active: 0.6\n"
+                  "    tensor_idle_ratio: 0.02\n"
+                  "    nvlink_error_rate: 5\n",
                   &c);
   ASSERT_TRUE(s.ok()) << s.message();
   const diagnose::Thresholds& t = c.diagnose.thresholds;
@@ -82,6 +88,12 @@ TEST(DiagnoseConfig, EveryThresholdIsRead) {
   EXPECT_EQ(t.quota_over, 1.5);
   EXPECT_EQ(t.quota_under, 0.25);
   EXPECT_EQ(t.latency_factor, 3);
+  EXPECT_EQ(t.hollow_utilization, 0.7);
+  EXPECT_EQ(t.hollow_sm_active, 0.2);
+  EXPECT_EQ(t.hollow_occupancy, 0.1);
+  EXPECT_EQ(t.tensor_idle_sm_active, 0.6);
+  EXPECT_EQ(t.tensor_idle_ratio, 0.02);
+  EXPECT_EQ(t.nvlink_error_rate, 5);
   EXPECT_TRUE(Validate(c).ok()) << Validate(c).message();
   // Every key of the section was set by this file: the list and the parser agree.
   EXPECT_EQ(c.diagnose.origin.size(), DiagnoseKeys().size());

@@ -41,7 +41,7 @@ export const SLOWDOWN_REASONS = {
 // Busy but hollow: utilization at least HOLLOW_UTILIZATION while SM active (GPM) stays under
 // HOLLOW_SM_ACTIVE (the same values as `gpuwarden top`, src/top/frame.h).
 export const HOLLOW_UTILIZATION = 0.8;
-export const HOLLOW_SM_ACTIVE = 0.3;
+export const HOLLOW_SM_ACTIVE = 0.25;
 
 // The profiling signals (GPM) the GPU page shows: [key, metric, pipe label or undefined, label].
 export const GPM_SIGNALS = [
