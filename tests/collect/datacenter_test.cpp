@@ -118,6 +118,24 @@ TEST(Gpm, AbsentWhereTheGpuOrTheDriverHasNone) {
     EXPECT_EQ(text.find(family), std::string::npos) << family;
 }
 
+// collect.gpm: false — a GPU that has GPM is never sampled and its profiling series are absent.
+TEST(Gpm, OffByOptionMakesNoGpmCall) {
+  CollectorOptions options = Options();
+  options.gpm = false;
+  SimCollector sim("busy-but-hollow", options);
+  ASSERT_TRUE(sim.ok());
+  sim.Advance(15);
+  auto snap = sim.Latest();
+  ASSERT_EQ(snap->gpus.size(), 3u);
+  for (const GpuSnapshot& g : snap->gpus) {
+    EXPECT_TRUE(IsAbsent(g.value(Slot::kSmActive))) << g.identity.index;
+    EXPECT_TRUE(IsAbsent(g.value(Slot::kTensorAny))) << g.identity.index;
+    EXPECT_FALSE(IsAbsent(g.value(Slot::kUtilization)));
+  }
+  EXPECT_EQ(Calls(*snap, Call::kGpmSample).calls, 0u);
+  EXPECT_EQ(Calls(*snap, Call::kGpmMetrics).calls, 0u);
+}
+
 TEST(TemperatureLimits, MarginsAreTheDriversTLimitFields) {
   SimCollector sim("busy-but-hollow", Options());
   ASSERT_TRUE(sim.ok());
