@@ -80,8 +80,9 @@ collect::Snapshot Snap(double t, bool with_hollow = true) {
 
 // The value of the first sample line starting with `prefix`; NaN if none.
 double Value(const std::string& metrics, const std::string& prefix) {
-  const size_t at = metrics.find(prefix);
-  if (at == std::string::npos || (at > 0 && metrics[at - 1] != '\n')) return NAN;
+  size_t at = metrics.rfind(prefix, 0) == 0 ? 0 : metrics.find("\n" + prefix);
+  if (at == std::string::npos) return NAN;
+  if (at > 0 || metrics[0] == '\n') ++at;  // past the newline
   const size_t space = metrics.find(' ', at + prefix.size() - 1);
   return std::strtod(metrics.c_str() + space + 1, nullptr);
 }
