@@ -1,5 +1,6 @@
 // libnvml-sim.so, part 2: identity, utilization, memory, samples, thermal, power and clocks.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "sim/api_internal.h"
@@ -7,6 +8,7 @@
 using gw::sim::api::CopyString;
 using gw::sim::api::DeviceCall;
 using gw::sim::api::WithDevice;
+using gw::sim::api::WithDeviceOrMig;
 
 namespace {
 
@@ -88,15 +90,19 @@ extern "C" {
 
 // ---- identity -------------------------------------------------------------------------------
 
+// A MIG device is named after its GPU and profile: "NVIDIA H100 80GB HBM3 MIG 1g.10gb".
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
-  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
-    return CopyString(c.device->model().nvml_name, name, length);
+  return WithDeviceOrMig(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (c.mig == nullptr) return CopyString(c.device->model().nvml_name, name, length);
+    return CopyString(
+        std::string(c.device->model().nvml_name) + " MIG " + std::string(c.mig->profile->name),
+        name, length);
   });
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
-  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
-    return CopyString(c.device->spec().uuid, uuid, length);
+  return WithDeviceOrMig(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    return CopyString(c.mig != nullptr ? c.mig->uuid : c.device->spec().uuid, uuid, length);
   });
 }
 
@@ -142,9 +148,11 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch) 
 // ---- utilization and memory
 // ----------------------------------------------------------------------
 
+// Like the driver, not on a GPU with MIG enabled (GPM per instance replaces it there).
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (c.device->mig_enabled()) return NVML_ERROR_NOT_SUPPORTED;
     utilization->gpu = c.device->latest().util_pct;
     utilization->memory = c.device->latest().mem_util_pct;
     return NVML_SUCCESS;
@@ -152,9 +160,17 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 }
 
 // v1 predates the reserved field: its `used` includes the reserved memory (total = free + used).
+// On a MIG device: the instance's memory (nothing reserved).
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+  return WithDeviceOrMig(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (c.mig != nullptr) {
+      const auto slot = static_cast<std::size_t>(c.mig_slot);
+      memory->total = c.device->instance_total_memory_bytes(slot);
+      memory->used = c.device->instance_used_memory_bytes(slot);
+      memory->free = memory->total - memory->used;
+      return NVML_SUCCESS;
+    }
     const std::uint64_t used = MemoryUsed(c) + c.device->reserved_memory_bytes();
     memory->total = c.device->total_memory_bytes();
     memory->used = used;
@@ -166,9 +182,17 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 #ifndef GW_SIM_LEGACY
 // Like driver 510, any version but nvmlMemory_v2 (0x02000028) is FUNCTION_NOT_FOUND (trap 2).
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+  return WithDeviceOrMig(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (c.mig != nullptr) {
+      const auto slot = static_cast<std::size_t>(c.mig_slot);
+      memory->total = c.device->instance_total_memory_bytes(slot);
+      memory->reserved = 0;
+      memory->used = c.device->instance_used_memory_bytes(slot);
+      memory->free = memory->total - memory->used;
+      return NVML_SUCCESS;
+    }
     memory->total = c.device->total_memory_bytes();
     memory->reserved = c.device->reserved_memory_bytes();
     memory->used = MemoryUsed(c);
@@ -209,6 +233,9 @@ nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingType_t type,
     if (sampleValType == nullptr || sampleCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (type < NVML_TOTAL_POWER_SAMPLES || type > NVML_MEMORY_CLK_SAMPLES)
       return NVML_ERROR_NOT_SUPPORTED;
+    if (c.device->mig_enabled() &&
+        (type == NVML_GPU_UTILIZATION_SAMPLES || type == NVML_MEMORY_UTILIZATION_SAMPLES))
+      return NVML_ERROR_NOT_SUPPORTED;
     const gw::sim::Device& d = *c.device;
     std::int64_t first = d.oldest_sample_step();
     while (first <= d.last_step() &&
@@ -248,6 +275,19 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensorType, unsig
     return NVML_SUCCESS;
   });
 }
+
+#ifndef GW_SIM_LEGACY
+// NVML 13's versioned read: version must be nvmlTemperature_v1, the sensor the GPU's.
+nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t* temperature) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (temperature == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (temperature->version != nvmlTemperature_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (temperature->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+    temperature->temperature = static_cast<int>(c.device->temperature_c());
+    return NVML_SUCCESS;
+  });
+}
+#endif
 
 nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, int thresholdType,
                                                unsigned int* temp) {

@@ -1,4 +1,6 @@
-// libnvml-sim.so, part 3: ECC, retired pages, row remapping, PCIe, processes and field values.
+// libnvml-sim.so, part 3: ECC, retired pages, row remapping, PCIe, NVLink, processes and field
+// values.
+#include <algorithm>
 #include <vector>
 
 #include "sim/api_internal.h"
@@ -6,6 +8,7 @@
 
 using gw::sim::api::DeviceCall;
 using gw::sim::api::WithDevice;
+using gw::sim::api::WithDeviceOrMig;
 
 namespace {
 
@@ -24,12 +27,18 @@ gw::sim::ErrorCounters Counters(const DeviceCall& c) {
 // when nothing runs). *count is the number of entries the caller has room for.
 enum class Layout { kV1, kV2, kV2DriverStride };
 
+// On a MIG-enabled GPU every process carries its instance's ids; a MIG device lists only the
+// processes on its instance.
 nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, void* infos, Layout layout,
                               const char* function) {
   const bool v1_layout = layout == Layout::kV1;
-  return WithDevice(device, function, [&](DeviceCall& c) -> nvmlReturn_t {
+  return WithDeviceOrMig(device, function, [&](DeviceCall& c) -> nvmlReturn_t {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const std::vector<const gw::sim::ProcessSpec*> running = c.device->RunningProcesses();
+    std::vector<const gw::sim::ProcessSpec*> running = c.device->RunningProcesses();
+    if (c.mig != nullptr)
+      std::erase_if(running, [&](const gw::sim::ProcessSpec* p) {
+        return c.device->InstanceOf(*p) != c.mig_slot;
+      });
     const auto n = static_cast<unsigned>(running.size());
     if (n == 0) {
       *count = 0;
@@ -53,13 +62,122 @@ nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, void* infos,
       std::memcpy(entry + 0, &pid, sizeof pid);
       std::memcpy(entry + 8, &used, sizeof used);
       if (!v1_layout) {
-        std::memcpy(entry + 16, &kNoInstance, sizeof kNoInstance);
-        std::memcpy(entry + 20, &kNoInstance, sizeof kNoInstance);
+        const int slot = c.device->InstanceOf(*running[i]);
+        unsigned gi = kNoInstance, ci = kNoInstance;
+        if (slot >= 0) {
+          const gw::sim::MigInstanceSpec& m =
+              c.device->mig_layout()->instances[static_cast<std::size_t>(slot)];
+          gi = m.gpu_instance_id;
+          ci = m.compute_instance_id;
+        }
+        std::memcpy(entry + 16, &gi, sizeof gi);
+        std::memcpy(entry + 20, &ci, sizeof ci);
       }
     }
     *count = n;
     return NVML_SUCCESS;
   });
+}
+
+unsigned NvLinks(const DeviceCall& c) {
+  return std::min(c.device->model().nvlinks, gw::sim::kMaxSimNvLinks);
+}
+
+gw::sim::NvLinkErrors LinkErrors(const DeviceCall& c, unsigned link) {
+  return gw::sim::NvLinkErrorsAt(c.device->spec(), link, c.device->last_step_us());
+}
+
+// The NVLink fields (docs/scenarios.md, "NVLink"). False: not an NVLink field.
+[[maybe_unused]] bool NvLinkField(const DeviceCall& c, nvmlFieldValue_t& f) {
+  const unsigned links = NvLinks(c);
+  const unsigned id = f.fieldId;
+  const bool total = id == NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL ||
+                     id == NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL ||
+                     id == NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL ||
+                     id == NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL ||
+                     id == NVML_FI_DEV_NVLINK_ECC_DATA_ERROR_COUNT_TOTAL;
+  const bool per_link = id == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY ||
+                        id == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY ||
+                        id == NVML_FI_DEV_NVLINK_ERROR_DL_CRC || id == NVML_FI_DEV_NVLINK_GET_STATE;
+  const bool throughput =
+      id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX || id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+  if (!total && !per_link && !throughput && id != NVML_FI_DEV_NVLINK_LINK_COUNT) return false;
+  if (links == 0) {
+    f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    return true;
+  }
+  f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+  if (id == NVML_FI_DEV_NVLINK_LINK_COUNT) {
+    f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    f.value.uiVal = links;
+    return true;
+  }
+  // Per-link fields name the link in scopeId; throughput also takes 0xFFFFFFFF (all links).
+  const bool all = throughput && f.scopeId == 0xFFFFFFFFu;
+  if ((per_link || throughput) && !all && f.scopeId >= links) {
+    f.nvmlReturn = NVML_ERROR_INVALID_ARGUMENT;
+    return true;
+  }
+  if (total) {
+    unsigned long long sum = 0;
+    for (unsigned l = 0; l < links; ++l) {
+      const gw::sim::NvLinkErrors e = LinkErrors(c, l);
+      sum += id == NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL   ? e.crc_flit
+             : id == NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL ? e.crc_data
+             : id == NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   ? e.replay
+             : id == NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL ? e.recovery
+                                                                   : e.ecc_data;
+    }
+    f.value.ullVal = sum;
+  } else if (throughput) {
+    const gw::sim::GpmCounters& g = c.device->gpm_counters();
+    const bool tx = id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+    double bytes = 0;
+    for (unsigned l = all ? 0 : f.scopeId; l < (all ? links : f.scopeId + 1); ++l)
+      bytes += tx ? g.nvlink_tx_bytes[l] : g.nvlink_rx_bytes[l];
+    f.value.ullVal = static_cast<unsigned long long>(bytes / 1024);  // KiB
+  } else if (id == NVML_FI_DEV_NVLINK_GET_STATE) {
+    f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    f.value.uiVal =
+        gw::sim::NvLinkUpAt(c.device->spec(), f.scopeId, c.device->last_step_us()) ? 1 : 0;
+  } else {
+    const gw::sim::NvLinkErrors e = LinkErrors(c, f.scopeId);
+    f.value.ullVal = id == NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY     ? e.replay
+                     : id == NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY ? e.recovery
+                                                                  : e.crc_flit + e.crc_data;
+  }
+  return true;
+}
+
+// T.Limit fields: degrees below a threshold (threshold - current), on models that report them.
+[[maybe_unused]] bool TLimitField(const DeviceCall& c, nvmlFieldValue_t& f) {
+  const gw::sim::GpuModel& m = c.device->model();
+  unsigned threshold = 0;
+  int current = static_cast<int>(c.device->temperature_c());
+  switch (f.fieldId) {
+    case NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT:
+      threshold = m.shutdown_c;
+      break;
+    case NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT:
+      threshold = m.slowdown_c;
+      break;
+    case NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT:
+      threshold = m.memory_temperature ? m.mem_max_c : 0;
+      current = static_cast<int>(c.device->memory_temperature_c());
+      break;
+    case NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT:
+      threshold = m.gpu_max_c;
+      break;
+    default:
+      return false;
+  }
+  if (!m.tlimit || threshold == 0) {
+    f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    return true;
+  }
+  f.valueType = NVML_VALUE_TYPE_SIGNED_INT;
+  f.value.siVal = static_cast<int>(threshold) - current;
+  return true;
 }
 
 [[maybe_unused]] nvmlFieldValue_t FieldValue(const DeviceCall& c, nvmlFieldValue_t request) {
@@ -68,6 +186,10 @@ nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, void* infos,
   request.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
   request.value.ullVal = 0;
   request.nvmlReturn = NVML_SUCCESS;
+  if (NvLinkField(c, request) || TLimitField(c, request)) {
+    if (request.nvmlReturn != NVML_SUCCESS) request.latencyUsec = 0;
+    return request;
+  }
   switch (request.fieldId) {
     case NVML_FI_DEV_MEMORY_TEMP:
       if (!c.device->model().memory_temperature) break;
@@ -190,6 +312,52 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsig
   });
 }
 
+// ---- NVLink
+// --------------------------------------------------------------------------------------
+
+// NOT_SUPPORTED on boards without NVLink; INVALID_ARGUMENT for a link the board lacks.
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int* isActive) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (isActive == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (NvLinks(c) == 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= NvLinks(c)) return NVML_ERROR_INVALID_ARGUMENT;
+    *isActive = gw::sim::NvLinkUpAt(c.device->spec(), link, c.device->last_step_us())
+                    ? NVML_FEATURE_ENABLED
+                    : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link, int counter,
+                                             unsigned long long* counterValue) {
+  return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
+    if (counterValue == nullptr || counter < NVML_NVLINK_ERROR_DL_REPLAY ||
+        counter > NVML_NVLINK_ERROR_DL_ECC_DATA)
+      return NVML_ERROR_INVALID_ARGUMENT;
+    if (NvLinks(c) == 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (link >= NvLinks(c)) return NVML_ERROR_INVALID_ARGUMENT;
+    const gw::sim::NvLinkErrors e = LinkErrors(c, link);
+    switch (counter) {
+      case NVML_NVLINK_ERROR_DL_REPLAY:
+        *counterValue = e.replay;
+        break;
+      case NVML_NVLINK_ERROR_DL_RECOVERY:
+        *counterValue = e.recovery;
+        break;
+      case NVML_NVLINK_ERROR_DL_CRC_FLIT:
+        *counterValue = e.crc_flit;
+        break;
+      case NVML_NVLINK_ERROR_DL_CRC_DATA:
+        *counterValue = e.crc_data;
+        break;
+      default:
+        *counterValue = e.ecc_data;
+        break;
+    }
+    return NVML_SUCCESS;
+  });
+}
+
 // ---- processes
 // -----------------------------------------------------------------------------------
 
@@ -220,6 +388,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              unsigned long long lastSeenTimeStamp) {
   return WithDevice(device, __func__, [&](DeviceCall& c) -> nvmlReturn_t {
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (c.device->mig_enabled()) return NVML_ERROR_NOT_SUPPORTED;  // as GetUtilizationRates
     const std::vector<const gw::sim::ProcessSpec*> running = c.device->RunningProcesses();
     const auto n = static_cast<unsigned>(running.size());
     if (n == 0 || c.timestamp_us <= lastSeenTimeStamp) {

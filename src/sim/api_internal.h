@@ -5,9 +5,12 @@
 // calls that block (nvmlEventSetWait, a hang fault) wait on `wake` and so release the mutex while
 // they block. nvmlShutdown bumps `generation` and notifies `wake`, which ends every wait.
 //
-// Handles are not pointers into memory: a device handle encodes (generation << 32 | index + 1)
+// Handles are not pointers into memory: a device handle encodes (generation << 32 | index + 1),
+// a MIG device handle (generation << 32 | 1 << 31 | gpu << 16 | layout << 8 | instance id + 1)
 // and an event set handle (generation << 32 | set id), so a stale or forged handle is detected
-// (INVALID_ARGUMENT) instead of being dereferenced.
+// (INVALID_ARGUMENT) instead of being dereferenced; a MIG handle also goes stale when a
+// re-partition replaces its layout. GPM samples are real heap objects (the caller allocates and
+// frees them); the library keeps the set it handed out, so a freed or forged one is refused.
 #ifndef GPUWARDEN_SIM_API_INTERNAL_H_
 #define GPUWARDEN_SIM_API_INTERNAL_H_
 
@@ -23,9 +26,22 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "sim/fleet.h"
 #include "sim/state_file.h"
+
+// A GPM sample: a copy of a GPU's (or MIG instance's) profiling counters at one step.
+struct nvmlGpmSample_st {
+  bool filled = false;
+  std::uint32_t generation = 0;  // of the init it was taken in
+  unsigned gpu = 0;
+  int mig_slot = -1;  // -1: the whole GPU
+  std::size_t layout = 0;
+  unsigned gpu_instance_id = 0;
+  gw::sim::VirtualUs t_us = 0;  // the step's end
+  gw::sim::GpmCounters counters;
+};
 
 namespace gw::sim::api {
 
@@ -42,6 +58,8 @@ struct Library {
   // GPUWARDEN_SIM_STATE_DIR's records (sim/state_file.h) and the step each GPU last published.
   std::unique_ptr<StateWriter> state;
   std::vector<std::int64_t> state_steps;
+  // GPM samples handed out by nvmlGpmSampleAlloc and not yet freed (freed at unload otherwise).
+  std::unordered_map<nvmlGpmSample_t, std::unique_ptr<nvmlGpmSample_st>> samples;
 };
 
 // Publishes GPU `index`'s state to the state files if it moved since it was last published.
@@ -69,6 +87,13 @@ inline VirtualUs Now(const Library& lib) {
 
 nvmlDevice_t EncodeDevice(std::uint32_t generation, unsigned index);
 std::optional<unsigned> DecodeDevice(const Library& lib, nvmlDevice_t device);
+struct MigHandle {
+  unsigned gpu = 0;
+  std::size_t layout = 0;
+  unsigned gpu_instance_id = 0;
+};
+nvmlDevice_t EncodeMigDevice(std::uint32_t generation, const MigHandle& mig);
+std::optional<MigHandle> DecodeMigDevice(const Library& lib, nvmlDevice_t device);
 nvmlEventSet_t EncodeEventSet(std::uint32_t generation, std::uint32_t id);
 std::optional<std::uint32_t> DecodeEventSet(const Library& lib, nvmlEventSet_t set);
 
@@ -78,21 +103,36 @@ struct DeviceCall {
   unsigned index = 0;
   VirtualUs now = 0;
   std::uint64_t timestamp_us = 0;  // of the device's last step
+  // With a MIG device handle: the instance and its slot in the device's layout.
+  const MigInstanceSpec* mig = nullptr;
+  int mig_slot = -1;
 };
 
-// Checks init and the handle, delivers due events, reports a lost GPU, blocks through a due hang
-// fault on `function` (releasing the lock), then steps the device up to now.
+// Whether the scenario's driver lacks `function` (driver.missing).
+bool Missing(const Library& lib, std::string_view function);
+
+// Checks that `function` exists (driver.missing), init and the handle, delivers due events,
+// reports a lost GPU, blocks through a due hang fault on `function` (releasing the lock), then
+// steps the device up to now. A MIG device handle answers NOT_SUPPORTED unless allow_mig.
 nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle,
-                         std::string_view function, DeviceCall* call);
+                         std::string_view function, DeviceCall* call, bool allow_mig = false);
 
 // Runs body(DeviceCall&) -> nvmlReturn_t for a valid, present device, under the lock.
 template <class Body>
-nvmlReturn_t WithDevice(nvmlDevice_t handle, std::string_view function, Body&& body) {
+nvmlReturn_t WithDevice(nvmlDevice_t handle, std::string_view function, Body&& body,
+                        bool allow_mig = false) {
   Library& lib = TheLibrary();
   std::unique_lock<std::mutex> lock(lib.mu);
   DeviceCall call;
-  if (nvmlReturn_t rc = EnterDevice(lock, handle, function, &call); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = EnterDevice(lock, handle, function, &call, allow_mig); rc != NVML_SUCCESS)
+    return rc;
   return body(call);
+}
+
+// The same for calls that also take a MIG device handle (call.mig is then set).
+template <class Body>
+nvmlReturn_t WithDeviceOrMig(nvmlDevice_t handle, std::string_view function, Body&& body) {
+  return WithDevice(handle, function, std::forward<Body>(body), true);
 }
 
 // Copies a NUL-terminated string into a caller's buffer; INSUFFICIENT_SIZE if it does not fit.

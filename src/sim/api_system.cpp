@@ -124,6 +124,34 @@ std::optional<unsigned> DecodeDevice(const Library& lib, nvmlDevice_t device) {
   return static_cast<unsigned>(low - 1);
 }
 
+constexpr std::uint64_t kMigBit = 1ULL << 31;
+
+nvmlDevice_t EncodeMigDevice(std::uint32_t generation, const MigHandle& mig) {
+  const std::uint64_t low = kMigBit | (std::uint64_t{mig.gpu} << 16) |
+                            (std::uint64_t{mig.layout & 0xFF} << 8) | (mig.gpu_instance_id + 1);
+  return reinterpret_cast<nvmlDevice_t>(static_cast<std::uintptr_t>(Pack(generation, low)));
+}
+
+std::optional<MigHandle> DecodeMigDevice(const Library& lib, nvmlDevice_t device) {
+  const std::uint64_t bits = reinterpret_cast<std::uintptr_t>(device);
+  const std::uint64_t low = bits & 0xFFFFFFFFULL;
+  if (lib.fleet == nullptr || (bits >> 32) != lib.generation || (low & kMigBit) == 0 ||
+      (low & 0xFF) == 0)
+    return std::nullopt;
+  MigHandle mig;
+  mig.gpu = static_cast<unsigned>((low >> 16) & 0x7FFF);
+  mig.layout = static_cast<std::size_t>((low >> 8) & 0xFF);
+  mig.gpu_instance_id = static_cast<unsigned>((low & 0xFF) - 1);
+  if (mig.gpu >= lib.fleet->device_count()) return std::nullopt;
+  return mig;
+}
+
+bool Missing(const Library& lib, std::string_view function) {
+  for (const std::string& name : lib.fleet->scenario().driver.missing)
+    if (name == function) return true;
+  return false;
+}
+
 nvmlEventSet_t EncodeEventSet(std::uint32_t generation, std::uint32_t id) {
   return reinterpret_cast<nvmlEventSet_t>(static_cast<std::uintptr_t>(Pack(generation, id)));
 }
@@ -154,10 +182,13 @@ void PublishState(Library& lib, unsigned index, const Device& device) {
 }
 
 nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle,
-                         std::string_view function, DeviceCall* call) {
+                         std::string_view function, DeviceCall* call, bool allow_mig) {
   Library& lib = TheLibrary();
   if (lib.fleet == nullptr) return NVML_ERROR_UNINITIALIZED;
-  const std::optional<unsigned> index = DecodeDevice(lib, handle);
+  if (Missing(lib, function)) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  std::optional<unsigned> index = DecodeDevice(lib, handle);
+  const std::optional<MigHandle> mig = index ? std::nullopt : DecodeMigDevice(lib, handle);
+  if (mig) index = mig->gpu;
   if (!index) return NVML_ERROR_INVALID_ARGUMENT;
   VirtualUs now = Now(lib);
   lib.fleet->RefreshHostProcesses(std::chrono::steady_clock::now(), now);
@@ -175,6 +206,18 @@ nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle
   call->index = *index;
   call->now = now;
   call->timestamp_us = lib.fleet->TimestampUs(call->device->last_step_us());
+  if (mig) {  // the instance must exist in the layout in force now
+    const Device& d = *call->device;
+    if (!d.mig_enabled() || d.mig_layout_index() != mig->layout) return NVML_ERROR_INVALID_ARGUMENT;
+    const std::vector<MigInstanceSpec>& instances = d.mig_layout()->instances;
+    for (std::size_t slot = 0; slot < instances.size(); ++slot) {
+      if (instances[slot].gpu_instance_id != mig->gpu_instance_id) continue;
+      call->mig = &instances[slot];
+      call->mig_slot = static_cast<int>(slot);
+    }
+    if (call->mig == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!allow_mig) return NVML_ERROR_NOT_SUPPORTED;
+  }
   return NVML_SUCCESS;
 }
 

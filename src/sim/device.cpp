@@ -19,7 +19,21 @@ constexpr double kHwThermalReleaseC = 3;  // hysteresis below SLOWDOWN
 constexpr double kPowerBrakeRatio = 0.20;
 constexpr std::uint64_t kMiB = 1ULL << 20;
 
-enum Channel : std::uint64_t { kPowerNoise = 30, kPowerMilliwatts, kEnergyStart };
+enum Channel : std::uint64_t { kPowerNoise = 30, kPowerMilliwatts, kEnergyStart, kNvLink = 64 };
+
+constexpr unsigned kMigMemorySlices = 8;
+
+void AddScaled(Activity& sum, const Activity& a, double w) {
+  sum.util_pct += a.util_pct * w;
+  sum.mem_util_pct += a.mem_util_pct * w;
+  sum.enc_util_pct += a.enc_util_pct * w;
+  sum.dec_util_pct += a.dec_util_pct * w;
+  sum.extra_memory_mib += a.extra_memory_mib;
+  sum.pcie_rx_kbps += a.pcie_rx_kbps * w;
+  sum.pcie_tx_kbps += a.pcie_tx_kbps * w;
+  sum.power_util_pct += a.power_util_pct * w;
+  for (std::size_t c = 0; c < sum.gpm.size(); ++c) sum.gpm[c] += a.gpm[c] * w;
+}
 
 double QuantizeDown(double mhz) {
   return std::floor(mhz / kClockBinMhz) * kClockBinMhz;
@@ -34,7 +48,7 @@ Device::Device(const GpuSpec& spec, std::uint64_t seed)
   double start_load = 0;
   for (VirtualUs t = 0; t < 100 * kStepUs; t += kStepUs) {
     const Activity a = ActivityAt(spec, seed, t);
-    start_load += (0.85 * a.util_pct / 100 + 0.15 * a.mem_util_pct / 100) / 100;
+    start_load += (0.85 * a.power_util_pct / 100 + 0.15 * a.mem_util_pct / 100) / 100;
   }
   const double start_power_w =
       std::min<double>(spec.power_limit_w, DemandedPower(start_load, 1.0, 0.0));
@@ -64,12 +78,20 @@ void Device::Step(std::int64_t k) {
   const GpuModel& m = model();
   const VirtualUs t_end = k * kStepUs;
   const VirtualUs mid = std::max<VirtualUs>(0, t_end - kStepUs / 2);
-  activity_ = host_workload_ ? SegmentActivity(spec_, seed_, mid, mid, *host_workload_)
-                             : ActivityAt(spec_, seed_, mid);
+  const MigLayout* layout = MigLayoutAt(spec_, t_end);
+  if (layout != layout_) {  // a re-partition: the instances are new
+    layout_ = layout;
+    instances_.assign(layout != nullptr && layout->enabled ? layout->instances.size() : 0, {});
+  }
+  if (mig_enabled())
+    activity_ = MigActivity(mid, t_end);
+  else
+    activity_ = host_workload_ ? SegmentActivity(spec_, seed_, mid, mid, *host_workload_)
+                               : ActivityAt(spec_, seed_, mid);
   const PhysicsFaults faults = PhysicsFaultsAt(spec_, t_end);
   const double u = activity_.util_pct / 100, mu = activity_.mem_util_pct / 100;
   const bool busy = u > 0 || mu > 0;
-  const double load = 0.85 * u + 0.15 * mu;
+  const double load = 0.85 * activity_.power_util_pct / 100 + 0.15 * mu;
   const double f_max = m.max_sm_clock_mhz;
   const double limit_w = faults.power_limit_w;
   const double noise_w =
@@ -131,7 +153,84 @@ void Device::Step(std::int64_t k) {
   s.mem_util_pct = static_cast<std::uint8_t>(std::lround(activity_.mem_util_pct));
   s.enc_util_pct = static_cast<std::uint8_t>(std::lround(activity_.enc_util_pct));
   s.dec_util_pct = static_cast<std::uint8_t>(std::lround(activity_.dec_util_pct));
+  AccumulateCounters(k, t_end);
   step_ = k;
+}
+
+Activity Device::MigActivity(VirtualUs mid, VirtualUs t_end) {
+  Activity sum;
+  const double max_devices = std::max(1u, model().max_mig_devices);
+  for (std::size_t slot = 0; slot < instances_.size(); ++slot) {
+    const MigInstanceSpec& instance = layout_->instances[slot];
+    bool occupied = false;
+    const WorkloadSegment* host = nullptr;
+    for (const ProcessSpec& p : spec_.processes)
+      if (ProcessRunning(spec_, p, t_end) && MigInstanceOf(*layout_, p) == static_cast<int>(slot))
+        occupied = true;
+    for (const ProcessSpec& p : host_processes_) {
+      if (MigInstanceOf(*layout_, p) != static_cast<int>(slot)) continue;
+      occupied = true;
+      if (p.workload && (host == nullptr || p.workload->util_pct > host->util_pct))
+        host = &*p.workload;
+    }
+    Activity a;
+    if (occupied && host != nullptr)
+      a = SegmentActivity(spec_, seed_, mid, mid, *host);
+    else if (occupied && instance.workload)
+      a = SegmentActivity(spec_, seed_, mid, mid, *instance.workload);
+    else if (occupied)
+      a = ActivityAt(spec_, seed_, mid);
+    for (std::size_t c = 0; c < a.gpm.size(); ++c)
+      instances_[slot].gpm.pct_seconds[c] += a.gpm[c] * kStepS;
+    AddScaled(sum, a, instance.profile->compute_slices / max_devices);
+  }
+  sum.pcie_rx_kbps = std::max(sum.pcie_rx_kbps, 12.0);
+  sum.pcie_tx_kbps = std::max(sum.pcie_tx_kbps, 8.0);
+  return sum;  // no NVLink traffic: MIG instances do not use peer-to-peer NVLink
+}
+
+void Device::AccumulateCounters(std::int64_t k, VirtualUs t_end) {
+  for (std::size_t c = 0; c < gpm_.pct_seconds.size(); ++c)
+    gpm_.pct_seconds[c] += activity_.gpm[c] * kStepS;
+  gpm_.pcie_tx_bytes += activity_.pcie_tx_kbps * 1024 * kStepS;
+  gpm_.pcie_rx_bytes += activity_.pcie_rx_kbps * 1024 * kStepS;
+  const unsigned links = std::min(model().nvlinks, kMaxSimNvLinks);
+  if (links == 0 || activity_.nvlink_share <= 0) return;
+  std::array<bool, kMaxSimNvLinks> up{};
+  unsigned up_count = 0;
+  for (unsigned l = 0; l < links; ++l) up_count += (up[l] = NvLinkUpAt(spec_, l, t_end)) ? 1 : 0;
+  if (up_count == 0) return;
+  // The collective's traffic spreads over the links that are up.
+  const double share = std::min(1.0, activity_.nvlink_share * links / up_count);
+  const double bytes = share * model().nvlink_gbps * 1e9 * kStepS;
+  const auto tick = static_cast<std::uint64_t>(k);
+  for (unsigned l = 0; l < links; ++l) {
+    if (!up[l]) continue;
+    gpm_.nvlink_tx_bytes[l] += bytes * (0.98 + 0.04 * Unit(seed_, spec_.index, tick, kNvLink + l));
+    gpm_.nvlink_rx_bytes[l] +=
+        bytes * (0.98 + 0.04 * Unit(seed_, spec_.index, tick, kNvLink + kMaxSimNvLinks + l));
+  }
+}
+
+std::size_t Device::mig_layout_index() const {
+  return layout_ == nullptr ? 0 : static_cast<std::size_t>(layout_ - spec_.mig.data());
+}
+
+int Device::InstanceOf(const ProcessSpec& process) const {
+  return mig_enabled() ? MigInstanceOf(*layout_, process) : -1;
+}
+
+std::uint64_t Device::instance_total_memory_bytes(std::size_t slot) const {
+  const std::uint64_t slice_mib = model().memory_total_mib / kMigMemorySlices;
+  return layout_->instances[slot].profile->memory_slices * slice_mib * kMiB;
+}
+
+std::uint64_t Device::instance_used_memory_bytes(std::size_t slot) const {
+  double mib = 0;
+  for (const ProcessSpec* p : RunningProcesses())
+    if (InstanceOf(*p) == static_cast<int>(slot)) mib += p->memory_mib;
+  return std::min(instance_total_memory_bytes(slot),
+                  static_cast<std::uint64_t>(mib * static_cast<double>(kMiB)));
 }
 
 unsigned Device::temperature_c() const {

@@ -12,6 +12,12 @@
 // SLOWDOWN, 45 % of f_max; HwThermalSlowdown + HwSlowdown) and the power brake (20 % of f_max;
 // HwPowerBrakeSlowdown + HwSlowdown); temperature follows dT/dt = (ambient + R P - T) / tau.
 //
+// MIG (docs/scenarios.md, "MIG"): while a layout with MIG enabled is in force, each instance with
+// a running process runs a workload (its host process's, the instance's own, else the GPU's
+// timeline) and the GPU's activity is the sum of its instances' weighted by compute slices / the
+// model's maximum MIG device count. Profiling counters (sim/gpm.h) accumulate per GPU and per
+// instance; an instance's counters start at 0 when a re-partition creates it.
+//
 // Thread-safety: none; the fleet's owner serialises access.
 #ifndef GPUWARDEN_SIM_DEVICE_H_
 #define GPUWARDEN_SIM_DEVICE_H_
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "sim/faults.h"
+#include "sim/gpm.h"
 #include "sim/scenario.h"
 #include "sim/workload.h"
 
@@ -84,6 +91,20 @@ class Device {
   // Processes alive at the last step: the scenario's in scenario order, then host processes.
   std::vector<const ProcessSpec*> RunningProcesses() const;
 
+  // ---- profiling counters, NVLink and MIG ----
+  const GpmCounters& gpm_counters() const { return gpm_; }
+  // The MIG layout in force at the last step (nullptr: none), its index in the spec's list, and
+  // whether MIG is enabled (current mode).
+  const MigLayout* mig_layout() const { return layout_; }
+  std::size_t mig_layout_index() const;
+  bool mig_enabled() const { return layout_ != nullptr && layout_->enabled; }
+  // Per instance slot of the enabled layout (slot < instance count).
+  const GpmCounters& instance_counters(std::size_t slot) const { return instances_[slot].gpm; }
+  std::uint64_t instance_total_memory_bytes(std::size_t slot) const;
+  std::uint64_t instance_used_memory_bytes(std::size_t slot) const;
+  // The slot of the instance a running process is placed on, -1 for none (or MIG disabled).
+  int InstanceOf(const ProcessSpec& process) const;
+
   // Host processes (sim/host_processes.h) on this GPU from now on: they are listed as running,
   // and `workload` (if set) replaces the timeline's activity in later steps.
   void SetHostProcesses(std::vector<ProcessSpec> processes,
@@ -100,6 +121,12 @@ class Device {
  private:
   void Step(std::int64_t k);
   double DemandedPower(double activity, double clock_ratio, double noise_w) const;
+  Activity MigActivity(VirtualUs mid, VirtualUs t_end);
+  void AccumulateCounters(std::int64_t k, VirtualUs t_end);
+
+  struct InstanceRuntime {
+    GpmCounters gpm;
+  };
 
   const GpuSpec& spec_;
   std::uint64_t seed_;
@@ -117,6 +144,9 @@ class Device {
   std::vector<HangState> hangs_;
   std::vector<ProcessSpec> host_processes_;
   std::optional<WorkloadSegment> host_workload_;
+  GpmCounters gpm_;
+  const MigLayout* layout_ = nullptr;
+  std::vector<InstanceRuntime> instances_;  // one per instance of an enabled layout
 };
 
 }  // namespace gw::sim

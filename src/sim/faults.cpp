@@ -105,6 +105,43 @@ std::vector<std::uint64_t> RetiredPageAddresses(const GpuSpec& gpu, std::uint64_
   return pages;
 }
 
+namespace {
+
+bool OnLink(const FaultSpec& f, unsigned link) {
+  return f.link < 0 || static_cast<unsigned>(f.link) == link;
+}
+
+constexpr VirtualUs kStormRecoveryUs = 30'000'000;  // a storm forces a link recovery every 30 s
+
+}  // namespace
+
+bool NvLinkUpAt(const GpuSpec& gpu, unsigned link, VirtualUs t_us) {
+  if (link >= gpu.model->nvlinks || !gpu.nvlink_connected) return false;
+  for (const FaultSpec& f : gpu.faults)
+    if (f.type == FaultType::kNvLinkDown && OnLink(f, link) && Active(f, t_us)) return false;
+  return true;
+}
+
+NvLinkErrors NvLinkErrorsAt(const GpuSpec& gpu, unsigned link, VirtualUs t_us) {
+  NvLinkErrors e;
+  for (const FaultSpec& f : gpu.faults) {
+    if (!OnLink(f, link) || t_us < f.at_us) continue;
+    if (f.type == FaultType::kNvLinkDown) {
+      e.recovery += 1;  // the link tried to recover, and failed
+    } else if (f.type == FaultType::kNvLinkErrors) {
+      const VirtualUs end =
+          f.duration_us == kForever ? t_us : std::min(t_us, f.at_us + f.duration_us);
+      const double seconds = static_cast<double>(end - f.at_us) / 1e6;
+      e.crc_flit += static_cast<std::uint64_t>(f.rate * seconds);
+      e.replay += static_cast<std::uint64_t>(f.rate * seconds);  // each bad flit is replayed
+      e.crc_data += static_cast<std::uint64_t>(f.rate / 10 * seconds);
+      e.ecc_data += static_cast<std::uint64_t>(f.rate / 20 * seconds);
+      e.recovery += static_cast<std::uint64_t>((end - f.at_us) / kStormRecoveryUs);
+    }
+  }
+  return e;
+}
+
 VirtualUs LostAtUs(const GpuSpec& gpu) {
   VirtualUs lost = kForever;
   for (const FaultSpec& f : gpu.faults)
@@ -149,10 +186,26 @@ std::vector<FaultEvent> FaultEvents(const GpuSpec& gpu) {
       case FaultType::kXid:
         xid(f.at_us, f.xid);
         break;
+      case FaultType::kNvLinkDown:
+        if (f.xid != 0) xid(f.at_us, f.xid);
+        break;
+      case FaultType::kNvLinkErrors:
+        if (f.xid_period_us > 0)
+          events.push_back(
+              {.at_us = f.at_us,
+               .period_us = f.xid_period_us,
+               .end_us = f.duration_us == kForever ? kForever : f.at_us + f.duration_us - 1,
+               .gpu = gpu.index,
+               .event_type = nvmlEventTypeXidCriticalError,
+               .event_data = 74});
+        break;
       default:
         break;
     }
   }
+  for (std::size_t i = 1; i < gpu.mig.size(); ++i)
+    events.push_back(
+        {.at_us = gpu.mig[i].at_us, .gpu = gpu.index, .event_type = kEventTypeMigConfigChange});
   return events;
 }
 

@@ -38,6 +38,17 @@ ErrorCounters ErrorCountersAt(const GpuSpec& gpu, VirtualUs t_us);
 std::vector<std::uint64_t> RetiredPageAddresses(const GpuSpec& gpu, std::uint64_t seed,
                                                 bool cause_double_bit, VirtualUs t_us);
 
+// NVLink at time t (docs/scenarios.md, "NVLink"): a link is up when the model has it, the
+// scenario cables it and no nvlink_down fault holds it down. Error counters per link.
+bool NvLinkUpAt(const GpuSpec& gpu, unsigned link, VirtualUs t_us);
+struct NvLinkErrors {
+  std::uint64_t replay = 0, recovery = 0, crc_flit = 0, crc_data = 0, ecc_data = 0;
+};
+NvLinkErrors NvLinkErrorsAt(const GpuSpec& gpu, unsigned link, VirtualUs t_us);
+
+// nvmlEventTypeMigConfigChange (not declared in nvml/abi.h).
+inline constexpr std::uint64_t kEventTypeMigConfigChange = 0x100;
+
 // When the GPU falls off the bus; kForever if it never does.
 VirtualUs LostAtUs(const GpuSpec& gpu);
 

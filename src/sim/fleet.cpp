@@ -51,13 +51,23 @@ bool Fleet::RefreshHostProcesses(RealTime real_now, VirtualUs now) {
       real_now - *last_host_scan_ < std::chrono::duration<double>(scenario_.host_scan_interval_s))
     return false;
   last_host_scan_ = real_now;
+  std::vector<HostMigDevice> mig;
+  for (const GpuSpec& gpu : scenario_.gpus)
+    if (const MigLayout* layout = MigLayoutAt(gpu, now); layout != nullptr && layout->enabled)
+      for (const MigInstanceSpec& m : layout->instances) mig.push_back({m.uuid, gpu.index});
   const std::vector<HostProcess> found =
-      ScanHostProcesses(scenario_.host_proc_root, scenario_.gpus, machine_);
+      ScanHostProcesses(scenario_.host_proc_root, scenario_.gpus, machine_, mig);
   std::vector<std::vector<ProcessSpec>> per_gpu(devices_.size());
   std::vector<std::optional<WorkloadSegment>> workload(devices_.size());
   for (const HostProcess& p : found) {
-    for (unsigned gpu : p.gpus) {
-      per_gpu[gpu].push_back(ProcessSpec{.pid = p.pid, .name = p.name, .memory_mib = p.memory_mib});
+    for (std::size_t i = 0; i < p.gpus.size(); ++i) {
+      const unsigned gpu = p.gpus[i];
+      per_gpu[gpu].push_back(ProcessSpec{.pid = p.pid,
+                                         .name = p.name,
+                                         .memory_mib = p.memory_mib,
+                                         .mig_uuid = p.mig_uuids[i],
+                                         .workload = p.workload});
+      if (!p.mig_uuids[i].empty()) continue;  // it drives its MIG instance, not the whole GPU
       // Several host processes on one GPU: the busiest workload sets the pace.
       if (!workload[gpu] || p.workload.util_pct > workload[gpu]->util_pct)
         workload[gpu] = p.workload;
@@ -129,6 +139,7 @@ std::uint64_t Fleet::SupportedEventTypes(unsigned gpu) const {
   std::uint64_t types = nvmlEventTypePState | nvmlEventTypeXidCriticalError | nvmlEventTypeClock;
   if (devices_[gpu]->model().ecc)
     types |= nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError;
+  if (devices_[gpu]->model().max_mig_devices > 0) types |= kEventTypeMigConfigChange;
   return types;
 }
 

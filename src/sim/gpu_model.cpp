@@ -7,6 +7,27 @@
 namespace gw::sim {
 namespace {
 
+// MIG profiles. Memory slices are eighths of the board's memory; an instance starts at a memory
+// slice its profile allows (1g: 0-6; 2g: 0, 2, 4; 3g: 0, 4; 4g and 7g: 0), as NVIDIA's MIG
+// placement rules say for A100/H100/H200.
+constexpr unsigned kAt0to6 = 0x7F, kAtEven = 0x55, kAt024 = 0x15, kAt04 = 0x11, kAt0 = 0x01;
+constexpr MigProfile kH100Profiles[] = {
+    {"1g.10gb", 1, 1, kAt0to6}, {"1g.20gb", 1, 2, kAtEven}, {"2g.20gb", 2, 2, kAt024},
+    {"3g.40gb", 3, 4, kAt04},   {"4g.40gb", 4, 4, kAt0},    {"7g.80gb", 7, 8, kAt0},
+};
+constexpr MigProfile kH200Profiles[] = {
+    {"1g.18gb", 1, 1, kAt0to6}, {"1g.35gb", 1, 2, kAtEven}, {"2g.35gb", 2, 2, kAt024},
+    {"3g.71gb", 3, 4, kAt04},   {"4g.71gb", 4, 4, kAt0},    {"7g.141gb", 7, 8, kAt0},
+};
+constexpr MigProfile kA100x80Profiles[] = {
+    {"1g.10gb", 1, 1, kAt0to6}, {"1g.20gb", 1, 2, kAtEven}, {"2g.20gb", 2, 2, kAt024},
+    {"3g.40gb", 3, 4, kAt04},   {"4g.40gb", 4, 4, kAt0},    {"7g.80gb", 7, 8, kAt0},
+};
+constexpr MigProfile kA100x40Profiles[] = {
+    {"1g.5gb", 1, 1, kAt0to6}, {"1g.10gb", 1, 2, kAtEven}, {"2g.10gb", 2, 2, kAt024},
+    {"3g.20gb", 3, 4, kAt04},  {"4g.20gb", 4, 4, kAt0},    {"7g.40gb", 7, 8, kAt0},
+};
+
 // Thermal resistances are chosen so that a board at its default limit settles 35-45 °C above a
 // 30 °C inlet, which is what datacenter boards show under sustained load.
 constexpr std::array<GpuModel, 7> kModels = {{
@@ -36,7 +57,13 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = false,
      .has_fan = false,
      .memory_temperature = true,
-     .averaged_power = true},
+     .averaged_power = true,
+     .gpm = true,
+     .tlimit = true,
+     .nvlinks = 18,
+     .nvlink_gbps = 25,
+     .max_mig_devices = 7,
+     .mig_profiles = kH100Profiles},
     {.short_name = "H200",
      .nvml_name = "NVIDIA H200",
      .architecture = NVML_DEVICE_ARCH_HOPPER,
@@ -63,7 +90,13 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = false,
      .has_fan = false,
      .memory_temperature = true,
-     .averaged_power = true},
+     .averaged_power = true,
+     .gpm = true,
+     .tlimit = true,
+     .nvlinks = 18,
+     .nvlink_gbps = 25,
+     .max_mig_devices = 7,
+     .mig_profiles = kH200Profiles},
     {.short_name = "A100-80GB",
      .nvml_name = "NVIDIA A100-SXM4-80GB",
      .architecture = NVML_DEVICE_ARCH_AMPERE,
@@ -90,7 +123,11 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = false,
      .has_fan = false,
      .memory_temperature = true,
-     .averaged_power = false},
+     .averaged_power = false,
+     .nvlinks = 12,
+     .nvlink_gbps = 25,
+     .max_mig_devices = 7,
+     .mig_profiles = kA100x80Profiles},
     {.short_name = "A100-40GB",
      .nvml_name = "NVIDIA A100-SXM4-40GB",
      .architecture = NVML_DEVICE_ARCH_AMPERE,
@@ -117,7 +154,11 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = false,
      .has_fan = false,
      .memory_temperature = true,
-     .averaged_power = false},
+     .averaged_power = false,
+     .nvlinks = 12,
+     .nvlink_gbps = 25,
+     .max_mig_devices = 7,
+     .mig_profiles = kA100x40Profiles},
     {.short_name = "L40S",
      .nvml_name = "NVIDIA L40S",
      .architecture = NVML_DEVICE_ARCH_ADA,
@@ -144,7 +185,8 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = false,
      .has_fan = false,
      .memory_temperature = false,
-     .averaged_power = true},
+     .averaged_power = true,
+     .tlimit = true},
     {.short_name = "RTX6000-ADA",
      .nvml_name = "NVIDIA RTX 6000 Ada Generation",
      .architecture = NVML_DEVICE_ARCH_ADA,
@@ -171,7 +213,8 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = false,
      .has_fan = true,
      .memory_temperature = false,
-     .averaged_power = true},
+     .averaged_power = true,
+     .tlimit = true},
     {.short_name = "V100",
      .nvml_name = "Tesla V100-SXM2-32GB",
      .architecture = kArchVolta,
@@ -198,13 +241,21 @@ constexpr std::array<GpuModel, 7> kModels = {{
      .page_retirement = true,
      .has_fan = false,
      .memory_temperature = true,
-     .averaged_power = false},
+     .averaged_power = false,
+     .nvlinks = 6,
+     .nvlink_gbps = 25},
 }};
 
 }  // namespace
 
 std::span<const GpuModel> AllGpuModels() {
   return kModels;
+}
+
+const MigProfile* FindMigProfile(const GpuModel& model, std::string_view name) {
+  for (const MigProfile& profile : model.mig_profiles)
+    if (profile.name == name) return &profile;
+  return nullptr;
 }
 
 const GpuModel* FindGpuModel(std::string_view name) {

@@ -18,6 +18,19 @@ namespace gw::sim {
 // NVML architecture codes (nvmlDeviceArchitecture_t). Volta is not declared in nvml/abi.h.
 inline constexpr unsigned kArchVolta = 5;
 
+// The most NVLink links a simulated model has (NVML allows 36; GPM reports links 0-17).
+inline constexpr unsigned kMaxSimNvLinks = 18;
+
+// A MIG GPU-instance profile: "3g.40gb" takes 3 of the GPU's 7 compute slices and 4 of its 8
+// memory slices. `placements` lists the memory-slice positions an instance may start at
+// (docs/scenarios.md, "MIG").
+struct MigProfile {
+  std::string_view name;
+  unsigned compute_slices;
+  unsigned memory_slices;
+  unsigned placement_mask;  // bit s: may start at memory slice s
+};
+
 struct GpuModel {
   std::string_view short_name;   // scenario alias, e.g. "H100"
   std::string_view nvml_name;    // what nvmlDeviceGetName reports, e.g. "NVIDIA H100 80GB HBM3"
@@ -46,7 +59,17 @@ struct GpuModel {
   bool has_fan;                       // passive boards report NOT_SUPPORTED for the fan speed
   bool memory_temperature;            // HBM boards report field 82 (NVML_FI_DEV_MEMORY_TEMP)
   bool averaged_power;  // nvmlDeviceGetPowerUsage is a 1 s average (Ampere+ but GA100)
+  // ---- datacenter features (docs/nvml-notes.md, "GPM, MIG, NVLink") ----
+  bool gpm = false;              // nvmlGpmQueryDeviceSupport says supported (Hopper and newer)
+  bool tlimit = false;           // field values 193-196 (T.Limit margins) answer
+  unsigned nvlinks = 0;          // NVLink links (0: a PCIe board, NVLink calls NOT_SUPPORTED)
+  double nvlink_gbps = 0;        // per link and direction, GB/s
+  unsigned max_mig_devices = 0;  // nvmlDeviceGetMaxMigDeviceCount; 0 = no MIG
+  std::span<const MigProfile> mig_profiles{};
 };
+
+// The model's MIG profile of that name ("1g.10gb"), or nullptr.
+const MigProfile* FindMigProfile(const GpuModel& model, std::string_view name);
 
 // Every model the simulator knows, in documentation order.
 std::span<const GpuModel> AllGpuModels();

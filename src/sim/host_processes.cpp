@@ -81,8 +81,11 @@ std::string ReadComm(const std::string& path) {
   return name;
 }
 
-std::vector<unsigned> ResolveDevices(std::string_view list, const std::vector<GpuSpec>& gpus) {
-  std::vector<unsigned> out;
+using Placement = std::pair<unsigned, std::string>;  // (gpu, MIG uuid or "")
+
+std::vector<Placement> ResolveDevices(std::string_view list, const std::vector<GpuSpec>& gpus,
+                                      const std::vector<HostMigDevice>& mig) {
+  std::vector<Placement> out;
   while (!list.empty()) {
     const std::size_t comma = std::min(list.find(','), list.size());
     std::string_view item = list.substr(0, comma);
@@ -93,7 +96,18 @@ std::vector<unsigned> ResolveDevices(std::string_view list, const std::vector<Gp
     unsigned index = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), index);
     if (ec == std::errc() && ptr == item.data() + item.size()) {
-      if (index < gpus.size()) out.push_back(index);
+      if (index < gpus.size()) out.emplace_back(index, "");
+      continue;
+    }
+    if (item.substr(0, 4) == "MIG-") {
+      const HostMigDevice* match = nullptr;
+      bool ambiguous = false;
+      for (const HostMigDevice& m : mig) {
+        if (m.uuid.compare(0, item.size(), item) != 0) continue;
+        ambiguous = match != nullptr;
+        match = &m;
+      }
+      if (match != nullptr && !ambiguous) out.emplace_back(match->gpu, match->uuid);
       continue;
     }
     if (item.substr(0, 4) != "GPU-") continue;
@@ -104,10 +118,14 @@ std::vector<unsigned> ResolveDevices(std::string_view list, const std::vector<Gp
       ambiguous = match.has_value();
       match = g.index;
     }
-    if (match && !ambiguous) out.push_back(*match);
+    if (match && !ambiguous) out.emplace_back(*match, "");
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  // One entry per GPU: the first that names it.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Placement& a, const Placement& b) { return a.first < b.first; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const Placement& a, const Placement& b) { return a.first == b.first; }),
+            out.end());
   return out;
 }
 
@@ -123,6 +141,8 @@ double HostProcessMemoryMib(WorkloadType type) {
       return 40'960;
     case WorkloadType::kSpikes:
       return 8'192;
+    case WorkloadType::kBusyHollow:
+      return 6'144;
     case WorkloadType::kIdle:
       return 512;  // a CUDA context and nothing else
     case WorkloadType::kIdleAllocated:
@@ -133,7 +153,8 @@ double HostProcessMemoryMib(WorkloadType type) {
 
 std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
                                            const std::vector<GpuSpec>& gpus,
-                                           std::string_view machine) {
+                                           std::string_view machine,
+                                           const std::vector<HostMigDevice>& mig) {
   std::vector<HostProcess> found;
   DIR* dir = opendir(proc_root.c_str());
   if (dir == nullptr) return found;
@@ -149,7 +170,10 @@ std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
     HostProcess p;
     if (!DefaultWorkloadSegment(*env.workload, &p.workload)) continue;
     const std::string& list = env.cuda_visible ? *env.cuda_visible : env.slurm_gpus.value_or("");
-    p.gpus = ResolveDevices(list, gpus);
+    for (auto& [gpu, mig_uuid] : ResolveDevices(list, gpus, mig)) {
+      p.gpus.push_back(gpu);
+      p.mig_uuids.push_back(std::move(mig_uuid));
+    }
     if (p.gpus.empty()) continue;
     p.pid = pid;
     p.name = ReadComm(base + "/comm");

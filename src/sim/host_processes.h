@@ -1,9 +1,10 @@
 // Host processes as simulated GPU processes: a real process on this machine that declares
 // GPUWARDEN_SIM_WORKLOAD=<workload type> ("training", "inference", "idle", "memory_bound",
 // "spikes", "idle_allocated") runs, as far as libnvml-sim.so tells, on the GPUs in its
-// CUDA_VISIBLE_DEVICES (else SLURM_JOB_GPUS): global indices ("0,2") or GPU UUIDs (a unique
-// prefix is enough, as CUDA accepts). While it lives, those GPUs show the workload's activity
-// (utilization, memory, power) and list the process (its real pid) among their compute processes.
+// CUDA_VISIBLE_DEVICES (else SLURM_JOB_GPUS): global indices ("0,2"), GPU UUIDs or MIG device
+// UUIDs (a unique prefix is enough, as CUDA accepts). While it lives, those GPUs show the
+// workload's activity (utilization, memory, power) and list the process (its real pid) among their
+// compute processes.
 //
 // Several simulated machines on one real one (test suites running side by side, two demos):
 // GPUWARDEN_SIM_MACHINE names the machine. A process takes part only when its
@@ -31,8 +32,15 @@ struct HostProcess {
   unsigned pid = 0;
   std::string name;  // /proc/<pid>/comm
   WorkloadSegment workload;
-  double memory_mib = 0;       // device memory it holds on each of its GPUs
-  std::vector<unsigned> gpus;  // fleet indices
+  double memory_mib = 0;               // device memory it holds on each of its GPUs
+  std::vector<unsigned> gpus;          // fleet indices
+  std::vector<std::string> mig_uuids;  // per entry of gpus: the MIG device named, "" = whole GPU
+};
+
+// A MIG device a process may name, as it exists when the scan runs.
+struct HostMigDevice {
+  std::string uuid;
+  unsigned gpu = 0;
 };
 
 // Device memory a host process of each workload type holds per GPU (MiB).
@@ -43,7 +51,8 @@ double HostProcessMemoryMib(WorkloadType type);
 // vanished processes are skipped.
 std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
                                            const std::vector<GpuSpec>& gpus,
-                                           std::string_view machine = "");
+                                           std::string_view machine = "",
+                                           const std::vector<HostMigDevice>& mig = {});
 
 }  // namespace gw::sim
 

@@ -58,3 +58,28 @@ bool IsKnownNvmlFunction(std::string_view name) {
 }
 
 }  // namespace gw::sim
+
+namespace gw::sim {
+
+const MigLayout* MigLayoutAt(const GpuSpec& gpu, VirtualUs t_us) {
+  const MigLayout* found = nullptr;
+  for (const MigLayout& layout : gpu.mig) {
+    if (layout.at_us > t_us) break;
+    found = &layout;
+  }
+  return found;
+}
+
+int MigInstanceOf(const MigLayout& layout, const ProcessSpec& process) {
+  const auto n = static_cast<int>(layout.instances.size());
+  if (process.mig_index)
+    return *process.mig_index < layout.instances.size() ? static_cast<int>(*process.mig_index) : -1;
+  for (int i = 0; i < n; ++i) {
+    const MigInstanceSpec& instance = layout.instances[static_cast<std::size_t>(i)];
+    if (!process.mig_profile.empty() && instance.profile->name == process.mig_profile) return i;
+    if (!process.mig_uuid.empty() && instance.uuid == process.mig_uuid) return i;
+  }
+  return -1;
+}
+
+}  // namespace gw::sim

@@ -27,7 +27,15 @@ inline constexpr VirtualUs kForever = INT64_MAX;
 
 enum class ClockMode { kRealtime, kStepped };
 
-enum class WorkloadType { kIdle, kIdleAllocated, kTraining, kInference, kMemoryBound, kSpikes };
+enum class WorkloadType {
+  kIdle,
+  kIdleAllocated,
+  kTraining,
+  kInference,
+  kMemoryBound,
+  kSpikes,
+  kBusyHollow,  // utilization ~100 % from kernels that keep a few SMs busy (launch-bound)
+};
 
 // One segment of a GPU's timeline: from `start_us` until the next segment starts.
 struct WorkloadSegment {
@@ -43,6 +51,13 @@ struct WorkloadSegment {
   VirtualUs period_us = 0;      // spikes: one spike per period
   VirtualUs spike_us = 0;       // spikes: how long each spike lasts
   double spike_memory_mib = 0;  // spikes: extra device memory held during a spike
+  // Profiling (GPM) overrides in percent at the segment's full `util`; negative: the workload
+  // type's default (docs/scenarios.md, "Profiling counters").
+  double sm_active_pct = -1;
+  double sm_occupancy_pct = -1;
+  double tensor_pct = -1;  // HMMA (FP16/BF16 tensor) pipe
+  double dram_pct = -1;
+  double nvlink_pct = -1;  // share of each NVLink link's bandwidth, per direction
 };
 
 struct ProcessSpec {
@@ -53,7 +68,33 @@ struct ProcessSpec {
   VirtualUs stop_us = kForever;
   std::optional<double> sm_util_pct;   // default: an equal share of the GPU's utilization
   std::optional<double> mem_util_pct;  // default: an equal share of the memory utilization
+  // MIG placement (on a MIG-enabled GPU): the instance at this position of the layout's list,
+  // else the first instance of this profile, else the instance with this MIG UUID. Resolved
+  // against the layout in force at each instant; none: the process is on no instance.
+  std::optional<unsigned> mig_index;
+  std::string mig_profile;
+  std::string mig_uuid;
+  // A host process's workload (sim/host_processes.h); scenario processes have none.
+  std::optional<WorkloadSegment> workload;
 };
+
+// One MIG device: a GPU instance with one compute instance spanning it.
+struct MigInstanceSpec {
+  const MigProfile* profile = nullptr;
+  unsigned gpu_instance_id = 0;  // from the placement (docs/scenarios.md, "MIG")
+  unsigned compute_instance_id = 0;
+  std::string uuid;  // "MIG-…"; kept across re-partitions while (id, profile) stays
+  std::optional<WorkloadSegment> workload;  // default: the GPU's timeline
+};
+
+// A GPU's MIG configuration from `at_us` until the next one.
+struct MigLayout {
+  VirtualUs at_us = 0;
+  bool enabled = false;                    // current mode
+  bool pending = false;                    // pending mode (after the next reset)
+  std::vector<MigInstanceSpec> instances;  // in scenario order
+};
+inline constexpr std::size_t kMaxMigLayouts = 200;  // a handle carries the layout's index
 
 enum class FaultType {
   kEccCorrectable,
@@ -68,6 +109,8 @@ enum class FaultType {
   kFallOffBus,
   kXid,
   kHang,
+  kNvLinkDown,
+  kNvLinkErrors,
 };
 
 struct FaultSpec {
@@ -83,6 +126,8 @@ struct FaultSpec {
   unsigned xid = 0;                  // xid fault
   std::string function;              // hang: the NVML function that blocks
   double hang_seconds = 0;           // hang: real seconds; 0 = until nvmlShutdown
+  int link = -1;                     // nvlink faults: the link; -1 = every link (nvlink_errors)
+  VirtualUs xid_period_us = 0;       // nvlink_errors: an XID 74 every period (0: none)
 };
 
 // One GPU of the fleet, after `count:` replication (each replica is its own GpuSpec).
@@ -101,12 +146,16 @@ struct GpuSpec {
   std::vector<WorkloadSegment> workload;  // sorted by start, first at 0
   std::vector<ProcessSpec> processes;
   std::vector<FaultSpec> faults;
+  std::vector<MigLayout> mig;    // sorted by time, the first at 0; empty: MIG disabled
+  bool nvlink_connected = true;  // the model's links are cabled (scenario `nvlink:`)
 };
 
 struct DriverSpec {
   std::string version = "550.127.08";
   int cuda_version = 12040;
   unsigned process_info_v3_stride = 24;  // 32 emulates drivers 535.43-535.86
+  // Functions this driver lacks: they answer NVML_ERROR_FUNCTION_NOT_FOUND (docs/scenarios.md).
+  std::vector<std::string> missing;
 };
 
 struct Scenario {
@@ -150,6 +199,11 @@ bool ParseDurationUs(std::string_view text, VirtualUs* out);
 
 // The NVML function names a hang fault may name (every function in GW_NVML_FUNCTIONS).
 bool IsKnownNvmlFunction(std::string_view name);
+
+// The MIG layout in force at t, or nullptr when the GPU has none (MIG disabled throughout).
+const MigLayout* MigLayoutAt(const GpuSpec& gpu, VirtualUs t_us);
+// Index into layout.instances of the instance a process runs in; -1 for none.
+int MigInstanceOf(const MigLayout& layout, const ProcessSpec& process);
 
 }  // namespace gw::sim
 

@@ -13,102 +13,14 @@
 #include "base/yaml_keys.h"
 #include "sim/noise.h"
 #include "sim/scenario.h"
+#include "sim/scenario_reader.h"
 
 namespace gw::sim {
 namespace {
 
-// Thrown inside the parser only; ParseScenario turns it into an Error value.
-struct ParseFailure {
-  int line;
-  std::string message;
-};
-
-int LineOf(const YAML::Node& node, int fallback) {
-  if (!node.IsDefined()) return fallback;  // a missing key: Mark() would throw
-  const YAML::Mark mark = node.Mark();
-  return mark.line >= 0 ? mark.line + 1 : fallback;
-}
-
-// A map node being read: remembers its line and path for messages, and rejects unknown keys.
-class MapReader {
- public:
-  MapReader(const YAML::Node& node, std::string path, int line,
-            std::initializer_list<std::string_view> allowed)
-      : node_(node), path_(std::move(path)), line_(LineOf(node, line)) {
-    if (!node.IsMap()) Fail(line_, "expected a mapping");
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::string expected;
-        for (std::string_view a : allowed)
-          expected += (expected.empty() ? "" : ", ") + std::string(a);
-        Fail(LineOf(it->first, line_),
-             "unknown key '" + key + "' (expected one of: " + expected + ")");
-      }
-    }
-  }
-
-  [[noreturn]] void Fail(int line, const std::string& what) const {
-    throw ParseFailure{line, (path_.empty() ? "" : path_ + ": ") + what};
-  }
-  [[noreturn]] void Fail(const std::string& key, const std::string& what) const {
-    Fail(LineOf(node_[key], line_), key + ": " + what);
-  }
-
-  bool Has(const std::string& key) const { return static_cast<bool>(node_[key]); }
-  YAML::Node Get(const std::string& key) const { return node_[key]; }
-  int LineOfKey(const std::string& key) const { return LineOf(node_[key], line_); }
-  int line() const { return line_; }
-  const std::string& path() const { return path_; }
-
-  std::string String(const std::string& key, std::string fallback) const {
-    if (!Has(key)) return fallback;
-    const YAML::Node value = node_[key];
-    if (!value.IsScalar()) Fail(key, "expected a string");
-    return value.Scalar();
-  }
-
-  double Number(const std::string& key, double fallback, double min, double max) const {
-    if (!Has(key)) return fallback;
-    const YAML::Node value = node_[key];
-    double number = 0;
-    if (!value.IsScalar() || !YAML::convert<double>::decode(value, number) ||
-        !std::isfinite(number))
-      Fail(key, "expected a number, got '" + (value.IsScalar() ? value.Scalar() : "?") + "'");
-    if (number < min || number > max) {
-      std::ostringstream range;
-      range << "must be between " << min << " and " << max << ", got " << value.Scalar();
-      Fail(key, range.str());
-    }
-    return number;
-  }
-
-  std::uint64_t Unsigned(const std::string& key, std::uint64_t fallback, std::uint64_t max) const {
-    if (!Has(key)) return fallback;
-    const YAML::Node value = node_[key];
-    std::uint64_t number = 0;
-    const std::string text = value.IsScalar() ? value.Scalar() : "";
-    if (text.empty() || text[0] == '-' || !YAML::convert<std::uint64_t>::decode(value, number))
-      Fail(key, "expected a non-negative integer, got '" + text + "'");
-    if (number > max) Fail(key, "must be at most " + std::to_string(max) + ", got " + text);
-    return number;
-  }
-
-  VirtualUs Duration(const std::string& key, VirtualUs fallback) const {
-    if (!Has(key)) return fallback;
-    const YAML::Node value = node_[key];
-    VirtualUs us = 0;
-    if (!value.IsScalar() || !ParseDurationUs(value.Scalar(), &us))
-      Fail(key, "expected a duration such as 30s, 500ms, 2m or 1h30m, got '" +
-                    (value.IsScalar() ? value.Scalar() : "?") + "'");
-    return us;
-  }
-
- private:
-  YAML::Node node_;
-  std::string path_;
-  int line_;
-};
+using parse::LineOf;
+using parse::MapReader;
+using parse::ParseFailure;
 
 struct WorkloadDefaults {
   std::string_view name;
@@ -123,21 +35,29 @@ constexpr WorkloadDefaults kWorkloadTypes[] = {
     {"inference", WorkloadType::kInference, 85, 40, 3, 2, 0.4},
     {"memory_bound", WorkloadType::kMemoryBound, 35, 90, 0, 0, 0},
     {"spikes", WorkloadType::kSpikes, 100, 95, 10, 8, 0},
+    {"busy_but_hollow", WorkloadType::kBusyHollow, 99, 4, 0, 0, 0},
 };
+
+const WorkloadDefaults* FindWorkloadType(std::string name) {
+  for (char& c : name)
+    if (c == '-') c = '_';
+  for (const WorkloadDefaults& d : kWorkloadTypes)
+    if (d.name == name) return &d;
+  return nullptr;
+}
 
 WorkloadSegment ParseSegment(const YAML::Node& node, const std::string& path, int line) {
   MapReader r(node, path, line,
               {"at", "type", "util", "mem_util", "base_util", "base_mem_util", "enc_util",
-               "dec_util", "duty", "period", "spike_duration", "spike_memory_mib"});
+               "dec_util", "duty", "period", "spike_duration", "spike_memory_mib", "sm_active",
+               "sm_occupancy", "tensor_active", "dram_active", "nvlink_util"});
   if (!r.Has("type")) r.Fail(r.line(), "missing key 'type'");
   const std::string type = r.String("type", "");
-  const WorkloadDefaults* defaults = nullptr;
-  for (const WorkloadDefaults& d : kWorkloadTypes)
-    if (d.name == type) defaults = &d;
+  const WorkloadDefaults* defaults = FindWorkloadType(type);
   if (defaults == nullptr)
-    r.Fail("type",
-           "unknown workload type '" + type +
-               "' (expected idle, idle_allocated, training, inference, memory_bound, spikes)");
+    r.Fail("type", "unknown workload type '" + type +
+                       "' (expected idle, idle_allocated, training, inference, memory_bound, "
+                       "spikes, busy_but_hollow)");
   WorkloadSegment s;
   s.type = defaults->type;
   s.start_us = r.Duration("at", 0);
@@ -151,14 +71,21 @@ WorkloadSegment ParseSegment(const YAML::Node& node, const std::string& path, in
   s.period_us = r.Duration("period", 5'000'000);
   s.spike_us = r.Duration("spike_duration", 300'000);
   s.spike_memory_mib = r.Number("spike_memory_mib", 4096, 0, 1e7);
+  s.sm_active_pct = r.Number("sm_active", -1, 0, 100);
+  s.sm_occupancy_pct = r.Number("sm_occupancy", -1, 0, 100);
+  s.tensor_pct = r.Number("tensor_active", -1, 0, 100);
+  s.dram_pct = r.Number("dram_active", -1, 0, 100);
+  s.nvlink_pct = r.Number("nvlink_util", -1, 0, 100);
   if (s.type == WorkloadType::kSpikes && (s.period_us <= 0 || s.spike_us >= s.period_us))
     r.Fail(r.line(), "spike_duration must be shorter than period");
   return s;
 }
 
-ProcessSpec ParseProcess(const YAML::Node& node, const std::string& path, int line) {
-  MapReader r(node, path, line,
-              {"pid", "name", "memory_mib", "start", "stop", "sm_util", "mem_util"});
+ProcessSpec ParseProcess(const YAML::Node& node, const std::string& path, int line,
+                         const GpuModel& model) {
+  MapReader r(
+      node, path, line,
+      {"pid", "name", "memory_mib", "start", "stop", "sm_util", "mem_util", "mig_instance"});
   if (!r.Has("pid")) r.Fail(r.line(), "missing key 'pid'");
   ProcessSpec p;
   p.pid = static_cast<unsigned>(r.Unsigned("pid", 0, 4'000'000'000U));
@@ -169,6 +96,17 @@ ProcessSpec ParseProcess(const YAML::Node& node, const std::string& path, int li
   if (p.stop_us <= p.start_us) r.Fail("stop", "must be later than start");
   if (r.Has("sm_util")) p.sm_util_pct = r.Number("sm_util", 0, 0, 100);
   if (r.Has("mem_util")) p.mem_util_pct = r.Number("mem_util", 0, 0, 100);
+  if (r.Has("mig_instance")) {
+    const std::string where = r.String("mig_instance", "");
+    if (model.max_mig_devices == 0)
+      r.Fail("mig_instance", std::string(model.nvml_name) + " has no MIG");
+    if (where.rfind("MIG-", 0) == 0)
+      p.mig_uuid = where;
+    else if (FindMigProfile(model, where) != nullptr)
+      p.mig_profile = where;
+    else
+      p.mig_index = static_cast<unsigned>(r.Unsigned("mig_instance", 0, model.max_mig_devices - 1));
+  }
   return p;
 }
 
@@ -193,6 +131,10 @@ const FaultKind kFaultKinds[] = {
     {"fall_off_bus", FaultType::kFallOffBus, {"type", "at"}},
     {"xid", FaultType::kXid, {"type", "at", "code"}},
     {"hang", FaultType::kHang, {"type", "at", "function", "seconds"}},
+    {"nvlink_down", FaultType::kNvLinkDown, {"type", "at", "duration", "link", "xid"}},
+    {"nvlink_errors",
+     FaultType::kNvLinkErrors,
+     {"type", "at", "duration", "link", "rate_per_second", "xid_every"}},
 };
 
 FaultSpec ParseFault(const YAML::Node& node, const std::string& path, int line,
@@ -217,8 +159,13 @@ FaultSpec ParseFault(const YAML::Node& node, const std::string& path, int line,
   f.at_us = r.Duration("at", 0);
   f.duration_us = r.Duration(r.Has("pending_for") ? "pending_for" : "duration", kForever);
   if (r.Has("duration") && f.duration_us == 0) f.duration_us = kForever;  // 0 = forever
-  f.rate = r.Number(f.type == FaultType::kPcieReplays ? "rate_per_minute" : "rate_per_hour",
-                    f.type == FaultType::kPcieReplays ? 6 : 10, 0.001, 3.6e6);
+  f.rate = r.Number(f.type == FaultType::kPcieReplays    ? "rate_per_minute"
+                    : f.type == FaultType::kNvLinkErrors ? "rate_per_second"
+                                                         : "rate_per_hour",
+                    f.type == FaultType::kPcieReplays    ? 6
+                    : f.type == FaultType::kNvLinkErrors ? 100
+                                                         : 10,
+                    0.001, 3.6e6);
   f.count = static_cast<unsigned>(r.Unsigned(r.Has("rows")    ? "rows"
                                              : r.Has("pages") ? "pages"
                                                               : "count",
@@ -233,7 +180,14 @@ FaultSpec ParseFault(const YAML::Node& node, const std::string& path, int line,
     r.Fail(r.LineOfKey("limit_w"),
            "power_cap needs limit_w between " + std::to_string(model.power_min_w) + " and " +
                std::to_string(model.power_max_w) + " W for " + std::string(model.nvml_name));
-  f.xid = static_cast<unsigned>(r.Unsigned("code", 0, 1000));
+  f.xid = static_cast<unsigned>(r.Unsigned(r.Has("xid") ? "xid" : "code", 0, 1000));
+  if (f.type == FaultType::kNvLinkDown || f.type == FaultType::kNvLinkErrors) {
+    if (model.nvlinks == 0) r.Fail(r.line(), std::string(model.nvml_name) + " has no NVLink");
+    if (f.type == FaultType::kNvLinkDown && !r.Has("link"))
+      r.Fail(r.line(), "nvlink_down needs 'link' (0-" + std::to_string(model.nvlinks - 1) + ")");
+    if (r.Has("link")) f.link = static_cast<int>(r.Unsigned("link", 0, model.nvlinks - 1));
+    f.xid_period_us = r.Duration("xid_every", 10'000'000);
+  }
   if (f.type == FaultType::kXid && f.xid == 0) r.Fail(r.line(), "xid needs a 'code' (1-1000)");
   f.function = r.String("function", "");
   if (f.type == FaultType::kHang && !IsKnownNvmlFunction(f.function))
@@ -257,14 +211,7 @@ FaultSpec ParseFault(const YAML::Node& node, const std::string& path, int line,
 constexpr unsigned kHgxBuses[8] = {0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB};
 
 std::string MakeUuid(std::uint64_t seed, unsigned index) {
-  const std::uint64_t a = Mix(seed, index, 0x55, 1);
-  const std::uint64_t b = Mix(seed, index, 0x55, 2);
-  char text[64];
-  std::snprintf(text, sizeof text, "GPU-%08x-%04x-%04x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xFFFF),
-                static_cast<unsigned>(0x4000 | (a & 0x0FFF)), static_cast<unsigned>(b >> 48),
-                static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFULL));
-  return text;
+  return parse::MakeUuid("GPU-", Mix(seed, index, 0x55, 1), Mix(seed, index, 0x55, 2));
 }
 
 std::string MakeSerial(std::uint64_t seed, unsigned index) {
@@ -282,10 +229,10 @@ bool ParsePciBusId(const std::string& text, unsigned* domain, unsigned* bus) {
 }
 
 void ParseGpu(const YAML::Node& node, const std::string& path, int line, double fleet_ambient,
-              Scenario* scenario) {
+              bool nvlink_connected, Scenario* scenario) {
   MapReader r(node, path, line,
               {"model", "count", "uuid", "serial", "pci_bus_id", "power_limit_w", "ambient_c",
-               "loop", "aggregate_ecc", "workload", "processes", "faults"});
+               "loop", "aggregate_ecc", "workload", "processes", "faults", "mig"});
   if (!r.Has("model")) r.Fail(r.line(), "missing key 'model'");
   const std::string model_name = r.String("model", "");
   GpuSpec gpu;
@@ -332,12 +279,20 @@ void ParseGpu(const YAML::Node& node, const std::string& path, int line, double 
     r.Fail("loop", "must be longer than the last workload segment's start");
   const YAML::Node processes = sequence("processes");
   for (std::size_t i = 0; processes && i < processes.size(); ++i)
-    gpu.processes.push_back(ParseProcess(
-        processes[i], path + ".processes[" + std::to_string(i) + "]", r.LineOfKey("processes")));
+    gpu.processes.push_back(ParseProcess(processes[i],
+                                         path + ".processes[" + std::to_string(i) + "]",
+                                         r.LineOfKey("processes"), model));
   const YAML::Node faults = sequence("faults");
   for (std::size_t i = 0; faults && i < faults.size(); ++i)
     gpu.faults.push_back(ParseFault(faults[i], path + ".faults[" + std::to_string(i) + "]",
                                     r.LineOfKey("faults"), model));
+  if (r.Has("mig")) gpu.mig = parse::ParseMig(r.Get("mig"), path + ".mig", r.line(), model);
+  gpu.nvlink_connected = nvlink_connected;
+  bool explicit_mig_uuid = false;
+  for (const MigLayout& layout : gpu.mig)
+    for (const MigInstanceSpec& m : layout.instances) explicit_mig_uuid |= !m.uuid.empty();
+  if (count > 1 && explicit_mig_uuid)
+    r.Fail("mig", "MIG uuids are per GPU: not allowed with count > 1");
   const std::string uuid = r.String("uuid", "");
   if (r.Has("uuid") && (uuid.rfind("GPU-", 0) != 0 || uuid.size() < 8))
     r.Fail("uuid", "expected GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
@@ -352,15 +307,37 @@ void ParseGpu(const YAML::Node& node, const std::string& path, int line, double 
     replica.pci_domain = r.Has("pci_bus_id") ? domain : replica.index / 8;
     replica.pci_bus = r.Has("pci_bus_id") ? bus : kHgxBuses[replica.index % 8];
     for (ProcessSpec& p : replica.processes) p.pid += k;
+    parse::AssignMigUuids(scenario->seed, &replica);
     scenario->gpus.push_back(std::move(replica));
   }
+}
+
+// driver.missing: NVML functions this driver lacks. Only calls on a device and the GPM calls
+// can be missing (the others are needed to reach a device at all).
+std::vector<std::string> ParseMissing(const MapReader& d) {
+  const YAML::Node list = d.Get("missing");
+  if (!list.IsSequence()) d.Fail("missing", "expected a list of NVML function names");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string name = list[i].IsScalar() ? list[i].Scalar() : "";
+    const bool reachable =
+        name.rfind("nvmlGpm", 0) == 0 ||
+        (name.rfind("nvmlDevice", 0) == 0 && name.rfind("nvmlDeviceGetCount", 0) != 0 &&
+         name.rfind("nvmlDeviceGetHandleByIndex", 0) != 0);
+    if (!IsKnownNvmlFunction(name) || !reachable)
+      throw ParseFailure{LineOf(list[i], d.line()),
+                         "driver.missing[" + std::to_string(i) + "]: '" + name +
+                             "' is not an NVML function on a device or a GPM function"};
+    names.push_back(name);
+  }
+  return names;
 }
 
 Scenario ParseDocument(const YAML::Node& root, const std::string& file_label,
                        std::int64_t default_start_s) {
   MapReader r(root, "", 1,
               {"name", "description", "seed", "start_time", "clock", "speed", "ambient_c", "driver",
-               "gpus", "host_processes", "host_scan_interval", "host_proc_root"});
+               "gpus", "host_processes", "host_scan_interval", "host_proc_root", "nvlink"});
   Scenario s;
   const std::string stem = file_label.substr(file_label.find_last_of('/') + 1);
   s.name = r.String("name", stem.substr(0, stem.rfind(".yaml")));
@@ -386,19 +363,29 @@ Scenario ParseDocument(const YAML::Node& root, const std::string& file_label,
   s.host_proc_root = r.String("host_proc_root", "/proc");
   if (r.Has("driver")) {
     MapReader d(r.Get("driver"), "driver", r.LineOfKey("driver"),
-                {"version", "cuda_version", "process_info_v3_stride"});
+                {"version", "cuda_version", "process_info_v3_stride", "missing"});
     s.driver.version = d.String("version", s.driver.version);
     s.driver.cuda_version = static_cast<int>(d.Unsigned("cuda_version", 12040, 99999));
     s.driver.process_info_v3_stride =
         static_cast<unsigned>(d.Unsigned("process_info_v3_stride", 24, 32));
     if (s.driver.process_info_v3_stride != 24 && s.driver.process_info_v3_stride != 32)
       d.Fail("process_info_v3_stride", "must be 24 (correct) or 32 (the 535.43-535.86 bug)");
+    if (d.Has("missing")) s.driver.missing = ParseMissing(d);
+  }
+  bool nvlink_connected = true;
+  if (r.Has("nvlink")) {
+    MapReader n(r.Get("nvlink"), "nvlink", r.LineOfKey("nvlink"), {"topology"});
+    const std::string topology = n.String("topology", "hgx");
+    if (topology != "hgx" && topology != "none")
+      n.Fail("topology", "expected hgx or none, got '" + topology + "'");
+    nvlink_connected = topology == "hgx";
   }
   const YAML::Node gpus = r.Get("gpus");
   if (!gpus || !gpus.IsSequence() || gpus.size() == 0)
     r.Fail(r.LineOfKey("gpus"), "'gpus' must be a non-empty list");
   for (std::size_t i = 0; i < gpus.size(); ++i)
-    ParseGpu(gpus[i], "gpus[" + std::to_string(i) + "]", r.LineOfKey("gpus"), ambient, &s);
+    ParseGpu(gpus[i], "gpus[" + std::to_string(i) + "]", r.LineOfKey("gpus"), ambient,
+             nvlink_connected, &s);
   if (s.gpus.size() > 4096) r.Fail(r.LineOfKey("gpus"), "at most 4096 GPUs");
   return s;
 }
@@ -406,11 +393,8 @@ Scenario ParseDocument(const YAML::Node& root, const std::string& file_label,
 }  // namespace
 
 bool DefaultWorkloadSegment(std::string_view type, WorkloadSegment* segment) {
-  std::string name(type);
-  for (char& c : name)
-    if (c == '-') c = '_';
-  for (const WorkloadDefaults& d : kWorkloadTypes) {
-    if (d.name != name) continue;
+  if (const WorkloadDefaults* found = FindWorkloadType(std::string(type))) {
+    const WorkloadDefaults& d = *found;
     WorkloadSegment s;
     s.type = d.type;
     s.util_pct = d.util;

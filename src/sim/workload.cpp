@@ -74,6 +74,12 @@ Activity SegmentActivity(const GpuSpec& gpu, std::uint64_t seed, VirtualUs t_us,
       pcie_rx_full = 60'000;
       pcie_tx_full = 9'000;
       break;
+    case WorkloadType::kBusyHollow:
+      a.util_pct = Clamp(s.util_pct + jitter(kUtil, 1));
+      a.mem_util_pct = Clamp(s.mem_util_pct + jitter(kMemUtil, 1));
+      pcie_rx_full = 300;
+      pcie_tx_full = 200;
+      break;
     case WorkloadType::kSpikes: {
       const VirtualUs phase = (local - s.start_us) % s.period_us;
       const bool spike = phase < s.spike_us;
@@ -91,6 +97,10 @@ Activity SegmentActivity(const GpuSpec& gpu, std::uint64_t seed, VirtualUs t_us,
   }
   a.pcie_rx_kbps = 12 + pcie_rx_full * a.util_pct * (1 + jitter(kPcieRx, 5) / 100);
   a.pcie_tx_kbps = 8 + pcie_tx_full * a.util_pct * (1 + jitter(kPcieTx, 5) / 100);
+  a.gpm = ProfileOf(s, a.util_pct, a.mem_util_pct);
+  a.nvlink_share = NvLinkShareOf(s, a.util_pct);
+  a.power_util_pct =
+      s.type == WorkloadType::kBusyHollow ? std::min(100.0, a.gpm[kGpmSm] + 15) : a.util_pct;
   return a;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "sim/gpm.h"
 #include "sim/scenario.h"
 
 namespace gw::sim {
@@ -20,6 +21,10 @@ struct Activity {
   double extra_memory_mib = 0;  // transient allocations beyond the processes' (spikes)
   double pcie_rx_kbps = 0;      // host -> device
   double pcie_tx_kbps = 0;      // device -> host
+  // What drives power: util_pct, except busy-but-hollow work (busy on a few SMs).
+  double power_util_pct = 0;
+  GpmPercents gpm{};        // profiling: percent per GPM channel (sim/gpm.h)
+  double nvlink_share = 0;  // share of each NVLink link's bandwidth, per direction
 };
 
 // Maps virtual time onto the GPU's timeline (applies `loop:`).

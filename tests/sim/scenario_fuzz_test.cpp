@@ -12,7 +12,7 @@ TEST(ScenarioFuzz, MutantsOfEveryShippedScenarioAreAcceptedOrRefusedWithALine) {
   gw::testing::Mutator mutator(7);
   int refused = 0, tried = 0;
   for (const EmbeddedScenario& scenario : EmbeddedScenarios()) {
-    if (scenario.name == "fleet-1024") continue;  // large; the others cover the same keys
+    if (scenario.name.starts_with("fleet-1024")) continue;  // large; the others cover the same keys
     std::string text(scenario.text);
     for (int i = 0; i < 150; ++i, ++tried) {
       std::string mutant = mutator.Mutate(text);
