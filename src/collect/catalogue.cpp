@@ -15,19 +15,11 @@ const std::array<SlotInfo, kSlotCount> kSlots = {{
 #undef GW_SLOT_ROW
 }};
 
-const std::array<Family, 4> kDynamicFamilies = {{
-    {"gpu_info", MetricType::kGauge, "",
-     "GPU identity: name, serial, PCI bus id, driver, NVML and CUDA driver versions (value 1).",
-     "nvmlDeviceGetName/Serial/PciInfo_v3, nvmlSystemGet*Version"},
-    {"gpu_xid_errors_total", MetricType::kCounter, "",
-     "XID errors reported by the driver, by XID code, since gpuwarden started.",
-     "nvmlEventSetWait_v2 (XidCriticalError)"},
-    {"gpu_process_memory_bytes", MetricType::kGauge, "bytes",
-     "Device memory used by one process (only with per_process_metrics: true).",
-     "nvmlDeviceGetComputeRunningProcesses_v3"},
-    {"gpu_process_sm_utilization_ratio", MetricType::kGauge, "ratio",
-     "SM utilization of one process (only with per_process_metrics: true).",
-     "nvmlDeviceGetProcessUtilization"},
+const std::array<Family, kDynamicCount> kDynamicFamilies = {{
+#define GW_DYNAMIC_ROW(id, name, type, unit, help, source) \
+  {name, MetricType::type, unit, help, source},
+    GW_DYNAMIC_FAMILIES(GW_DYNAMIC_ROW)
+#undef GW_DYNAMIC_ROW
 }};
 
 Slot ClockEventActiveSlot(size_t reason_index) {

@@ -323,7 +323,77 @@ Slot ClockEventActiveSlot(size_t reason_index);
 Slot ClockEventSecondsSlot(size_t reason_index);
 
 // Families rendered from dynamic data (name, type, help), for docs and the catalogue test.
-extern const std::array<Family, 4> kDynamicFamilies;
+// Per MIG instance (labels gpu, uuid, mig_instance, mig_profile): gpu_mig_*, named apart from the
+// gpu_* families so that a sum over gpu_* never counts an instance twice. Per NVLink link (labels
+// gpu, uuid, link): gpu_nvlink_link_*.
+#define GW_DYNAMIC_FAMILIES(X)                                                                    \
+  X(Info, "gpu_info", kGauge, "",                                                                 \
+    "GPU identity: name, serial, PCI bus id, driver, NVML and CUDA driver versions (value 1).",   \
+    "nvmlDeviceGetName/Serial/PciInfo_v3, nvmlSystemGet*Version")                                 \
+  X(Xid, "gpu_xid_errors_total", kCounter, "",                                                    \
+    "XID errors reported by the driver, by XID code, since gpuwarden started.",                   \
+    "nvmlEventSetWait_v2 (XidCriticalError)")                                                     \
+  X(ProcessMemory, "gpu_process_memory_bytes", kGauge, "bytes",                                   \
+    "Device memory used by one process (only with per_process_metrics: true).",                   \
+    "nvmlDeviceGetComputeRunningProcesses_v3")                                                    \
+  X(ProcessSm, "gpu_process_sm_utilization_ratio", kGauge, "ratio",                               \
+    "SM utilization of one process (only with per_process_metrics: true).",                       \
+    "nvmlDeviceGetProcessUtilization")                                                            \
+  X(MigInfo, "gpu_mig_info", kGauge, "",                                                          \
+    "One MIG instance: its MIG UUID and compute instance (value 1).",                             \
+    "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetUUID/Name (MIG)")                          \
+  X(MigSliceRatio, "gpu_mig_slice_ratio", kGauge, "ratio",                                        \
+    "The instance's share of its GPU: compute slices / the GPU's maximum MIG device count.",      \
+    "the MIG profile, nvmlDeviceGetMaxMigDeviceCount")                                            \
+  X(MigMemoryTotal, "gpu_mig_memory_total_bytes", kGauge, "bytes", "MIG instance memory, total.", \
+    "nvmlDeviceGetMemoryInfo (MIG)")                                                              \
+  X(MigMemoryUsed, "gpu_mig_memory_used_bytes", kGauge, "bytes", "MIG instance memory in use.",   \
+    "nvmlDeviceGetMemoryInfo (MIG)")                                                              \
+  X(MigMemoryFree, "gpu_mig_memory_free_bytes", kGauge, "bytes", "MIG instance memory free.",     \
+    "nvmlDeviceGetMemoryInfo (MIG)")                                                              \
+  X(MigProcesses, "gpu_mig_processes", kGauge, "", "Compute processes in the MIG instance.",      \
+    "nvmlDeviceGetComputeRunningProcesses (MIG)")                                                 \
+  X(MigGraphicsActive, "gpu_mig_graphics_active_ratio", kGauge, "ratio",                          \
+    "Fraction of time the instance's graphics or compute engine was busy (GPM).",                 \
+    "nvmlGpmMigSampleGet, nvmlGpmMetricsGet(GRAPHICS_UTIL)")                                      \
+  X(MigSmActive, "gpu_mig_sm_active_ratio", kGauge, "ratio",                                      \
+    "Fraction of the instance's SMs busy (GPM).",                                                 \
+    "nvmlGpmMigSampleGet, nvmlGpmMetricsGet(SM_UTIL)")                                            \
+  X(MigSmOccupancy, "gpu_mig_sm_occupancy_ratio", kGauge, "ratio",                                \
+    "Resident warps as a fraction of the instance's SMs' maximum (GPM).",                         \
+    "nvmlGpmMigSampleGet, nvmlGpmMetricsGet(SM_OCCUPANCY)")                                       \
+  X(MigTensorActive, "gpu_mig_tensor_active_ratio", kGauge, "ratio",                              \
+    "Fraction of time a tensor pipe of the instance was busy (GPM), any or by kind.",             \
+    "nvmlGpmMigSampleGet, nvmlGpmMetricsGet(*_TENSOR_UTIL)")                                      \
+  X(MigPipeActive, "gpu_mig_pipe_active_ratio", kGauge, "ratio",                                  \
+    "Fraction of time an FP16, FP32, FP64 or integer pipe of the instance was busy (GPM).",       \
+    "nvmlGpmMigSampleGet, nvmlGpmMetricsGet(FP16/FP32/FP64/INTEGER_UTIL)")                        \
+  X(MigDramActive, "gpu_mig_dram_active_ratio", kGauge, "ratio",                                  \
+    "Fraction of the instance's memory bandwidth used (GPM).",                                    \
+    "nvmlGpmMigSampleGet, nvmlGpmMetricsGet(DRAM_BW_UTIL)")                                       \
+  X(NvlinkLinkUp, "gpu_nvlink_link_up", kGauge, "", "1 if the NVLink link is active, 0 if down.", \
+    "nvmlDeviceGetFieldValues(NVLINK_GET_STATE)")                                                 \
+  X(NvlinkLinkErrors, "gpu_nvlink_link_errors_total", kCounter, "",                               \
+    "Errors on one NVLink link, by kind, since the driver loaded.",                               \
+    "nvmlDeviceGetFieldValues(NVLINK_ERROR_DL_REPLAY/RECOVERY/CRC)")                              \
+  X(NvlinkLinkTxRate, "gpu_nvlink_link_transmit_bytes_per_second", kGauge, "",                    \
+    "Transmit throughput of one NVLink link (GPM, links 0-17).",                                  \
+    "nvmlGpmMetricsGet(NVLINK_Ln_TX_PER_SEC)")                                                    \
+  X(NvlinkLinkRxRate, "gpu_nvlink_link_receive_bytes_per_second", kGauge, "",                     \
+    "Receive throughput of one NVLink link (GPM, links 0-17).",                                   \
+    "nvmlGpmMetricsGet(NVLINK_Ln_RX_PER_SEC)")
+
+enum class Dynamic : uint8_t {
+#define GW_DYNAMIC_ENUM(id, ...) k##id,
+  GW_DYNAMIC_FAMILIES(GW_DYNAMIC_ENUM)
+#undef GW_DYNAMIC_ENUM
+      kCount
+};
+inline constexpr size_t kDynamicCount = static_cast<size_t>(Dynamic::kCount);
+extern const std::array<Family, kDynamicCount> kDynamicFamilies;
+inline const Family& DynamicFamily(Dynamic d) {
+  return kDynamicFamilies[static_cast<size_t>(d)];
+}
 
 // What an XID means and what to do about it (docs/nvml-notes.md, "Events and XIDs"); "" if unknown.
 std::string_view XidMeaning(unsigned xid);

@@ -97,6 +97,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   // ---- events (xid_mu) -------------------------------------------------------------------
   std::mutex xid_mu;
   std::vector<std::vector<std::pair<unsigned, uint64_t>>> xids;  // per GPU
+  std::vector<char> mig_changed;  // per GPU: a MigConfigChange event since the last cycle
   uint64_t xid_events = 0;
   nvmlEventSet_t event_set = nullptr;
 
@@ -123,10 +124,10 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   }
 
   // CallGuard: every NVML read of a GPU goes through here (see gpu_reader.h).
-  bool Enter(size_t gpu, Call call) override {
+  bool Enter(size_t gpu, Call call, SteadyClock::time_point start) override {
     std::lock_guard<std::mutex> lock(own_mu);
     if (hung[gpu][static_cast<size_t>(call)]) return false;
-    inflight = {true, gpu, call, SteadyClock::now()};
+    inflight = {true, gpu, call, start};
     return true;
   }
   void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) override {
@@ -195,6 +196,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     {
       std::lock_guard<std::mutex> lock(xid_mu);
       xids.assign(gpus.size(), {});
+      mig_changed.assign(gpus.size(), 0);
     }
     log->Info("NVML " + stats.nvml_version + ", driver " + stats.driver_version + " (" +
               library->path() + "): " + std::to_string(gpus.size()) + " GPU(s)" + summary);
@@ -220,7 +222,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     }
     const unsigned long long wanted = nvmlEventTypeXidCriticalError |
                                       nvmlEventTypeSingleBitEccError |
-                                      nvmlEventTypeDoubleBitEccError;
+                                      nvmlEventTypeDoubleBitEccError | nvmlEventTypeMigConfigChange;
     for (GpuReader& g : gpus) {
       unsigned long long supported = wanted;
       if (api.nvmlDeviceGetSupportedEventTypes &&
@@ -283,6 +285,26 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     }
     if (data.eventType & nvmlEventTypeDoubleBitEccError)
       log->Error(who + ": uncorrectable (double-bit) ECC error");
+    if (data.eventType & nvmlEventTypeMigConfigChange) {
+      {
+        std::lock_guard<std::mutex> lock(xid_mu);
+        mig_changed[gi] = 1;
+      }
+      log->Info(who + ": MIG layout changed; enumerating its instances again");
+    }
+  }
+
+  // GPUs whose MIG layout changed (events) are enumerated again before the next fast cycle.
+  void RescanChangedMig() {
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      bool changed;
+      {
+        std::lock_guard<std::mutex> lock(xid_mu);
+        changed = mig_changed[i] != 0;
+        mig_changed[i] = 0;
+      }
+      if (changed) gpus[i].RescanMig();
+    }
   }
 
   // ---- the schedule ----------------------------------------------------------------------
@@ -302,6 +324,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     ApplyRecoveries();
     bool fast = now >= next_fast, slow = now >= next_slow;
     bool peak = options.memory_peak_interval_s > 0 && now >= next_peak;
+    if (fast || slow) RescanChangedMig();
     if (slow) {
       auto t0 = SteadyClock::now();
       for (GpuReader& g : gpus) {

@@ -3,7 +3,11 @@
 // One worker thread owns every NVML call that reads a GPU. It runs three schedules:
 //   fast  (default 1 s):  utilization, memory, temperatures, power, energy, clocks, clock-event
 //                         reasons, pstate, fan, and the peaks of NVML's sample buffers;
-//   slow  (default 10 s): thresholds, limits, ECC, retired pages, remapped rows, PCIe, processes;
+//                         T.Limit temperature margins, GPM profiling counters (per GPU and per
+//                         MIG instance), MIG instances' memory;
+//   slow  (default 10 s): thresholds, limits, ECC, retired pages, remapped rows, PCIe, processes,
+//                         MIG mode and instances (also right after a MigConfigChange event),
+//                         NVLink links, states and counters;
 //   peak  (default 250 ms, 0 = off): memory used, sub-sampled so a transient spike between two
 //                         fast cycles still shows in gpu_memory_used_peak_bytes.
 // XID and ECC events arrive through NVML's event API on a second thread that only waits for
@@ -38,6 +42,9 @@ struct CollectorOptions {
   double memory_peak_interval_s = 0.25;  // 0 disables the sub-sampler
   double call_timeout_s = 5.0;           // watchdog: a call slower than this is "hung"
   bool per_process_metrics = false;      // per-pid series (cardinality: opt-in)
+  // GPM profiling counters (SM activity, tensor pipes, …) where nvmlGpmQueryDeviceSupport says
+  // the GPU has them; false never samples GPM.
+  bool gpm = true;
   // Stepped mode (simulator only): time moves only through Collector::Advance.
   bool stepped = false;
   // Stepped mode: the Unix time of virtual t = 0 in snapshots; 0 = the wall clock at discovery.

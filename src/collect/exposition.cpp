@@ -34,6 +34,110 @@ void BeginFamily(expo::Writer* w, const Family& f) {
   w->Family(f.name, TypeOf(f.type), f.help, f.unit);
 }
 
+// The gpu_mig_* families: one series per MIG instance (labels gpu, uuid, mig_instance,
+// mig_profile, preformatted in label_text).
+void WriteMig(const Snapshot& snap, expo::Writer* w) {
+  bool any = false;
+  for (const GpuSnapshot& gpu : snap.gpus) any |= !gpu.mig.empty();
+  if (!any) return;
+  char number[16];
+  auto text = [&](unsigned v) {
+    auto [end, ec] = std::to_chars(number, number + sizeof number, v);
+    return std::string_view(number, end - number);
+  };
+  BeginFamily(w, DynamicFamily(Dynamic::kMigInfo));
+  for (const GpuSnapshot& gpu : snap.gpus)
+    for (const MigInstanceSnapshot& m : gpu.mig)
+      w->Sample()
+          .Escaped(m.label_text)
+          .Label("mig_uuid", m.uuid)
+          .Label("compute_instance", text(m.compute_instance_id))
+          .Value(1);
+
+  // A family of per-instance values, each instance's value from `get` (absent ones left out).
+  auto family = [&](Dynamic d, auto get) {
+    bool header = false;
+    for (const GpuSnapshot& gpu : snap.gpus)
+      for (const MigInstanceSnapshot& m : gpu.mig) {
+        const double v = get(m);
+        if (IsAbsent(v)) continue;
+        if (!header) BeginFamily(w, DynamicFamily(d));
+        header = true;
+        w->Sample().Escaped(m.label_text).Value(v);
+      }
+  };
+  family(Dynamic::kMigSliceRatio, [](const MigInstanceSnapshot& m) { return m.slice_ratio; });
+  family(Dynamic::kMigMemoryTotal,
+         [](const MigInstanceSnapshot& m) { return m.memory_total_bytes; });
+  family(Dynamic::kMigMemoryUsed, [](const MigInstanceSnapshot& m) { return m.memory_used_bytes; });
+  family(Dynamic::kMigMemoryFree, [](const MigInstanceSnapshot& m) { return m.memory_free_bytes; });
+  family(Dynamic::kMigProcesses,
+         [](const MigInstanceSnapshot& m) { return static_cast<double>(m.processes.size()); });
+
+  // The GPM families: the GPU-level family of each signal, renamed gpu_mig_*, with its pipe label.
+  static constexpr std::pair<FamilyId, Dynamic> kMigGpm[] = {
+      {FamilyId::kGraphicsActive, Dynamic::kMigGraphicsActive},
+      {FamilyId::kSmActive, Dynamic::kMigSmActive},
+      {FamilyId::kSmOccupancy, Dynamic::kMigSmOccupancy},
+      {FamilyId::kTensorActive, Dynamic::kMigTensorActive},
+      {FamilyId::kPipeActive, Dynamic::kMigPipeActive},
+      {FamilyId::kDramActive, Dynamic::kMigDramActive},
+  };
+  for (const auto& [gpu_family, mig_family] : kMigGpm) {
+    bool header = false;
+    for (const GpuSnapshot& gpu : snap.gpus)
+      for (const MigInstanceSnapshot& m : gpu.mig)
+        for (size_t g = 0; g < kGpmCount; ++g) {
+          const SlotInfo& slot = kSlots[static_cast<size_t>(kGpmSlots[g])];
+          if (slot.family != gpu_family || IsAbsent(m.gpm[g])) continue;
+          if (!header) BeginFamily(w, DynamicFamily(mig_family));
+          header = true;
+          w->Sample().Escaped(m.label_text).Escaped(slot.labels).Value(m.gpm[g]);
+        }
+  }
+}
+
+// The gpu_nvlink_link_* families: one series per NVLink link (labels gpu, uuid, link).
+void WriteNvLinkLinks(const Snapshot& snap, expo::Writer* w) {
+  char number[16];
+  auto link_text = [&](unsigned v) {
+    auto [end, ec] = std::to_chars(number, number + sizeof number, v);
+    return std::string_view(number, end - number);
+  };
+  auto family = [&](Dynamic d, std::string_view labels, auto get, bool* header) {
+    for (const GpuSnapshot& gpu : snap.gpus)
+      for (const NvLinkSnapshot& l : gpu.nvlinks) {
+        const double v = get(l);
+        if (IsAbsent(v)) continue;
+        if (!*header) BeginFamily(w, DynamicFamily(d));
+        *header = true;
+        w->Sample()
+            .Escaped(gpu.identity.label_text)
+            .Label("link", link_text(l.link))
+            .Escaped(labels)
+            .Value(v);
+      }
+  };
+  bool up = false, errors = false, tx = false, rx = false;
+  family(
+      Dynamic::kNvlinkLinkUp, "", [](const NvLinkSnapshot& l) { return l.up; }, &up);
+  family(
+      Dynamic::kNvlinkLinkErrors, "type=\"replay\"",
+      [](const NvLinkSnapshot& l) { return l.replay_errors; }, &errors);
+  family(
+      Dynamic::kNvlinkLinkErrors, "type=\"recovery\"",
+      [](const NvLinkSnapshot& l) { return l.recovery_errors; }, &errors);
+  family(
+      Dynamic::kNvlinkLinkErrors, "type=\"crc\"",
+      [](const NvLinkSnapshot& l) { return l.crc_errors; }, &errors);
+  family(
+      Dynamic::kNvlinkLinkTxRate, "", [](const NvLinkSnapshot& l) { return l.tx_bytes_per_second; },
+      &tx);
+  family(
+      Dynamic::kNvlinkLinkRxRate, "", [](const NvLinkSnapshot& l) { return l.rx_bytes_per_second; },
+      &rx);
+}
+
 void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Writer* w) {
   const auto& by_family = SlotsByFamily();
   for (size_t f = 0; f < kFamilyCount; ++f) {
@@ -56,7 +160,7 @@ void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Write
     }
     if (static_cast<FamilyId>(f) != FamilyId::kUp || snap.gpus.empty()) continue;
     // gpu_info follows gpu_up: identity and versions, one series per GPU.
-    BeginFamily(w, kDynamicFamilies[0]);
+    BeginFamily(w, DynamicFamily(Dynamic::kInfo));
     for (const GpuSnapshot& gpu : snap.gpus)
       w->Sample()
           .Escaped(gpu.identity.label_text)
@@ -72,7 +176,7 @@ void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Write
   bool any_xid = false;
   for (const GpuSnapshot& gpu : snap.gpus) any_xid |= !gpu.xid_counts.empty();
   if (any_xid) {
-    BeginFamily(w, kDynamicFamilies[1]);
+    BeginFamily(w, DynamicFamily(Dynamic::kXid));
     char xid[16];
     for (const GpuSnapshot& gpu : snap.gpus)
       for (const auto& [code, count] : gpu.xid_counts) {
@@ -84,10 +188,14 @@ void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Write
       }
   }
 
+  WriteMig(snap, w);
+  WriteNvLinkLinks(snap, w);
+
   if (!options.per_process_metrics) return;
   char pid[16];
   for (int which = 0; which < 2; ++which) {
-    const Family& family = kDynamicFamilies[2 + which];
+    const Family& family =
+        DynamicFamily(which == 0 ? Dynamic::kProcessMemory : Dynamic::kProcessSm);
     bool header = false;
     for (const GpuSnapshot& gpu : snap.gpus)
       for (const ProcessSample& p : gpu.processes) {

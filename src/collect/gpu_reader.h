@@ -8,19 +8,39 @@
 #define GPUWARDEN_COLLECT_GPU_READER_H_
 
 #include <array>
+#include <chrono>
+#include <string_view>
 #include <vector>
 
 #include "collect/collector.h"
 #include "collect/snapshot.h"
 #include "nvml/device.h"
+#include "nvml/gpm.h"
 
 namespace gw::collect {
+
+// The MIG profile in a MIG device's name: "NVIDIA H100 80GB HBM3 MIG 1g.10gb" -> "1g.10gb".
+std::string_view MigProfileFromName(std::string_view name);
+// Compute slices of a MIG profile: "3g.40gb" -> 3, "1c.3g.40gb" (one compute instance of a 3g
+// GPU instance) -> 1, "1g.10gb+me" -> 1; 0 when it is not a profile.
+unsigned MigComputeSlices(std::string_view profile);
+
+// One process of NVML's list as the snapshot holds it (SM utilization is filled in later).
+inline ProcessSample ToProcessSample(const nvml::ProcessInfo& p, unsigned gpu_instance_id) {
+  ProcessSample out;
+  out.pid = p.pid;
+  out.memory_bytes = p.memory_known ? static_cast<double>(p.used_memory_bytes) : kAbsent;
+  out.sm_utilization_ratio = kAbsent;
+  out.gpu_instance_id = gpu_instance_id;
+  return out;
+}
 
 class CallGuard {
  public:
   virtual ~CallGuard() = default;
-  // False if the call is quarantined (hung earlier): skip it.
-  virtual bool Enter(size_t gpu, Call call) = 0;
+  // False if the call is quarantined (hung earlier): skip it. `start` is when the call begins
+  // (the reader's own stopwatch start, so the clock is read twice per call, not three times).
+  virtual bool Enter(size_t gpu, Call call, std::chrono::steady_clock::time_point start) = 0;
   // Records the outcome. May throw (internally) to unwind an abandoned worker.
   virtual void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) = 0;
 };
@@ -34,6 +54,9 @@ class GpuReader {
   void FastCycle(double now_s);
   void SlowCycle(double now_s);
   void PeakSample();  // memory used only, between fast cycles
+  // Re-enumerates the MIG instances now (after a MigConfigChange event), not at the next slow
+  // cycle.
+  void RescanMig();
 
   const GpuSnapshot& snapshot() const { return snap_; }
   const nvml::Device& device() const { return device_; }
@@ -46,6 +69,20 @@ class GpuReader {
   void MarkLost();
   void ReadSamplePeaks();
   void ReadProcesses();
+
+  // gpu_reader_datacenter.cpp: T.Limit margins, GPM, MIG and NVLink.
+  void ReadTemperatureLimits();
+  void ReadGpm(double now_s);
+  void ReadMigFast(double now_s);
+  void ReadMigLayout();
+  void ReadMigProcesses();
+  void ReadNvLink();
+  void ReadNvLinkPerLink();
+  void SetNvLinkTotals();
+  void ClearGpm();
+  void ClearMig();
+  void ClearNvLink();
+  void BuildGpmRequest();
 
   size_t position_;
   nvml::Device device_;
@@ -62,7 +99,50 @@ class GpuReader {
   std::vector<nvmlSample_t> sample_scratch_;
   std::vector<nvml::ProcessInfo> process_scratch_;
   std::vector<nvmlProcessUtilizationSample_t> process_util_scratch_;
+
+  // GPM: one sampler for the whole GPU; the metric ids asked for (the GW_GPM_SIGNALS, then the
+  // per-link NVLink rates of the links the GPU has) and their values, sized once.
+  nvml::GpmSampler gpm_;
+  std::array<unsigned, GW_GPM_METRICS_CAPACITY> gpm_ids_{};
+  std::array<double, GW_GPM_METRICS_CAPACITY> gpm_values_{};
+  size_t gpm_id_count_ = 0;
+  // GPM gives the PCIe rates (assumed where GPM runs until a cycle says otherwise): the slow
+  // cycle then skips nvmlDeviceGetPcieThroughput.
+  bool pcie_from_gpm_ = false;
+
+  // MIG: per instance (parallel to snap_.mig) its device handle and GPM sampler.
+  struct MigState {
+    nvml::Device device;
+    nvml::GpmSampler gpm;
+  };
+  std::vector<MigState> mig_;
+  unsigned mig_max_devices_ = 0;  // nvmlDeviceGetMaxMigDeviceCount, read once
+  std::vector<nvml::ProcessInfo> mig_process_scratch_;
+
+  // NVLink: the field-value request (totals, then 4 per link), built when the link count changes.
+  std::vector<nvmlFieldValue_t> nvlink_fields_;
+  unsigned nvlink_links_ = 0;           // links the request covers
+  bool nvlink_per_link_calls_ = false;  // the library has no field values: per-link calls
 };
+
+template <class Fn>
+auto GpuReader::Read(Call call, Fn&& fn) -> decltype(fn()) {
+  using R = decltype(fn());
+  if (snap_.lost) return R::Fail(NVML_ERROR_GPU_IS_LOST);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!guard_->Enter(position_, call, t0)) return R::Fail(NVML_ERROR_TIMEOUT);
+  R result = fn();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  guard_->Leave(position_, call, result.status(), seconds);
+  if (result.ok()) {
+    any_success_ = true;
+  } else if (result.status() == NVML_ERROR_GPU_IS_LOST) {
+    MarkLost();
+  } else if (!result.unsupported() && result.status() != NVML_ERROR_NOT_FOUND) {
+    snap_.last_error_code = result.status();
+  }
+  return result;
+}
 
 }  // namespace gw::collect
 

@@ -83,6 +83,19 @@ std::vector<HealthProblem> HealthProblems(const GpuSnapshot& gpu) {
                        " x" + std::to_string(count),
                    std::string(XidAction(xid))});
   }
+  std::string down;
+  for (const NvLinkSnapshot& l : gpu.nvlinks)
+    if (l.up == 0) down += (down.empty() ? "" : ", ") + std::to_string(l.link);
+  if (!down.empty())
+    out.push_back({Severity::kCritical, "NVLink link(s) down: " + down,
+                   "check the NVLink cabling or NVSwitch; reset the GPU; contact support"});
+  const double mig_now = gpu.value(Slot::kMigEnabledCurrent);
+  const double mig_next = gpu.value(Slot::kMigEnabledPending);
+  if (!IsAbsent(mig_now) && !IsAbsent(mig_next) && mig_now != mig_next)
+    out.push_back(
+        {Severity::kInfo,
+         std::string("MIG mode turns ") + (mig_next == 1 ? "on" : "off") + " at the next GPU reset",
+         ""});
   std::vector<std::string> throttle = ThrottleReasons(gpu);
   if (!throttle.empty()) {
     std::string what = "clocks held down: ";

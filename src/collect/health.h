@@ -1,7 +1,8 @@
 // collect/health.h — device-layer health problems read off a snapshot, in words.
 //
 // Used by `gpuwarden snapshot` and every face that shows a GPU: a lost GPU, uncorrectable ECC
-// errors, remapped-row or page-retirement trouble, XIDs, active throttling, hung NVML calls.
+// errors, remapped-row or page-retirement trouble, XIDs, NVLink links down, a pending MIG mode
+// change, active throttling, hung NVML calls.
 // Each problem carries a severity so faces can sort and colour them.
 #ifndef GPUWARDEN_COLLECT_HEALTH_H_
 #define GPUWARDEN_COLLECT_HEALTH_H_

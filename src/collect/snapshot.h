@@ -65,6 +65,21 @@ enum class Gpm : uint8_t {
 inline constexpr size_t kGpmCount = static_cast<size_t>(Gpm::kCount);
 using GpmValues = std::array<double, kGpmCount>;  // indexed by Gpm; kAbsent where none
 
+// The GPU-level catalogue slot of each GPM signal (its family and pipe label), in Gpm order.
+inline constexpr std::array<Slot, kGpmCount> kGpmSlots = {
+    Slot::kGraphicsActive, Slot::kSmActive,   Slot::kSmOccupancy, Slot::kTensorAny,
+    Slot::kTensorHmma,     Slot::kTensorImma, Slot::kTensorDmma,  Slot::kTensorDfma,
+    Slot::kPipeFp16,       Slot::kPipeFp32,   Slot::kPipeFp64,    Slot::kPipeInteger,
+    Slot::kDramActive,     Slot::kPcieTx,     Slot::kPcieRx,      Slot::kNvlinkTxRate,
+    Slot::kNvlinkRxRate};
+inline constexpr Slot GpmSlot(Gpm g) {
+  return kGpmSlots[static_cast<size_t>(g)];
+}
+static_assert(GpmSlot(Gpm::kSmActive) == Slot::kSmActive);
+static_assert(GpmSlot(Gpm::kInteger) == Slot::kPipeInteger);
+static_assert(GpmSlot(Gpm::kDramActive) == Slot::kDramActive);
+static_assert(GpmSlot(Gpm::kNvlinkRxPerSecond) == Slot::kNvlinkRxRate);
+
 // One MIG device (a GPU instance with its compute instance) of a MIG-enabled GPU.
 struct MigInstanceSnapshot {
   unsigned gpu_instance_id = 0;  // `mig_instance` label
@@ -135,7 +150,8 @@ struct GpuIdentity {
   X(MigDevices, "nvmlDeviceGetMigDeviceHandleByIndex")           \
   X(MigMemory, "nvmlDeviceGetMemoryInfo(MIG)")                   \
   X(MigProcesses, "nvmlDeviceGetComputeRunningProcesses(MIG)")   \
-  X(NvLinkFields, "nvmlDeviceGetFieldValues(NVLINK)")
+  X(NvLinkFields, "nvmlDeviceGetFieldValues(NVLINK)")            \
+  X(NvLinkLinks, "nvmlDeviceGetNvLinkState/ErrorCounter")
 
 enum class Call : uint8_t {
 #define GW_CALL_ENUM(id, name) k##id,

@@ -194,6 +194,7 @@ typedef struct {
 #define nvmlEventTypePState 0x0000000000000004ULL
 #define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
 #define nvmlEventTypeClock 0x0000000000000010ULL
+#define nvmlEventTypeMigConfigChange 0x0000000000000100ULL  // a MIG layout changed
 
 typedef struct {
   nvmlDevice_t device;

@@ -31,7 +31,9 @@ Result<T> ReadScalar(Fn fn, nvmlDevice_t handle, Args... args) {
   return value;
 }
 
-double SampleAsDouble(nvmlValueType_t type, const nvmlValue_t& v) {
+}  // namespace
+
+double ValueAsDouble(nvmlValueType_t type, const nvmlValue_t& v) {
   switch (type) {
     case NVML_VALUE_TYPE_DOUBLE:
       return v.dVal;
@@ -52,13 +54,24 @@ double SampleAsDouble(nvmlValueType_t type, const nvmlValue_t& v) {
   }
 }
 
-}  // namespace
+double FieldAsDouble(const nvmlFieldValue_t& field) {
+  return ValueAsDouble(field.valueType, field.value);
+}
 
 Result<std::string> Device::Name() const {
   return ReadString(api_->nvmlDeviceGetName, handle_, NVML_DEVICE_NAME_V2_BUFFER_SIZE);
 }
 Result<std::string> Device::Uuid() const {
   return ReadString(api_->nvmlDeviceGetUUID, handle_, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+}
+Result<size_t> Device::UuidInto(char* buffer, unsigned size) const {
+  if (api_->nvmlDeviceGetUUID == nullptr) return Result<size_t>::Fail(kMissing);
+  if (size == 0) return Result<size_t>::Fail(NVML_ERROR_INSUFFICIENT_SIZE);
+  buffer[0] = '\0';
+  nvmlReturn_t rc = api_->nvmlDeviceGetUUID(handle_, buffer, size - 1);
+  if (rc != NVML_SUCCESS) return Result<size_t>::Fail(rc);
+  buffer[size - 1] = '\0';
+  return std::strlen(buffer);
 }
 Result<std::string> Device::Serial() const {
   return ReadString(api_->nvmlDeviceGetSerial, handle_, NVML_DEVICE_SERIAL_BUFFER_SIZE);
@@ -132,9 +145,23 @@ Result<unsigned> Device::DecoderUtilization() const {
   return util;
 }
 
-Result<unsigned> Device::TemperatureC() const {
-  return ReadScalar<unsigned>(api_->nvmlDeviceGetTemperature, handle_,
-                              static_cast<int>(NVML_TEMPERATURE_GPU));
+Result<int> Device::TemperatureC() const {
+  if (api_->nvmlDeviceGetTemperatureV != nullptr) {
+    nvmlTemperature_t t{};
+    t.version = nvmlTemperature_v1;
+    t.sensorType = NVML_TEMPERATURE_GPU;
+    nvmlReturn_t rc = api_->nvmlDeviceGetTemperatureV(handle_, &t);
+    if (rc == NVML_SUCCESS) return t.temperature;
+    // A driver that exports the symbol but not this struct version, or answers for the old call
+    // only: fall through. Anything else (GPU_IS_LOST, …) is the GPU's answer.
+    if (rc != NVML_ERROR_FUNCTION_NOT_FOUND && rc != NVML_ERROR_ARGUMENT_VERSION_MISMATCH &&
+        rc != NVML_ERROR_NOT_SUPPORTED)
+      return Result<int>::Fail(rc);
+  }
+  auto r = ReadScalar<unsigned>(api_->nvmlDeviceGetTemperature, handle_,
+                                static_cast<int>(NVML_TEMPERATURE_GPU));
+  if (!r.ok()) return Result<int>::Fail(r.status());
+  return static_cast<int>(r.value());
 }
 Result<unsigned> Device::FanSpeedPercent() const {
   return ReadScalar<unsigned>(api_->nvmlDeviceGetFanSpeed, handle_);
@@ -188,6 +215,15 @@ Result<nvmlValue_t> Device::FieldValue(unsigned field_id) const {
   return fv.value;
 }
 
+Result<unsigned> Device::FieldValues(nvmlFieldValue_t* values, unsigned count) const {
+  if (api_->nvmlDeviceGetFieldValues == nullptr) return Result<unsigned>::Fail(kMissing);
+  nvmlReturn_t rc = api_->nvmlDeviceGetFieldValues(handle_, static_cast<int>(count), values);
+  if (rc != NVML_SUCCESS) return Result<unsigned>::Fail(rc);
+  unsigned good = 0;
+  for (unsigned i = 0; i < count; ++i) good += values[i].nvmlReturn == NVML_SUCCESS ? 1 : 0;
+  return good;
+}
+
 Result<SampleWindow> Device::Samples(nvmlSamplingType_t type, unsigned long long since_us,
                                      std::vector<nvmlSample_t>* scratch) const {
   if (api_->nvmlDeviceGetSamples == nullptr) return Result<SampleWindow>::Fail(kMissing);
@@ -208,7 +244,7 @@ Result<SampleWindow> Device::Samples(nvmlSamplingType_t type, unsigned long long
   for (unsigned i = 0; i < count; ++i) {
     const nvmlSample_t& s = (*scratch)[i];
     if (s.timeStamp <= since_us) continue;  // drivers may return the boundary sample again
-    double v = SampleAsDouble(value_type, s.sampleValue);
+    double v = ValueAsDouble(value_type, s.sampleValue);
     if (first || v > window.max) window.max = v;
     if (s.timeStamp >= window.newest_us) {
       window.newest_us = s.timeStamp;
@@ -371,6 +407,12 @@ Result<unsigned> Device::ComputeProcesses(std::vector<ProcessInfo>* out) const {
     std::memcpy(&mem, entry + offsetof(nvmlProcessInfo_v2_t, usedGpuMemory), sizeof mem);
     p.memory_known = mem != static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE);
     p.used_memory_bytes = p.memory_known ? mem : 0;
+    if (stride != sizeof(nvmlProcessInfo_v1_t)) {
+      std::memcpy(&p.gpu_instance_id, entry + offsetof(nvmlProcessInfo_v2_t, gpuInstanceId),
+                  sizeof p.gpu_instance_id);
+      std::memcpy(&p.compute_instance_id, entry + offsetof(nvmlProcessInfo_v2_t, computeInstanceId),
+                  sizeof p.compute_instance_id);
+    }
     out->push_back(p);
   }
   return got;
@@ -395,6 +437,57 @@ Result<unsigned> Device::ProcessUtilization(
   if (rc != NVML_SUCCESS) return Result<unsigned>::Fail(rc);
   out->resize(count);
   return count;
+}
+
+Result<bool> Device::NvLinkActive(unsigned link) const {
+  auto r = ReadScalar<int>(api_->nvmlDeviceGetNvLinkState, handle_, link);
+  if (!r.ok()) return Result<bool>::Fail(r.status());
+  return r.value() == NVML_FEATURE_ENABLED;
+}
+
+Result<uint64_t> Device::NvLinkErrorCounter(unsigned link, int counter) const {
+  auto r =
+      ReadScalar<unsigned long long>(api_->nvmlDeviceGetNvLinkErrorCounter, handle_, link, counter);
+  if (!r.ok()) return Result<uint64_t>::Fail(r.status());
+  return static_cast<uint64_t>(r.value());
+}
+
+Result<MigModes> Device::MigMode() const {
+  if (api_->nvmlDeviceGetMigMode == nullptr) return Result<MigModes>::Fail(kMissing);
+  unsigned current = 0, pending = 0;
+  nvmlReturn_t rc = api_->nvmlDeviceGetMigMode(handle_, &current, &pending);
+  if (rc != NVML_SUCCESS) return Result<MigModes>::Fail(rc);
+  MigModes m;
+  m.current = current == NVML_DEVICE_MIG_ENABLE;
+  m.pending = pending == NVML_DEVICE_MIG_ENABLE;
+  return m;
+}
+
+Result<unsigned> Device::MaxMigDeviceCount() const {
+  return ReadScalar<unsigned>(api_->nvmlDeviceGetMaxMigDeviceCount, handle_);
+}
+
+Result<Device> Device::MigDeviceByIndex(unsigned index) const {
+  auto r = ReadScalar<nvmlDevice_t>(api_->nvmlDeviceGetMigDeviceHandleByIndex, handle_, index);
+  if (!r.ok()) return Result<Device>::Fail(r.status());
+  return Device(api_, r.value());
+}
+
+Result<unsigned> Device::GpuInstanceId() const {
+  return ReadScalar<unsigned>(api_->nvmlDeviceGetGpuInstanceId, handle_);
+}
+
+Result<unsigned> Device::ComputeInstanceId() const {
+  return ReadScalar<unsigned>(api_->nvmlDeviceGetComputeInstanceId, handle_);
+}
+
+Result<bool> Device::GpmSupported() const {
+  if (api_->nvmlGpmQueryDeviceSupport == nullptr) return Result<bool>::Fail(kMissing);
+  nvmlGpmSupport_t support{};
+  support.version = NVML_GPM_SUPPORT_VERSION;
+  nvmlReturn_t rc = api_->nvmlGpmQueryDeviceSupport(handle_, &support);
+  if (rc != NVML_SUCCESS) return Result<bool>::Fail(rc);
+  return support.isSupportedDevice != 0;
 }
 
 Result<std::string> System::DriverVersion() const {

@@ -76,7 +76,21 @@ struct ProcessInfo {
   unsigned pid = 0;
   uint64_t used_memory_bytes = 0;
   bool memory_known = false;  // NVML_VALUE_NOT_AVAILABLE otherwise
+  // The MIG instance the process runs in (from the _v2/_v3 entries); NVML_MIG_NO_INSTANCE
+  // without MIG or from the v1 call.
+  unsigned gpu_instance_id = NVML_MIG_NO_INSTANCE;
+  unsigned compute_instance_id = NVML_MIG_NO_INSTANCE;
 };
+
+struct MigModes {
+  bool current = false;  // MIG on now
+  bool pending = false;  // MIG on after the next GPU reset
+};
+
+// A field value as a double, whatever its valueType.
+double FieldAsDouble(const nvmlFieldValue_t& field);
+// The same for a value of a known type (nvmlDeviceGetSamples).
+double ValueAsDouble(nvmlValueType_t type, const nvmlValue_t& value);
 
 // Peak and last of the samples NVML buffered since `since_us`; `newest_us` is the timestamp to
 // pass next time. count == 0 means nothing new.
@@ -91,10 +105,13 @@ class Device {
   Device() = default;
   Device(const Api* api, nvmlDevice_t handle) : api_(api), handle_(handle) {}
   nvmlDevice_t handle() const { return handle_; }
+  const Api* api() const { return api_; }
 
   // Identity (once per discovery).
   Result<std::string> Name() const;
   Result<std::string> Uuid() const;
+  // The UUID into `buffer` (NUL-terminated) without allocating; the result is its length.
+  Result<size_t> UuidInto(char* buffer, unsigned size) const;
   Result<std::string> Serial() const;
   Result<PciIdentity> Pci() const;  // _v3 → _v2
   Result<unsigned> Architecture() const;
@@ -104,7 +121,9 @@ class Device {
   Result<MemoryInfo> Memory() const;              // _v2 (with the correct version value) → v1
   Result<unsigned> EncoderUtilization() const;    // percent
   Result<unsigned> DecoderUtilization() const;    // percent
-  Result<unsigned> TemperatureC() const;
+  // nvmlDeviceGetTemperatureV (NVML 13) first; nvmlDeviceGetTemperature when the library lacks
+  // it or refuses the versioned struct.
+  Result<int> TemperatureC() const;
   Result<unsigned> FanSpeedPercent() const;
   Result<unsigned> PowerUsageMw() const;
   Result<unsigned> EnforcedPowerLimitMw() const;
@@ -114,6 +133,10 @@ class Device {
   Result<uint64_t> ClocksEventReasons() const;  // EventReasons → ThrottleReasons
   // One value through nvmlDeviceGetFieldValues (e.g. NVML_FI_DEV_MEMORY_TEMP).
   Result<nvmlValue_t> FieldValue(unsigned field_id) const;
+  // Many values in one nvmlDeviceGetFieldValues call: the caller fills fieldId and scopeId of
+  // each entry; each entry's nvmlReturn says whether its value is good. The result is the
+  // number of entries that succeeded, or the call's own failure.
+  Result<unsigned> FieldValues(nvmlFieldValue_t* values, unsigned count) const;
   // Peak/last of the NVML sample buffer for `type` since `since_us`. `scratch` is reused
   // between calls so steady-state reads do not allocate.
   Result<SampleWindow> Samples(nvmlSamplingType_t type, unsigned long long since_us,
@@ -138,6 +161,22 @@ class Device {
   // Per-process SM utilization samples since `since_us` (percent), into `out`.
   Result<unsigned> ProcessUtilization(unsigned long long since_us,
                                       std::vector<nvmlProcessUtilizationSample_t>* out) const;
+
+  // NVLink per-link calls: the fallback where field values are unavailable.
+  Result<bool> NvLinkActive(unsigned link) const;
+  Result<uint64_t> NvLinkErrorCounter(unsigned link, int counter) const;  // NVML_NVLINK_ERROR_DL_*
+
+  // MIG (Ampere and Hopper datacenter GPUs). On a MIG device handle (from MigDeviceByIndex) the
+  // identity reads, Memory() and ComputeProcesses() answer for that instance.
+  Result<MigModes> MigMode() const;
+  Result<unsigned> MaxMigDeviceCount() const;             // 7 on A100/H100/H200
+  Result<Device> MigDeviceByIndex(unsigned index) const;  // NOT_FOUND: no device in that slot
+  Result<unsigned> GpuInstanceId() const;                 // on a MIG device handle
+  Result<unsigned> ComputeInstanceId() const;             // on a MIG device handle
+
+  // GPM (profiling counters): whether this GPU supports them (nvmlGpmQueryDeviceSupport).
+  // Sampling is nvml::GpmSampler's (gpm.h).
+  Result<bool> GpmSupported() const;
 
  private:
   const Api* api_ = nullptr;

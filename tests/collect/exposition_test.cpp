@@ -69,7 +69,9 @@ TEST(Exposition, AbsentValuesAreLeftOutNotZero) {
   s.gpus[0].values[static_cast<size_t>(Slot::kThresholdMemoryMax)] = kAbsent;
   std::string text = RenderOf(s, Format::kText);
   EXPECT_EQ(text.find("gpu_fan_speed_ratio"), std::string::npos);  // the whole family goes
-  EXPECT_EQ(text.find("threshold=\"memory_max\""), std::string::npos);
+  EXPECT_EQ(text.find("gpu_temperature_threshold_celsius{gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-"
+                      "cccc-dddddddddddd\",threshold=\"memory_max\"}"),
+            std::string::npos);
   EXPECT_NE(text.find("threshold=\"slowdown\""), std::string::npos);
 }
 
@@ -156,6 +158,70 @@ TEST(Exposition, StoreFiguresAreCurrentEvenWithinOneSnapshot) {
   std::string om = page.Get(s, Format::kOpenMetrics);
   EXPECT_EQ(om.substr(om.size() - 6), "# EOF\n");
   EXPECT_EQ(om.find("# EOF"), om.size() - 6);  // once, at the very end
+}
+
+}  // namespace
+}  // namespace gw::collect
+
+namespace gw::collect {
+namespace {
+
+TEST(Exposition, MigInstancesHaveTheirOwnFamilies) {
+  Snapshot s = FullSnapshot(1);
+  for (Format f : {Format::kText, Format::kOpenMetrics}) {
+    std::string text = RenderOf(s, f);
+    const std::string labels =
+        "gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-dddddddddddd\",mig_instance=\"5\","
+        "mig_profile=\"1g.10gb\"";
+    EXPECT_NE(text.find("gpu_mig_info{" + labels +
+                        ",mig_uuid=\"MIG-01000000-1111-2222-3333-444444444444\","
+                        "compute_instance=\"0\"} 1\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("gpu_mig_slice_ratio{" + labels + "} 0.14285714285714285\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("gpu_mig_memory_total_bytes{" + labels + "} 1e+10\n"), std::string::npos);
+    EXPECT_NE(text.find("gpu_mig_processes{" + labels + "} 1\n"), std::string::npos);
+    EXPECT_NE(text.find("gpu_mig_sm_active_ratio{" + labels + "} 0.25\n"), std::string::npos);
+    EXPECT_NE(text.find("gpu_mig_tensor_active_ratio{" + labels + ",pipe=\"hmma\"} 0.25\n"),
+              std::string::npos);
+    EXPECT_NE(text.find("gpu_mig_pipe_active_ratio{" + labels + ",pipe=\"fp64\"} 0.25\n"),
+              std::string::npos);
+    // PCIe and NVLink rates have no per-instance family.
+    EXPECT_EQ(text.find("gpu_mig_nvlink"), std::string::npos);
+    EXPECT_EQ(text.find("gpu_mig_pcie"), std::string::npos);
+  }
+  EXPECT_NE(RenderOf(s, Format::kOpenMetrics).find("# TYPE gpu_mig_info gauge\n"),
+            std::string::npos);
+  // Absent per-instance values are left out, family and all.
+  for (MigInstanceSnapshot& m : s.gpus[0].mig) m.gpm.fill(kAbsent);
+  std::string text = RenderOf(s, Format::kText);
+  EXPECT_EQ(text.find("gpu_mig_sm_active_ratio"), std::string::npos);
+  EXPECT_NE(text.find("gpu_mig_memory_used_bytes"), std::string::npos);
+  s.gpus[0].mig.clear();
+  text = RenderOf(s, Format::kText);
+  EXPECT_EQ(text.find("gpu_mig_info"), std::string::npos);
+  EXPECT_EQ(text.find("gpu_mig_memory_"), std::string::npos);
+  EXPECT_NE(text.find("gpu_mig_enabled{"), std::string::npos);  // a slot of the GPU itself
+}
+
+TEST(Exposition, NvLinkLinksAreNamedByIndex) {
+  Snapshot s = FullSnapshot(1);
+  std::string text = RenderOf(s, Format::kText);
+  const std::string gpu = "gpu=\"0\",uuid=\"GPU-00000000-aaaa-bbbb-cccc-dddddddddddd\"";
+  EXPECT_NE(text.find("gpu_nvlink_link_up{" + gpu + ",link=\"1\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("gpu_nvlink_link_up{" + gpu + ",link=\"0\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("gpu_nvlink_link_errors_total{" + gpu + ",link=\"1\",type=\"crc\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpu_nvlink_link_transmit_bytes_per_second{" + gpu + ",link=\"0\"} 1e+09\n"),
+            std::string::npos)
+      << text;
+  std::string om = RenderOf(s, Format::kOpenMetrics);
+  EXPECT_NE(om.find("# TYPE gpu_nvlink_link_errors counter\n"), std::string::npos);
+  s.gpus[0].nvlinks.clear();
+  text = RenderOf(s, Format::kText);
+  EXPECT_EQ(text.find("gpu_nvlink_link_up{"), std::string::npos);
+  EXPECT_EQ(text.find("gpu_nvlink_link_errors"), std::string::npos);
 }
 
 }  // namespace

@@ -42,6 +42,36 @@ inline Snapshot FullSnapshot(unsigned gpus = 2) {
     g.xid_counts = {{48, 2}, {79, 1}};
     g.processes = {{1234, 1.5e9, 0.4}, {5678, 2.5e9, 0.1}};
     g.hung[static_cast<size_t>(Call::kPower)] = true;
+    g.gpm_supported = true;
+    for (unsigned m = 0; m < 2; ++m) {  // two MIG instances: 3g.40gb (GI 1) and 1g.10gb (GI 5)
+      MigInstanceSnapshot mig;
+      mig.gpu_instance_id = m == 0 ? 1 : 5;
+      mig.compute_instance_id = 0;
+      mig.uuid =
+          "MIG-" + std::to_string(i) + std::to_string(m) + "000000-1111-2222-3333-444444444444";
+      mig.profile = m == 0 ? "3g.40gb" : "1g.10gb";
+      mig.slice_ratio = m == 0 ? 3.0 / 7 : 1.0 / 7;
+      mig.memory_total_bytes = m == 0 ? 40e9 : 10e9;
+      mig.memory_used_bytes = 1e9;
+      mig.memory_free_bytes = mig.memory_total_bytes - 1e9;
+      for (size_t k = 0; k < kGpmCount; ++k) mig.gpm[k] = 0.25;
+      mig.processes = {{4321, 1e9, kAbsent, mig.gpu_instance_id}};
+      mig.label_text = g.identity.label_text + ",mig_instance=\"" +
+                       std::to_string(mig.gpu_instance_id) + "\",mig_profile=\"" + mig.profile +
+                       "\"";
+      g.mig.push_back(mig);
+    }
+    for (unsigned l = 0; l < 2; ++l) {
+      NvLinkSnapshot link;
+      link.link = l;
+      link.up = l == 0 ? 1 : 0;
+      link.replay_errors = 1;
+      link.recovery_errors = 2;
+      link.crc_errors = 3;
+      link.tx_bytes_per_second = 1e9;
+      link.rx_bytes_per_second = 2e9;
+      g.nvlinks.push_back(link);
+    }
     s.gpus.push_back(g);
   }
   return s;
