@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "cli/snapshot_view.h"
 #include "http/client.h"
+#include "jobs/gpu_unit.h"
 #include "serve/jobs_service.h"
 
 namespace gw::cli {
@@ -32,17 +33,20 @@ std::string OrDash(const std::string& s) {
 std::string Elapsed(const jobs::JobRecord& r) {
   if (r.start_time <= 0) return "-";
   if (r.end_time > 0) return FormatDuration(double(r.end_time - r.start_time));
-  if (r.gpu && r.gpu->gpu_seconds > 0 && !r.gpu->gpus.empty())
-    return FormatDuration(r.gpu->gpu_seconds / double(r.gpu->gpus.size()));
+  if (r.gpu && r.gpu->gpu_seconds > 0 && jobs::GpuEquivalents(*r.gpu) > 0)
+    return FormatDuration(r.gpu->gpu_seconds / jobs::GpuEquivalents(*r.gpu));
   return "-";
 }
 
+// "0,1"; a MIG instance as GPU/instance with its share: "0/3 0.43 GPU (3g.40gb)".
 std::string GpuList(const jobs::JobRecord& r) {
   if (!r.gpu || r.gpu->gpus.empty()) return "-";
-  std::string out;
-  for (size_t i = 0; i < r.gpu->gpus.size(); ++i)
-    out += (i ? "," : "") + std::to_string(r.gpu->gpus[i]);
-  return out;
+  return jobs::GpuUnitsText(*r.gpu);
+}
+
+// A GPM ratio as a percentage; "-" when the job's GPUs did not report it (absent, never 0).
+std::string Ratio(const std::optional<double>& v) {
+  return v ? Fmt("%.0f%%", *v * 100) : std::string("-");
 }
 
 // The records of an API reply ({"data":{"jobs":[...]}}, or one job under "data").
@@ -106,8 +110,8 @@ std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
   std::string out = PadRight("JOB", 14) + PadRight("USER", 12) + PadRight("TEAM", 14) +
                     PadRight("PARTITION", 11) + PadRight("STATE", 11) + PadRight("START", 22) +
                     PadRight("ELAPSED", 10) + PadRight("GPUS", 10) + PadRight("GPU-H", 8) +
-                    PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) +
-                    PadRight("MEM PEAK", 11) + "COST\n";
+                    PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) + PadRight("SM ACT", 8) +
+                    PadRight("TENSOR", 8) + PadRight("MEM PEAK", 11) + "COST\n";
   for (const jobs::JobRecord& r : records) {
     out += PadRight(r.job_id, 13) + " " + PadRight(OrDash(r.user), 11) + " " +
            PadRight(OrDash(r.team), 13) + " " + PadRight(OrDash(r.partition), 10) + " " +
@@ -118,10 +122,12 @@ std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
              PadRight(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
              PadRight(Fmt("%.0f%%", r.gpu->util_avg_pct) + "/" + Fmt("%.0f%%", r.gpu->util_max_pct),
                       13) +
-             " " + PadRight(Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30)), 10);
+             " " + PadRight(Ratio(r.gpu->sm_active_avg), 7) + " " +
+             PadRight(Ratio(r.gpu->tensor_active_avg), 7) + " " +
+             PadRight(Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30)), 10);
     } else {
       out += PadRight("-", 7) + " " + PadRight("-", 9) + " " + PadRight("-", 13) + " " +
-             PadRight("-", 10);
+             PadRight("-", 7) + " " + PadRight("-", 7) + " " + PadRight("-", 10);
     }
     out += " " + (r.cost ? Fmt("%.2f ", r.cost->Total()) + r.cost->currency : std::string("-"));
     out += "\n";
@@ -163,11 +169,21 @@ std::string JobDetail(const jobs::JobRecord& r) {
     return out;
   }
   const jobs::JobGpuStats& g = *r.gpu;
-  line("GPUs", GpuList(r));
+  const double equivalents = jobs::GpuEquivalents(g);
+  line("GPUs", GpuList(r) + (g.mig.empty() ? "" : Fmt(" (%.2f GPU in all)", equivalents)));
   line("GPU-hours", Fmt("%.3f", g.gpu_seconds / 3600));
   line("energy", Fmt("%.1f kJ", g.energy_j / 1000) +
                      Fmt(" (power integral %.1f kJ)", g.power_integral_j / 1000));
   line("SM utilization", Fmt("avg %.1f%%", g.util_avg_pct) + Fmt(", max %.1f%%", g.util_max_pct));
+  // GPM (Hopper and newer): how much of the SMs and tensor cores the work used — a job can keep
+  // utilization near 100% with a tiny share of either.
+  auto avg_max = [](const std::optional<double>& avg, const std::optional<double>& max) {
+    if (!avg && !max) return std::string("-");
+    return "avg " + (avg ? Fmt("%.1f%%", *avg * 100) : std::string("-")) + ", max " +
+           (max ? Fmt("%.1f%%", *max * 100) : std::string("-"));
+  };
+  line("SM activity", avg_max(g.sm_active_avg, g.sm_active_max));
+  line("tensor activity", avg_max(g.tensor_active_avg, g.tensor_active_max));
   line("memory peak", Fmt("%.2f GiB", double(g.memory_peak_bytes) / (1 << 30)));
   line("start latency", g.start_latency_s ? FormatDuration(*g.start_latency_s) : "-");
   line("idle GPU-seconds",

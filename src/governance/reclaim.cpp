@@ -1,5 +1,7 @@
 #include "governance/reclaim.h"
 
+#include "jobs/gpu_unit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +28,8 @@ void IdleTracker::Observe(const Cycle& cycle) {
   for (const GpuReading& r : cycle.gpus) {
     GpuIdle g;
     g.uuid = r.uuid;
+    g.share = r.share;
+    g.mig_profile = r.mig_profile;
     g.allocated = holders.count(r.index) > 0;
     g.util_ratio = r.util_ratio;
     g.memory_held = r.memory_held;
@@ -42,7 +46,7 @@ void IdleTracker::Observe(const Cycle& cycle) {
     for (unsigned g : job.gpus) {
       auto it = gpus_.find(g);
       if (it == gpus_.end()) continue;  // not one of this node's GPUs (or not read)
-      const double share = dt / holders[g];
+      const double share = dt * it->second.share / holders[g];
       const double idle = it->second.idle ? share : 0;
       for (IdleTotals* t : {&j, &by_team_[job.team], &by_partition_[job.partition],
                             &by_team_partition_[{job.team, job.partition}]}) {
@@ -63,12 +67,18 @@ double IdleTracker::StreakS(unsigned index, double now_s) const {
 
 std::string DecisionToJson(const Decision& d) {
   nlohmann::json gpus = nlohmann::json::array();
-  for (const GpuEvidence& g : d.gpus)
+  for (const GpuEvidence& g : d.gpus) {
     gpus.push_back({{"gpu", g.gpu},
                     {"uuid", g.uuid},
                     {"util_ratio", g.util_ratio},
                     {"memory_held", g.memory_held},
                     {"idle_s", g.idle_s}});
+    if (g.mig_instance) {
+      gpus.back()["mig_instance"] = *g.mig_instance;
+      gpus.back()["mig_profile"] = g.mig_profile;
+      gpus.back()["share"] = g.share;
+    }
+  }
   nlohmann::json j = {{"time", d.time_s},
                       {"job_id", d.job_id},
                       {"job_name", d.job_name},
@@ -144,9 +154,24 @@ Decision Base(const RunningJob& job, const ReclaimPolicy& p, double threshold, d
   return d;
 }
 
+// "2 idle GPU(s)", or with MIG instances their share: "0.43 GPU (3g.40gb) idle".
+std::string HeldText(const std::vector<GpuEvidence>& gpus) {
+  double share = 0;
+  bool mig = false;
+  std::string profile;
+  for (const GpuEvidence& g : gpus) {
+    share += g.share;
+    if (!g.mig_instance) continue;
+    profile = mig && profile != g.mig_profile ? "MIG" : g.mig_profile;
+    mig = true;
+  }
+  if (!mig) return std::to_string(gpus.size()) + " idle GPU(s)";
+  return jobs::ShareText(share, profile) + " idle";
+}
+
 std::vector<std::string> CommandEnv(const Decision& d, const RunningJob& job, const char* stage) {
   std::string gpus;
-  for (unsigned g : job.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  for (unsigned g : job.gpus) gpus += (gpus.empty() ? "" : ",") + jobs::UnitText(g);
   char idle[32];
   std::snprintf(idle, sizeof idle, "%.0f", d.idle_s);
   return {"GPUWARDEN_JOB_ID=" + job.id,
@@ -195,9 +220,12 @@ std::vector<ReclaimCommand> ReclaimEngine::Evaluate(const Cycle& cycle, const Id
     for (unsigned g : job.gpus) {
       auto it = idle.gpus().find(g);
       GpuEvidence e;
-      e.gpu = g;
+      e.gpu = jobs::UnitGpu(g);
+      if (jobs::IsMigUnit(g)) e.mig_instance = jobs::UnitMigInstance(g);
       if (it != idle.gpus().end()) {
         e.uuid = it->second.uuid;
+        e.share = it->second.share;
+        e.mig_profile = it->second.mig_profile;
         e.util_ratio = it->second.util_ratio;
         e.memory_held = it->second.memory_held;
         e.idle_s = idle.StreakS(g, now);
@@ -233,10 +261,10 @@ std::vector<ReclaimCommand> ReclaimEngine::Evaluate(const Cycle& cycle, const Id
       d.noticed_s = now;
       d.stage = "notice";
       d.action = "notify";
-      d.detail = "job " + job.id + " has held " + std::to_string(job.gpus.size()) +
-                 " idle GPU(s) for " + FormatSeconds(streak) + "; " +
-                 ReclaimActionName(policy->action) + " after a grace period of " +
-                 FormatSeconds(policy->grace_s) + " unless it becomes active";
+      d.detail = "job " + job.id + " has held " + HeldText(d.gpus) + " for " +
+                 FormatSeconds(streak) + "; " + ReclaimActionName(policy->action) +
+                 " after a grace period of " + FormatSeconds(policy->grace_s) +
+                 " unless it becomes active";
       if (!policy->notify_command.empty())
         commands.push_back({d, policy->notify_command, CommandEnv(d, job, "notice"), true});
       decisions->push_back(std::move(d));

@@ -6,6 +6,9 @@
 //                for (ReclaimCommand& c : reclaim.Evaluate(cycle, idle, &decisions)) run c.argv
 //                ... later, on the runner's thread's result: reclaim.Completed(c, error, now_s)
 //
+// GPU units: every "GPU" here is a unit of governance/cycle.h — a whole GPU or a MIG instance —
+// and GPU-seconds count a MIG instance by its share of the GPU.
+//
 // Idle: an allocated GPU is idle in a cycle when its utilization is at or below the threshold (no
 // reading = not idle). Its streak starts at the first idle cycle and resets on any activity
 // (jobs::IdleStreaks, jobs/idle_streak.h: the task layer's rule too); a GPU a cycle did not read
@@ -45,6 +48,8 @@ namespace gw::governance {
 
 struct GpuIdle {
   std::string uuid;
+  double share = 1;         // of a GPU (GpuReading::share)
+  std::string mig_profile;  // "" for a whole GPU
   bool allocated = false;
   bool idle = false;
   double idle_since_s = 0;  // valid when idle
@@ -67,7 +72,7 @@ class IdleTracker {
   void Observe(const Cycle& cycle);
 
   double threshold() const { return streaks_.threshold(); }
-  // Per GPU index, as of the last cycle.
+  // Per GPU unit id, as of the last cycle.
   const std::map<unsigned, GpuIdle>& gpus() const { return gpus_; }
   // Seconds GPU `index` has been idle at `now_s`; 0 when active or not allocated.
   double StreakS(unsigned index, double now_s) const;
@@ -90,7 +95,10 @@ class IdleTracker {
 };
 
 struct GpuEvidence {
-  unsigned gpu = 0;
+  unsigned gpu = 0;                      // the GPU's index
+  std::optional<unsigned> mig_instance;  // set for a MIG instance (then uuid is the MIG UUID)
+  std::string mig_profile;
+  double share = 1;  // of the GPU
   std::string uuid;
   double util_ratio = 0;
   bool memory_held = false;

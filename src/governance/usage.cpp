@@ -1,5 +1,7 @@
 #include "governance/usage.h"
 
+#include "jobs/gpu_unit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -36,30 +38,41 @@ void UsageLedger::Observe(const Cycle& cycle) {
 
   // Per GPU: price, energy used in this interval, and the node's capacity figures.
   struct GpuInterval {
+    double share = 1;  // of a GPU
     double price = 0, energy_j = 0, util = 0;
     bool idle = false;
   };
-  std::map<unsigned, GpuInterval> gpus;
+  // Energy per GPU, from the GPU's own reading (a MIG instance's carries its GPU's counter).
+  std::map<unsigned, double> gpu_energy_j;
   for (const GpuReading& r : cycle.gpus) {
-    GpuInterval g;
-    g.price = prices_.GpuHourPrice(r.model);
-    g.util = r.util_known ? std::clamp(r.util_ratio, 0.0, 1.0) : 0;
-    g.idle = r.util_known && r.util_ratio <= threshold_;
+    if (jobs::IsMigUnit(r.index)) continue;
+    double& e = gpu_energy_j[r.index];
     if (r.energy_j) {
       auto last = last_energy_j_.find(r.index);
       if (last != last_energy_j_.end() && *r.energy_j >= last->second && dt > 0)
-        g.energy_j = *r.energy_j - last->second;
+        e = *r.energy_j - last->second;
       else if (dt > 0)
-        g.energy_j = r.power_w * dt;  // the counter went backwards (reset): the power integral
+        e = r.power_w * dt;  // the counter went backwards (reset): the power integral
       last_energy_j_[r.index] = *r.energy_j;
     } else {
-      g.energy_j = r.power_w * dt;
+      e = r.power_w * dt;
     }
+    node_.energy_j += e;
+    node_.energy_cost += e / 3.6e6 * prices_.energy_per_kwh;
+  }
+  // Per unit: its share of the GPU's price and energy (jobs/gpu_unit.h).
+  std::map<unsigned, GpuInterval> gpus;
+  for (const GpuReading& r : cycle.gpus) {
+    GpuInterval g;
+    g.share = r.share;
+    g.price = prices_.GpuHourPrice(r.model) * r.share;
+    g.util = r.util_known ? std::clamp(r.util_ratio, 0.0, 1.0) : 0;
+    g.idle = r.util_known && r.util_ratio <= threshold_;
+    if (auto e = gpu_energy_j.find(jobs::UnitGpu(r.index)); e != gpu_energy_j.end())
+      g.energy_j = e->second * r.share;
     gpus[r.index] = g;
-    node_.capacity_gpu_s += dt;
+    node_.capacity_gpu_s += r.share * dt;
     node_.capacity_cost += g.price * hours;
-    node_.energy_j += g.energy_j;
-    node_.energy_cost += g.energy_j / 3.6e6 * prices_.energy_per_kwh;
   }
 
   // Every team seen this cycle starts at zero GPUs now.
@@ -84,17 +97,19 @@ void UsageLedger::Observe(const Cycle& cycle) {
       auto it = gpus.find(index);
       if (it == gpus.end()) continue;
       const GpuInterval& g = it->second;
+      // Shared 1/n among the jobs holding the unit; price and energy are the unit's already.
       const double share = 1.0 / holders[index];
-      team.allocated_gpus += share;
-      team.used_gpus += share * g.util;
+      const double gpus_held = share * g.share;
+      team.allocated_gpus += gpus_held;
+      team.used_gpus += gpus_held * g.util;
       for (CostTotals* c : {&jc.cost, &team.cost, &part, &pair}) {
-        c->allocated_gpu_s += share * dt;
-        c->used_gpu_s += share * g.util * dt;
+        c->allocated_gpu_s += gpus_held * dt;
+        c->used_gpu_s += gpus_held * g.util * dt;
         c->allocation_cost += share * g.price * hours;
         c->energy_j += share * g.energy_j;
         c->energy_cost += share * g.energy_j / 3.6e6 * prices_.energy_per_kwh;
         if (g.idle) {
-          c->idle_gpu_s += share * dt;
+          c->idle_gpu_s += gpus_held * dt;
           c->idle_cost += share * g.price * hours;
         }
       }

@@ -7,6 +7,12 @@
 // Each interval between two cycles (dt, at most 120 s) is charged to the state at its end. A GPU
 // held by n jobs is shared 1/n to each.
 //
+// MIG: a MIG instance is a GPU unit of its own (governance/cycle.h, jobs/gpu_unit.h) and counts as
+// its share of the GPU everywhere below — GPUs held, GPU-hours, idle GPU-seconds, its price
+// (the model's price x share) and its energy (the GPU's energy x share). A 3g.40gb instance of an
+// H100 (share 3/7) held for an hour is 0.43 allocated GPU-hours. The GPU itself keeps the share
+// its instances leave, so the node's capacity still counts each GPU once.
+//
 // Cost — OpenCost's model applied to GPUs (amount x duration x hourly rate):
 //   allocation cost   allocated GPU-hours x the GPU's price (PriceSettings::GpuHourPrice(model))
 //   energy cost       kWh used by the job's GPUs (energy-counter deltas; power x dt without one)

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,8 +16,15 @@ namespace {
 
 using nlohmann::json;
 
+// "gpus" holds the index of every GPU the job ran on, whole or through a MIG instance (what
+// readers that know nothing of MIG expect); "mig" names the instances, and a GPU that has one
+// there is not held whole (a MIG-enabled GPU runs work only in its instances).
 json StatsToJson(const JobGpuStats& s) {
-  json j = {{"gpus", s.gpus},
+  std::vector<unsigned> gpus;
+  for (unsigned unit : s.gpus) gpus.push_back(UnitGpu(unit));
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  json j = {{"gpus", gpus},
             {"start_s", s.start_s},
             {"end_s", s.end_s},
             {"gpu_seconds", s.gpu_seconds},
@@ -34,6 +42,21 @@ json StatsToJson(const JobGpuStats& s) {
             {"idle_while_allocated", s.idle_while_allocated}};
   if (s.first_activity_s) j["first_activity_s"] = *s.first_activity_s;
   if (s.start_latency_s) j["start_latency_s"] = *s.start_latency_s;
+  if (s.sm_active_avg) j["sm_active_avg"] = *s.sm_active_avg;
+  if (s.sm_active_max) j["sm_active_max"] = *s.sm_active_max;
+  if (s.tensor_active_avg) j["tensor_active_avg"] = *s.tensor_active_avg;
+  if (s.tensor_active_max) j["tensor_active_max"] = *s.tensor_active_max;
+  if (!s.mig.empty()) {
+    json mig = json::array();
+    for (const MigUnitInfo& m : s.mig)
+      mig.push_back({{"gpu", m.gpu},
+                     {"mig_instance", m.gpu_instance_id},
+                     {"mig_profile", m.profile},
+                     {"mig_uuid", m.uuid},
+                     {"share", m.share}});
+    j["mig"] = std::move(mig);
+    j["gpu_equivalents"] = GpuEquivalents(s);
+  }
   return j;
 }
 
@@ -58,6 +81,32 @@ JobGpuStats StatsFromJson(const json& j, const std::string& job_id) {
   s.idle_while_allocated = j.value("idle_while_allocated", false);
   if (j.contains("first_activity_s")) s.first_activity_s = j["first_activity_s"].get<double>();
   if (j.contains("start_latency_s")) s.start_latency_s = j["start_latency_s"].get<double>();
+  // Older records have none of these: absent, never 0.
+  auto optional = [&j](const char* key, std::optional<double>* to) {
+    if (j.contains(key) && j[key].is_number()) *to = j[key].get<double>();
+  };
+  optional("sm_active_avg", &s.sm_active_avg);
+  optional("sm_active_max", &s.sm_active_max);
+  optional("tensor_active_avg", &s.tensor_active_avg);
+  optional("tensor_active_max", &s.tensor_active_max);
+  if (j.contains("mig") && j["mig"].is_array()) {
+    // The GPUs of the instances were listed in "gpus" too: they are not held whole.
+    for (const json& m : j["mig"]) {
+      const unsigned gpu = m.value("gpu", 0u);
+      s.gpus.erase(std::remove(s.gpus.begin(), s.gpus.end(), gpu), s.gpus.end());
+    }
+    for (const json& m : j["mig"]) {
+      MigUnitInfo info;
+      info.gpu = m.value("gpu", 0u);
+      info.gpu_instance_id = m.value("mig_instance", 0u);
+      info.profile = m.value("mig_profile", "");
+      info.uuid = m.value("mig_uuid", "");
+      info.share = m.value("share", 0.0);
+      s.gpus.push_back(info.unit());
+      s.mig.push_back(std::move(info));
+    }
+    std::sort(s.gpus.begin(), s.gpus.end());
+  }
   return s;
 }
 

@@ -8,12 +8,17 @@
 // "gpu": {gpus, start_s, end_s, gpu_seconds, observed_gpu_seconds, energy_j, power_integral_j,
 // util_avg_pct, util_max_pct, memory_peak_bytes, throttle_s {reason: seconds}, ecc_corrected,
 // ecc_uncorrected, xid_count, idle_gpu_seconds, idle_while_allocated, first_activity_s?,
-// start_latency_s?}, and when the governance layer priced the job "cost": {currency,
-// allocated_gpu_hours, energy_kwh, allocation_cost, energy_cost, idle_allocated_cost, total_cost}
-// (its final figures: cli/governance_service.h). Readers ignore unknown keys; a record without
-// "cost" (older, or no prices) reads with no cost. A torn last line (crash mid-append) is skipped
-// when reading and the next append starts on a fresh line. A job id may appear more than once (a
-// requeued job); `Find` returns the latest.
+// start_latency_s?, sm_active_avg?, sm_active_max?, tensor_active_avg?, tensor_active_max?
+// (GPM ratios 0-1; left out when no GPU of the job reported them), mig? [{gpu, mig_instance,
+// mig_profile, mig_uuid, share}], gpu_equivalents?} — "gpus" lists every GPU the job ran on, "mig"
+// the MIG instances it held (jobs/gpu_unit.h; their GPUs are in "gpus" but not held whole),
+// "gpu_equivalents" the GPUs held counted by share — and when the
+// governance layer priced the job "cost": {currency, allocated_gpu_hours, energy_kwh,
+// allocation_cost, energy_cost, idle_allocated_cost, total_cost} (its final figures:
+// cli/governance_service.h). Readers ignore unknown keys; a record without "cost" (older, or no
+// prices) reads with no cost. A torn last line (crash mid-append) is skipped when reading and the
+// next append starts on a fresh line. A job id may appear more than once (a requeued job); `Find`
+// returns the latest.
 //
 // In memory (for the agent's API, which must not read the disk per request): a store opened with
 // `JobRecordStoreOptions::memory_records` > 0 loads the file once at Open and keeps the most recent
@@ -161,6 +166,11 @@ class JobLedger {
   Status OnEvent(const JobEvent& event);
   // One collection cycle.
   void OnCycle(const CycleInput& cycle) { stats_.Observe(cycle); }
+  // MIG units: JobStatsTracker::DescribeUnit and Narrow.
+  void DescribeUnit(const MigUnitInfo& info) { stats_.DescribeUnit(info); }
+  void Narrow(const std::string& job_id, unsigned gpu, const std::vector<unsigned>& units) {
+    stats_.Narrow(job_id, gpu, units);
+  }
 
   // Sites without a scheduler: the attributed GPU processes of one cycle at `now_s`. A job named
   // by GPUWARDEN_JOB (job_source "gpuwarden-env") starts when its first process is seen, on the
@@ -169,7 +179,7 @@ class JobLedger {
   // user's team.
   struct AttributedGpuProcess {
     ProcessAttribution process;
-    unsigned gpu = 0;
+    unsigned gpu = 0;  // the unit id (jobs/gpu_unit.h): a GPU index or a MIG instance
   };
   Status OnProcesses(const std::vector<AttributedGpuProcess>& processes, double now_s);
   // Running jobs' statistics so far (for metrics).

@@ -55,6 +55,7 @@ const std::string& ReasonKey(std::uint64_t bit) {
 void AssignStats(const JobGpuStats& from, JobGpuStats* to) {
   to->job_id = from.job_id;
   to->gpus = from.gpus;
+  to->mig = from.mig;  // element-wise: the strings keep their storage
   to->start_s = from.start_s;
   to->end_s = from.end_s;
   to->gpu_seconds = from.gpu_seconds;
@@ -63,6 +64,10 @@ void AssignStats(const JobGpuStats& from, JobGpuStats* to) {
   to->power_integral_j = from.power_integral_j;
   to->util_avg_pct = from.util_avg_pct;
   to->util_max_pct = from.util_max_pct;
+  to->sm_active_avg = from.sm_active_avg;
+  to->sm_active_max = from.sm_active_max;
+  to->tensor_active_avg = from.tensor_active_avg;
+  to->tensor_active_max = from.tensor_active_max;
   to->memory_peak_bytes = from.memory_peak_bytes;
   const bool same_reasons =
       to->throttle_s.size() == from.throttle_s.size() &&
@@ -83,7 +88,40 @@ void AssignStats(const JobGpuStats& from, JobGpuStats* to) {
   to->idle_while_allocated = from.idle_while_allocated;
 }
 
+bool Present(double v) {
+  return !std::isnan(v);
+}
+
+// The larger of a running maximum and a reading.
+void Max(std::optional<double>* to, double v) {
+  if (!to->has_value() || v > **to) *to = v;
+}
+
 }  // namespace
+
+double GpuEquivalents(const JobGpuStats& s) {
+  double n = 0;
+  for (unsigned unit : s.gpus) {
+    double share = 1;  // a whole GPU; a MIG unit nobody described counts whole too
+    if (IsMigUnit(unit))
+      for (const MigUnitInfo& m : s.mig)
+        if (m.unit() == unit) share = m.share;
+    n += share;
+  }
+  return n;
+}
+
+std::string GpuUnitsText(const JobGpuStats& s) {
+  std::string out;
+  for (unsigned unit : s.gpus) {
+    if (!out.empty()) out += ",";
+    out += UnitText(unit);
+    if (!IsMigUnit(unit)) continue;
+    for (const MigUnitInfo& m : s.mig)
+      if (m.unit() == unit) out += " " + ShareText(m.share, m.profile);
+  }
+  return out;
+}
 
 void JobStatsTracker::IntervalRing::push_back(const Interval& iv) {
   if (count_ == items_.size()) {
@@ -112,6 +150,7 @@ void JobStatsTracker::Begin(const std::string& job_id, std::vector<unsigned> gpu
   job.committed.stats.job_id = job_id;
   job.committed.stats.gpus = std::move(gpus);
   job.committed.stats.start_s = start_s;
+  Describe(&job.committed.stats);
   job.through_now = job.committed;
   // Intervals seen before the start was learnt, in time order (Observe appends them so).
   std::vector<Interval> earlier;
@@ -135,19 +174,32 @@ void JobStatsTracker::Commit(const Interval& iv, double until_s, Totals* totals,
   JobGpuStats& s = totals->stats;
   const double lo = std::max(iv.t0, s.start_s), hi = std::min(iv.t1, until_s);
   if (iv.t1 <= iv.t0 || hi <= lo) return;
-  const double dt = hi - lo;
-  const double fraction = dt / (iv.t1 - iv.t0);
+  const double fraction = (hi - lo) / (iv.t1 - iv.t0);
+  const double dt = (hi - lo) * iv.share;  // GPU-seconds: a MIG unit counts its share
   s.observed_gpu_seconds += dt;
   s.energy_j += iv.energy_j * fraction;
   s.power_integral_j += iv.power_j * fraction;
-  totals->util_time_pct_s += iv.util_pct * dt;
-  const bool active = iv.util_pct > o.idle_util_pct;
-  if (!active) s.idle_gpu_seconds += dt;
+  if (iv.util_known) {
+    totals->util_time_pct_s += iv.util_pct * dt;
+    totals->util_s += dt;
+  }
+  if (Present(iv.sm_active)) {
+    totals->sm_time_s += iv.sm_active * dt;
+    totals->sm_s += dt;
+  }
+  if (Present(iv.tensor_active)) {
+    totals->tensor_time_s += iv.tensor_active * dt;
+    totals->tensor_s += dt;
+  }
+  const bool active = iv.util_known && iv.util_pct > o.idle_util_pct;
+  if (iv.util_known && !active) s.idle_gpu_seconds += dt;
   for (std::uint64_t bits = iv.throttle; bits != 0; bits &= bits - 1)
     s.throttle_s[ReasonKey(bits & (~bits + 1))] += dt;
   // Point readings belong to the job when taken inside its lifetime.
   if (iv.t1 <= until_s) {
-    s.util_max_pct = std::max(s.util_max_pct, iv.util_pct);
+    if (iv.util_known) s.util_max_pct = std::max(s.util_max_pct, iv.util_pct);
+    if (Present(iv.sm_active)) Max(&s.sm_active_max, iv.sm_active);
+    if (Present(iv.tensor_active)) Max(&s.tensor_active_max, iv.tensor_active);
     s.memory_peak_bytes = std::max(s.memory_peak_bytes, iv.memory);
     s.ecc_corrected += iv.ecc_corrected;
     s.ecc_uncorrected += iv.ecc_uncorrected;
@@ -171,9 +223,14 @@ void JobStatsTracker::Observe(const CycleInput& cycle) {
       iv.t1 = cur.time_s;
       iv.power_j = (prev.power_w + cur.power_w) / 2 * (iv.t1 - iv.t0);
       iv.energy_j = iv.power_j;
-      if (prev.energy_j && cur.energy_j && *cur.energy_j >= *prev.energy_j)
+      if (prev.energy_j && cur.energy_j && *cur.energy_j >= *prev.energy_j &&
+          prev.share == cur.share)  // a MIG unit's counter is its share of the GPU's
         iv.energy_j = *cur.energy_j - *prev.energy_j;
+      iv.share = cur.share;
       iv.util_pct = cur.util_pct;
+      iv.util_known = cur.util_known;
+      iv.sm_active = cur.sm_active;
+      iv.tensor_active = cur.tensor_active;
       iv.memory = cur.memory_used_bytes;
       iv.throttle = cur.throttle_reasons;
       auto delta = [](std::uint64_t a, std::uint64_t b) { return b >= a ? b - a : 0; };
@@ -210,8 +267,9 @@ void JobStatsTracker::Observe(const CycleInput& cycle) {
 }
 
 void JobStatsTracker::Conclude(const Totals& totals, JobGpuStats* s) {
-  if (s->observed_gpu_seconds > 0)
-    s->util_avg_pct = totals.util_time_pct_s / s->observed_gpu_seconds;
+  if (totals.util_s > 0) s->util_avg_pct = totals.util_time_pct_s / totals.util_s;
+  if (totals.sm_s > 0) s->sm_active_avg = totals.sm_time_s / totals.sm_s;
+  if (totals.tensor_s > 0) s->tensor_active_avg = totals.tensor_time_s / totals.tensor_s;
   s->idle_while_allocated = !s->first_activity_s.has_value();
 }
 
@@ -225,7 +283,7 @@ std::optional<JobGpuStats> JobStatsTracker::End(const std::string& job_id, doubl
   JobGpuStats s = std::move(job.committed.stats);
   Conclude(job.committed, &s);
   s.end_s = end_s;
-  s.gpu_seconds = static_cast<double>(s.gpus.size()) * std::max(0.0, end_s - s.start_s);
+  s.gpu_seconds = GpuEquivalents(s) * std::max(0.0, end_s - s.start_s);
   return s;
 }
 
@@ -235,7 +293,7 @@ std::optional<JobGpuStats> JobStatsTracker::Current(const std::string& job_id, d
   JobGpuStats s = it->second.through_now.stats;
   Conclude(it->second.through_now, &s);
   s.end_s = 0;
-  s.gpu_seconds = static_cast<double>(s.gpus.size()) * std::max(0.0, now_s - s.start_s);
+  s.gpu_seconds = GpuEquivalents(s) * std::max(0.0, now_s - s.start_s);
   return s;
 }
 
@@ -247,7 +305,45 @@ void JobStatsTracker::RunningInto(double now_s, std::vector<JobGpuStats>* out) c
     AssignStats(job.through_now.stats, &s);
     Conclude(job.through_now, &s);
     s.end_s = 0;
-    s.gpu_seconds = static_cast<double>(s.gpus.size()) * std::max(0.0, now_s - s.start_s);
+    s.gpu_seconds = GpuEquivalents(s) * std::max(0.0, now_s - s.start_s);
+  }
+}
+
+void JobStatsTracker::Describe(JobGpuStats* s) const {
+  s->mig.clear();
+  for (unsigned unit : s->gpus) {
+    if (!IsMigUnit(unit)) continue;
+    auto it = units_.find(unit);
+    if (it != units_.end()) s->mig.push_back(it->second);
+  }
+}
+
+void JobStatsTracker::DescribeUnit(const MigUnitInfo& info) {
+  auto it = units_.find(info.unit());
+  if (it != units_.end() && it->second == info) return;
+  units_[info.unit()] = info;
+  for (auto& [id, job] : jobs_) {
+    if (!std::binary_search(job.committed.stats.gpus.begin(), job.committed.stats.gpus.end(),
+                            info.unit()))
+      continue;
+    Describe(&job.committed.stats);
+    Describe(&job.through_now.stats);
+  }
+}
+
+void JobStatsTracker::Narrow(const std::string& job_id, unsigned gpu,
+                             const std::vector<unsigned>& units) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  for (Totals* t : {&it->second.committed, &it->second.through_now}) {
+    std::vector<unsigned>& gpus = t->stats.gpus;
+    auto at = std::find(gpus.begin(), gpus.end(), gpu);
+    if (at == gpus.end()) return;
+    gpus.erase(at);
+    gpus.insert(gpus.end(), units.begin(), units.end());
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    Describe(&t->stats);
   }
 }
 

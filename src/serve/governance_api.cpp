@@ -1,6 +1,8 @@
 // serve/governance_api.cpp — GET /api/gw/v1/teams and GET /api/gw/v1/reclaim.
 #include "serve/governance_api.h"
 
+#include "jobs/gpu_unit.h"
+
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -122,12 +124,18 @@ std::string ReclaimJson(const GovernanceState& state, const DecisionsLog& log, s
   for (const std::string& line : log.Recent(limit))
     decisions.push_back(nlohmann::json::parse(line));
   nlohmann::json idle = nlohmann::json::array();
-  for (const auto& [gpu, g] : state.idle.gpus())
-    if (g.idle)
-      idle.push_back({{"gpu", gpu},
-                      {"uuid", g.uuid},
-                      {"idle_s", state.idle.StreakS(gpu, state.last_now_s)},
-                      {"memory_held", g.memory_held}});
+  for (const auto& [unit, g] : state.idle.gpus()) {
+    if (!g.idle) continue;
+    idle.push_back({{"gpu", jobs::UnitGpu(unit)},
+                    {"uuid", g.uuid},
+                    {"idle_s", state.idle.StreakS(unit, state.last_now_s)},
+                    {"memory_held", g.memory_held}});
+    if (jobs::IsMigUnit(unit)) {  // a MIG instance: which, and its share of the GPU
+      idle.back()["mig_instance"] = jobs::UnitMigInstance(unit);
+      idle.back()["mig_profile"] = g.mig_profile;
+      idle.back()["share"] = g.share;
+    }
+  }
   nlohmann::json data = {{"policies", policies},
                          {"noticed_jobs", state.reclaim.noticed()},
                          {"idle_gpus", idle},

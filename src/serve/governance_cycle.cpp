@@ -2,7 +2,10 @@
 // governance::Cycle.
 #include "serve/governance_cycle.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "jobs/gpu_unit.h"
 
 namespace gw::serve {
 
@@ -25,6 +28,27 @@ governance::Cycle CycleBuilder::Build(const collect::Snapshot& snapshot) {
     if (const double e = gpu.value(Slot::kEnergy); !collect::IsAbsent(e)) r.energy_j = e;
     const double p = gpu.value(Slot::kPower);
     r.power_w = collect::IsAbsent(p) ? 0 : p;
+    // A MIG-enabled GPU: each instance a unit of its own (governance/cycle.h), the GPU the rest.
+    for (const collect::MigInstanceSnapshot& m : gpu.mig) {
+      governance::GpuReading u;
+      u.index = jobs::MigUnit(r.index, m.gpu_instance_id);
+      u.share = collect::IsAbsent(m.slice_ratio) ? 0 : m.slice_ratio;
+      u.mig_profile = m.profile;
+      u.uuid = m.uuid;
+      u.model = r.model;
+      const double mig_util = MigUtilization(m);
+      u.util_known = !collect::IsAbsent(mig_util);
+      u.util_ratio = u.util_known ? mig_util : 0;
+      u.memory_used_bytes = collect::IsAbsent(m.memory_used_bytes) ? 0 : m.memory_used_bytes;
+      u.memory_held =
+          settings_.MemoryHeld(!m.processes.empty(), u.memory_used_bytes,
+                               collect::IsAbsent(m.memory_total_bytes) ? 0 : m.memory_total_bytes);
+      u.energy_j = r.energy_j;
+      u.power_w = r.power_w;
+      r.share -= u.share;
+      cycle.gpus.push_back(std::move(u));
+    }
+    r.share = std::max(0.0, r.share);
     cycle.gpus.push_back(std::move(r));
   }
   // The Slurm job table: copied only when a poll has changed it (it may hold a whole cluster's

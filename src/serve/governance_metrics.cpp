@@ -129,7 +129,9 @@ std::vector<GovernanceFigure> BuildGovernanceFigures(const GovernanceState& stat
         auto it = state.idle.gpus().find(g);
         if (it == state.idle.gpus().end() || !it->second.idle || !counted.insert(g).second)
           continue;
-        idle_now[{h.team, h.partition, it->second.memory_held ? "held" : "free"}] += 1;
+        // A MIG instance counts as its share of the GPU.
+        idle_now[{h.team, h.partition, it->second.memory_held ? "held" : "free"}] +=
+            it->second.share;
       }
     }
     for (const auto& [key, n] : idle_now)

@@ -22,6 +22,11 @@
 // Snapshots built without a collector (tests) keep a slow-cycle count of 0: only list changes
 // trigger passes there.
 //
+// Units (jobs/gpu_unit.h): a process NVML lists on a MIG instance (its GPU-instance id on the
+// GPU's list, or on the instance's own list) is on that instance's unit; a process listed on a
+// MIG-enabled GPU without an instance is on the instance its CUDA_VISIBLE_DEVICES names by MIG
+// UUID ("MIG-…", read from /proc with the allow-listed environment), else on the GPU.
+//
 // Threading: one thread at a time (the recorder's, under JobsService's lock). Errors: a process
 // that cannot be read is left out of `processes()` (jobs::Attributor).
 #ifndef GPUWARDEN_SERVE_JOBS_MAPPING_H_
@@ -50,7 +55,8 @@ class ProcessJobMapping {
   // `processes()` may differ from before), false when the previous one still holds.
   bool Update(const collect::Snapshot& snapshot);
 
-  // Every GPU process that could be attributed, in the snapshot's order (GPU, then NVML's order).
+  // Every GPU process that could be attributed, in the snapshot's order (GPU, then NVML's order,
+  // then each MIG instance's list); `gpu` is the unit it runs on.
   const std::vector<jobs::JobLedger::AttributedGpuProcess>& processes() const { return processes_; }
 
   // For tests and benchmarks: full attribution passes, start-time checks that found nothing
@@ -68,7 +74,8 @@ class ProcessJobMapping {
   jobs::Attributor attributor_;
   bool valid_ = false;
   std::uint64_t slow_cycles_ = 0;                      // the snapshot's count at the last check
-  std::vector<std::pair<unsigned, unsigned>> listed_;  // (GPU index, pid) at the last pass
+  std::vector<std::pair<unsigned, unsigned>> listed_;  // (unit, pid) at the last pass
+  std::vector<const collect::GpuSnapshot*> gpus_;      // Recompute's scratch: listed_'s GPUs
   std::vector<pid_t> pids_;                            // listed_'s pids (StillCached)
   std::vector<jobs::GpuProcessRef> refs_;              // scratch of Recompute
   std::vector<jobs::JobLedger::AttributedGpuProcess> processes_;

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "base/clock.h"
+#include "jobs/gpu_unit.h"
 #include "serve/jobs_service.h"
 
 namespace gw::serve {
@@ -68,6 +69,8 @@ enum PerJobId {
   kGpuSeconds,
   kEnergy,
   kUtilization,
+  kSmActive,
+  kTensorActive,
   kMemoryPeak,
   kMemoryRatio,
   kThrottle,
@@ -78,12 +81,19 @@ enum PerJobId {
   kPerJobCount,
 };
 constexpr PerJobFamily kPerJob[kPerJobCount] = {
-    {"gpu_job_gpus", "gauge", "", "GPUs allocated to the job."},
+    {"gpu_job_gpus", "gauge", "",
+     "GPUs allocated to the job; a MIG instance counts as its share of the GPU."},
     {"gpu_job_gpu_seconds_total", "counter", "", "Allocated GPUs x run time so far."},
     {"gpu_job_energy_joules_total", "counter", "joules",
      "Energy used by the job's GPUs since it started."},
     {"gpu_job_sm_utilization_ratio", "gauge", "ratio",
      "SM utilization over the job's GPUs and lifetime: time-weighted avg, or max (stat label)."},
+    {"gpu_job_sm_active_ratio", "gauge", "ratio",
+     "GPM SM activity over the job's GPUs and lifetime: time-weighted avg, or max (stat label); "
+     "absent without GPM."},
+    {"gpu_job_tensor_active_ratio", "gauge", "ratio",
+     "GPM tensor-pipe activity (any pipe) over the job's GPUs and lifetime: time-weighted avg, or "
+     "max (stat label); absent without GPM."},
     {"gpu_job_memory_peak_bytes", "gauge", "bytes", "Peak device memory used on any job GPU."},
     {"gpu_job_memory_used_ratio", "gauge", "ratio",
      "Device memory used / total now, highest over the job's GPUs."},
@@ -115,9 +125,21 @@ void JobsService::RenderMetrics(collect::Format format, std::string* out) const 
 
 void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
                                const jobs::SlurmHealth* health) const {
-  auto uuid_of = [this](unsigned index) {
-    auto it = gpu_ids_.find(index);
-    return it == gpu_ids_.end() ? std::string_view() : std::string_view(it->second.second);
+  // gpu and uuid (the GPU's), and for a MIG instance mig_instance and mig_profile.
+  // `index` keeps the fallback text alive (a unit no snapshot showed yet: its GPU's index).
+  auto unit_labels = [this](unsigned unit, const IndexText& index, LabelList* l) {
+    auto it = gpu_ids_.find(unit);
+    if (it == gpu_ids_.end()) {
+      l->Add("gpu", index.view()).Add("uuid", "");
+      return;
+    }
+    l->Add("gpu", it->second.gpu).Add("uuid", it->second.uuid);
+    if (jobs::IsMigUnit(unit))
+      l->Add("mig_instance", it->second.mig_instance).Add("mig_profile", it->second.mig_profile);
+  };
+  auto share_of = [this](unsigned unit) {
+    auto it = gpu_ids_.find(unit);
+    return it == gpu_ids_.end() ? 1.0 : it->second.share;
   };
   auto job_labels = [this](const std::string& key, LabelList* l) {
     auto m = meta_.find(key);
@@ -133,10 +155,10 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
                "1 for each GPU and the job holding it (job labels live here, not on device "
                "series).");
   for (const auto& [gpu, keys] : allocations_) {
-    const IndexText index(gpu);
+    const IndexText index(jobs::UnitGpu(gpu));
     for (const std::string& key : keys) {
       LabelList l;
-      l.Add("gpu", index.view()).Add("uuid", uuid_of(gpu));
+      unit_labels(gpu, index, &l);
       job_labels(key, &l);
       sink->Sample("gpu_allocation_info", l.span(), 1);
     }
@@ -147,15 +169,15 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
                "jobs.idle_window.");
   double idle_gpus = 0;
   for (const auto& [gpu, since] : idle_.since())
-    if (now - since >= config_.jobs.idle_window_s) idle_gpus += 1;
+    if (now - since >= config_.jobs.idle_window_s) idle_gpus += share_of(gpu);
   sink->Sample("gpu_idle_allocated_gpus", {}, idle_gpus);
   sink->Family("gpu_idle_streak_seconds", "gauge", "seconds",
                "How long an allocated GPU has been idle; 0 when active.");
   for (const auto& [gpu, keys] : allocations_) {
-    const IndexText index(gpu);
     auto it = idle_.since().find(gpu);
+    const IndexText index(jobs::UnitGpu(gpu));
     LabelList l;
-    l.Add("gpu", index.view()).Add("uuid", uuid_of(gpu));
+    unit_labels(gpu, index, &l);
     sink->Sample("gpu_idle_streak_seconds", l.span(),
                  it == idle_.since().end() ? 0 : now - it->second);
   }
@@ -219,7 +241,7 @@ void JobsService::EmitPerJob(TaskFamilySink* sink, double now) const {
       };
       switch (f) {
         case kGpus:
-          sample(double(s.gpus.size()));
+          sample(jobs::GpuEquivalents(s));
           break;
         case kGpuSeconds:
           sample(s.gpu_seconds);
@@ -230,6 +252,14 @@ void JobsService::EmitPerJob(TaskFamilySink* sink, double now) const {
         case kUtilization:
           sample_with("stat", "avg", s.util_avg_pct / 100);
           sample_with("stat", "max", s.util_max_pct / 100);
+          break;
+        case kSmActive:
+          if (s.sm_active_avg) sample_with("stat", "avg", *s.sm_active_avg);
+          if (s.sm_active_max) sample_with("stat", "max", *s.sm_active_max);
+          break;
+        case kTensorActive:
+          if (s.tensor_active_avg) sample_with("stat", "avg", *s.tensor_active_avg);
+          if (s.tensor_active_max) sample_with("stat", "max", *s.tensor_active_max);
           break;
         case kMemoryPeak:
           sample(double(s.memory_peak_bytes));

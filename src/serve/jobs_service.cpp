@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "http/prom_api.h"
 #include "http/server.h"
+#include "jobs/gpu_unit.h"
 #include "jobs/slurm_hostlist.h"
 
 namespace gw::serve {
@@ -140,6 +141,36 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
   }
 }
 
+double MigUtilization(const collect::MigInstanceSnapshot& m) {
+  const double graphics = m.value(collect::Gpm::kGraphicsActive);
+  return collect::IsAbsent(graphics) ? m.value(collect::Gpm::kSmActive) : graphics;
+}
+
+void JobsService::NoteUnit(unsigned unit, const collect::GpuSnapshot& gpu,
+                           const collect::MigInstanceSnapshot* mig) {
+  auto known = gpu_ids_.find(unit);
+  if (known != gpu_ids_.end() && known->second.uuid == gpu.identity.uuid &&
+      (mig == nullptr ||
+       (known->second.mig_uuid == mig->uuid && known->second.mig_profile == mig->profile &&
+        known->second.share == mig->slice_ratio)))
+    return;  // unchanged: nothing built
+  UnitLabels& l = gpu_ids_[unit];
+  l.gpu = std::to_string(gpu.identity.index);
+  l.uuid = gpu.identity.uuid;
+  if (mig == nullptr) return;
+  l.mig_instance = std::to_string(mig->gpu_instance_id);
+  l.mig_profile = mig->profile;
+  l.mig_uuid = mig->uuid;
+  l.share = collect::IsAbsent(mig->slice_ratio) ? 1 : mig->slice_ratio;
+  jobs::MigUnitInfo info;
+  info.gpu = gpu.identity.index;
+  info.gpu_instance_id = mig->gpu_instance_id;
+  info.profile = mig->profile;
+  info.uuid = mig->uuid;
+  info.share = l.share;
+  ledger_->DescribeUnit(info);
+}
+
 void JobsService::Observe(const collect::Snapshot& snapshot) {
   const double now = snapshot.taken_unix_seconds;
   last_snapshot_s_ = now;
@@ -148,9 +179,7 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
   for (const collect::GpuSnapshot& gpu : snapshot.gpus) {
     using collect::Slot;
     const unsigned index = gpu.identity.index;
-    if (auto known = gpu_ids_.find(index);
-        known == gpu_ids_.end() || known->second.second != gpu.identity.uuid)
-      gpu_ids_[index] = {std::to_string(index), gpu.identity.uuid};
+    NoteUnit(index, gpu, nullptr);
     if (gpu.lost) continue;
     auto value = [&gpu](Slot s, double fallback) {
       double v = gpu.value(s);
@@ -160,6 +189,8 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
     s.index = index;
     s.time_s = now;
     s.util_pct = value(Slot::kUtilization, 0) * 100;
+    s.sm_active = gpu.value(Slot::kSmActive);
+    s.tensor_active = gpu.value(Slot::kTensorAny);
     s.power_w = value(Slot::kPower, 0);
     if (!collect::IsAbsent(gpu.value(Slot::kEnergy))) s.energy_j = gpu.value(Slot::kEnergy);
     s.memory_used_bytes = static_cast<std::uint64_t>(value(Slot::kMemoryUsed, 0));
@@ -175,6 +206,29 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
     cycle.gpus.push_back(s);
     const double total = value(Slot::kMemoryTotal, 0);
     memory_used_ratio_[index] = total > 0 ? value(Slot::kMemoryUsed, 0) / total : 0;
+    // Each MIG instance is a unit of its own: its share of the GPU's power and energy, its own
+    // memory and GPM signals, the GPU's clock events, ECC and XIDs.
+    for (const collect::MigInstanceSnapshot& m : gpu.mig) {
+      const unsigned unit = jobs::MigUnit(index, m.gpu_instance_id);
+      NoteUnit(unit, gpu, &m);
+      jobs::GpuCycleSample u = s;
+      u.index = unit;
+      u.share = gpu_ids_[unit].share;
+      const double util = MigUtilization(m);
+      u.util_known = !collect::IsAbsent(util);
+      u.util_pct = u.util_known ? util * 100 : 0;
+      u.sm_active = m.value(collect::Gpm::kSmActive);
+      u.tensor_active = m.value(collect::Gpm::kTensorAny);
+      u.power_w = s.power_w * u.share;
+      if (s.energy_j) u.energy_j = *s.energy_j * u.share;
+      u.memory_used_bytes = collect::IsAbsent(m.memory_used_bytes)
+                                ? 0
+                                : static_cast<std::uint64_t>(m.memory_used_bytes);
+      cycle.gpus.push_back(u);
+      memory_used_ratio_[unit] = m.memory_total_bytes > 0 && !collect::IsAbsent(m.memory_used_bytes)
+                                     ? m.memory_used_bytes / m.memory_total_bytes
+                                     : 0;
+    }
   }
   // Per-job statistics accumulate every snapshot; who holds which GPU is recomputed only when the
   // scheduler's job table or the process mapping changed (serve/jobs_mapping.h).
@@ -187,6 +241,7 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
     allocations_ = slurm_allocations_;
     for (const auto& [gpu, keys] : process_allocations_)
       allocations_[gpu].insert(keys.begin(), keys.end());
+    NarrowToMigUnits();
   }
   ledger_->RunningInto(now, &running_);
   for (const jobs::JobGpuStats& s : running_) {
@@ -271,6 +326,23 @@ void JobsService::Attribute(double now_s) {
   (void)ledger_->OnProcesses(mapping_.processes(), now_s);  // no store: cannot fail (queued)
 }
 
+void JobsService::NarrowToMigUnits() {
+  // A job the scheduler gave GPU g whose processes run on MIG instances of g holds those
+  // instances, not g (Slurm's gres_detail counts devices; the processes name the instances).
+  std::map<std::pair<std::string, unsigned>, std::vector<unsigned>> narrowed;  // (key, gpu)
+  for (const auto& [unit, keys] : process_allocations_) {
+    if (!jobs::IsMigUnit(unit)) continue;
+    for (const std::string& key : keys) narrowed[{key, jobs::UnitGpu(unit)}].push_back(unit);
+  }
+  for (const auto& [what, units] : narrowed) {
+    const auto& [key, gpu] = what;
+    auto whole = allocations_.find(gpu);
+    if (whole == allocations_.end() || whole->second.erase(key) == 0) continue;
+    if (whole->second.empty()) allocations_.erase(whole);
+    ledger_->Narrow(key, gpu, units);
+  }
+}
+
 void JobsService::WriteRecords(const std::vector<jobs::JobRecord>& records) {
   if (records.empty()) return;
   std::uint64_t errors = 0;
@@ -311,9 +383,16 @@ void JobsService::TrackIdle(const collect::Snapshot& snapshot, double now_s) {
   idle_.Retain([this](unsigned index) { return allocations_.count(index) > 0; });
   for (const collect::GpuSnapshot& gpu : snapshot.gpus) {
     const unsigned index = gpu.identity.index;
-    if (!allocations_.count(index)) continue;
-    const double util = gpu.value(collect::Slot::kUtilization);
-    (void)idle_.Observe(index, true, !collect::IsAbsent(util), util, now_s);
+    if (allocations_.count(index)) {
+      const double util = gpu.value(collect::Slot::kUtilization);
+      (void)idle_.Observe(index, true, !collect::IsAbsent(util), util, now_s);
+    }
+    for (const collect::MigInstanceSnapshot& m : gpu.mig) {
+      const unsigned unit = jobs::MigUnit(index, m.gpu_instance_id);
+      if (!allocations_.count(unit)) continue;
+      const double util = MigUtilization(m);
+      (void)idle_.Observe(unit, true, !collect::IsAbsent(util), util, now_s);
+    }
   }
 }
 

@@ -39,6 +39,12 @@
 // lists as finished after the restart is recorded again, without its GPU figures. A failed write
 // keeps the record in memory only (gpuwarden_job_record_errors_total counts it).
 //
+// GPU units: wherever this says GPU, a MIG instance is a unit of its own (jobs/gpu_unit.h): its
+// processes and CUDA_VISIBLE_DEVICES tie a job to it (serve/jobs_mapping.h), a scheduler job whose
+// processes run on instances of a GPU it was given holds those instances instead of the GPU, and
+// per-job figures count it by its share. Its utilization is its GPM graphics activity (SM
+// activity where that is absent); without GPM it has none and is never idle.
+//
 // Metrics (docs/metrics.md, "Task layer"): allocation info per GPU and job (job labels go on job
 // series only, never on device series), per running job figures (labels job_id, user, team,
 // partition), queue-wait / start-latency / run-time histograms by partition, jobs by state, idle
@@ -92,6 +98,11 @@ struct JobsServiceOptions {
   // running on it are attributed, accounted and recorded here.
   std::string node_name;
 };
+
+// The utilization ratio of a MIG instance for the task and platform layers: NVML reads none per
+// instance, so its GPM graphics-engine activity stands in (SM activity where that is absent);
+// kAbsent without GPM.
+double MigUtilization(const collect::MigInstanceSnapshot& instance);
 
 // The records directory a configuration names (jobs.records_dir, else STORAGE_PATH/jobs).
 std::string JobRecordsDir(const config::Config& config);
@@ -149,7 +160,7 @@ class JobsService {
   struct HeldGpus {
     std::string job_id;  // as a person knows it (process jobs: the GPUWARDEN_JOB name)
     std::string source, name, user, account, team, partition;
-    std::vector<unsigned> gpus;  // this node's GPU indices
+    std::vector<unsigned> gpus;  // this node's GPU units (jobs/gpu_unit.h): indices, MIG ids
   };
   std::vector<HeldGpus> AllocatedJobs() const;
   // The scheduler's jobs as last polled (empty without jobs.scheduler: slurm).
@@ -183,6 +194,12 @@ class JobsService {
   // Appends finished jobs' records to the store; mu_ NOT held (takes it at the end).
   void WriteRecords(const std::vector<jobs::JobRecord>& records);
   void TrackIdle(const collect::Snapshot& snapshot, double now_s);
+  // Keeps gpu_ids_ (and the ledger's MIG descriptions) up to date for one unit; builds nothing
+  // when it is unchanged.
+  void NoteUnit(unsigned unit, const collect::GpuSnapshot& gpu,
+                const collect::MigInstanceSnapshot* mig);
+  // allocations_: whole GPUs of scheduler jobs whose processes run on MIG instances -> those.
+  void NarrowToMigUnits();
   void NoteEndedJobs(double now_s);
   std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
   double NowS() const;                                  // mu_ held
@@ -219,7 +236,13 @@ class JobsService {
   std::map<unsigned, std::set<std::string>> process_allocations_;  // from the process mapping
   // Finished jobs' records taken from the ledger, being written by OnSnapshot outside mu_.
   std::vector<jobs::JobRecord> writing_;
-  std::map<unsigned, std::pair<std::string, std::string>> gpu_ids_;  // index -> (gpu, uuid) text
+  // Label texts per unit (jobs/gpu_unit.h): gpu, uuid (the GPU's), and for a MIG instance its
+  // mig_instance, mig_profile, MIG UUID and share of the GPU.
+  struct UnitLabels {
+    std::string gpu, uuid, mig_instance, mig_profile, mig_uuid;
+    double share = 1;
+  };
+  std::map<unsigned, UnitLabels> gpu_ids_;
   jobs::IdleStreaks idle_;  // allocated GPUs idle since (jobs.idle_threshold)
   std::map<unsigned, double> memory_used_ratio_;
   std::map<std::string, double> jobs_by_state_;

@@ -298,8 +298,9 @@ TEST(JobsServiceMapping, SchedulerJobsStartingAndEndingUpdateTheAllocations) {
 }
 
 // No allocation in a steady state: the snapshots of a service whose mapping is reused (and
-// checked at slow cycles) allocate nothing, at 8 processes as at 512.
-long SteadyStateAllocations(int processes) {
+// checked at slow cycles) allocate nothing, at 8 processes as at 512, and with half the GPUs as
+// 7 MIG instances each (GPM values, processes listed on their instances).
+long SteadyStateAllocations(int processes, bool mig = false) {
   TempDir dir;
   const std::string proc = dir / "proc";
   std::vector<collect::GpuSnapshot> gpus;
@@ -307,6 +308,20 @@ long SteadyStateAllocations(int processes) {
     gpus.push_back(Gpu(g, 0.5, 100));
     // Throttled by a reason whose name is longer than a short string's inline buffer.
     gpus.back().values[static_cast<size_t>(collect::Slot::kEventHwThermal)] = 1;
+    if (!mig || g >= 4) continue;
+    for (unsigned gi = 1; gi <= 7; ++gi) {
+      collect::MigInstanceSnapshot m;
+      m.gpu_instance_id = gi;
+      m.profile = "1g.10gb-with-a-long-name";  // longer than a short string's inline buffer
+      m.uuid = "MIG-" + std::to_string(g) + "-" + std::to_string(gi) + "-000000000000000000";
+      m.slice_ratio = 1.0 / 7;
+      m.memory_total_bytes = 10e9;
+      m.memory_used_bytes = 1e9;
+      m.gpm[static_cast<size_t>(collect::Gpm::kGraphicsActive)] = 0.01;  // idle
+      m.gpm[static_cast<size_t>(collect::Gpm::kSmActive)] = 0.01;
+      m.gpm[static_cast<size_t>(collect::Gpm::kTensorAny)] = 0;
+      gpus.back().mig.push_back(m);
+    }
   }
   for (int i = 0; i < processes; ++i) {
     const unsigned pid = 10000 + static_cast<unsigned>(i);
@@ -316,7 +331,13 @@ long SteadyStateAllocations(int processes) {
     } else {
       FakeProcess(proc, pid, 100 + pid, "0::/user.slice\n", {"GPUWARDEN_JOB=run"});
     }
-    gpus[static_cast<size_t>(i) % 8].processes.push_back({pid, 1e9, collect::kAbsent});
+    collect::GpuSnapshot& gpu = gpus[static_cast<size_t>(i) % 8];
+    gpu.processes.push_back({pid, 1e9, collect::kAbsent});
+    if (!gpu.mig.empty()) {  // on an instance: named on the GPU's list and the instance's
+      collect::MigInstanceSnapshot& m = gpu.mig[static_cast<size_t>(i / 8) % gpu.mig.size()];
+      gpu.processes.back().gpu_instance_id = m.gpu_instance_id;
+      m.processes.push_back(gpu.processes.back());
+    }
   }
   config::Config config;
   config.storage.path = dir / "data";
@@ -343,6 +364,8 @@ TEST(JobsServiceMapping, NoAllocationInTheSteadyState) {
   const long many = SteadyStateAllocations(512);
   EXPECT_EQ(few, 0) << "allocations in 40 snapshots at 8 processes";
   EXPECT_EQ(many, 0) << "allocations in 40 snapshots at 512 processes";
+  const long mig = SteadyStateAllocations(512, /*mig=*/true);
+  EXPECT_EQ(mig, 0) << "allocations in 40 snapshots at 512 processes on MIG instances";
 }
 
 }  // namespace
