@@ -221,30 +221,6 @@ std::string DcgmHostname() {
   return name;
 }
 
-bool ParseExpositionNames(std::string_view text, ExpositionNames* out) {
-  if (text == "gpuwarden")
-    *out = ExpositionNames::kGpuwarden;
-  else if (text == "dcgm-exporter")
-    *out = ExpositionNames::kDcgmExporter;
-  else if (text == "both")
-    *out = ExpositionNames::kBoth;
-  else
-    return false;
-  return true;
-}
-
-std::string_view ExpositionNamesText(ExpositionNames names) {
-  switch (names) {
-    case ExpositionNames::kGpuwarden:
-      return "gpuwarden";
-    case ExpositionNames::kDcgmExporter:
-      return "dcgm-exporter";
-    case ExpositionNames::kBoth:
-      return "both";
-  }
-  return "gpuwarden";
-}
-
 void DcgmExposition::AppendLabels(const Snapshot& snapshot, const GpuSnapshot& gpu,
                                   const MigInstanceSnapshot* instance, std::string* out) const {
   const GpuIdentity& id = gpu.identity;

@@ -44,9 +44,31 @@ namespace gw::collect {
 // `exposition.names`: which names the device families get on /metrics. The store, the rules and
 // the console always use gpuwarden's names.
 enum class ExpositionNames { kGpuwarden, kDcgmExporter, kBoth };
-// "gpuwarden", "dcgm-exporter", "both"; false for anything else.
-bool ParseExpositionNames(std::string_view text, ExpositionNames* out);
-std::string_view ExpositionNamesText(ExpositionNames names);
+// "gpuwarden", "dcgm-exporter", "both"; false for anything else. Inline: the configuration
+// (and its fuzz target) reads the setting without linking the writer.
+inline bool ParseExpositionNames(std::string_view text, ExpositionNames* out) {
+  if (text == "gpuwarden")
+    *out = ExpositionNames::kGpuwarden;
+  else if (text == "dcgm-exporter")
+    *out = ExpositionNames::kDcgmExporter;
+  else if (text == "both")
+    *out = ExpositionNames::kBoth;
+  else
+    return false;
+  return true;
+}
+
+inline std::string_view ExpositionNamesText(ExpositionNames names) {
+  switch (names) {
+    case ExpositionNames::kGpuwarden:
+      return "gpuwarden";
+    case ExpositionNames::kDcgmExporter:
+      return "dcgm-exporter";
+    case ExpositionNames::kBoth:
+      return "both";
+  }
+  return "gpuwarden";
+}
 
 // One dcgm-exporter field gpuwarden writes.
 enum class DcgmSource : uint8_t {
