@@ -42,6 +42,9 @@ struct CollectorOptions {
   double memory_peak_interval_s = 0.25;  // 0 disables the sub-sampler
   double call_timeout_s = 5.0;           // watchdog: a call slower than this is "hung"
   bool per_process_metrics = false;      // per-pid series (cardinality: opt-in)
+  // Per-link NVLink error counters and rates on /metrics and in the store (18 links × 5 series
+  // per GPU on an HGX board: opt-in). gpu_nvlink_link_up is always there.
+  bool nvlink_link_metrics = false;
   // GPM profiling counters (SM activity, tensor pipes, …) where nvmlGpmQueryDeviceSupport says
   // the GPU has them; false never samples GPM.
   bool gpm = true;

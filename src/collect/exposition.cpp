@@ -90,7 +90,7 @@ void WriteMig(const Snapshot& snap, expo::Writer* w) {
 }
 
 // The gpu_nvlink_link_* families: one series per NVLink link (labels gpu, uuid, link).
-void WriteNvLinkLinks(const Snapshot& snap, expo::Writer* w) {
+void WriteNvLinkLinks(const Snapshot& snap, bool per_link_counters, expo::Writer* w) {
   char number[16];
   auto link_text = [&](unsigned v) {
     auto [end, ec] = std::to_chars(number, number + sizeof number, v);
@@ -113,6 +113,7 @@ void WriteNvLinkLinks(const Snapshot& snap, expo::Writer* w) {
   bool up = false, errors = false, tx = false, rx = false;
   family(
       Dynamic::kNvlinkLinkUp, "", [](const NvLinkSnapshot& l) { return l.up; }, &up);
+  if (!per_link_counters) return;  // the GPU's totals stand for them (gpu_nvlink_errors_total)
   family(
       Dynamic::kNvlinkLinkErrors, "type=\"replay\"",
       [](const NvLinkSnapshot& l) { return l.replay_errors; }, &errors);
@@ -181,7 +182,7 @@ void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Write
   }
 
   WriteMig(snap, w);
-  WriteNvLinkLinks(snap, w);
+  WriteNvLinkLinks(snap, options.nvlink_link_metrics, w);
 
   if (!options.per_process_metrics) return;
   char pid[16];
@@ -462,7 +463,11 @@ std::string MetricsPage::Get(const Snapshot& snapshot, Format format) {
       WriteSnapshot(snapshot, options_, ReadProcessFigures(), &w);
       e.generation = snapshot.generation;
     }
-    page = e.body;
+    // One allocation for the page and what follows it (the store's and the services' families):
+    // a page of a few hundred KB copied and grown per request made the allocator map and unmap
+    // memory each time (docs/benchmarks.md, issue 12).
+    page.reserve(e.body.size() + e.body.size() / 4 + 16384);
+    page.append(e.body);
   }
   // The store moves on its own thread, between snapshots: its figures are always current.
   if (store_) RenderStore(store_(), format, &page);

@@ -29,7 +29,8 @@ using expo::NegotiateFormat;
 
 struct RenderOptions {
   bool per_process_metrics = false;
-  std::string version;  // gpuwarden_build_info{version}
+  bool nvlink_link_metrics = false;  // collect.nvlink_link_metrics (CollectorOptions)
+  std::string version;               // gpuwarden_build_info{version}
   // exposition.names: the device families under gpuwarden's names, dcgm-exporter's (written by
   // `dcgm`, which must then be set), or both (collect/dcgm_exposition.h).
   ExpositionNames names = ExpositionNames::kGpuwarden;

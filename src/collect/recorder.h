@@ -49,6 +49,9 @@ class Recorder {
   // Start; must not block for long (the next snapshot waits).
   using AfterRecord = std::function<void(const Snapshot& snapshot, int64_t t_ms)>;
   void SetAfterRecord(AfterRecord after) { after_record_ = std::move(after); }
+  // Also record the per-link NVLink error counters and rates (collect.nvlink_link_metrics);
+  // gpu_nvlink_link_up is always recorded. Set before Start.
+  void SetNvLinkLinkMetrics(bool on) { nvlink_link_metrics_ = on; }
 
   void Start();
   // Records what was offered last, then stops the thread.
@@ -87,6 +90,7 @@ class Recorder {
   tsdb::Appender* appender_;
   Logger* log_;
   AfterRecord after_record_;
+  bool nvlink_link_metrics_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<const Snapshot> pending_;

@@ -148,8 +148,9 @@ void Recorder::RecordNvLinks(const GpuSnapshot& gpu, size_t position, int64_t t,
       {Dynamic::kNvlinkLinkTxRate, nullptr, &NvLinkSnapshot::tx_bytes_per_second},
       {Dynamic::kNvlinkLinkRxRate, nullptr, &NvLinkSnapshot::rx_bytes_per_second},
   };
+  const size_t kinds = nvlink_link_metrics_ ? kLinkSeries : 1;  // gpu_nvlink_link_up only
   for (const NvLinkSnapshot& l : gpu.nvlinks)
-    for (size_t k = 0; k < kLinkSeries; ++k)
+    for (size_t k = 0; k < kinds; ++k)
       Put(
           appender_, &links[l.link][k],
           [&] {

@@ -427,6 +427,9 @@ const std::map<std::string, Setter>& Setters() {
        Bool("collect.per_process_metrics",
             [](Config* c) -> bool& { return c->collect.per_process_metrics; })},
       {"collect.gpm", Bool("collect.gpm", [](Config* c) -> bool& { return c->collect.gpm; })},
+      {"collect.nvlink_link_metrics",
+       Bool("collect.nvlink_link_metrics",
+            [](Config* c) -> bool& { return c->collect.nvlink_link_metrics; })},
       {"exposition.names",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          std::string text;

@@ -287,6 +287,7 @@ class RecorderService : public Service {
     if (store->appender() == nullptr) return;
     recorder_ = std::make_unique<collect::Recorder>(store->appender(), ctx.log);
     recorder_->SetAfterRecord(std::move(after_record));
+    recorder_->SetNvLinkLinkMetrics(ctx.config.collect.nvlink_link_metrics);
   }
   const char* name() const override { return "recorder"; }
   void Start() override {
@@ -329,6 +330,7 @@ class HttpService : public Service {
         db_(store->db()) {
     collect::RenderOptions render;
     render.per_process_metrics = ctx.config.collect.per_process_metrics;
+    render.nvlink_link_metrics = ctx.config.collect.nvlink_link_metrics;
     render.version = version;
     render.names = ctx.config.exposition.names;
     if (render.names != collect::ExpositionNames::kGpuwarden)

@@ -16,6 +16,7 @@ namespace {
 std::set<std::string> RenderedFamilies() {
   RenderOptions o;
   o.per_process_metrics = true;
+  o.nvlink_link_metrics = true;
   std::string text;
   Render(FullSnapshot(), Format::kText, o, ProcessFigures{1, 1, 1}, &text);
   StoreFigures store;

@@ -12,9 +12,10 @@
 namespace gw::collect {
 namespace {
 
-std::string RenderOf(const Snapshot& s, Format f, bool per_process = true) {
+std::string RenderOf(const Snapshot& s, Format f, bool per_process = true, bool per_link = true) {
   RenderOptions o;
   o.per_process_metrics = per_process;
+  o.nvlink_link_metrics = per_link;
   o.version = "test";
   std::string out;
   Render(s, f, o, ProcessFigures{1.5, 1e7, 1764441000}, &out);
@@ -218,6 +219,12 @@ TEST(Exposition, NvLinkLinksAreNamedByIndex) {
       << text;
   std::string om = RenderOf(s, Format::kOpenMetrics);
   EXPECT_NE(om.find("# TYPE gpu_nvlink_link_errors counter\n"), std::string::npos);
+  // collect.nvlink_link_metrics off (the default): per link only the state.
+  text = RenderOf(s, Format::kText, true, false);
+  EXPECT_NE(text.find("gpu_nvlink_link_up{" + gpu + ",link=\"1\"} 0\n"), std::string::npos);
+  EXPECT_EQ(text.find("gpu_nvlink_link_errors"), std::string::npos);
+  EXPECT_EQ(text.find("gpu_nvlink_link_transmit"), std::string::npos);
+  EXPECT_NE(text.find("gpu_nvlink_errors_total{" + gpu + ",type=\"replay\"}"), std::string::npos);
   s.gpus[0].nvlinks.clear();
   text = RenderOf(s, Format::kText);
   EXPECT_EQ(text.find("gpu_nvlink_link_up{"), std::string::npos);

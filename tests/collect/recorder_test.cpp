@@ -109,9 +109,12 @@ TEST(Recorder, KeepsMigInstanceAndNvLinkSeriesAsMetricsWritesThem) {
   MemoryAppender appender;
   Logger log(LogLevel::kError);
   Recorder recorder(&appender, &log);
+  recorder.SetNvLinkLinkMetrics(true);
   recorder.RecordNow(snap);
   std::string page;
-  Render(snap, Format::kText, RenderOptions{}, ProcessFigures{}, &page);
+  RenderOptions options;
+  options.nvlink_link_metrics = true;
+  Render(snap, Format::kText, options, ProcessFigures{}, &page);
   // Every per-instance and per-link family of /metrics is in the store, series for series.
   size_t checked = 0;
   for (const Family& f : kDynamicFamilies) {
@@ -160,6 +163,18 @@ TEST(Recorder, KeepsMigInstanceAndNvLinkSeriesAsMetricsWritesThem) {
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].samples.size(), 2u);
   EXPECT_EQ(static_cast<size_t>(appender.get_ref_calls), appender.series_count);
+}
+
+// collect.nvlink_link_metrics off (the default): per link only gpu_nvlink_link_up is stored.
+TEST(Recorder, PerLinkCountersOnlyWhenAskedFor) {
+  MemoryAppender appender;
+  Logger log(LogLevel::kError);
+  Recorder recorder(&appender, &log);
+  recorder.RecordNow(FullSnapshot(2));
+  EXPECT_EQ(appender.Select({{"__name__", "gpu_nvlink_link_up"}}).size(), 4u);
+  EXPECT_TRUE(appender.Select({{"__name__", "gpu_nvlink_link_errors_total"}}).empty());
+  EXPECT_TRUE(appender.Select({{"__name__", "gpu_nvlink_link_transmit_bytes_per_second"}}).empty());
+  EXPECT_EQ(appender.Select({{"__name__", "gpu_nvlink_errors_total"}}).size(), 10u);
 }
 
 TEST(Recorder, ThreadTakesOfferedSnapshotsWithoutBlockingThePublisher) {
