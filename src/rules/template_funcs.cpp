@@ -165,6 +165,14 @@ namespace {
 
 using Args = std::vector<Value>;
 
+// A float to int64 that saturates instead of overflowing (undefined behaviour in C++): a
+// template may humanize any sample value, 1e300 included.
+int64_t ClampToInt64(double v) {
+  if (v >= 9.2233720368547758e18) return INT64_MAX;
+  if (v <= -9.2233720368547758e18) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 Status WantArgs(const std::string& name, const Args& a, size_t n) {
   if (a.size() != n)
     return Error{"wrong number of args for " + name + ": want " + std::to_string(n) + " got " +
@@ -336,7 +344,7 @@ std::string HumanizeDuration(double v) {
       sign = "-";
       v = -v;
     }
-    int64_t d = static_cast<int64_t>(v);
+    int64_t d = ClampToInt64(v);
     int64_t seconds = d % 60, minutes = (d / 60) % 60, hours = (d / 3600) % 24, days = d / 86400;
     auto s = [](int64_t n) { return std::to_string(n); };
     if (days != 0)
@@ -357,7 +365,7 @@ std::string HumanizeDuration(double v) {
 std::string HumanizeTimestamp(double v) {
   if (std::isnan(v) || std::isinf(v)) return G4(v);
   // Prometheus goes through model.Time: millisecond precision, printed as Go's time.Time.
-  const UtcTime u = ToUtc(static_cast<int64_t>(v * 1e3));
+  const UtcTime u = ToUtc(ClampToInt64(v * 1e3));
   char buf[64];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &u.tm);
   return buf + GoFraction(u.millis) + " +0000 UTC";

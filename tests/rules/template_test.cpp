@@ -51,6 +51,16 @@ TEST(Humanize, MatchesPrometheus) {
   EXPECT_EQ(HumanizeTimestamp(123), "1970-01-01 00:02:03 +0000 UTC");
 }
 
+// Found by the template fuzz target: a value past int64's range was converted with a plain cast
+// (undefined behaviour, UBSan aborts). Such values now saturate instead.
+TEST(Humanize, HugeValuesSaturate) {
+  EXPECT_EQ(HumanizeDuration(1e300).rfind("106751991167300d ", 0), 0u);
+  EXPECT_EQ(HumanizeDuration(-1e300).rfind("-106751991167300d ", 0), 0u);
+  EXPECT_FALSE(HumanizeTimestamp(1e300).empty());
+  EXPECT_FALSE(HumanizeTimestamp(-1e300).empty());
+  EXPECT_EQ(HumanizeDuration(9.3e18).rfind("106751991167300d ", 0), 0u);
+}
+
 TEST(Template, ValuesAndLabels) {
   EXPECT_EQ(Expand("{{ $value }}"), "0.5");
   EXPECT_EQ(Expand("{{ .Value }}", 1e6), "1e+06");
