@@ -11,6 +11,8 @@ PACKAGES=(
   # libraries
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev zlib1g-dev
+  # the kubelet's pod-resources API (src/k8s/): gRPC and protobuf, and their code generators
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl python3 python3-yaml
   # strict HTML5 parsing of `gpuwarden report` output (tests/report)
@@ -44,6 +46,9 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 command -v npm >/dev/null || missing+=(nodejs npm)
+# kubectl for the deploy kit's manifest check (tests/deploy): Debian's kubernetes-client, unless a
+# kubectl from another package is already there (the two conflict on /usr/bin/kubectl).
+command -v kubectl >/dev/null || missing+=(kubernetes-client)
 if [ ${#missing[@]} -eq 0 ]; then
   install_web_test_packages
   exit 0

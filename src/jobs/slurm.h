@@ -38,69 +38,10 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "jobs/job.h"
+#include "jobs/job_source.h"
 
 namespace gw::jobs {
-
-enum class JobState {
-  kPending,
-  kRunning,
-  kSuspended,
-  kCompleting,
-  kCompleted,
-  kFailed,
-  kCancelled,
-  kTimeout,
-  kNodeFail,
-  kPreempted,
-  kOutOfMemory,
-  kBootFail,
-  kDeadline,
-  kOther,
-};
-std::string_view JobStateName(JobState state);  // "RUNNING", "COMPLETED", ...
-JobState ParseJobState(std::string_view text);
-bool IsFinished(JobState state);  // every state after which the job holds nothing
-
-// How GPUs were requested: `--gres=gpu:N`, `--gpus-per-node=N` (both show as tres_per_node),
-// `--gpus=N` (tres_per_job).
-struct GpuRequest {
-  unsigned per_node = 0;  // from tres_per_node "gres:gpu:N" / "gres/gpu:N" / "gres:gpu:type:N"
-  unsigned per_job = 0;   // from tres_per_job "gres:gpu:N" / "gres/gpu=N"
-  unsigned total = 0;     // from tres_req_str / tres_alloc_str "gres/gpu=N" (0 if absent)
-};
-
-struct SlurmJob {
-  std::string id;  // job id as text ("1234"; array tasks keep their own id)
-  std::string name;
-  JobState state = JobState::kOther;
-  std::string state_text;  // as Slurm wrote it
-  std::string state_reason;
-  std::string user;
-  std::string account;
-  std::string partition;
-  std::string nodes;
-  std::int64_t submit_time = 0;  // epoch seconds; 0 = unknown / not yet
-  std::int64_t eligible_time = 0;
-  std::int64_t accrue_time = 0;
-  std::int64_t start_time = 0;
-  std::int64_t end_time = 0;  // projected while running; real once finished
-  std::optional<int> exit_code;
-  std::vector<unsigned> gpu_indices;  // from gres_detail, per node concatenated
-  GpuRequest gpus;
-  std::string tres_alloc;
-  std::string qos;      // "qos" (governance exemptions)
-  std::string comment;  // "comment" (--comment; governance exemption tags)
-  // "priority": the scheduler's order among pending jobs (higher first).
-  std::int64_t priority = 0;
-
-  // GPUs the job asks for: the TRES total, else --gpus, else per node (pending jobs' demand).
-  unsigned RequestedGpus() const;
-
-  // start_time set and the job really ran (not pending, not cancelled while pending, not rejected).
-  bool started() const;
-  // start − eligible (seconds) once started; nullopt before or when never started.
-  std::optional<std::int64_t> QueueWaitS() const;
-};
 
 // Parses squeue --json output. Errors: malformed JSON, no "jobs" array, or a non-empty "errors".
 Expected<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text);
@@ -110,32 +51,6 @@ std::vector<unsigned> ParseGresIndices(std::string_view gres_detail);
 
 // GPU count in a TRES string: "gres:gpu:2", "gres/gpu:a100:2", "cpu=1,gres/gpu=3" -> 2, 2, 3.
 unsigned ParseTresGpuCount(std::string_view tres);
-
-enum class JobEventKind { kSubmitted, kEligible, kStarted, kFinished, kVanished };
-std::string_view JobEventKindName(JobEventKind kind);
-
-struct JobEvent {
-  JobEventKind kind = JobEventKind::kSubmitted;
-  std::string job_id;
-  std::int64_t time = 0;                // Slurm's timestamp (poll time for kVanished)
-  JobState state = JobState::kPending;  // the job's state with this event (kFinished: final)
-  SlurmJob job;                         // the job as last seen
-};
-
-struct SlurmHealth {
-  bool ever_succeeded = false;
-  bool up = false;            // the last poll succeeded
-  double last_success_s = 0;  // caller's clock (seconds) of the last successful poll
-  double last_attempt_s = 0;
-  double first_attempt_s = 0;
-  std::uint64_t failures_total = 0;
-  std::uint64_t polls_total = 0;
-  std::string last_error;
-  std::uint64_t successes_total() const { return polls_total - failures_total; }
-  // Seconds since the last successful poll, at `now_s` (0 when up; since the first attempt if never
-  // up).
-  double StalenessS(double now_s) const;
-};
 
 class SlurmJobTable {
  public:
@@ -171,27 +86,29 @@ Expected<std::string> RunCommandCapture(const std::vector<std::string>& argv,
                                         const std::vector<std::string>& extra_env, double timeout_s,
                                         std::size_t max_output_bytes);
 
-class SlurmPoller {
+class SlurmPoller : public JobSource {
  public:
   // `clock` (must outlive the poller) dates the polls: job events, last_success_s.
   SlurmPoller(SlurmPollerOptions options, Logger* logger, const Clock* clock = &SystemClock());
-  ~SlurmPoller();
+  ~SlurmPoller() override;
   SlurmPoller(const SlurmPoller&) = delete;
   SlurmPoller& operator=(const SlurmPoller&) = delete;
 
-  void Start();  // first poll right away, then every interval
-  void Stop();
+  std::string Name() const override { return "slurm"; }
+  void Start() override;  // first poll right away, then every interval
+  void Stop() override;
   // Polls once on the calling thread (tests, and Start's thread).
   void PollOnce();
 
-  std::map<std::string, SlurmJob> Jobs() const;
+  std::map<std::string, SlurmJob> Jobs() const override;
   // Moves with every successful poll (the job table may have changed), never otherwise: a reader
   // that saw this version can skip copying Jobs() again.
-  std::uint64_t JobsVersion() const;
-  SlurmHealth Health() const;
+  std::uint64_t JobsVersion() const override;
+  SlurmHealth Health() const override;
   // The pending jobs of the last successful poll and the health as of that moment, read together.
-  std::vector<SlurmJob> PendingJobs(SlurmHealth* health) const;
-  std::vector<JobEvent> TakeEvents();  // events since the last call (bounded: oldest dropped)
+  std::vector<SlurmJob> PendingJobs(SlurmHealth* health) const override;
+  // Events since the last call (bounded: oldest dropped).
+  std::vector<JobEvent> TakeEvents() override;
 
  private:
   void Loop();
