@@ -114,7 +114,7 @@ void KubernetesPoller::PollOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pods.ok()) {
-      const jobs::SlurmHealth& before = table_.health();
+      const jobs::SlurmHealth before = table_.health();  // a copy: Failed() moves it
       const bool first_failure = before.up || before.polls_total == 0;
       if (first_failure) down_since_s_ = now;
       table_.Failed(pods.error().message, now);
