@@ -198,8 +198,8 @@ void KubernetesPoller::PollOnce() {
         PodRef ref{job.pod_namespace, job.pod_name};
         for (const jobs::SlurmJob::Device& d : job.devices) {
           std::vector<PodRef>& holders = index->by_device[d.id];
-          if (std::find(holders.begin(), holders.end(), ref) == holders.end())
-            holders.push_back(ref);
+          // Only this job pushes while its devices are walked: a repeat is the last entry.
+          if (holders.empty() || !(holders.back() == ref)) holders.push_back(ref);
           status_.allocated[d.resource] += 1;
         }
         if (!job.pod_uid.empty()) index->by_uid.emplace(job.pod_uid, ref);

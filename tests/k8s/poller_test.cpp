@@ -152,6 +152,30 @@ TEST(KubernetesPoller, DownFromTheStart) {
   EXPECT_EQ(h.kubelet->allocatable_calls, 0);
 }
 
+TEST(KubernetesPoller, EventQueueIsBounded) {
+  Harness h({.table = {.max_pods = 30000}});
+  std::vector<PodResources> many;
+  for (int i = 0; i < 30000; ++i) many.push_back(Pod("bulk", "p" + std::to_string(i), {"GPU-x"}));
+  for (int round = 0; round < 2; ++round) {
+    h.kubelet->Set(many);
+    h.poller->PollOnce();
+    h.clock.AdvanceMs(1000);
+    h.kubelet->Set({});
+    h.poller->PollOnce();
+    h.clock.AdvanceMs(1000);
+  }
+  std::vector<jobs::JobEvent> events = h.poller->TakeEvents();  // 120,000 produced
+  ASSERT_EQ(events.size(), 100000u);
+  // The oldest 20,000 (most of the first round's starts) were dropped; the newest is kept.
+  std::size_t started = 0;
+  for (const jobs::JobEvent& e : events) started += e.kind == jobs::JobEventKind::kStarted;
+  EXPECT_EQ(started, 40000u);
+  EXPECT_EQ(events.front().kind, jobs::JobEventKind::kStarted);
+  EXPECT_EQ(events.front().time, 1'800'000'000);
+  EXPECT_EQ(events.back().kind, jobs::JobEventKind::kFinished);
+  EXPECT_EQ(events.back().time, 1'800'000'003);
+}
+
 TEST(KubernetesPoller, AllocatableUnimplementedIsRemembered) {
   Harness h;
   h.kubelet->allocatable_unimplemented = true;
