@@ -16,7 +16,6 @@ namespace gw::k8s {
 
 namespace {
 
-constexpr std::size_t kMaxQueuedEvents = 100000;
 constexpr std::size_t kMaxRememberedWarnings = 100;
 constexpr std::size_t kMaxPodListBytes = 64u << 20;
 
@@ -189,9 +188,10 @@ void KubernetesPoller::PollOnce() {
       }
       ++version_;
       for (jobs::JobEvent& e : events) events_.push_back(std::move(e));
-      if (events_.size() > kMaxQueuedEvents)
-        events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(
-                                                             events_.size() - kMaxQueuedEvents));
+      if (events_.size() > options_.max_queued_events)
+        events_.erase(events_.begin(),
+                      events_.begin() +
+                          static_cast<std::ptrdiff_t>(events_.size() - options_.max_queued_events));
       auto index = std::make_shared<PodIndex>();
       status_.allocated.clear();
       for (const auto& [id, job] : table_.jobs()) {

@@ -153,9 +153,9 @@ TEST(KubernetesPoller, DownFromTheStart) {
 }
 
 TEST(KubernetesPoller, EventQueueIsBounded) {
-  Harness h({.table = {.max_pods = 30000}});
+  Harness h({.max_queued_events = 100});
   std::vector<PodResources> many;
-  for (int i = 0; i < 30000; ++i) many.push_back(Pod("bulk", "p" + std::to_string(i), {"GPU-x"}));
+  for (int i = 0; i < 30; ++i) many.push_back(Pod("bulk", "p" + std::to_string(i), {"GPU-x"}));
   for (int round = 0; round < 2; ++round) {
     h.kubelet->Set(many);
     h.poller->PollOnce();
@@ -164,13 +164,14 @@ TEST(KubernetesPoller, EventQueueIsBounded) {
     h.poller->PollOnce();
     h.clock.AdvanceMs(1000);
   }
-  std::vector<jobs::JobEvent> events = h.poller->TakeEvents();  // 120,000 produced
-  ASSERT_EQ(events.size(), 100000u);
-  // The oldest 20,000 (most of the first round's starts) were dropped; the newest is kept.
+  std::vector<jobs::JobEvent> events = h.poller->TakeEvents();  // 120 produced
+  ASSERT_EQ(events.size(), 100u);
+  // The oldest 20 (of the first round's starts) were dropped; the newest are kept.
   std::size_t started = 0;
   for (const jobs::JobEvent& e : events) started += e.kind == jobs::JobEventKind::kStarted;
-  EXPECT_EQ(started, 40000u);
+  EXPECT_EQ(started, 40u);
   EXPECT_EQ(events.front().kind, jobs::JobEventKind::kStarted);
+  EXPECT_EQ(events.front().job_id, "bulk/p27");  // map order: p0, p1, p10, ..., p19, p2, p20, ...
   EXPECT_EQ(events.front().time, 1'800'000'000);
   EXPECT_EQ(events.back().kind, jobs::JobEventKind::kFinished);
   EXPECT_EQ(events.back().time, 1'800'000'003);
