@@ -92,11 +92,17 @@ void KubernetesPoller::PollOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     skip_allocatable = allocatable_unimplemented_;
   }
+  // List and GetAllocatableResources share one deadline: a slow kubelet costs a poll at most
+  // timeout_s for both (the pod-list command has its own timeout_s).
+  const auto started = std::chrono::steady_clock::now();
   Expected<std::vector<PodResources>> pods =
       api_ ? api_->List(options_.timeout_s)
            : Expected<std::vector<PodResources>>(Error{"no pod-resources API"});
   std::optional<Expected<Allocatable>> allocatable;
-  if (pods.ok() && !skip_allocatable) allocatable = api_->GetAllocatable(options_.timeout_s);
+  const double left =
+      options_.timeout_s -
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (pods.ok() && !skip_allocatable && left > 0) allocatable = api_->GetAllocatable(left);
   std::optional<Expected<std::vector<PodInfo>>> pod_list;
   if (pods.ok() && !options_.pod_list_command.empty()) {
     std::vector<std::string> argv;

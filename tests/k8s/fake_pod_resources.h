@@ -4,10 +4,12 @@
 #ifndef GPUWARDEN_TESTS_K8S_FAKE_POD_RESOURCES_H_
 #define GPUWARDEN_TESTS_K8S_FAKE_POD_RESOURCES_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "k8s/pod_resources.h"
@@ -21,9 +23,11 @@ struct FakeKubelet {
   Allocatable allocatable;
   std::string fail;  // non-empty: List fails with this text
   bool allocatable_unimplemented = false;
-  bool block = false;    // List waits while true
-  bool in_list = false;  // a List call is waiting on `block`
+  bool block = false;     // List waits while true
+  bool in_list = false;   // a List call is waiting on `block`
+  int list_delay_ms = 0;  // List sleeps this long before answering
   int list_calls = 0, allocatable_calls = 0;
+  double last_allocatable_timeout_s = 0;
 
   void Set(std::vector<PodResources> p) {
     std::lock_guard<std::mutex> lock(mu);
@@ -59,13 +63,19 @@ class FakePodResourcesApi : public PodResourcesApi {
     kubelet_->cv.notify_all();
     kubelet_->cv.wait(lock, [this] { return !kubelet_->block; });
     kubelet_->in_list = false;
+    if (kubelet_->list_delay_ms > 0) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(kubelet_->list_delay_ms));
+      lock.lock();
+    }
     if (!kubelet_->fail.empty())
       return Error{"pod-resources " + Endpoint() + ": List: UNAVAILABLE: " + kubelet_->fail};
     return kubelet_->pods;
   }
-  Expected<Allocatable> GetAllocatable(double /*timeout_s*/) override {
+  Expected<Allocatable> GetAllocatable(double timeout_s) override {
     std::lock_guard<std::mutex> lock(kubelet_->mu);
     ++kubelet_->allocatable_calls;
+    kubelet_->last_allocatable_timeout_s = timeout_s;
     if (kubelet_->allocatable_unimplemented)
       return Error{"pod-resources " + Endpoint() +
                    ": GetAllocatableResources: UNIMPLEMENTED: unknown method"};

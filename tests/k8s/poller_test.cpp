@@ -177,6 +177,21 @@ TEST(KubernetesPoller, EventQueueIsBounded) {
   EXPECT_EQ(events.back().time, 1'800'000'003);
 }
 
+TEST(KubernetesPoller, ListAndAllocatableShareOneDeadline) {
+  Harness h({.timeout_s = 5});
+  h.poller->PollOnce();
+  EXPECT_EQ(h.kubelet->allocatable_calls, 1);
+  EXPECT_GT(h.kubelet->last_allocatable_timeout_s, 0);
+  EXPECT_LE(h.kubelet->last_allocatable_timeout_s, 5);
+  // List used up the whole deadline: GetAllocatableResources waits for the next poll.
+  Harness slow({.timeout_s = 0.02});
+  slow.kubelet->list_delay_ms = 50;
+  slow.poller->PollOnce();
+  EXPECT_EQ(slow.kubelet->allocatable_calls, 0);
+  EXPECT_TRUE(slow.poller->Health().up);
+  EXPECT_FALSE(slow.poller->Status().allocatable_known);
+}
+
 TEST(KubernetesPoller, AllocatableUnimplementedIsRemembered) {
   Harness h;
   h.kubelet->allocatable_unimplemented = true;
