@@ -62,12 +62,18 @@ std::vector<PodResources> Answer(int gpu_pods, int devices_per_pod, int churn, i
   return pods;
 }
 
-void BM_PodTableApply(benchmark::State& state) {
+// The two answers a benchmark alternates between (the same one twice when nothing churns), from
+// its arguments: GPU pods, devices per pod, pods replaced per poll.
+std::vector<std::vector<PodResources>> Answers(const benchmark::State& state, int* churn) {
+  *churn = static_cast<int>(state.range(2));
   const int gpu_pods = static_cast<int>(state.range(0));
   const int per_pod = static_cast<int>(state.range(1));
-  const int churn = static_cast<int>(state.range(2));
-  std::vector<std::vector<PodResources>> answers = {Answer(gpu_pods, per_pod, churn, 0),
-                                                    Answer(gpu_pods, per_pod, churn, 1)};
+  return {Answer(gpu_pods, per_pod, *churn, 0), Answer(gpu_pods, per_pod, *churn, 1)};
+}
+
+void BM_PodTableApply(benchmark::State& state) {
+  int churn = 0;
+  const std::vector<std::vector<PodResources>> answers = Answers(state, &churn);
   PodTable table({.node_name = "gpu-07"});
   double now = 1.8e9;
   std::vector<std::string> warnings;
@@ -84,11 +90,8 @@ void BM_PodTableApply(benchmark::State& state) {
 // The whole poll after the answer arrived: Apply, the events queue, status and the index. The
 // fake kubelet hands back a copy of its answer, as the gRPC client hands back a decoded one.
 void BM_PollerPoll(benchmark::State& state) {
-  const int gpu_pods = static_cast<int>(state.range(0));
-  const int per_pod = static_cast<int>(state.range(1));
-  const int churn = static_cast<int>(state.range(2));
-  std::vector<std::vector<PodResources>> answers = {Answer(gpu_pods, per_pod, churn, 0),
-                                                    Answer(gpu_pods, per_pod, churn, 1)};
+  int churn = 0;
+  const std::vector<std::vector<PodResources>> answers = Answers(state, &churn);
   auto kubelet = std::make_shared<testing::FakeKubelet>();
   kubelet->Set(answers[0]);
   for (const PodResources& pod : answers[0])
