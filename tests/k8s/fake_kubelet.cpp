@@ -8,10 +8,11 @@
 //   {"pods": [{"namespace": "ml", "name": "train-0", "containers": [{"name": "main",
 //      "devices": [{"resource": "nvidia.com/gpu", "ids": ["GPU-…"], "numa": [0]}]}]}],
 //    "allocatable": [{"resource": "nvidia.com/gpu", "ids": ["GPU-…"], "numa": [0]}],
-//    "delay_ms": 0,                      sleep this long before answering (a slow kubelet)
-//    "fail": "",                         non-empty: every call fails with UNAVAILABLE and this text
-//    "allocatable_unimplemented": false} GetAllocatableResources answers UNIMPLEMENTED (old
-//    kubelet)
+//    "delay_ms": 0,              sleep this long before answering (a slow kubelet)
+//    "fail": "",                 non-empty: every call fails with UNAVAILABLE and this text
+//    "allocatable_unimplemented": false,   GetAllocatableResources answers UNIMPLEMENTED
+//    "copies": 1}                List repeats "pods" this many times, 1 to 100000 (a huge or
+//                                duplicated answer without a huge file)
 // Every key is optional. A missing, unreadable or malformed FILE answers UNAVAILABLE with the
 // reason. Get answers the named pod, or NOT_FOUND. SIGTERM or SIGINT: stop, remove the socket,
 // exit 0. Usage errors exit 2; a socket that cannot be listened on exits 1.
@@ -75,6 +76,13 @@ bool LoadState(const std::string& path, State* state, std::string* error) {
           FillDevices(devices, container->add_devices());
       }
     }
+    const long copies = doc.value("copies", 1L);
+    if (copies < 1 || copies > 100000) {
+      *error = "state file " + path + ": copies must be 1 to 100000";
+      return false;
+    }
+    const v1::ListPodResourcesResponse once = state->pods;
+    for (long i = 1; i < copies; ++i) state->pods.MergeFrom(once);
     for (const json& devices : doc.value("allocatable", json::array()))
       FillDevices(devices, state->allocatable.add_devices());
     state->delay_ms = doc.value("delay_ms", 0L);
