@@ -131,8 +131,8 @@ Allocatable FromProto(const v1::AllocatableResourcesResponse& in) {
 }
 
 // What a person can do about a failed call, when the status alone does not say.
-std::string Hint(grpc::StatusCode code, const std::string& socket_path, double timeout_s) {
-  switch (code) {
+std::string Hint(const grpc::Status& status, const std::string& socket_path, double timeout_s) {
+  switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
       if (access(socket_path.c_str(), F_OK) != 0)
         return " (no socket at " + socket_path + ": kubelet down, or the directory not mounted)";
@@ -146,6 +146,11 @@ std::string Hint(grpc::StatusCode code, const std::string& socket_path, double t
       return " (answers are limited to " + std::to_string(kMaxAnswerBytes >> 20) + " MiB)";
     case grpc::StatusCode::UNIMPLEMENTED:
       return " (this kubelet does not serve the call)";
+    case grpc::StatusCode::UNKNOWN:
+      // Kubernetes 1.21-1.22 with the gate off answer a plain error, not UNIMPLEMENTED.
+      if (status.error_message().find("GetAllocatableResources disabled") != std::string::npos)
+        return " (the kubelet's feature gate KubeletPodResourcesGetAllocatable is off)";
+      return "";
     default:
       return "";
   }
@@ -203,7 +208,7 @@ class GrpcPodResourcesApi : public PodResourcesApi {
     std::string message =
         "pod-resources " + endpoint_ + ": " + call + ": " + StatusCodeName(status.error_code());
     if (!status.error_message().empty()) message += ": " + status.error_message();
-    message += Hint(status.error_code(), socket_path_, timeout_s);
+    message += Hint(status, socket_path_, timeout_s);
     return Error{std::move(message)};
   }
 

@@ -10,7 +10,8 @@
 //    "allocatable": [{"resource": "nvidia.com/gpu", "ids": ["GPU-…"], "numa": [0]}],
 //    "delay_ms": 0,              sleep this long before answering (a slow kubelet)
 //    "fail": "",                 non-empty: every call fails with UNAVAILABLE and this text
-//    "allocatable_unimplemented": false,   GetAllocatableResources answers UNIMPLEMENTED
+//    "allocatable_unimplemented": false,   GetAllocatableResources answers UNIMPLEMENTED (< 1.21)
+//    "allocatable_disabled": false,        ... answers UNKNOWN "... disabled" (1.21-1.22, gate off)
 //    "copies": 1}                List repeats "pods" this many times, 1 to 100000 (a huge or
 //                                duplicated answer without a huge file)
 // Every key is optional. A missing, unreadable or malformed FILE answers UNAVAILABLE with the
@@ -45,6 +46,7 @@ struct State {
   long delay_ms = 0;
   std::string fail;
   bool allocatable_unimplemented = false;
+  bool allocatable_disabled = false;
 };
 
 void FillDevices(const json& in, v1::ContainerDevices* out) {
@@ -88,6 +90,7 @@ bool LoadState(const std::string& path, State* state, std::string* error) {
     state->delay_ms = doc.value("delay_ms", 0L);
     state->fail = doc.value("fail", std::string());
     state->allocatable_unimplemented = doc.value("allocatable_unimplemented", false);
+    state->allocatable_disabled = doc.value("allocatable_disabled", false);
   } catch (const json::exception& e) {
     *error = "state file " + path + ": " + e.what();
     return false;
@@ -116,6 +119,9 @@ class Lister final : public v1::PodResourcesLister::Service {
     if (state.allocatable_unimplemented)
       return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                           "method GetAllocatableResources not implemented");
+    if (state.allocatable_disabled)  // what such a kubelet's Go code answers: a plain error
+      return grpc::Status(grpc::StatusCode::UNKNOWN,
+                          "Pod Resources API GetAllocatableResources disabled");
     *answer = std::move(state.allocatable);
     return status;
   }

@@ -299,6 +299,18 @@ TEST(GrpcClientTest, AllocatableUnimplemented) {
   Expected<std::vector<PodResources>> pods = api->List(10);
   ASSERT_TRUE(pods.ok()) << pods.error().message;
   EXPECT_EQ(*pods, NodePods());
+
+  // A 1.21-1.22 kubelet with the feature gate off says so with a plain error.
+  state.erase("allocatable_unimplemented");
+  state["allocatable_disabled"] = true;
+  kubelet.SetState(state);
+  allocatable = api->GetAllocatable(10);
+  ASSERT_FALSE(allocatable.ok());
+  EXPECT_NE(allocatable.error().message.find(
+                "GetAllocatableResources: UNKNOWN: Pod Resources API GetAllocatableResources "
+                "disabled (the kubelet's feature gate KubeletPodResourcesGetAllocatable is off)"),
+            std::string::npos)
+      << allocatable.error().message;
 }
 
 TEST(GrpcClientTest, AnswerOverTheLimitIsRefused) {
