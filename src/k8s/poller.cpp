@@ -142,6 +142,7 @@ void KubernetesPoller::PollOnce() {
       }
       if (allocatable) {
         if (allocatable->ok()) {
+          allocatable_failure_logged_ = false;
           status_.allocatable_known = true;
           status_.allocatable.clear();
           status_.allocatable_ids.clear();
@@ -153,15 +154,22 @@ void KubernetesPoller::PollOnce() {
               n += 1;
             }
           }
-        } else if (allocatable->error().message.find("UNIMPLEMENTED") != std::string::npos) {
+        } else if (const std::string& m = allocatable->error().message;
+                   m.find("UNIMPLEMENTED") != std::string::npos ||
+                   m.find("GetAllocatableResources disabled") != std::string::npos) {
+          // Too old a kubelet, or 1.21-1.22 with its feature gate off (a plain error there:
+          // docs/kubernetes.md): asking again would only repeat the answer.
           allocatable_unimplemented_ = true;
           lines.emplace_back(LogLevel::kInfo,
                              "kubernetes: this kubelet does not offer GetAllocatableResources (" +
                                  allocatable->error().message +
                                  "); allocatable devices stay unknown");
-        } else {
+        } else if (!allocatable_failure_logged_) {
+          // Logged once per run of failures: List works, so the poll goes on without it.
+          allocatable_failure_logged_ = true;
           lines.emplace_back(LogLevel::kWarn, "kubernetes: GetAllocatableResources failed: " +
-                                                  allocatable->error().message);
+                                                  allocatable->error().message +
+                                                  "; allocatable devices keep their last value");
         }
       }
       const std::vector<PodInfo>* infos = nullptr;

@@ -107,6 +107,7 @@ class KubernetesPoller : public jobs::JobSource {
   KubernetesStatus status_;
   std::shared_ptr<const PodIndex> index_;
   bool allocatable_unimplemented_ = false;
+  bool allocatable_failure_logged_ = false;  // until GetAllocatableResources answers again
   bool down_logged_ = false;
   double down_since_s_ = 0;            // clock time of the first failed poll of this outage
   bool pod_list_down_logged_ = false;  // the pod list's failure was logged; recovery not yet

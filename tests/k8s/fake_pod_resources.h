@@ -23,9 +23,10 @@ struct FakeKubelet {
   Allocatable allocatable;
   std::string fail;  // non-empty: List fails with this text
   bool allocatable_unimplemented = false;
-  bool block = false;     // List waits while true
-  bool in_list = false;   // a List call is waiting on `block`
-  int list_delay_ms = 0;  // List sleeps this long before answering
+  std::string allocatable_error;  // non-empty: GetAllocatable fails with this text
+  bool block = false;             // List waits while true
+  bool in_list = false;           // a List call is waiting on `block`
+  int list_delay_ms = 0;          // List sleeps this long before answering
   int list_calls = 0, allocatable_calls = 0;
   double last_allocatable_timeout_s = 0;
 
@@ -79,6 +80,9 @@ class FakePodResourcesApi : public PodResourcesApi {
     if (kubelet_->allocatable_unimplemented)
       return Error{"pod-resources " + Endpoint() +
                    ": GetAllocatableResources: UNIMPLEMENTED: unknown method"};
+    if (!kubelet_->allocatable_error.empty())
+      return Error{"pod-resources " + Endpoint() +
+                   ": GetAllocatableResources: " + kubelet_->allocatable_error};
     return kubelet_->allocatable;
   }
 

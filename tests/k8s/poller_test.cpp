@@ -204,6 +204,29 @@ TEST(KubernetesPoller, AllocatableUnimplementedIsRemembered) {
   EXPECT_EQ(h.Count(LogLevel::kInfo, "does not offer GetAllocatableResources"), 1);
 }
 
+// Kubernetes 1.21-1.22 with KubeletPodResourcesGetAllocatable off answer UNKNOWN "... disabled":
+// as final as UNIMPLEMENTED. Any other failure is logged once per run of failures.
+TEST(KubernetesPoller, AllocatableDisabledIsRememberedOtherFailuresLoggedOnce) {
+  Harness h;
+  h.kubelet->allocatable_error = "UNKNOWN: Pod Resources API GetAllocatableResources disabled";
+  h.poller->PollOnce();
+  h.poller->PollOnce();
+  EXPECT_EQ(h.kubelet->allocatable_calls, 1);
+  EXPECT_TRUE(h.poller->Health().up);
+
+  Harness flaky;
+  flaky.kubelet->allocatable_error = "UNAVAILABLE: transient";
+  for (int i = 0; i < 3; ++i) flaky.poller->PollOnce();
+  EXPECT_EQ(flaky.kubelet->allocatable_calls, 3);
+  EXPECT_EQ(flaky.Count(LogLevel::kWarn, "GetAllocatableResources failed"), 1);
+  flaky.kubelet->allocatable_error.clear();
+  flaky.poller->PollOnce();
+  EXPECT_TRUE(flaky.poller->Status().allocatable_known);
+  flaky.kubelet->allocatable_error = "UNAVAILABLE: again";
+  flaky.poller->PollOnce();
+  EXPECT_EQ(flaky.Count(LogLevel::kWarn, "GetAllocatableResources failed"), 2);
+}
+
 TEST(KubernetesPoller, AnswerWarningsLoggedOnceEach) {
   Harness h;
   h.kubelet->Set(
