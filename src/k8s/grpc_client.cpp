@@ -207,7 +207,10 @@ class GrpcPodResourcesApi : public PodResourcesApi {
   Error CallError(const char* call, const grpc::Status& status, double timeout_s) const {
     std::string message =
         "pod-resources " + endpoint_ + ": " + call + ": " + StatusCodeName(status.error_code());
-    if (!status.error_message().empty()) message += ": " + status.error_message();
+    // gRPC's own failures often carry the code's name as the message ("CANCELLED"): once is enough.
+    if (!status.error_message().empty() &&
+        status.error_message() != StatusCodeName(status.error_code()))
+      message += ": " + status.error_message();
     message += Hint(status, socket_path_, timeout_s);
     return Error{std::move(message)};
   }
