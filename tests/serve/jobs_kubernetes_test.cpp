@@ -4,6 +4,10 @@
 // their device ids name; processes in a pod join its job; teams come from teams.namespaces; the
 // jobs API serves "namespace/pod" ids; dcgm-exporter mode gets pod labels on device series.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +17,7 @@
 #include "collect/exposition.h"
 #include "http/server.h"
 #include "serve/fake_pod_resources.h"
+#include "serve/governance_service.h"
 #include "serve/jobs_service.h"
 #include "support/fake_proc.h"
 #include "support/http_client.h"
@@ -26,7 +31,10 @@ using gw::serve::testing::FakeKubelet;
 using gw::serve::testing::FakePod;
 using gw::serve::testing::FakePodResourcesApi;
 using gw::testing::FakeProcess;
+using gw::testing::ReadFile;
 using gw::testing::TempDir;
+using gw::testing::WaitFor;
+using gw::testing::WriteFile;
 
 constexpr double kT0 = 1'700'000'000;
 
@@ -342,6 +350,62 @@ TEST(KubernetesJobs, PodLabelsOnDeviceSeriesInDcgmModeOnly) {
   std::string plain;
   collect::Render(snap, collect::Format::kText, own, {}, &plain);
   EXPECT_FALSE(Has(plain, "pod=\"")) << plain;
+}
+
+// The platform layer on pods: teams (and so quotas and cost) by namespace, and the reclaim hook
+// with the pod's facts and the decision's evidence in its environment.
+TEST(KubernetesJobs, GovernanceCostsByNamespaceTeamAndTheHookGetsThePod) {
+  Fixture f;
+  WriteFile(f.dir / "hook",
+            "#!/bin/sh\nenv | grep -E '^GPUWARDEN_(JOB_SOURCE|POD_|RECLAIM_EVIDENCE|"
+            "JOB_ID)' | sort > '" +
+                (f.dir / "env.tmp") + "' && mv '" + (f.dir / "env.tmp") + "' '" + (f.dir / "env") +
+                "'\n");
+  chmod((f.dir / "hook").c_str(), 0755);
+  governance::ReclaimPolicy p;
+  p.idle_for_s = 10;
+  p.grace_s = 5;
+  p.action = governance::ReclaimAction::kCommand;
+  p.command = {f.dir / "hook"};
+  p.team = "research";
+  f.config.governance.settings.reclaim = {p};
+  f.config.governance.settings.prices.default_gpu_hour = 3.6;  // 0.001 per GPU-second
+  f.config.governance.capacity_command.clear();
+  f.Make();
+  f.Poll(kT0);
+  GovernanceService gov(f.config, f.jobs.get(), nullptr, &f.logger);
+  gov.Start();
+  for (int t = 0; t <= 16; ++t) {
+    const collect::Snapshot s = Snap(kT0 + t, Node());
+    f.jobs->OnSnapshot(s);
+    gov.OnSnapshot(s, static_cast<std::int64_t>((kT0 + t) * 1000));
+  }
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(f.dir / "env"); }, 10));
+  const std::string env = ReadFile(f.dir / "env");
+  EXPECT_TRUE(Has(env, "GPUWARDEN_JOB_ID=ml/train-0\n")) << env;
+  EXPECT_TRUE(Has(env, "GPUWARDEN_JOB_SOURCE=kubernetes\n")) << env;
+  EXPECT_TRUE(Has(env, "GPUWARDEN_POD_NAMESPACE=ml\n")) << env;
+  EXPECT_TRUE(Has(env, "GPUWARDEN_POD_NAME=train-0\n")) << env;
+  const std::size_t at = env.find("GPUWARDEN_RECLAIM_EVIDENCE=");
+  ASSERT_NE(at, std::string::npos) << env;
+  const std::size_t from = at + std::string("GPUWARDEN_RECLAIM_EVIDENCE=").size();
+  const nlohmann::json evidence =
+      nlohmann::json::parse(env.substr(from, env.find('\n', from) - from));
+  ASSERT_EQ(evidence["gpus"].size(), 2u) << evidence.dump();
+  EXPECT_EQ(evidence["gpus"][0]["uuid"], "GPU-0");
+  EXPECT_EQ(evidence["gpus"][1]["uuid"], "GPU-1");
+
+  // Cost per team: the namespace's team (2 GPUs for 16 s at 0.001 per GPU-second), and the
+  // vision-a pod's MIG instance under "vision".
+  const nlohmann::json teams = nlohmann::json::parse(gov.TeamsJson());
+  std::map<std::string, double> cost;
+  for (const auto& t : teams["data"]["teams"])
+    cost[t["team"].get<std::string>()] = t["cost"]["allocation_cost"].get<double>();
+  ASSERT_TRUE(cost.count("research")) << teams.dump();
+  EXPECT_NEAR(cost["research"], 0.032, 1e-9);
+  ASSERT_TRUE(cost.count("vision")) << teams.dump();
+  EXPECT_NEAR(cost["vision"], 0.016 * 3 / 7, 1e-9);
+  gov.Stop();
 }
 
 }  // namespace
