@@ -64,9 +64,10 @@ std::string QueueApi::Json(std::string_view team, double now_s) const {
   using nlohmann::json;
   const bool known = health_.ever_succeeded;
   const bool attempted = health_.polls_total > 0;
-  const std::string error = health_.up  ? std::string()
-                            : attempted ? health_.last_error
-                                        : std::string("no squeue poll yet");
+  const std::string error = health_.up                   ? std::string()
+                            : attempted                  ? health_.last_error
+                            : poller_->Name() == "slurm" ? std::string("no squeue poll yet")
+                                                         : "no " + poller_->Name() + " poll yet";
   const json polled_at = known ? json(health_.last_success_s) : json();
   const json staleness =
       attempted ? json(std::round(health_.StalenessS(now_s) * 1000) / 1000) : json();
