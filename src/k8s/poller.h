@@ -51,8 +51,8 @@ struct KubernetesPollerOptions {
 
 // What the poller knows beyond jobs: for /metrics (serve/jobs_metrics.cpp).
 struct KubernetesStatus {
-  std::string endpoint;                   // PodResourcesApi::Endpoint
-  bool allocatable_known = false;         // GetAllocatableResources answered at least once
+  std::string endpoint;                       // PodResourcesApi::Endpoint
+  bool allocatable_known = false;             // GetAllocatableResources answered at least once
   std::map<std::string, double> allocatable;  // resource -> devices the node offers (GPU ones)
   std::map<std::string, double> allocated;    // resource -> devices held by pods (GPU ones)
   bool pod_list_configured = false;
@@ -106,6 +106,8 @@ class KubernetesPoller : public jobs::JobSource {
   std::shared_ptr<const PodIndex> index_;
   bool allocatable_unimplemented_ = false;
   bool down_logged_ = false;
+  double down_since_s_ = 0;            // clock time of the first failed poll of this outage
+  bool pod_list_down_logged_ = false;  // the pod list's failure was logged; recovery not yet
   std::set<std::string> warned_;
   std::thread thread_;
 };
