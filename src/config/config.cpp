@@ -13,6 +13,7 @@
 #include "base/yaml_keys.h"
 #include "base/yaml_load.h"
 #include "config/scrape_config.h"
+#include "jobs/teams.h"
 
 namespace gw::config {
 
@@ -373,8 +374,9 @@ const std::map<std::string, Setter>& Setters() {
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          std::string text;
          if (Status s = Scalar(ctx, n, "jobs.scheduler", &text); !s.ok()) return s;
-         if (text != "none" && text != "slurm")
-           return Status(Error{ctx.Where(n) + ": jobs.scheduler: expected none or slurm, got '" +
+         if (text != "none" && text != "slurm" && text != "kubernetes")
+           return Status(Error{ctx.Where(n) +
+                               ": jobs.scheduler: expected none, slurm or kubernetes, got '" +
                                Printable(text) + "'"});
          c->jobs.scheduler = text;
          return Status::Ok();
@@ -417,6 +419,83 @@ const std::map<std::string, Setter>& Setters() {
       {"jobs.node_name",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          return Scalar(ctx, n, "jobs.node_name", &c->jobs.node_name);
+       }},
+      {"jobs.kubernetes.socket",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         if (Status s = Scalar(ctx, n, "jobs.kubernetes.socket", &c->jobs.kubernetes.socket);
+             !s.ok())
+           return s;
+         if (c->jobs.kubernetes.socket.empty())
+           return Status(Error{ctx.Where(n) + ": jobs.kubernetes.socket: expected a socket path"});
+         return Status::Ok();
+       }},
+      {"jobs.kubernetes.poll_interval",
+       Duration(
+           "jobs.kubernetes.poll_interval",
+           [](Config* c) -> double& { return c->jobs.kubernetes.poll_interval_s; }, false)},
+      {"jobs.kubernetes.timeout",
+       Duration(
+           "jobs.kubernetes.timeout", [](Config* c) -> double& { return c->jobs.kubernetes.timeout_s; },
+           false)},
+      {"jobs.kubernetes.resources",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         std::vector<std::string> names;
+         if (Status s = StringList(ctx, n, "jobs.kubernetes.resources", &names); !s.ok()) return s;
+         for (const std::string& name : names) {
+           const auto star = name.find('*');
+           if (name.empty() || (star != std::string::npos && star + 1 != name.size()))
+             return Status(Error{ctx.Where(n) +
+                                 ": jobs.kubernetes.resources: expected resource names (a '*' "
+                                 "only at the end), got '" +
+                                 Printable(name) + "'"});
+         }
+         c->jobs.kubernetes.resources = names;
+         return Status::Ok();
+       }},
+      {"jobs.kubernetes.pod_list_command",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         // A list is the argv; one string is split on spaces (no shell, no quoting); [] = none.
+         std::vector<std::string> words;
+         if (n.IsNull()) {
+           c->jobs.kubernetes.pod_list_command.clear();
+           return Status::Ok();
+         }
+         if (Status s = StringList(ctx, n, "jobs.kubernetes.pod_list_command", &words); !s.ok())
+           return s;
+         if (n.IsScalar()) words = SplitWords(n.Scalar());
+         if (!words.empty() && words[0].empty())
+           return Status(Error{ctx.Where(n) + ": jobs.kubernetes.pod_list_command: expected a "
+                                              "command, or [] for none"});
+         c->jobs.kubernetes.pod_list_command = words;
+         return Status::Ok();
+       }},
+      {"jobs.kubernetes.user_label",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "jobs.kubernetes.user_label", &c->jobs.kubernetes.user_label);
+       }},
+      {"jobs.kubernetes.user_annotation",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         return Scalar(ctx, n, "jobs.kubernetes.user_annotation",
+                       &c->jobs.kubernetes.user_annotation);
+       }},
+      {"teams.namespaces",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         c->teams.namespaces.clear();
+         if (n.IsNull()) return Status::Ok();
+         if (!n.IsMap())
+           return Status(Error{ctx.Where(n) +
+                               ": teams.namespaces: expected a mapping of namespaces (or "
+                               "\"/regex/\") to teams"});
+         for (const auto& item : n) {
+           std::string name, team;
+           if (Status s = Scalar(ctx, item.first, "teams.namespaces", &name); !s.ok()) return s;
+           if (Status s = Scalar(ctx, item.second, "teams.namespaces." + name, &team); !s.ok())
+             return s;
+           if (std::string error = jobs::NamespaceRuleError(name); !error.empty())
+             return Status(Error{ctx.Where(item.first) + ": teams.namespaces: " + Printable(error)});
+           c->teams.namespaces.emplace_back(name, team);
+         }
+         return Status::Ok();
        }},
       {"teams.accounts",
        [](const Context& ctx, const YAML::Node& n,
@@ -562,8 +641,12 @@ Status Validate(const Config& c) {
     return Error{"storage.rollup_retention must not be shorter than storage.retention"};
   if (c.simulate.clock != "realtime" && c.simulate.clock != "stepped")
     return Error{"simulate.clock must be realtime or stepped, not '" + c.simulate.clock + "'"};
-  if (c.jobs.scheduler != "none" && c.jobs.scheduler != "slurm")
-    return Error{"jobs.scheduler must be none or slurm, not '" + c.jobs.scheduler + "'"};
+  if (c.jobs.scheduler != "none" && c.jobs.scheduler != "slurm" && c.jobs.scheduler != "kubernetes")
+    return Error{"jobs.scheduler must be none, slurm or kubernetes, not '" + c.jobs.scheduler +
+                 "'"};
+  if (c.jobs.kubernetes.poll_interval_s < 0)
+    return Error{"jobs.kubernetes.poll_interval must be positive"};
+  if (!(c.jobs.kubernetes.timeout_s > 0)) return Error{"jobs.kubernetes.timeout must be positive"};
   if (!(c.jobs.poll_interval_s > 0)) return Error{"jobs.poll_interval must be positive"};
   if (!(c.jobs.idle_window_s > 0)) return Error{"jobs.idle_window must be positive"};
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&

@@ -66,20 +66,34 @@ struct AlertingConfig {
 };
 
 // The task layer: which scheduler says what about jobs, and where job records go.
+// Kubernetes as the scheduler (jobs.scheduler: kubernetes; k8s/poller.h, docs/kubernetes.md).
+struct KubernetesConfig {
+  std::string socket = "/var/lib/kubelet/pod-resources/kubelet.sock";  // the pod-resources API
+  double poll_interval_s = 0;                                          // 0 = jobs.poll_interval
+  double timeout_s = 5;  // each call's deadline (and the pod-list command's)
+  // Device resources that are GPUs: exact names, or patterns with one trailing '*'.
+  std::vector<std::string> resources = {"nvidia.com/gpu", "nvidia.com/mig-*"};
+  std::vector<std::string> pod_list_command;  // argv; empty: no pod list. "{node}" = node_name
+  std::string user_label, user_annotation;    // the pod label / annotation naming its user
+};
+
 struct JobsConfig {
-  std::string scheduler = "none";                                  // none | slurm
+  std::string scheduler = "none";                                  // none | slurm | kubernetes
   std::vector<std::string> squeue_command = {"squeue", "--json"};  // argv, no shell
   double poll_interval_s = 10;
   std::string records_dir;           // "" = STORAGE_PATH/jobs
   double idle_threshold = 0.05;      // utilization ratio at or below which an allocated GPU is idle
   double idle_window_s = 30 * 60.0;  // idle this long: a job holding GPUs idle
   std::string node_name;             // this node in Slurm's node lists; "" = the short host name
+  KubernetesConfig kubernetes;
 };
 
-// Teams (jobs/teams.h): Slurm account -> team, user -> team.
+// Teams (jobs/teams.h): Slurm account -> team, user -> team, Kubernetes namespace -> team.
 struct TeamsConfig {
   std::map<std::string, std::string> accounts;
   std::map<std::string, std::string> users;
+  // In the file's order: exact namespace names, or "/regex/" (RE2, fully anchored).
+  std::vector<std::pair<std::string, std::string>> namespaces;
 };
 
 // Application targets scraped into the store (business metrics; config/scrape_config.h).

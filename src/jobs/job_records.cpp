@@ -316,12 +316,12 @@ JobRecord JobLedger::MakeRecord(const SlurmJob& job, std::string_view final_stat
                                 std::optional<JobGpuStats> gpu) const {
   JobRecord r;
   r.job_id = job.id;
-  r.source = "slurm";
+  r.source = job.source.empty() ? "slurm" : job.source;
   r.name = job.name;
   r.user = job.user;
   r.account = job.account;
   r.partition = job.partition;
-  r.team = teams_.TeamOf(job.account, job.user);
+  r.team = teams_.TeamOfJob(job);
   r.state = std::string(final_state);
   r.state_reason = job.state_reason;
   r.exit_code = job.exit_code;

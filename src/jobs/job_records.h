@@ -71,7 +71,7 @@ struct JobCostRecord {
 
 struct JobRecord {
   std::string job_id;
-  std::string source;  // "slurm", or "process" (GPUWARDEN_JOB without a scheduler)
+  std::string source;  // "slurm", "kubernetes" (a pod), or "process" (GPUWARDEN_JOB, no scheduler)
   std::string name;
   std::string user;
   std::string account;

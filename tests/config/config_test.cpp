@@ -211,3 +211,87 @@ TEST(Config, GovernanceMemoryHeldRatio) {
 
 }  // namespace
 }  // namespace gw::config
+
+namespace gw::config {
+namespace {
+
+TEST(KubernetesConfig, DefaultsAndFile) {
+  Config d;
+  EXPECT_EQ(d.jobs.kubernetes.socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  EXPECT_EQ(d.jobs.kubernetes.poll_interval_s, 0);  // jobs.poll_interval
+  EXPECT_EQ(d.jobs.kubernetes.timeout_s, 5);
+  EXPECT_EQ(d.jobs.kubernetes.resources,
+            (std::vector<std::string>{"nvidia.com/gpu", "nvidia.com/mig-*"}));
+  EXPECT_TRUE(d.jobs.kubernetes.pod_list_command.empty());
+
+  TempDir dir;
+  WriteFile(dir / "k.yaml",
+            "jobs:\n"
+            "  scheduler: kubernetes\n"
+            "  kubernetes:\n"
+            "    socket: /run/k.sock\n"
+            "    poll_interval: 3s\n"
+            "    timeout: 500ms\n"
+            "    resources: [nvidia.com/gpu]\n"
+            "    pod_list_command: [kubectl, get, pods, -A, --field-selector, "
+            "\"spec.nodeName={node}\", -o, json]\n"
+            "    user_label: owner\n"
+            "    user_annotation: example.com/user\n"
+            "teams:\n"
+            "  namespaces: {ml-research: research, \"/vision-.*/\": vision, a-first: x}\n");
+  Config c;
+  Status s = LoadConfigFile(dir / "k.yaml", &c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_EQ(c.jobs.scheduler, "kubernetes");
+  EXPECT_EQ(c.jobs.kubernetes.socket, "/run/k.sock");
+  EXPECT_EQ(c.jobs.kubernetes.poll_interval_s, 3);
+  EXPECT_EQ(c.jobs.kubernetes.timeout_s, 0.5);
+  EXPECT_EQ(c.jobs.kubernetes.resources, std::vector<std::string>{"nvidia.com/gpu"});
+  ASSERT_EQ(c.jobs.kubernetes.pod_list_command.size(), 8u);
+  EXPECT_EQ(c.jobs.kubernetes.pod_list_command[5], "spec.nodeName={node}");
+  EXPECT_EQ(c.jobs.kubernetes.user_label, "owner");
+  EXPECT_EQ(c.jobs.kubernetes.user_annotation, "example.com/user");
+  // The file's order, not sorted: patterns are tried in it.
+  using Rule = std::pair<std::string, std::string>;
+  EXPECT_EQ(c.teams.namespaces,
+            (std::vector<Rule>{
+                {"ml-research", "research"}, {"/vision-.*/", "vision"}, {"a-first", "x"}}));
+}
+
+TEST(KubernetesConfig, BadValuesNameFileLineAndWhat) {
+  struct Case {
+    std::string text, expected;
+  } bad[] = {
+      {"jobs:\n  scheduler: k8s\n",
+       ":2: jobs.scheduler: expected none, slurm or kubernetes, got 'k8s'"},
+      {"jobs:\n  kubernetes:\n    timeout: soon\n",
+       ":3: jobs.kubernetes.timeout: expected a duration such as 1s, 500ms or 2m, got 'soon'"},
+      {"jobs:\n  kubernetes:\n    poll_interval: 0s\n",
+       ":3: jobs.kubernetes.poll_interval: expected a duration"},
+      {"jobs:\n  kubernetes:\n    sockett: /x\n",
+       ":3: unknown key 'jobs.kubernetes.sockett' (see docs/configuration.md)"},
+      {"jobs:\n  kubernetes:\n    resources: [\"nvidia.com/*-gpu\"]\n",
+       ":3: jobs.kubernetes.resources: expected resource names (a '*' only at the end), got "
+       "'nvidia.com/*-gpu'"},
+      {"jobs:\n  kubernetes:\n    socket: \"\"\n", ":3: jobs.kubernetes.socket: expected a socket"},
+      {"teams:\n  namespaces:\n    ok: a\n    \"/ml-(/\": b\n",
+       ":4: teams.namespaces: bad regular expression '/ml-(/': missing ): "},
+      {"teams:\n  namespaces: [a, b]\n", ":2: teams.namespaces: expected a mapping"},
+      {"teams:\n  namespaces:\n    ml: [a]\n", ":3: teams.namespaces.ml: expected a single value"},
+  };
+  TempDir dir;
+  for (const Case& k : bad) {
+    WriteFile(dir / "bad.yaml", k.text);
+    Config b;
+    Status e = LoadConfigFile(dir / "bad.yaml", &b);
+    ASSERT_FALSE(e.ok()) << k.text;
+    EXPECT_NE(e.message().find((dir / "bad.yaml") + k.expected), std::string::npos) << e.message();
+  }
+  Config c;
+  c.jobs.kubernetes.timeout_s = 0;
+  EXPECT_FALSE(Validate(c).ok());
+}
+
+}  // namespace
+}  // namespace gw::config
