@@ -14,12 +14,15 @@
 #               anything: `kubectl delete --dry-run=server`.
 # Environment (set by gpuwarden): GPUWARDEN_JOB_SOURCE (must be "kubernetes"),
 #   GPUWARDEN_POD_NAMESPACE, GPUWARDEN_POD_NAME, GPUWARDEN_RECLAIM_STAGE (acts only on "action";
-#   a notice is logged and left alone), GPUWARDEN_JOB_ID, GPUWARDEN_TEAM, GPUWARDEN_GPUS,
+#   a notice is logged and left alone), GPUWARDEN_JOB_ID, GPUWARDEN_JOB_TEAM, GPUWARDEN_JOB_GPUS,
 #   GPUWARDEN_IDLE_SECONDS, GPUWARDEN_RECLAIM_REASON, GPUWARDEN_RECLAIM_POLICY and
 #   GPUWARDEN_RECLAIM_EVIDENCE (the decision's evidence, one JSON line).
-#   KUBECTL: the kubectl to run (default: kubectl on PATH); GPUWARDEN_HOOK_KUBECTL_TIMEOUT (20s).
+#   KUBECTL: the kubectl to run (default: kubectl on PATH); GPUWARDEN_HOOK_KUBECTL_TIMEOUT (20s);
+#   GPUWARDEN_HOOK_LOG: a file to append the log lines to (e.g. /var/lib/gpuwarden/reclaim.log).
 # Needs delete on pods: deploy/kubernetes/reclaim/rbac.yaml.
-# Logs one line with the evidence on stderr (the agent's log) and, where logger exists, to syslog.
+# Logs one line with the evidence: on stderr (the agent shows it when the hook fails), to
+# GPUWARDEN_HOOK_LOG when set, and to syslog where `logger` exists. The agent's own decisions log
+# (governance.decisions_log) has the same evidence either way.
 # Exit status: 0 deleted (or dry-run accepted, or nothing to do), 2 bad input, else kubectl's.
 set -u
 
@@ -36,6 +39,9 @@ done
 
 log() {
   echo "reclaim-hook: $*" >&2
+  if [ -n "${GPUWARDEN_HOOK_LOG:-}" ]; then
+    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) reclaim-hook: $*" >>"$GPUWARDEN_HOOK_LOG" || true
+  fi
   if command -v logger >/dev/null 2>&1; then
     logger -t gpuwarden-reclaim -- "$*" 2>/dev/null || true
   fi
@@ -65,7 +71,7 @@ if ! valid_name "$namespace" || ! valid_name "$pod"; then
   exit 2
 fi
 
-what="pod ${namespace}/${pod} (team ${GPUWARDEN_TEAM:-?}, GPUs ${GPUWARDEN_GPUS:-?}, idle ${GPUWARDEN_IDLE_SECONDS:-?}s, reason ${GPUWARDEN_RECLAIM_REASON:-?}, policy ${GPUWARDEN_RECLAIM_POLICY:-?})"
+what="pod ${namespace}/${pod} (team ${GPUWARDEN_JOB_TEAM:-?}, GPUs ${GPUWARDEN_JOB_GPUS:-?}, idle ${GPUWARDEN_IDLE_SECONDS:-?}s, reason ${GPUWARDEN_RECLAIM_REASON:-?}, policy ${GPUWARDEN_RECLAIM_POLICY:-?})"
 if [ "$stage" != "action" ]; then
   log "stage ${stage}: ${what}; evidence ${evidence:-none}; nothing done"
   exit 0

@@ -33,6 +33,7 @@ import tempfile
 
 import yaml
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -427,6 +428,11 @@ def check_reclaim_hook():
                 problem("%s: ran kubectl %s, want %r" % (where, made, want_call))
             if want_rc == 0 and want_call and evidence not in r.stderr:
                 problem("%s: the evidence is not in its log: %s" % (where, r.stderr))
+        # GPUWARDEN_HOOK_LOG gets the same lines.
+        log = os.path.join(tmp, "hook.log")
+        run([hook], env=dict(base, GPUWARDEN_HOOK_LOG=log))
+        if not os.path.exists(log) or evidence not in open(log).read():
+            problem("reclaim-hook.sh: GPUWARDEN_HOOK_LOG has no line with the evidence")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
