@@ -32,9 +32,10 @@ struct GpuReading {
 
 struct RunningJob {
   std::string id;      // the id a person knows ("1234", or GPUWARDEN_JOB's name)
-  std::string source;  // "slurm" or "process"
+  std::string source;  // "slurm", "kubernetes" (a pod: id "namespace/pod") or "process"
   std::string name, user, account, qos, partition, team, comment;
-  std::vector<unsigned> gpus;  // this node's GPU units it holds (GpuReading::index)
+  std::string pod_namespace, pod_name;  // a Kubernetes pod (account = its namespace)
+  std::vector<unsigned> gpus;           // this node's GPU units it holds (GpuReading::index)
 };
 
 struct Cycle {

@@ -65,40 +65,43 @@ double IdleTracker::StreakS(unsigned index, double now_s) const {
   return std::max(0.0, now_s - it->second.idle_since_s);
 }
 
-std::string DecisionToJson(const Decision& d) {
+namespace {
+
+// The decision's evidence: the thresholds, and per GPU unit its utilization, memory state and
+// since when it has been idle.
+nlohmann::json EvidenceOf(const Decision& d) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuEvidence& g : d.gpus) {
     gpus.push_back({{"gpu", g.gpu},
                     {"uuid", g.uuid},
                     {"util_ratio", g.util_ratio},
                     {"memory_held", g.memory_held},
-                    {"idle_s", g.idle_s}});
+                    {"idle_s", g.idle_s},
+                    {"idle_since", d.time_s - g.idle_s}});
     if (g.mig_instance) {
       gpus.back()["mig_instance"] = *g.mig_instance;
       gpus.back()["mig_profile"] = g.mig_profile;
       gpus.back()["share"] = g.share;
     }
   }
-  nlohmann::json j = {{"time", d.time_s},
-                      {"job_id", d.job_id},
-                      {"job_name", d.job_name},
-                      {"user", d.user},
-                      {"account", d.account},
-                      {"qos", d.qos},
-                      {"partition", d.partition},
-                      {"team", d.team},
-                      {"policy", d.policy},
-                      {"stage", d.stage},
-                      {"action", d.action},
-                      {"reason", d.reason},
-                      {"detail", d.detail},
-                      {"evidence",
-                       {{"idle_s", d.idle_s},
-                        {"idle_threshold", d.idle_threshold},
-                        {"idle_for_s", d.idle_for_s},
-                        {"grace_s", d.grace_s},
-                        {"noticed_time", d.noticed_s},
-                        {"gpus", gpus}}}};
+  return {{"idle_s", d.idle_s},          {"idle_threshold", d.idle_threshold},
+          {"idle_for_s", d.idle_for_s},  {"grace_s", d.grace_s},
+          {"noticed_time", d.noticed_s}, {"gpus", std::move(gpus)}};
+}
+
+}  // namespace
+
+std::string DecisionEvidenceJson(const Decision& d) {
+  return EvidenceOf(d).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string DecisionToJson(const Decision& d) {
+  nlohmann::json j = {
+      {"time", d.time_s},         {"job_id", d.job_id},       {"job_name", d.job_name},
+      {"user", d.user},           {"account", d.account},     {"qos", d.qos},
+      {"partition", d.partition}, {"team", d.team},           {"policy", d.policy},
+      {"stage", d.stage},         {"action", d.action},       {"reason", d.reason},
+      {"detail", d.detail},       {"evidence", EvidenceOf(d)}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -186,7 +189,11 @@ std::vector<std::string> CommandEnv(const Decision& d, const RunningJob& job, co
           std::string("GPUWARDEN_RECLAIM_STAGE=") + stage,
           "GPUWARDEN_RECLAIM_ACTION=" + d.action,
           "GPUWARDEN_RECLAIM_REASON=" + d.reason,
-          "GPUWARDEN_RECLAIM_POLICY=" + d.policy};
+          "GPUWARDEN_RECLAIM_POLICY=" + d.policy,
+          "GPUWARDEN_JOB_SOURCE=" + job.source,
+          "GPUWARDEN_POD_NAMESPACE=" + job.pod_namespace,
+          "GPUWARDEN_POD_NAME=" + job.pod_name,
+          "GPUWARDEN_RECLAIM_EVIDENCE=" + DecisionEvidenceJson(d)};
 }
 
 }  // namespace
@@ -300,7 +307,15 @@ std::vector<ReclaimCommand> ReclaimEngine::Evaluate(const Cycle& cycle, const Id
       state.stage = JobStage::kFailed;
       d.stage = "failed";
       d.detail = std::string("cannot ") + ReclaimActionName(policy->action) + " job " + job.id +
-                 ": not a Slurm job (use action: command)";
+                 ": " + ReclaimActionName(policy->action) + " is for Slurm jobs only (" +
+                 (policy->action == ReclaimAction::kRequeue ? "scontrol requeue" : "scancel") +
+                 ") and this is " +
+                 (job.source == "kubernetes" ? std::string("a Kubernetes pod")
+                                             : "a " + job.source + " job") +
+                 "; use action: command" +
+                 (job.source == "kubernetes"
+                      ? " (deploy/kubernetes/reclaim-hook.sh deletes the pod) or dry-run"
+                      : " or dry-run");
     } else {
       state.stage = JobStage::kActing;
       d.detail = "job " + job.id +

@@ -121,8 +121,15 @@ struct Decision {
 };
 
 std::string DecisionToJson(const Decision& decision);  // one line, no newline
+// The decision's "evidence" object alone (thresholds; per GPU unit uuid, util_ratio, memory_held,
+// idle_s, idle_since), one line: GPUWARDEN_RECLAIM_EVIDENCE of the commands.
+std::string DecisionEvidenceJson(const Decision& decision);
 
-// A command the caller must run (off the recorder thread) and report back with Completed.
+// A command the caller must run (off the recorder thread) and report back with Completed. Its
+// environment: GPUWARDEN_JOB_ID, _NAME, _USER, _ACCOUNT, _QOS, _PARTITION, _TEAM, _GPUS,
+// GPUWARDEN_IDLE_SECONDS, GPUWARDEN_RECLAIM_STAGE, _ACTION, _REASON, _POLICY, GPUWARDEN_JOB_SOURCE
+// ("slurm", "kubernetes", "process"), GPUWARDEN_POD_NAMESPACE and GPUWARDEN_POD_NAME (a pod's;
+// empty otherwise) and GPUWARDEN_RECLAIM_EVIDENCE (DecisionEvidenceJson).
 struct ReclaimCommand {
   Decision decision;              // the decision that asked for it
   std::vector<std::string> argv;  // no shell

@@ -3,13 +3,14 @@
 // src/ that includes the generated headers.
 #include "k8s/grpc_client.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
+#include <cstdio>
 #include <utility>
 
 #include "api.grpc.pb.h"
@@ -22,6 +23,26 @@ namespace {
 // grows to two minutes; the kubelet restarts in seconds and the poller asks every few seconds,
 // so the channel retries at least once a second and a restart is seen at the next poll.
 constexpr int kReconnectBackoffMs = 1000;
+
+// Protobuf reports why a message does not parse (a string that is not UTF-8, say) on stderr, past
+// our logger. Its complaints are kept instead, per thread, and put into the decode error; only a
+// fatal one still goes to stderr. Installed at load time, before any thread parses (protobuf
+// asks for that); nothing else in gpuwarden uses protobuf.
+thread_local std::string t_protobuf_complaint;
+
+void KeepProtobufComplaint(google::protobuf::LogLevel level, const char* file, int line,
+                           const std::string& message) {
+  if (level == google::protobuf::LOGLEVEL_FATAL) {
+    std::fprintf(stderr, "protobuf %s:%d: %s\n", file, line, message.c_str());
+    return;
+  }
+  // The first sentence says it ("String field 'v1.PodResources.name' contains invalid UTF-8
+  // data when parsing a protocol buffer").
+  t_protobuf_complaint = message.substr(0, message.find(". "));
+}
+
+[[maybe_unused]] const bool kProtobufComplaintsKept =
+    (google::protobuf::SetLogHandler(&KeepProtobufComplaint), true);
 
 std::string StatusCodeName(grpc::StatusCode code) {
   switch (code) {
@@ -110,8 +131,8 @@ Allocatable FromProto(const v1::AllocatableResourcesResponse& in) {
 }
 
 // What a person can do about a failed call, when the status alone does not say.
-std::string Hint(grpc::StatusCode code, const std::string& socket_path, double timeout_s) {
-  switch (code) {
+std::string Hint(const grpc::Status& status, const std::string& socket_path, double timeout_s) {
+  switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
       if (access(socket_path.c_str(), F_OK) != 0)
         return " (no socket at " + socket_path + ": kubelet down, or the directory not mounted)";
@@ -125,6 +146,11 @@ std::string Hint(grpc::StatusCode code, const std::string& socket_path, double t
       return " (answers are limited to " + std::to_string(kMaxAnswerBytes >> 20) + " MiB)";
     case grpc::StatusCode::UNIMPLEMENTED:
       return " (this kubelet does not serve the call)";
+    case grpc::StatusCode::UNKNOWN:
+      // Kubernetes 1.21-1.22 with the gate off answer a plain error, not UNIMPLEMENTED.
+      if (status.error_message().find("GetAllocatableResources disabled") != std::string::npos)
+        return " (the kubelet's feature gate KubeletPodResourcesGetAllocatable is off)";
+      return "";
     default:
       return "";
   }
@@ -182,7 +208,7 @@ class GrpcPodResourcesApi : public PodResourcesApi {
     std::string message =
         "pod-resources " + endpoint_ + ": " + call + ": " + StatusCodeName(status.error_code());
     if (!status.error_message().empty()) message += ": " + status.error_message();
-    message += Hint(status.error_code(), socket_path_, timeout_s);
+    message += Hint(status, socket_path_, timeout_s);
     return Error{std::move(message)};
   }
 
@@ -198,9 +224,14 @@ Expected<Message> Parse(std::string_view bytes, const char* what) {
     return Error{std::string("pod-resources ") + what + ": " + std::to_string(bytes.size()) +
                  " bytes, over the limit of " + std::to_string(kMaxAnswerBytes) + " bytes"};
   Message message;
-  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return Error{std::string("pod-resources ") + what + ": not a valid " +
-                 Message::descriptor()->name() + " (" + std::to_string(bytes.size()) + " bytes)"};
+  t_protobuf_complaint.clear();
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    std::string error = std::string("pod-resources ") + what + ": not a valid " +
+                        Message::descriptor()->name() + " (" + std::to_string(bytes.size()) +
+                        " bytes)";
+    if (!t_protobuf_complaint.empty()) error += ": " + t_protobuf_complaint;
+    return Error{std::move(error)};
+  }
   return message;
 }
 

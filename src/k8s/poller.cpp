@@ -16,7 +16,6 @@ namespace gw::k8s {
 
 namespace {
 
-constexpr std::size_t kMaxQueuedEvents = 100000;
 constexpr std::size_t kMaxRememberedWarnings = 100;
 constexpr std::size_t kMaxPodListBytes = 64u << 20;
 
@@ -93,11 +92,17 @@ void KubernetesPoller::PollOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     skip_allocatable = allocatable_unimplemented_;
   }
+  // List and GetAllocatableResources share one deadline: a slow kubelet costs a poll at most
+  // timeout_s for both (the pod-list command has its own timeout_s).
+  const auto started = std::chrono::steady_clock::now();
   Expected<std::vector<PodResources>> pods =
       api_ ? api_->List(options_.timeout_s)
            : Expected<std::vector<PodResources>>(Error{"no pod-resources API"});
   std::optional<Expected<Allocatable>> allocatable;
-  if (pods.ok() && !skip_allocatable) allocatable = api_->GetAllocatable(options_.timeout_s);
+  const double left =
+      options_.timeout_s -
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (pods.ok() && !skip_allocatable && left > 0) allocatable = api_->GetAllocatable(left);
   std::optional<Expected<std::vector<PodInfo>>> pod_list;
   if (pods.ok() && !options_.pod_list_command.empty()) {
     std::vector<std::string> argv;
@@ -114,7 +119,7 @@ void KubernetesPoller::PollOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pods.ok()) {
-      const jobs::SlurmHealth& before = table_.health();
+      const jobs::SlurmHealth before = table_.health();  // a copy: Failed() moves it
       const bool first_failure = before.up || before.polls_total == 0;
       if (first_failure) down_since_s_ = now;
       table_.Failed(pods.error().message, now);
@@ -189,17 +194,18 @@ void KubernetesPoller::PollOnce() {
       }
       ++version_;
       for (jobs::JobEvent& e : events) events_.push_back(std::move(e));
-      if (events_.size() > kMaxQueuedEvents)
-        events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(
-                                                             events_.size() - kMaxQueuedEvents));
+      if (events_.size() > options_.max_queued_events)
+        events_.erase(events_.begin(),
+                      events_.begin() +
+                          static_cast<std::ptrdiff_t>(events_.size() - options_.max_queued_events));
       auto index = std::make_shared<PodIndex>();
       status_.allocated.clear();
       for (const auto& [id, job] : table_.jobs()) {
         PodRef ref{job.pod_namespace, job.pod_name};
         for (const jobs::SlurmJob::Device& d : job.devices) {
           std::vector<PodRef>& holders = index->by_device[d.id];
-          if (std::find(holders.begin(), holders.end(), ref) == holders.end())
-            holders.push_back(ref);
+          // Only this job pushes while its devices are walked: a repeat is the last entry.
+          if (holders.empty() || !(holders.back() == ref)) holders.push_back(ref);
           status_.allocated[d.resource] += 1;
         }
         if (!job.pod_uid.empty()) index->by_uid.emplace(job.pod_uid, ref);

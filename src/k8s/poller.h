@@ -23,6 +23,7 @@
 #define GPUWARDEN_K8S_POLLER_H_
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -47,6 +48,7 @@ struct KubernetesPollerOptions {
   double timeout_s = 5;
   std::vector<std::string> pod_list_command;  // empty: no pod list
   std::vector<std::string> pod_list_env;      // extra environment for it ("KUBECONFIG=...")
+  std::size_t max_queued_events = 100000;     // TakeEvents' queue; beyond it the oldest go
 };
 
 // What the poller knows beyond jobs: for /metrics (serve/jobs_metrics.cpp).

@@ -11,7 +11,7 @@ add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-
                     -fno-sanitize-recover=all)
 add_link_options(-fsanitize=address,undefined)
 
-foreach(module base tsdb promql rules sim http web)
+foreach(module base tsdb promql rules sim http web jobs k8s)
   add_subdirectory(src/${module})
 endforeach()
 
@@ -49,7 +49,12 @@ gw_fuzz_target(chunks gw_tsdb)
 gw_fuzz_target(http_request gw_web gw_http)
 gw_fuzz_target(http_parser gw_http)
 gw_fuzz_target(slurm_hostlist gw_fuzz_hostlist)
+# The kubelet's List answer through the Kubernetes source (needs gRPC/protobuf like the agent).
+gw_fuzz_target(pod_resources gw_k8s gw_k8s_grpc)
 
 # The binary seeds (tests/fuzz/make_seeds.py runs it); not a fuzzer, not part of `fuzz`.
 add_executable(fuzz_binary_seeds ${PROJECT_SOURCE_DIR}/tests/fuzz/binary_seeds.cpp)
 target_link_libraries(fuzz_binary_seeds PRIVATE gw_tsdb)
+# The pod_resources seeds, from the client's own encoder (also run by make_seeds.py).
+add_executable(fuzz_pod_resources_seeds ${PROJECT_SOURCE_DIR}/tests/fuzz/pod_resources_seeds.cpp)
+target_link_libraries(fuzz_pod_resources_seeds PRIVATE gw_k8s_grpc)

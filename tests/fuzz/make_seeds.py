@@ -3,7 +3,9 @@
 own data: the PromQL compatibility suite, the rule pack and its tests, the scenarios, the
 configuration examples in docs/, and a few hand-written pages and requests. The binary seeds
 (WAL segments, chunks, blocks) come from build-fuzz/bin/fuzz_binary_seeds, which encodes samples
-with the store's own encoders (built by scripts/fuzz.sh; skipped with a note when missing).
+with the store's own encoders, and the kubelet answers from build-fuzz/bin/fuzz_pod_resources_seeds
+with the pod-resources client's encoder (build both in build-fuzz/ first: `cmake --build build-fuzz
+--target fuzz_binary_seeds fuzz_pod_resources_seeds`); each is skipped with a note when missing.
 
 Run from anywhere: python3 tests/fuzz/make_seeds.py. It replaces the corpus directories, so the
 result depends only on the repo. PromQL, rule and template seeds stay under 2 KB (one rule per
@@ -212,6 +214,12 @@ def main():
         subprocess.run([tool, CORPUS], check=True)
     else:
         print("note: %s missing: WAL and chunk seeds not regenerated" % tool, file=sys.stderr)
+
+    tool = os.path.join(ROOT, "build-fuzz", "bin", "fuzz_pod_resources_seeds")
+    if os.access(tool, os.X_OK):
+        subprocess.run([tool, os.path.join(CORPUS, "pod_resources")], check=True)
+    else:
+        print("note: %s missing: pod_resources seeds not regenerated" % tool, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -249,7 +249,86 @@ TEST(Reclaim, MemoryFilterAndNonSlurmJobs) {
   EXPECT_TRUE(p.commands.empty());
   ASSERT_EQ(p.decisions.size(), 2u);
   EXPECT_EQ(p.decisions[1].stage, "failed");
-  EXPECT_NE(p.decisions[1].detail.find("not a Slurm job"), std::string::npos);
+  EXPECT_NE(p.decisions[1].detail.find("cancel is for Slurm jobs only (scancel) and this is a "
+                                       "process job"),
+            std::string::npos);
+}
+
+RunningJob Pod(std::vector<unsigned> gpus) {
+  RunningJob j = Job("ml/train-0", std::move(gpus), "research", "");
+  j.source = "kubernetes";
+  j.name = j.pod_name = "train-0";
+  j.account = j.pod_namespace = "ml";
+  j.user = "";
+  j.qos = "";
+  return j;
+}
+
+const std::string* EnvValue(const ReclaimCommand& c, const std::string& key) {
+  for (const std::string& kv : c.env)
+    if (kv.rfind(key + "=", 0) == 0) return &kv;
+  return nullptr;
+}
+
+TEST(Reclaim, PodsGetTheHookWithPodFactsAndEvidence) {
+  IdleTracker idle(0.05);
+  ReclaimPolicy hook = Policy(ReclaimAction::kCommand, 10, 0);
+  hook.partition = "";
+  hook.command = {"/usr/local/bin/reclaim-hook.sh"};
+  ReclaimEngine engine({hook});
+  Outcome run = Drive(&idle, &engine, kT0, 20, 1, {0.0, 0.9}, {Pod({0})}, {true, false});
+  ASSERT_EQ(run.commands.size(), 1u);
+  const ReclaimCommand& c = run.commands[0];
+  auto value = [&c](const std::string& key) {
+    const std::string* kv = EnvValue(c, key);
+    return kv ? kv->substr(key.size() + 1) : std::string("<absent>");
+  };
+  EXPECT_EQ(value("GPUWARDEN_JOB_SOURCE"), "kubernetes");
+  EXPECT_EQ(value("GPUWARDEN_POD_NAMESPACE"), "ml");
+  EXPECT_EQ(value("GPUWARDEN_POD_NAME"), "train-0");
+  EXPECT_EQ(value("GPUWARDEN_JOB_ID"), "ml/train-0");
+  EXPECT_EQ(value("GPUWARDEN_JOB_ACCOUNT"), "ml");
+  const std::string evidence = value("GPUWARDEN_RECLAIM_EVIDENCE");
+  EXPECT_EQ(evidence.find('\n'), std::string::npos);  // one line
+  nlohmann::json e = nlohmann::json::parse(evidence);
+  EXPECT_EQ(e["idle_threshold"], 0.05);
+  EXPECT_EQ(e["idle_for_s"], 10);
+  EXPECT_EQ(e["grace_s"], 0);
+  ASSERT_EQ(e["gpus"].size(), 1u);  // the pod's GPU only
+  EXPECT_EQ(e["gpus"][0]["uuid"], "GPU-0");
+  EXPECT_EQ(e["gpus"][0]["util_ratio"], 0.0);
+  EXPECT_EQ(e["gpus"][0]["memory_held"], true);
+  const double since = e["gpus"][0]["idle_since"];
+  const double idle_s = e["gpus"][0]["idle_s"];
+  EXPECT_GE(idle_s, 10);
+  EXPECT_DOUBLE_EQ(since + idle_s, c.decision.time_s);
+  // The decisions log carries the same evidence.
+  nlohmann::json logged = nlohmann::json::parse(DecisionToJson(c.decision));
+  EXPECT_EQ(logged["evidence"], e);
+
+  // A Slurm job's hook gets the source and empty pod fields.
+  IdleTracker idle2(0.05);
+  ReclaimEngine engine2({hook});
+  Outcome slurm = Drive(&idle2, &engine2, kT0, 20, 1, {0.0}, {Job("7", {0}, "x", "gpu")});
+  ASSERT_EQ(slurm.commands.size(), 1u);
+  EXPECT_EQ(*EnvValue(slurm.commands[0], "GPUWARDEN_JOB_SOURCE"), "GPUWARDEN_JOB_SOURCE=slurm");
+  EXPECT_EQ(*EnvValue(slurm.commands[0], "GPUWARDEN_POD_NAME"), "GPUWARDEN_POD_NAME=");
+}
+
+TEST(Reclaim, RequeueAndCancelRefusePodsSayingWhy) {
+  for (ReclaimAction action : {ReclaimAction::kRequeue, ReclaimAction::kCancel}) {
+    IdleTracker idle(0.05);
+    ReclaimPolicy p = Policy(action, 10, 0);
+    p.partition = "";
+    ReclaimEngine engine({p});
+    Outcome run = Drive(&idle, &engine, kT0, 20, 1, {0.0}, {Pod({0})});
+    EXPECT_TRUE(run.commands.empty());
+    ASSERT_EQ(run.decisions.size(), 2u);
+    EXPECT_EQ(run.decisions[1].stage, "failed");
+    const std::string& why = run.decisions[1].detail;
+    EXPECT_NE(why.find("is for Slurm jobs only"), std::string::npos) << why;
+    EXPECT_NE(why.find("this is a Kubernetes pod; use action: command"), std::string::npos) << why;
+  }
 }
 
 TEST(Settings, GlobAndPrices) {
