@@ -29,12 +29,8 @@ Usage: agent_test.py --gpuwarden build/bin/gpuwarden --fake-kubelet build/bin/gw
 import argparse
 import json
 import os
-import select
-import signal
-import subprocess
 import sys
 import time
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -96,25 +92,18 @@ class Kubelet:
                     "fail": "", "allocatable_unimplemented": False}
 
     def start(self):
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([self.binary, "--socket", self.socket, "--state",
-                                      self.state_path], stdout=subprocess.PIPE, stderr=log,
-                                     stdin=subprocess.DEVNULL)
-        log.close()
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30)
-        line = self.proc.stdout.readline().decode().strip() if ready else ""
-        return check("gw-fake-kubelet says ready", line == "ready", repr(line))
+        self.proc = gwtest.Process([self.binary, "--socket", self.socket, "--state",
+                                    self.state_path], self.log_path)
+        ready = gwtest.wait_for(lambda: "ready" in self.proc.output().split("\n")[0] or
+                                not self.proc.running(), 30, 0.05) and self.proc.running()
+        return check("gw-fake-kubelet says ready", ready, self.proc.output()[-500:])
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        rc = self.proc.returncode if self.proc else 0
-        self.proc = None
+        """Stops it (SIGTERM); its exit status."""
+        if not self.proc:
+            return 0
+        self.proc.stop()
+        rc, self.proc = self.proc.proc.returncode, None
         return rc
 
     def state(self, **changes):
