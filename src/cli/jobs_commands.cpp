@@ -1,5 +1,6 @@
 #include "cli/jobs_commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -107,13 +108,17 @@ void PrintJson(const std::vector<jobs::JobRecord>& records) {
 
 std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
   if (records.empty()) return "no jobs\n";
-  std::string out = PadRight("JOB", 14) + PadRight("USER", 12) + PadRight("TEAM", 14) +
+  // The id column fits the longest id (a Kubernetes pod is "namespace/pod", often long), so the
+  // columns after it stay aligned.
+  size_t id_width = 13;
+  for (const jobs::JobRecord& r : records) id_width = std::max(id_width, r.job_id.size());
+  std::string out = PadRight("JOB", id_width + 1) + PadRight("USER", 12) + PadRight("TEAM", 14) +
                     PadRight("PARTITION", 11) + PadRight("STATE", 11) + PadRight("START", 22) +
                     PadRight("ELAPSED", 10) + PadRight("GPUS", 10) + PadRight("GPU-H", 8) +
                     PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) + PadRight("SM ACT", 8) +
                     PadRight("TENSOR", 8) + PadRight("MEM PEAK", 11) + "COST\n";
   for (const jobs::JobRecord& r : records) {
-    out += PadRight(r.job_id, 13) + " " + PadRight(OrDash(r.user), 11) + " " +
+    out += PadRight(r.job_id, id_width) + " " + PadRight(OrDash(r.user), 11) + " " +
            PadRight(OrDash(r.team), 13) + " " + PadRight(OrDash(r.partition), 10) + " " +
            PadRight(r.state, 10) + " " + PadRight(Timestamp(r.start_time), 21) + " " +
            PadRight(Elapsed(r), 9) + " " + PadRight(GpuList(r), 9) + " ";

@@ -106,9 +106,8 @@ struct DcgmOptions {
   std::string hostname;  // the Hostname label; "" leaves it out
   // Hook for the Kubernetes attribution: fills `out` and returns true when the GPU or MIG device
   // with `uuid` belongs to a pod. Called once per GPU (or MIG device) per render, on the render
-  // thread; must not block. Unset: no pod labels. (Nothing in gpuwarden sets it yet: the task
-  // layer knows a process's pod UID from its cgroup but not the pod's name —
-  // docs/dcgm-exporter.md.)
+  // thread; must not block. Unset: no pod labels. `serve` sets it with jobs.scheduler:
+  // kubernetes (serve::JobsService::PodOfDevice; docs/dcgm-exporter.md).
   std::function<bool(std::string_view uuid, DcgmPodLabels* out)> pod_of;
 };
 

@@ -1,3 +1,6 @@
+// One piece: the table of every key's setter (Setters()) with the helpers they share, so that a
+// key is found, parsed and documented in one place; the sections with structure of their own are
+// in governance_config.cpp, diagnose_config.cpp and scrape_config.cpp.
 #include "config/config.h"
 #include "config/messages.h"
 

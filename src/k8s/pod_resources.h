@@ -33,9 +33,9 @@ namespace gw::k8s {
 
 // ContainerDevices: devices of one resource given to a container (or offered by the node).
 struct DeviceGroup {
-  std::string resource_name;            // "nvidia.com/gpu"
-  std::vector<std::string> device_ids;  // the device plugin's ids
-  std::vector<std::int64_t> numa_nodes; // TopologyInfo.nodes[].ID
+  std::string resource_name;             // "nvidia.com/gpu"
+  std::vector<std::string> device_ids;   // the device plugin's ids
+  std::vector<std::int64_t> numa_nodes;  // TopologyInfo.nodes[].ID
   bool operator==(const DeviceGroup&) const = default;
 };
 

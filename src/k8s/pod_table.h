@@ -20,8 +20,9 @@
 // PREEMPTED, being deleted while running -> CANCELLED; without one: kOther, state_text "ENDED");
 // its exit code is the first non-zero container exit code, else 0 when all exited. A pod whose
 // device set changes is a new pod instance (devices are fixed for a pod's life): kFinished for
-// the old, kStarted for the new. A pod with no GPU devices is not a job (a pod that loses them all
-// has ended as a job).
+// the old, kStarted for the new; so is a pod the pod list shows with a new UID. A pod with no GPU
+// devices is not a job (a pod that loses them all has ended as a job), nor is one the pod list
+// calls Succeeded or Failed while the kubelet still lists its devices.
 //
 // Bad answers never throw and never abort: duplicate pods (same namespace/name) are merged, empty
 // names skipped, devices with empty ids skipped, more than options.max_pods pods or

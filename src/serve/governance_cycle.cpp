@@ -69,6 +69,8 @@ governance::Cycle CycleBuilder::Build(const collect::Snapshot& snapshot) {
     j.account = h.account;
     j.partition = h.partition;
     j.team = h.team;
+    j.pod_namespace = h.pod_namespace;
+    j.pod_name = h.pod_name;
     j.gpus = std::move(h.gpus);
     if (auto it = slurm_jobs_.find(j.id); it != slurm_jobs_.end() && j.source == "slurm") {
       j.qos = it->second.qos;

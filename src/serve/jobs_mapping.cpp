@@ -54,6 +54,11 @@ unsigned UnitFromEnvironment(const collect::GpuSnapshot& gpu, unsigned unit,
 
 }  // namespace
 
+void ProcessJobMapping::AddSource(std::unique_ptr<jobs::AttributionSource> source) {
+  attributor_.AddSource(std::move(source));
+  valid_ = false;
+}
+
 bool ProcessJobMapping::SameLists(const collect::Snapshot& snapshot) const {
   std::size_t at = 0;
   bool same = true;
@@ -93,7 +98,13 @@ void ProcessJobMapping::Recompute(const collect::Snapshot& snapshot) {
   gpus_.clear();
   ForEachListed(snapshot, [&](unsigned unit, unsigned pid, const collect::GpuSnapshot& gpu) {
     listed_.emplace_back(unit, pid);
-    refs_.push_back({static_cast<pid_t>(pid), gpu.identity.uuid});
+    // The unit's UUID: a MIG instance's own (the kubelet names instances by it), else the GPU's.
+    const std::string* uuid = &gpu.identity.uuid;
+    if (jobs::IsMigUnit(unit))
+      for (const collect::MigInstanceSnapshot& m : gpu.mig)
+        if (jobs::MigUnit(gpu.identity.index, m.gpu_instance_id) == unit && !m.uuid.empty())
+          uuid = &m.uuid;
+    refs_.push_back({static_cast<pid_t>(pid), *uuid});
     gpus_.push_back(&gpu);
   });
   // AttributeAll answers in the order asked, leaving out the processes it could not read (each

@@ -27,6 +27,12 @@
 // MIG-enabled GPU without an instance is on the instance its CUDA_VISIBLE_DEVICES names by MIG
 // UUID ("MIG-…", read from /proc with the allow-listed environment), else on the GPU.
 //
+// Sources (jobs::AttributionSource, e.g. k8s::PodAttributionSource) refine each process at every
+// full pass; each is told the UUID of the unit NVML listed the process on (a MIG instance's own
+// UUID for a process on an instance, else the GPU's). When what a source knows changes (the
+// kubelet's pods moved), `Invalidate` makes the next `Update` a full pass (the /proc reads stay
+// cached: only the refinement runs again).
+//
 // Threading: one thread at a time (the recorder's, under JobsService's lock). Errors: a process
 // that cannot be read is left out of `processes()` (jobs::Attributor).
 #ifndef GPUWARDEN_SERVE_JOBS_MAPPING_H_
@@ -35,6 +41,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +61,11 @@ class ProcessJobMapping {
   // Brings the mapping up to date with `snapshot`; true when it was recomputed (then
   // `processes()` may differ from before), false when the previous one still holds.
   bool Update(const collect::Snapshot& snapshot);
+
+  // Adds a source that refines every attribution (before the first Update).
+  void AddSource(std::unique_ptr<jobs::AttributionSource> source);
+  // The next Update recomputes the mapping, whatever the snapshot.
+  void Invalidate() { valid_ = false; }
 
   // Every GPU process that could be attributed, in the snapshot's order (GPU, then NVML's order,
   // then each MIG instance's list); `gpu` is the unit it runs on.

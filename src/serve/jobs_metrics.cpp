@@ -14,7 +14,7 @@ namespace gw::serve {
 
 namespace {
 
-// Labels of one sample, up to eight, without allocating.
+// Labels of one sample, up to twelve, without allocating.
 class LabelList {
  public:
   LabelList& Add(std::string_view name, std::string_view value) {
@@ -28,7 +28,7 @@ class LabelList {
   std::span<const TaskLabel> span() const { return {labels_.data(), size_}; }
 
  private:
-  std::array<TaskLabel, 8> labels_{};
+  std::array<TaskLabel, 12> labels_{};
   size_t size_ = 0;
 };
 
@@ -118,13 +118,15 @@ std::string_view JobsService::VisibleJobId(std::string_view key) {
 void JobsService::RenderMetrics(collect::Format format, std::string* out) const {
   std::optional<jobs::SlurmHealth> health;
   if (poller_) health = poller_->Health();
+  std::optional<k8s::KubernetesStatus> kubernetes;
+  if (kubernetes_) kubernetes = kubernetes_->Status();
   std::lock_guard<std::mutex> lock(mu_);
   ExpositionSink sink(format, out);
-  EmitFamilies(&sink, NowS(), health ? &*health : nullptr);
+  EmitFamilies(&sink, NowS(), health ? &*health : nullptr, kubernetes ? &*kubernetes : nullptr);
 }
 
-void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
-                               const jobs::SlurmHealth* health) const {
+void JobsService::EmitFamilies(TaskFamilySink* sink, double now, const jobs::SlurmHealth* health,
+                               const k8s::KubernetesStatus* kubernetes) const {
   // gpu and uuid (the GPU's), and for a MIG instance mig_instance and mig_profile.
   // `index` keeps the fallback text alive (a unit no snapshot showed yet: its GPU's index).
   auto unit_labels = [this](unsigned unit, const IndexText& index, LabelList* l) {
@@ -141,7 +143,9 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
     auto it = gpu_ids_.find(unit);
     return it == gpu_ids_.end() ? 1.0 : it->second.share;
   };
-  auto job_labels = [this](const std::string& key, LabelList* l) {
+  // job_id, user, team, partition; a pod's also pod, namespace and (`unit` given) the container
+  // the unit was handed to.
+  auto job_labels = [this](const std::string& key, LabelList* l, const unsigned* unit) {
     auto m = meta_.find(key);
     static const JobMeta kNone;
     const JobMeta& meta = m == meta_.end() ? kNone : m->second;
@@ -149,6 +153,13 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
         .Add("user", meta.user)
         .Add("team", meta.team.empty() ? jobs::kUnassignedTeam : std::string_view(meta.team))
         .Add("partition", meta.partition);
+    if (meta.source != "kubernetes") return;
+    l->Add("pod", meta.pod_name).Add("namespace", meta.pod_namespace);
+    if (unit == nullptr) return;
+    std::string_view container;
+    if (auto c = containers_.find(*unit); c != containers_.end())
+      if (auto k = c->second.find(key); k != c->second.end()) container = k->second;
+    l->Add("container", container);
   };
 
   sink->Family("gpu_allocation_info", "gauge", "",
@@ -159,7 +170,7 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
     for (const std::string& key : keys) {
       LabelList l;
       unit_labels(gpu, index, &l);
-      job_labels(key, &l);
+      job_labels(key, &l, &gpu);
       sink->Sample("gpu_allocation_info", l.span(), 1);
     }
   }
@@ -192,7 +203,7 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
     sink->Sample("gpu_jobs", l.span(), state == "RUNNING" ? n + process_jobs : n);
   }
 
-  EmitPerJob(sink, now);
+  EmitPerJob(sink, now, job_labels);
   EmitHistogram(sink, queue_wait_, "Jobs that started, by partition: start - eligible time.");
   EmitHistogram(sink, submit_wait_, "Jobs that started, by partition: start - submit time.");
   EmitHistogram(sink, start_latency_,
@@ -202,37 +213,62 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now,
   sink->Family("gpuwarden_job_record_errors_total", "counter", "",
                "Job records that could not be written.");
   sink->Sample("gpuwarden_job_record_errors_total", {}, double(record_errors_));
-  if (health == nullptr) return;
-  sink->Family("gpuwarden_slurm_up", "gauge", "", "1 if the last squeue poll succeeded.");
-  sink->Sample("gpuwarden_slurm_up", {}, health->up ? 1 : 0);
-  sink->Family("gpuwarden_slurm_last_success_timestamp_seconds", "gauge", "seconds",
-               "When squeue last answered (unix seconds; 0 if never).");
-  sink->Sample("gpuwarden_slurm_last_success_timestamp_seconds", {},
-               health->ever_succeeded ? health->last_success_s : 0);
-  sink->Family("gpuwarden_slurm_staleness_seconds", "gauge", "seconds",
-               "Seconds since squeue last answered (wall clock; 0 while it answers): how old the "
-               "job table is.");
-  sink->Sample("gpuwarden_slurm_staleness_seconds", {}, health->StalenessS(WallNowS()));
-  sink->Family("gpuwarden_slurm_polls_total", "counter", "", "squeue polls.");
-  sink->Sample("gpuwarden_slurm_polls_total", {}, double(health->polls_total));
-  sink->Family("gpuwarden_slurm_poll_failures_total", "counter", "",
-               "squeue polls that failed (timed out, exit code, bad JSON).");
-  sink->Sample("gpuwarden_slurm_poll_failures_total", {}, double(health->failures_total));
+  if (health != nullptr) EmitSourceHealth(sink, *health, kubernetes);
 }
 
-void JobsService::EmitPerJob(TaskFamilySink* sink, double now) const {
+void JobsService::EmitSourceHealth(TaskFamilySink* sink, const jobs::SlurmHealth& health,
+                                   const k8s::KubernetesStatus* kubernetes) const {
+  const SourceFamilies& f = source_families_;  // gpuwarden_slurm_*, gpuwarden_kubernetes_*
+  sink->Family(f.up, "gauge", "", f.up_help);
+  sink->Sample(f.up, {}, health.up ? 1 : 0);
+  sink->Family(f.last_success, "gauge", "seconds", f.last_success_help);
+  sink->Sample(f.last_success, {}, health.ever_succeeded ? health.last_success_s : 0);
+  sink->Family(f.staleness, "gauge", "seconds", f.staleness_help);
+  sink->Sample(f.staleness, {}, health.StalenessS(WallNowS()));
+  sink->Family(f.polls, "counter", "", f.polls_help);
+  sink->Sample(f.polls, {}, double(health.polls_total));
+  sink->Family(f.failures, "counter", "", f.failures_help);
+  sink->Sample(f.failures, {}, double(health.failures_total));
+  if (!kubernetes_) return;
+  // Device ids of pods that match no GPU or MIG instance here (known without the poller's status).
+  sink->Family("gpuwarden_kubernetes_unknown_devices", "gauge", "",
+               "Device ids the kubelet gave pods that match no GPU UUID, MIG UUID or GPU index of "
+               "this node.");
+  sink->Sample("gpuwarden_kubernetes_unknown_devices", {}, double(unknown_devices_.size()));
+  if (kubernetes == nullptr) return;
+  auto per_resource = [sink](std::string_view name, std::string_view help,
+                             const std::map<std::string, double>& devices) {
+    sink->Family(name, "gauge", "", help);
+    for (const auto& [resource, n] : devices) {
+      LabelList l;
+      l.Add("resource", resource);
+      sink->Sample(name, l.span(), n);
+    }
+  };
+  per_resource("gpuwarden_kubernetes_allocatable_devices",
+               "Devices of each GPU resource the kubelet offers on this node (absent when "
+               "GetAllocatableResources is not served).",
+               kubernetes->allocatable);
+  per_resource("gpuwarden_kubernetes_allocated_devices",
+               "Devices of each GPU resource held by pods on this node.", kubernetes->allocated);
+  sink->Family("gpuwarden_kubernetes_answer_warnings_total", "counter", "",
+               "Oddities in the kubelet's answers (duplicate pods, empty ids, too many pods).");
+  sink->Sample("gpuwarden_kubernetes_answer_warnings_total", {},
+               double(kubernetes->answer_warnings_total));
+  if (!kubernetes->pod_list_configured) return;
+  sink->Family("gpuwarden_kubernetes_pod_list_up", "gauge", "",
+               "1 if the last jobs.kubernetes.pod_list_command succeeded.");
+  sink->Sample("gpuwarden_kubernetes_pod_list_up", {}, kubernetes->pod_list_up ? 1 : 0);
+}
+
+template <typename JobLabels>
+void JobsService::EmitPerJob(TaskFamilySink* sink, double now, const JobLabels& job_labels) const {
   for (int f = 0; f < kPerJobCount; ++f) {
     const PerJobFamily& family = kPerJob[f];
     sink->Family(family.name, family.type, family.unit, family.help);
     for (const jobs::JobGpuStats& s : running_) {
-      auto m = meta_.find(s.job_id);
-      static const JobMeta kNone;
-      const JobMeta& meta = m == meta_.end() ? kNone : m->second;
       LabelList job;
-      job.Add("job_id", VisibleJobId(s.job_id))
-          .Add("user", meta.user)
-          .Add("team", meta.team.empty() ? jobs::kUnassignedTeam : std::string_view(meta.team))
-          .Add("partition", meta.partition);
+      job_labels(s.job_id, &job, nullptr);
       auto sample = [&](double v) { sink->Sample(family.name, job.span(), v); };
       auto sample_with = [&](std::string_view name, std::string_view value, double v) {
         LabelList l;

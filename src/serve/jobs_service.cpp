@@ -13,6 +13,8 @@
 #include "http/server.h"
 #include "jobs/gpu_unit.h"
 #include "jobs/slurm_hostlist.h"
+#include "k8s/attribution_source.h"
+#include "k8s/grpc_client.h"
 
 namespace gw::serve {
 
@@ -34,6 +36,55 @@ double WallNowS() {
   return SystemClock().NowSeconds();
 }
 
+// The job source jobs.scheduler names (none: null).
+std::unique_ptr<jobs::JobSource> MakeJobSource(const config::Config& config,
+                                               const std::string& node_name, Logger* logger) {
+  if (config.jobs.scheduler == "slurm") {
+    jobs::SlurmPollerOptions o;
+    o.command = config.jobs.squeue_command;
+    o.interval_s = config.jobs.poll_interval_s;
+    o.timeout_s = std::min(10.0, std::max(1.0, config.jobs.poll_interval_s));
+    return std::make_unique<jobs::SlurmPoller>(o, logger);
+  }
+  if (config.jobs.scheduler == "kubernetes") {
+    const config::KubernetesConfig& k = config.jobs.kubernetes;
+    k8s::KubernetesPollerOptions o;
+    o.table.resources = k.resources;
+    o.table.node_name = node_name;
+    o.table.user_label = k.user_label;
+    o.table.user_annotation = k.user_annotation;
+    o.interval_s = k.poll_interval_s > 0 ? k.poll_interval_s : config.jobs.poll_interval_s;
+    o.timeout_s = k.timeout_s;
+    o.pod_list_command = k.pod_list_command;
+    return std::make_unique<k8s::KubernetesPoller>(o, k8s::MakeGrpcPodResourcesApi(k.socket),
+                                                   logger);
+  }
+  return nullptr;
+}
+
+// Self-metric names and helps of a job source (gpuwarden_<name>_...).
+template <typename Families>
+void NameSourceFamilies(const std::string& name, Families* f) {
+  const std::string prefix = "gpuwarden_" + name;
+  f->up = prefix + "_up";
+  f->last_success = prefix + "_last_success_timestamp_seconds";
+  f->staleness = prefix + "_staleness_seconds";
+  f->polls = prefix + "_polls_total";
+  f->failures = prefix + "_poll_failures_total";
+  const bool slurm = name == "slurm";
+  const std::string what = slurm ? "squeue" : name == "kubernetes" ? "the kubelet" : name;
+  f->up_help = slurm                  ? "1 if the last squeue poll succeeded."
+               : name == "kubernetes" ? "1 if the last call to the kubelet's pod-resources API "
+                                        "(List) succeeded."
+                                      : "1 if the last " + name + " poll succeeded.";
+  f->last_success_help = "When " + what + " last answered (unix seconds; 0 if never).";
+  f->staleness_help = "Seconds since " + what +
+                      " last answered (wall clock; 0 while it answers): how old the job table is.";
+  f->polls_help = slurm ? "squeue polls." : "Polls of " + what + ".";
+  f->failures_help = slurm ? "squeue polls that failed (timed out, exit code, bad JSON)."
+                           : "Polls of " + what + " that failed (unreachable, timed out, error).";
+}
+
 std::string ShortHostName() {
   char name[256] = {0};
   if (gethostname(name, sizeof name - 1) != 0) return "";
@@ -50,7 +101,8 @@ std::string JobRecordsDir(const config::Config& config) {
 JobsService::JobsService(const config::Config& config, Logger* logger, JobsServiceOptions options)
     : config_(config),
       log_(logger),
-      teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true}),
+      teams_(jobs::TeamConfig{config.teams.accounts, config.teams.users, true,
+                              config.teams.namespaces}),
       mapping_(options.proc_root),
       idle_(config.jobs.idle_threshold) {
   node_name_ = options.node_name.empty() ? config.jobs.node_name : options.node_name;
@@ -77,12 +129,14 @@ JobsService::JobsService(const config::Config& config, Logger* logger, JobsServi
   start_latency_.Init("gpu_job_start_latency_seconds", kStartLatencyBounds);
   run_time_.Init("gpu_job_run_seconds", kRunTimeBounds);
   jobs_by_state_ = {{"PENDING", 0}, {"RUNNING", 0}};
-  if (config.jobs.scheduler == "slurm") {
-    jobs::SlurmPollerOptions o;
-    o.command = config.jobs.squeue_command;
-    o.interval_s = config.jobs.poll_interval_s;
-    o.timeout_s = std::min(10.0, std::max(1.0, config.jobs.poll_interval_s));
-    poller_ = std::make_unique<jobs::SlurmPoller>(o, logger);
+  poller_ = options.job_source ? options.job_source(config, logger)
+                               : MakeJobSource(config, node_name_, logger);
+  if (poller_) NameSourceFamilies(poller_->Name(), &source_families_);
+  kubernetes_ = dynamic_cast<k8s::KubernetesPoller*>(poller_.get());
+  if (kubernetes_) {
+    auto pods = std::make_unique<k8s::PodAttributionSource>();
+    pods_ = pods.get();
+    mapping_.AddSource(std::move(pods));
   }
   queue_api_ = std::make_unique<QueueApi>(poller_.get(), &teams_);
 }
@@ -117,10 +171,17 @@ void JobsService::RecordSeriesInto(tsdb::Appender* appender) {
 void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
   std::optional<jobs::SlurmHealth> health;
   if (poller_) health = poller_->Health();
+  std::optional<k8s::KubernetesStatus> kubernetes;
   TaskSeriesRecorder* series = nullptr;
   std::vector<jobs::JobRecord> finished;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // The kubelet's figures only for the store (the poller's lock, never under mu_).
+    if (series_ && kubernetes_) {
+      lock.unlock();
+      kubernetes = kubernetes_->Status();
+      lock.lock();
+    }
     Observe(snapshot);
     finished = ledger_->TakeFinished();
     writing_.insert(writing_.end(), finished.begin(), finished.end());
@@ -129,7 +190,8 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
       // At the snapshot's time, as the recorder stamps it, so rules evaluated at that time see it.
       series->BeginCycle(
           static_cast<std::int64_t>(std::llround(snapshot.taken_unix_seconds * 1e3)));
-      EmitFamilies(series, snapshot.taken_unix_seconds, health ? &*health : nullptr);
+      EmitFamilies(series, snapshot.taken_unix_seconds, health ? &*health : nullptr,
+                   kubernetes ? &*kubernetes : nullptr);
       series->EndCycle();
     }
   }
@@ -233,7 +295,13 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
   // Per-job statistics accumulate every snapshot; who holds which GPU is recomputed only when the
   // scheduler's job table or the process mapping changed (serve/jobs_mapping.h).
   ledger_->OnCycle(cycle);
-  const bool scheduler_changed = TakeSchedulerEvents(now);
+  // Kubernetes: pods name devices by UUID; a new GPU/MIG layout resolves them again.
+  bool layout_moved = false;
+  if (kubernetes_ && NoteLayout(snapshot)) {
+    ResolveKubernetesJobs();
+    layout_moved = true;
+  }
+  const bool scheduler_changed = TakeSchedulerEvents(now) || layout_moved;
   const bool remapped = mapping_.Update(snapshot);
   if (remapped) Attribute(now);
   const bool jobs_changed = scheduler_changed || remapped;
@@ -242,6 +310,7 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
     for (const auto& [gpu, keys] : process_allocations_)
       allocations_[gpu].insert(keys.begin(), keys.end());
     NarrowToMigUnits();
+    if (kubernetes_) RebuildDevicePods();
   }
   ledger_->RunningInto(now, &running_);
   for (const jobs::JobGpuStats& s : running_) {
@@ -257,8 +326,11 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
 bool JobsService::TakeSchedulerEvents(double now_s) {
   if (!poller_) return false;
   bool changed = false;  // an event may start or end a job in the ledger
-  for (const jobs::JobEvent& e : poller_->TakeEvents()) {
+  for (jobs::JobEvent& e : poller_->TakeEvents()) {
     changed = true;
+    // A pod's GPUs are its devices, resolved against the snapshot (the ledger counts from them).
+    if (e.job.source == "kubernetes" && e.job.gpu_indices.empty())
+      e.job.gpu_indices = ResolveDevices(e.job, nullptr);
     const jobs::SlurmJob& job = e.job;
     // Scheduling figures are the cluster's, as squeue shows them.
     if (e.kind == jobs::JobEventKind::kStarted) {
@@ -271,8 +343,8 @@ bool JobsService::TakeSchedulerEvents(double now_s) {
         e.kind == jobs::JobEventKind::kFinished || e.kind == jobs::JobEventKind::kVanished;
     if (ended && job.started() && job.start_time > 0 && e.time >= job.start_time)
       run_time_.Observe(job.partition, double(e.time - job.start_time));
-    // GPU accounting and records: only jobs on this node.
-    if (!jobs::HostListContains(job.nodes, node_name_)) continue;
+    // GPU accounting and records: only jobs on this node (the kubelet knows only its own pods).
+    if (job.source != "kubernetes" && !jobs::HostListContains(job.nodes, node_name_)) continue;
     // squeue lists finished jobs for a while (MinJobAge): after a restart, those recorded before
     // are not recorded again (without their GPU figures).
     if (e.kind == jobs::JobEventKind::kFinished && store_ &&
@@ -288,19 +360,34 @@ bool JobsService::TakeSchedulerEvents(double now_s) {
   jobs_by_state_["PENDING"] = 0;
   jobs_by_state_["RUNNING"] = 0;
   slurm_allocations_.clear();
-  for (const auto& [id, job] : poller_->Jobs()) {
+  kubernetes_jobs_.clear();
+  for (auto& [id, job] : poller_->Jobs()) {
     jobs_by_state_[std::string(jobs::JobStateName(job.state))] += 1;
-    if (job.state != jobs::JobState::kRunning || !jobs::HostListContains(job.nodes, node_name_))
+    const bool pod = job.source == "kubernetes";
+    if (job.state != jobs::JobState::kRunning ||
+        (!pod && !jobs::HostListContains(job.nodes, node_name_)))
       continue;
     JobMeta& m = meta_[id];
-    m.source = "slurm";
+    m.source = pod ? "kubernetes" : "slurm";
     m.name = job.name;
     m.user = job.user;
     m.account = job.account;
     m.partition = job.partition;
-    m.team = teams_.TeamOf(job.account, job.user);
+    m.team = teams_.TeamOfJob(job);
+    m.pod_namespace = job.pod_namespace;
+    m.pod_name = job.pod_name;
     m.start_s = double(job.start_time);
-    for (unsigned gpu : job.gpu_indices) slurm_allocations_[gpu].insert(id);
+    if (pod) {
+      kubernetes_jobs_.emplace(id, std::move(job));
+    } else {
+      for (unsigned gpu : job.gpu_indices) slurm_allocations_[gpu].insert(id);
+    }
+  }
+  if (!kubernetes_jobs_.empty() || kubernetes_) ResolveKubernetesJobs();
+  // Processes are matched to pods through the poller's index of this poll.
+  if (pods_) {
+    pods_->Set(kubernetes_->Index());
+    mapping_.Invalidate();
   }
   (void)now_s;
   return true;
@@ -316,12 +403,19 @@ void JobsService::Attribute(double now_s) {
     process_allocations_[p.gpu].insert(key);
     if (meta_.count(key)) continue;
     JobMeta& m = meta_[key];
+    m.start_s = now_s;
+    if (a.job_source == "kubernetes") {  // a pod the job table has not listed (yet)
+      m.source = "kubernetes";
+      m.name = m.pod_name = a.pod_name;
+      m.account = m.pod_namespace = a.pod_namespace;
+      m.team = teams_.TeamOfNamespace(a.pod_namespace, "");
+      continue;
+    }
     m.source = process_job ? "process" : "slurm";
     m.user = a.slurm_user.empty() || process_job ? a.user : a.slurm_user;
     m.account = a.slurm_account;
     m.partition = a.slurm_partition;
     m.team = teams_.TeamOf(a.slurm_account, m.user, a.gpuwarden_team);
-    m.start_s = now_s;
   }
   (void)ledger_->OnProcesses(mapping_.processes(), now_s);  // no store: cannot fail (queued)
 }
@@ -394,176 +488,6 @@ void JobsService::TrackIdle(const collect::Snapshot& snapshot, double now_s) {
       (void)idle_.Observe(unit, true, !collect::IsAbsent(util), util, now_s);
     }
   }
-}
-
-std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
-  std::map<std::string, jobs::SlurmJob> slurm_jobs;
-  if (poller_) slurm_jobs = poller_->Jobs();
-  std::vector<jobs::JobRecord> out;
-  std::set<std::string> done;
-  auto add = [&](const std::string& key, std::optional<jobs::JobGpuStats> stats) {
-    if (!done.insert(key).second) return;
-    auto m = meta_.find(key);
-    const JobMeta meta = m == meta_.end() ? JobMeta{} : m->second;
-    jobs::JobRecord r;
-    if (auto j = slurm_jobs.find(key); j != slurm_jobs.end() && meta.source == "slurm") {
-      r = ledger_->MakeRecord(j->second, "RUNNING", stats);
-      r.end_time = 0;
-      r.exit_code.reset();
-    } else {
-      r.job_id = std::string(VisibleJobId(key));
-      r.source = meta.source.empty() ? "process" : meta.source;
-      r.name = meta.name;
-      r.user = meta.user;
-      r.account = meta.account;
-      r.partition = meta.partition;
-      r.team = meta.team.empty() ? std::string(jobs::kUnassignedTeam) : meta.team;
-      r.state = "RUNNING";
-      r.start_time = static_cast<std::int64_t>(stats ? stats->start_s : meta.start_s);
-      r.gpu = std::move(stats);
-    }
-    if (r.gpu) r.gpu->job_id = r.job_id;
-    if (cost_lookup_) r.cost = cost_lookup_(r.job_id);  // so far
-    out.push_back(std::move(r));
-  };
-  for (const jobs::JobGpuStats& s : running_) add(s.job_id, s);
-  for (const auto& [key, meta] : meta_) add(key, std::nullopt);
-  // Jobs that ended and whose records are being written (OnSnapshot, outside mu_): listed as
-  // running, with their final figures, until the record is on disk — so the API never lists as
-  // finished a record that a crash could still lose.
-  for (const jobs::JobRecord& w : writing_) {
-    if (std::any_of(out.begin(), out.end(),
-                    [&w](const jobs::JobRecord& r) { return r.job_id == w.job_id; }))
-      continue;
-    jobs::JobRecord r = w;
-    r.state = "RUNNING";
-    r.end_time = 0;
-    r.exit_code.reset();
-    if (r.gpu) r.gpu->end_s = 0;
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-// The documents are written as nlohmann's dump writes them (keys in order), with each record's
-// JSON as stored: no parse, no disk read.
-std::string JobsService::JobsJson(const JobsQuery& query) const {
-  std::vector<jobs::JobRecord> running;
-  std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> being_written;
-  double now = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running = RunningRecords();
-    now = NowS();
-    for (const jobs::JobRecord& w : writing_)
-      being_written.emplace_back(w.job_id, w.start_time, w.end_time);
-  }
-  std::string body = "{\"data\":{\"jobs\":[";
-  bool first = true;
-  auto add = [&](std::string_view json) {
-    if (!first) body += ',';
-    first = false;
-    body += json;
-  };
-  for (const jobs::JobRecord& r : running)
-    if (query.team.empty() || r.team == query.team) add(jobs::JobRecordToJson(r));
-  if (!query.running_only && store_) {
-    store_->VisitRecent([&](const jobs::StoredJobRecord& r) {
-      if (!query.team.empty() && r.team != query.team) return true;
-      // Written since `running` was taken: listed there already.
-      if (std::find(being_written.begin(), being_written.end(),
-                    std::make_tuple(r.job_id, r.start_time, r.end_time)) != being_written.end())
-        return true;
-      if (query.since_s > 0 && double(r.end_time) < now - query.since_s) return true;
-      add(r.json);
-      return true;
-    });
-  }
-  body += "]},\"status\":\"success\"}";
-  return body;
-}
-
-std::optional<std::string> JobsService::JobJson(const std::string& job_id) const {
-  auto document = [](std::string_view json) {
-    return "{\"data\":" + std::string(json) + ",\"status\":\"success\"}";
-  };
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const jobs::JobRecord& r : RunningRecords())
-      if (r.job_id == job_id) return document(jobs::JobRecordToJson(r));
-  }
-  if (!store_) return std::nullopt;
-  std::optional<std::string> json = store_->RecentJson(job_id);
-  if (!json) return std::nullopt;
-  return document(*json);
-}
-
-std::string JobsService::QueueJson(const std::string& team) const {
-  return queue_api_->Json(team, WallNowS());  // the poller's clock
-}
-
-void JobsService::RegisterRoutes(http::Server* server) {
-  server->Get("/api/gw/v1/queue", [this](const http::Request& req, http::Response& res) {
-    res.body = QueueJson(req.param("team"));
-    res.content_type = "application/json";
-  });
-  server->Get("/api/gw/v1/jobs", [this](const http::Request& req, http::Response& res) {
-    JobsQuery q;
-    const std::string running = req.param("running");
-    q.running_only = running == "1" || running == "true";
-    q.team = req.param("team");
-    if (const std::string since = req.param("since"); !since.empty()) {
-      if (!ParseDurationSeconds(since, &q.since_s) || q.since_s <= 0)
-        return http::WriteApiError(
-            res, 400, "bad_data",
-            "since: expected a duration such as 1h or 30m, got '" + since + "'");
-    }
-    res.body = JobsJson(q);
-    res.content_type = "application/json";
-  });
-  server->GetPrefix("/api/gw/v1/jobs/", [this](const http::Request& req, http::Response& res) {
-    const std::string id = req.path.substr(std::string_view("/api/gw/v1/jobs/").size());
-    auto body = id.empty() ? std::nullopt : JobJson(id);
-    if (!body) return http::WriteApiError(res, 404, "not_found", "no such job: " + id);
-    res.body = *body;
-    res.content_type = "application/json";
-  });
-}
-
-std::vector<JobsService::HeldGpus> JobsService::AllocatedJobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, HeldGpus> by_key;
-  for (const auto& [gpu, keys] : allocations_) {
-    for (const std::string& key : keys) {
-      HeldGpus& h = by_key[key];
-      if (h.job_id.empty()) {
-        h.job_id = VisibleJobId(key);
-        auto m = meta_.find(key);
-        if (m != meta_.end()) {
-          h.source = m->second.source;
-          h.name = m->second.name;
-          h.user = m->second.user;
-          h.account = m->second.account;
-          h.team = m->second.team;
-          h.partition = m->second.partition;
-        }
-        if (h.team.empty()) h.team = std::string(jobs::kUnassignedTeam);
-      }
-      h.gpus.push_back(gpu);
-    }
-  }
-  std::vector<HeldGpus> out;
-  for (auto& [key, h] : by_key) out.push_back(std::move(h));
-  return out;
-}
-
-std::map<std::string, jobs::SlurmJob> JobsService::SlurmJobs() const {
-  if (!poller_) return {};
-  return poller_->Jobs();
-}
-
-std::uint64_t JobsService::SlurmJobsVersion() const {
-  return poller_ ? poller_->JobsVersion() : 0;
 }
 
 }  // namespace gw::serve

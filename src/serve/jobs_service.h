@@ -2,7 +2,7 @@
 // says about jobs, per-job GPU figures on /metrics, job records on disk, and the jobs API.
 //
 //   JobsService jobs(config, logger);
-//   jobs.Start();                                        // polls squeue when jobs.scheduler: slurm
+//   jobs.Start();                          // polls squeue / the kubelet (jobs.scheduler)
 //   recorder.SetAfterRecord([&](const Snapshot& s, int64_t) { jobs.OnSnapshot(s); });
 //   page.SetExtra([&](Format f, std::string* out) { jobs.RenderMetrics(f, out); });
 //   jobs.RecordSeriesInto(&store_appender);              // the same families into the store
@@ -47,9 +47,24 @@
 //
 // Metrics (docs/metrics.md, "Task layer"): allocation info per GPU and job (job labels go on job
 // series only, never on device series), per running job figures (labels job_id, user, team,
-// partition), queue-wait / start-latency / run-time histograms by partition, jobs by state, idle
-// allocated GPUs, and the Slurm poller's health. Nothing read from a process' environment beyond
-// the allow-list of jobs/environ.h reaches metrics, the API, the log or the disk.
+// partition; and pod, namespace for a pod), queue-wait / start-latency / run-time histograms by
+// partition, jobs by state, idle allocated GPUs, and the job source's health
+// (gpuwarden_<source>_up, ...: slurm or kubernetes).
+//
+// Kubernetes (jobs.scheduler: kubernetes; docs/kubernetes.md): the source is a
+// k8s::KubernetesPoller reading the kubelet's pod-resources socket. A pod holding GPUs is the job
+// "namespace/pod"; the kubelet names its devices by id (SlurmJob::devices), which are resolved
+// into this node's GPU units against the snapshot: a GPU UUID -> its index, a MIG UUID -> the
+// instance's unit, a decimal number -> that index; any other id is counted in
+// gpuwarden_kubernetes_unknown_devices and logged once. Resolution runs when the job table moves
+// or the GPU/MIG layout of the snapshot does (a hash of indices and UUIDs, computed without
+// allocating), never otherwise. A pod holds its GPUs whether or not a process runs on them
+// (allocated, utilization 0: idle). GPU processes whose cgroup names a pod UID are matched to
+// the same job through k8s::PodAttributionSource, given the poller's index whenever its
+// JobsVersion moves (and the mapping recomputed then). For dcgm-exporter mode, PodOfDevice
+// answers which pod holds a GPU or MIG UUID from a map rebuilt only when allocations change.
+// Nothing read from a process' environment beyond the allow-list of jobs/environ.h reaches metrics,
+// the API, the log or the disk.
 //
 // Threading: OnSnapshot runs on the recorder's thread (one thread: the record writes rely on it);
 // RenderMetrics and the API handlers on the HTTP server's threads. One mutex guards the state;
@@ -65,6 +80,7 @@
 #define GPUWARDEN_SERVE_JOBS_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,13 +91,16 @@
 #include <vector>
 
 #include "base/log.h"
+#include "collect/dcgm_exposition.h"
 #include "collect/exposition.h"
 #include "collect/snapshot.h"
 #include "config/config.h"
 #include "jobs/attribution.h"
 #include "jobs/idle_streak.h"
 #include "jobs/job_records.h"
+#include "jobs/job_source.h"
 #include "jobs/slurm.h"
+#include "k8s/poller.h"
 #include "serve/jobs_mapping.h"
 #include "serve/jobs_series.h"
 #include "serve/queue_api.h"
@@ -97,6 +116,10 @@ struct JobsServiceOptions {
   // This machine's name in Slurm's node lists ("" = the host name, short form). Only jobs
   // running on it are attributed, accounted and recorded here.
   std::string node_name;
+  // The scheduler to use instead of the one jobs.scheduler names (tests: a fake source, or a
+  // k8s::KubernetesPoller over a fake PodResourcesApi). Unset: SlurmPoller for slurm,
+  // KubernetesPoller over the gRPC client for kubernetes, none for none.
+  std::function<std::unique_ptr<jobs::JobSource>(const config::Config&, Logger*)> job_source;
 };
 
 // The utilization ratio of a MIG instance for the task and platform layers: NVML reads none per
@@ -123,7 +146,7 @@ class JobsService {
   JobsService(const JobsService&) = delete;
   JobsService& operator=(const JobsService&) = delete;
 
-  // Starts the Slurm poller's thread when jobs.scheduler is slurm (first poll right away).
+  // Starts the job source's thread (jobs.scheduler slurm or kubernetes; first poll right away).
   void Start();
   void Stop();
 
@@ -160,19 +183,28 @@ class JobsService {
   struct HeldGpus {
     std::string job_id;  // as a person knows it (process jobs: the GPUWARDEN_JOB name)
     std::string source, name, user, account, team, partition;
+    std::string pod_namespace, pod_name;  // a Kubernetes pod (source "kubernetes")
     std::vector<unsigned> gpus;  // this node's GPU units (jobs/gpu_unit.h): indices, MIG ids
   };
   std::vector<HeldGpus> AllocatedJobs() const;
-  // The scheduler's jobs as last polled (empty without jobs.scheduler: slurm).
+  // The scheduler's jobs as last polled (empty without a scheduler).
   std::map<std::string, jobs::SlurmJob> SlurmJobs() const;
-  // Moves with every successful poll, never otherwise (0 without Slurm): a reader that saw this
-  // version need not copy SlurmJobs() again (SlurmPoller::JobsVersion).
+  // Moves with every successful poll, never otherwise (0 without a scheduler): a reader that saw
+  // this version need not copy SlurmJobs() again (JobSource::JobsVersion).
   std::uint64_t SlurmJobsVersion() const;
+  // "slurm", "kubernetes", or "" without a scheduler.
+  std::string SchedulerName() const { return poller_ ? poller_->Name() : std::string(); }
+
+  // dcgm-exporter mode (collect::DcgmOptions::pod_of): the pod holding the GPU or MIG instance
+  // with `uuid`, from the last allocation change. Any thread; allocation-free: the views stay
+  // valid until this thread's next call.
+  bool PodOfDevice(std::string_view uuid, collect::DcgmPodLabels* out) const;
 
  private:
   struct JobMeta {
-    std::string source;  // "slurm" or "process"
+    std::string source;  // "slurm", "kubernetes" or "process"
     std::string name, user, account, team, partition;
+    std::string pod_namespace, pod_name;  // a Kubernetes pod
     double start_s = 0;
   };
   struct Histogram {
@@ -205,8 +237,21 @@ class JobsService {
   double NowS() const;                                  // mu_ held
   // Hands every task-layer family to `sink` (jobs_metrics.cpp); mu_ held. Allocates nothing
   // per sample, so the store's steady state does not either.
-  void EmitFamilies(TaskFamilySink* sink, double now_s, const jobs::SlurmHealth* health) const;
-  void EmitPerJob(TaskFamilySink* sink, double now_s) const;
+  void EmitFamilies(TaskFamilySink* sink, double now_s, const jobs::SlurmHealth* health,
+                    const k8s::KubernetesStatus* kubernetes) const;
+  void EmitSourceHealth(TaskFamilySink* sink, const jobs::SlurmHealth& health,
+                        const k8s::KubernetesStatus* kubernetes) const;
+  // Kubernetes: the device -> unit table when the snapshot's GPU/MIG layout changed (true then).
+  bool NoteLayout(const collect::Snapshot& snapshot);
+  // A Kubernetes job's devices as this node's units (unknown ids into `unknown`, if given).
+  std::vector<unsigned> ResolveDevices(const jobs::SlurmJob& job,
+                                       std::vector<const jobs::SlurmJob::Device*>* unknown) const;
+  // slurm_allocations_, containers_ and the unknown ids from kubernetes_jobs_ (mu_ held).
+  void ResolveKubernetesJobs();
+  // device_pods_ from allocations_ (after they changed).
+  void RebuildDevicePods();
+  template <typename JobLabels>  // jobs_metrics.cpp only
+  void EmitPerJob(TaskFamilySink* sink, double now_s, const JobLabels& job_labels) const;
   void EmitHistogram(TaskFamilySink* sink, const Histogram& h, std::string_view help) const;
   // The job id a person knows: the ledger keys process jobs "process:<GPUWARDEN_JOB>".
   static std::string_view VisibleJobId(std::string_view key);
@@ -214,7 +259,15 @@ class JobsService {
   config::Config config_;
   Logger* log_;
   std::unique_ptr<jobs::JobRecordStore> store_;
-  std::unique_ptr<jobs::SlurmPoller> poller_;
+  std::unique_ptr<jobs::JobSource> poller_;
+  k8s::KubernetesPoller* kubernetes_ = nullptr;  // poller_, when it is the Kubernetes source
+  k8s::PodAttributionSource* pods_ = nullptr;    // owned by mapping_; with kubernetes_
+  // The source's self-metric names and helps (gpuwarden_<name>_up, ...), built once.
+  struct SourceFamilies {
+    std::string up, last_success, staleness, polls, failures;
+    std::string up_help, last_success_help, staleness_help, polls_help, failures_help;
+  };
+  SourceFamilies source_families_;
   jobs::TeamMap teams_;
   std::unique_ptr<QueueApi> queue_api_;  // the pending jobs of the poller's last poll
 
@@ -248,6 +301,22 @@ class JobsService {
   std::map<std::string, double> jobs_by_state_;
   Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
   std::uint64_t record_errors_ = 0;
+  // Kubernetes: the layout hash the device table was built for, the table (GPU UUID, MIG UUID and
+  // index text -> unit), the running pods as last polled, each unit's container per job, and the
+  // device ids that match nothing here (logged once each: unknown_logged_).
+  std::size_t layout_hash_ = 0;
+  std::map<std::string, unsigned, std::less<>> device_units_;
+  std::map<std::string, jobs::SlurmJob> kubernetes_jobs_;
+  std::map<unsigned, std::map<std::string, std::string>> containers_;
+  std::set<std::string> unknown_devices_, unknown_logged_;
+  // dcgm-exporter mode: GPU or MIG UUID -> the pod holding it; replaced (never changed) under
+  // device_pods_mu_ when allocations change, read by PodOfDevice.
+  struct DevicePod {
+    std::string pod, pod_namespace, container;
+  };
+  using DevicePods = std::map<std::string, DevicePod, std::less<>>;
+  mutable std::mutex device_pods_mu_;
+  std::shared_ptr<const DevicePods> device_pods_;
   std::string node_name_;
   std::unique_ptr<TaskSeriesRecorder> series_;  // the store (RecordSeriesInto); OnSnapshot's thread
 };

@@ -6,7 +6,7 @@
 
 namespace gw::serve {
 
-QueueApi::QueueApi(const jobs::SlurmPoller* poller, const jobs::TeamMap* teams)
+QueueApi::QueueApi(const jobs::JobSource* poller, const jobs::TeamMap* teams)
     : poller_(poller), teams_(teams) {}
 
 std::string QueueApi::JobJson(const jobs::QueuedJob& q, const std::string& team) {
@@ -47,7 +47,7 @@ void QueueApi::Refresh() const {
   rendered_any_ = true;
   rendered_.clear();
   for (const jobs::QueuedJob& q : jobs::PendingQueue(std::move(pending), health.last_success_s)) {
-    std::string team = teams_->TeamOf(q.job.account, q.job.user);
+    std::string team = teams_->TeamOfJob(q.job);
     std::string json = JobJson(q, team);
     rendered_.push_back({std::move(team), std::move(json)});
   }
@@ -64,9 +64,10 @@ std::string QueueApi::Json(std::string_view team, double now_s) const {
   using nlohmann::json;
   const bool known = health_.ever_succeeded;
   const bool attempted = health_.polls_total > 0;
-  const std::string error = health_.up  ? std::string()
-                            : attempted ? health_.last_error
-                                        : std::string("no squeue poll yet");
+  const std::string error = health_.up                   ? std::string()
+                            : attempted                  ? health_.last_error
+                            : poller_->Name() == "slurm" ? std::string("no squeue poll yet")
+                                                         : "no " + poller_->Name() + " poll yet";
   const json polled_at = known ? json(health_.last_success_s) : json();
   const json staleness =
       attempted ? json(std::round(health_.StalenessS(now_s) * 1000) / 1000) : json();
@@ -80,8 +81,9 @@ std::string QueueApi::Json(std::string_view team, double now_s) const {
     body += r.json;
   }
   body += "],\"known\":" + json(known).dump() + ",\"polled_at\":" + polled_at.dump() +
-          ",\"scheduler\":\"slurm\",\"staleness_s\":" + staleness.dump() +
-          ",\"up\":" + json(health_.up).dump() + "},\"status\":\"success\"}";
+          ",\"scheduler\":" + json(poller_->Name()).dump() +
+          ",\"staleness_s\":" + staleness.dump() + ",\"up\":" + json(health_.up).dump() +
+          "},\"status\":\"success\"}";
   return body;
 }
 

@@ -1,12 +1,15 @@
 // serve/queue_api.h — GET /api/gw/v1/queue: the jobs waiting in the scheduler's queue, from the
-// Slurm poller's last successful poll (jobs/slurm.h, jobs/queue.h). No Slurm call and no disk read
-// on the request path: each poll's list is rendered once, on the first request after it, and kept.
+// job source's last successful poll (jobs/job_source.h, jobs/queue.h; Slurm's squeue — the
+// kubelet lists admitted pods only, so with Kubernetes the queue is known and empty). No Slurm call
+// and no disk read on the request path: each poll's list is rendered once, on the first request
+// after it, and kept.
 //
-//   QueueApi queue(poller, &teams);        // poller: nullptr when jobs.scheduler is not slurm
+//   QueueApi queue(source, &teams);        // source: nullptr when jobs.scheduler is none
 //   std::string body = queue.Json(team, unix_now_s);
 //
 // The document (docs/configuration.md, "GET /api/gw/v1/queue"):
-//   {"status":"success","data":{"scheduler":"slurm","up":true,"known":true,
+//   {"status":"success","data":{"scheduler":"slurm",   // the source's Name()
+//    "up":true,"known":true,
 //     "polled_at":1764470000.2,"staleness_s":0,"error":"","jobs":[{...},...]}}
 // `known` says whether `jobs` is a queue at all: false without a scheduler ("scheduler":"none")
 // and before the first successful poll, so an empty list is never mistaken for an empty queue.
@@ -23,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "jobs/job_source.h"
 #include "jobs/queue.h"
-#include "jobs/slurm.h"
 #include "jobs/teams.h"
 
 namespace gw::serve {
@@ -32,7 +35,7 @@ namespace gw::serve {
 class QueueApi {
  public:
   // `poller` and `teams` must outlive this object; `poller` may be null (no scheduler).
-  QueueApi(const jobs::SlurmPoller* poller, const jobs::TeamMap* teams);
+  QueueApi(const jobs::JobSource* poller, const jobs::TeamMap* teams);
 
   // The document, listing one team's jobs when `team` is not empty. `now_s`: unix seconds (the
   // poller's clock), for the staleness.
@@ -48,7 +51,7 @@ class QueueApi {
   };
   void Refresh() const;  // mu_ held
 
-  const jobs::SlurmPoller* poller_;
+  const jobs::JobSource* poller_;
   const jobs::TeamMap* teams_;
   mutable std::mutex mu_;
   mutable bool rendered_any_ = false;

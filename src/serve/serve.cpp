@@ -320,7 +320,7 @@ class HttpService : public Service {
   HttpService(const Context& ctx, const std::string& version, http::Server* server,
               std::shared_ptr<promql::QueryGate> gate, Agent* agent, const StoreService* store,
               const RecorderService* recorder,
-              std::function<void(collect::Format, std::string*)> families)
+              std::function<void(collect::Format, std::string*)> families, const JobsService* jobs)
       : config_(ctx.config),
         stepped_(ctx.stepped),
         version_(version),
@@ -335,7 +335,7 @@ class HttpService : public Service {
     render.names = ctx.config.exposition.names;
     if (render.names != collect::ExpositionNames::kGpuwarden)
       render.dcgm = std::make_shared<collect::DcgmExposition>(
-          collect::DcgmOptions{.hostname = collect::DcgmHostname(), .pod_of = nullptr});
+          collect::DcgmOptions{.hostname = collect::DcgmHostname(), .pod_of = PodOf(ctx, jobs)});
     tsdb::DB* db = db_;
     const collect::Recorder* rec = recorder->recorder();
     page_ = std::make_unique<collect::MetricsPage>(
@@ -343,6 +343,15 @@ class HttpService : public Service {
         db ? collect::MetricsPage::StoreSource([db, rec] { return StoreFiguresOf(*db, rec); })
            : nullptr);
     page_->SetExtra(std::move(families));
+  }
+  // dcgm-exporter's pod, namespace and container labels, from the task layer's Kubernetes jobs
+  // (JobsService::PodOfDevice: a lock and a map lookup per device, nothing built per render).
+  static std::function<bool(std::string_view, collect::DcgmPodLabels*)> PodOf(
+      const Context& ctx, const JobsService* jobs) {
+    if (jobs == nullptr || ctx.config.jobs.scheduler != "kubernetes") return nullptr;
+    return [jobs](std::string_view uuid, collect::DcgmPodLabels* out) {
+      return jobs->PodOfDevice(uuid, out);
+    };
   }
   const char* name() const override { return "http"; }
   void RegisterRoutes(http::Server* server) override {
@@ -515,7 +524,7 @@ int Serve(const config::Config& config, const std::string& version, Logger* logg
       ctx, store, [&list](const collect::Snapshot& s, int64_t t_ms) { list.OnSnapshot(s, t_ms); }));
   list.Add(std::make_unique<HttpService>(
       ctx, version, server->get(), query_gate, &agent, store, recorder,
-      [&list](collect::Format f, std::string* out) { list.RenderMetrics(f, out); }));
+      [&list](collect::Format f, std::string* out) { list.RenderMetrics(f, out); }, jobs->jobs()));
   auto* collector =
       list.Add(std::make_unique<AgentService>(ctx, &agent, recorder, alerting, scrape));
   list.RegisterRoutes(server->get());

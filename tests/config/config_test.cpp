@@ -14,6 +14,15 @@ namespace {
 using gw::testing::TempDir;
 using gw::testing::WriteFile;
 
+// Loading `text` fails with a message that contains `expected`.
+void ExpectRefused(const TempDir& dir, const std::string& text, const std::string& expected) {
+  WriteFile(dir / "bad.yaml", text);
+  Config b;
+  Status e = LoadConfigFile(dir / "bad.yaml", &b);
+  ASSERT_FALSE(e.ok()) << text;
+  EXPECT_NE(e.message().find(expected), std::string::npos) << e.message();
+}
+
 TEST(Config, DefaultsAreValid) {
   Config c;
   EXPECT_TRUE(Validate(c).ok());
@@ -78,13 +87,7 @@ TEST(Config, RulesAndAlerting) {
        ":3: rules.external_labels: invalid label name '9bad'"},
       {"rules:\n  files: {a: b}\n", ":2: rules.files: expected a list of strings"},
   };
-  for (const Case& k : bad) {
-    WriteFile(dir / "bad.yaml", k.text);
-    Config b;
-    Status e = LoadConfigFile(dir / "bad.yaml", &b);
-    ASSERT_FALSE(e.ok()) << k.text;
-    EXPECT_NE(e.message().find(k.expected), std::string::npos) << e.message();
-  }
+  for (const Case& k : bad) ExpectRefused(dir, k.text, k.expected);
 }
 
 TEST(Config, UnknownKeyNamesFileAndLine) {
@@ -281,13 +284,7 @@ TEST(KubernetesConfig, BadValuesNameFileLineAndWhat) {
       {"teams:\n  namespaces:\n    ml: [a]\n", ":3: teams.namespaces.ml: expected a single value"},
   };
   TempDir dir;
-  for (const Case& k : bad) {
-    WriteFile(dir / "bad.yaml", k.text);
-    Config b;
-    Status e = LoadConfigFile(dir / "bad.yaml", &b);
-    ASSERT_FALSE(e.ok()) << k.text;
-    EXPECT_NE(e.message().find((dir / "bad.yaml") + k.expected), std::string::npos) << e.message();
-  }
+  for (const Case& k : bad) ExpectRefused(dir, k.text, (dir / "bad.yaml") + k.expected);
   Config c;
   c.jobs.kubernetes.timeout_s = 0;
   EXPECT_FALSE(Validate(c).ok());

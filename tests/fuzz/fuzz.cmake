@@ -17,10 +17,11 @@ endforeach()
 
 # The configuration reader (gw_config) links the modules whose settings it fills; the fuzz target
 # compiles just the files that parse the configuration.
+# (teams.cpp: teams.namespaces' patterns are checked as they are read.)
 add_library(gw_fuzz_config STATIC src/config/config.cpp src/config/messages.cpp src/config/scrape_config.cpp
-            src/config/diagnose_config.cpp src/config/governance_config.cpp)
+            src/config/diagnose_config.cpp src/config/governance_config.cpp src/jobs/teams.cpp)
 target_include_directories(gw_fuzz_config PUBLIC ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp)
+target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp PRIVATE PkgConfig::RE2)
 
 # Slurm host lists: just the parser (the rest of jobs/ reads /proc and runs squeue).
 add_library(gw_fuzz_hostlist STATIC src/jobs/slurm_hostlist.cpp)

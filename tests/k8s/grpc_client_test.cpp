@@ -95,15 +95,25 @@ Allocatable NodeAllocatable() {
           }};
 }
 
+// Each test has a stand-in kubelet on a socket in its own temp dir; Serve starts it.
+class GrpcClientTest : public ::testing::Test {
+ protected:
+  // Starts the kubelet with `state`; returns a client of its socket.
+  std::unique_ptr<PodResourcesApi> Serve(const json& state) {
+    kubelet.SetState(state);
+    if (!kubelet.Start()) ADD_FAILURE() << "gw-fake-kubelet did not start: " << kubelet.Output();
+    return MakeGrpcPodResourcesApi(kubelet.socket());
+  }
+
+  FakeKubelet kubelet;
+};
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-TEST(GrpcClientTest, ListAndAllocatableRoundTrip) {
-  FakeKubelet kubelet;
-  kubelet.SetState(NodeState());
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+TEST_F(GrpcClientTest, ListAndAllocatableRoundTrip) {
+  auto api = Serve(NodeState());
   EXPECT_EQ(api->Endpoint(), "unix://" + kubelet.socket());
 
   Expected<std::vector<PodResources>> pods = api->List(10);
@@ -124,13 +134,10 @@ TEST(GrpcClientTest, ListAndAllocatableRoundTrip) {
   EXPECT_EQ((*pods)[0].name, "infer-7");
 }
 
-TEST(GrpcClientTest, CopiesRepeatThePods) {
-  FakeKubelet kubelet;
+TEST_F(GrpcClientTest, CopiesRepeatThePods) {
   json state = NodeState();
   state["copies"] = 3;
-  kubelet.SetState(state);
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+  auto api = Serve(state);
   Expected<std::vector<PodResources>> pods = api->List(10);
   ASSERT_TRUE(pods.ok()) << pods.error().message;
   std::vector<PodResources> want;
@@ -145,10 +152,8 @@ TEST(GrpcClientTest, CopiesRepeatThePods) {
       << pods.error().message;
 }
 
-TEST(GrpcClientTest, EmptyNode) {
-  FakeKubelet kubelet;  // state {}
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+TEST_F(GrpcClientTest, EmptyNode) {
+  auto api = Serve(json::object());
   Expected<std::vector<PodResources>> pods = api->List(10);
   ASSERT_TRUE(pods.ok()) << pods.error().message;
   EXPECT_TRUE(pods->empty());
@@ -157,7 +162,7 @@ TEST(GrpcClientTest, EmptyNode) {
   EXPECT_TRUE(allocatable->devices.empty());
 }
 
-TEST(GrpcClientTest, MissingSocketIsUnavailableBeforeTheDeadline) {
+TEST_F(GrpcClientTest, MissingSocketIsUnavailableBeforeTheDeadline) {
   gw::testing::TempDir dir;
   const std::string socket = dir / "kubelet.sock";
   auto api = MakeGrpcPodResourcesApi(socket);
@@ -181,13 +186,10 @@ TEST(GrpcClientTest, MissingSocketIsUnavailableBeforeTheDeadline) {
       << allocatable.error().message;
 }
 
-TEST(GrpcClientTest, SlowAnswerHitsTheDeadline) {
-  FakeKubelet kubelet;
+TEST_F(GrpcClientTest, SlowAnswerHitsTheDeadline) {
   json state = NodeState();
   state["delay_ms"] = 20000;
-  kubelet.SetState(state);
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+  auto api = Serve(state);
   const auto start = std::chrono::steady_clock::now();
   Expected<std::vector<PodResources>> pods = api->List(0.5);
   const double took = SecondsSince(start);
@@ -208,11 +210,8 @@ TEST(GrpcClientTest, SlowAnswerHitsTheDeadline) {
   EXPECT_EQ(*pods, NodePods());
 }
 
-TEST(GrpcClientTest, KubeletRestartOnTheSamePath) {
-  FakeKubelet kubelet;
-  kubelet.SetState(NodeState());
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+TEST_F(GrpcClientTest, KubeletRestartOnTheSamePath) {
+  auto api = Serve(NodeState());
   ASSERT_TRUE(api->List(10).ok());
 
   // Stopped: the socket goes away and calls fail, without waiting for the deadline.
@@ -248,13 +247,10 @@ TEST(GrpcClientTest, KubeletRestartOnTheSamePath) {
   EXPECT_EQ(*pods, NodePods());
 }
 
-TEST(GrpcClientTest, FailureTextIsCarried) {
-  FakeKubelet kubelet;
+TEST_F(GrpcClientTest, FailureTextIsCarried) {
   json state = NodeState();
   state["fail"] = "podresources: kubelet is restarting";
-  kubelet.SetState(state);
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+  auto api = Serve(state);
   Expected<std::vector<PodResources>> pods = api->List(10);
   ASSERT_FALSE(pods.ok());
   EXPECT_EQ(pods.error().message, "pod-resources unix://" + kubelet.socket() +
@@ -267,11 +263,9 @@ TEST(GrpcClientTest, FailureTextIsCarried) {
       << allocatable.error().message;
 }
 
-TEST(GrpcClientTest, UnreadableStateIsUnavailable) {
-  FakeKubelet kubelet;
+TEST_F(GrpcClientTest, UnreadableStateIsUnavailable) {
+  auto api = Serve(json::object());
   gw::testing::WriteFile(kubelet.state_path(), "{\"pods\": [");
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
   Expected<std::vector<PodResources>> pods = api->List(10);
   ASSERT_FALSE(pods.ok());
   EXPECT_NE(pods.error().message.find("List: UNAVAILABLE: state file"), std::string::npos)
@@ -282,13 +276,10 @@ TEST(GrpcClientTest, UnreadableStateIsUnavailable) {
   EXPECT_NE(pods.error().message.find("cannot be read"), std::string::npos) << pods.error().message;
 }
 
-TEST(GrpcClientTest, AllocatableUnimplemented) {
-  FakeKubelet kubelet;
+TEST_F(GrpcClientTest, AllocatableUnimplemented) {
   json state = NodeState();
   state["allocatable_unimplemented"] = true;
-  kubelet.SetState(state);
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+  auto api = Serve(state);
   Expected<Allocatable> allocatable = api->GetAllocatable(10);
   ASSERT_FALSE(allocatable.ok());
   EXPECT_NE(allocatable.error().message.find("GetAllocatableResources: UNIMPLEMENTED"),
@@ -313,10 +304,9 @@ TEST(GrpcClientTest, AllocatableUnimplemented) {
       << allocatable.error().message;
 }
 
-TEST(GrpcClientTest, AnswerOverTheLimitIsRefused) {
-  FakeKubelet kubelet;
+TEST_F(GrpcClientTest, AnswerOverTheLimitIsRefused) {
   // A pod with a 64 KiB device id, listed 1025 times: an answer just over 64 MiB.
-  kubelet.SetState(
+  auto api = Serve(
       {{"pods",
         {{{"namespace", "ml"},
           {"name", "huge"},
@@ -325,8 +315,6 @@ TEST(GrpcClientTest, AnswerOverTheLimitIsRefused) {
              {"devices",
               {{{"resource", "nvidia.com/gpu"}, {"ids", {std::string(64 << 10, 'x')}}}}}}}}}}},
        {"copies", 1025}});
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
   Expected<std::vector<PodResources>> pods = api->List(60);
   ASSERT_FALSE(pods.ok());
   EXPECT_NE(pods.error().message.find("List: RESOURCE_EXHAUSTED"), std::string::npos)
@@ -343,7 +331,7 @@ TEST(GrpcClientTest, AnswerOverTheLimitIsRefused) {
 
 // The cost of one List at the benchmark's node size (110 pods x 8 GPUs), through the stand-in
 // kubelet and on its own; printed, not asserted (docs/kubernetes.md quotes the answer's size).
-TEST(GrpcClientTest, ListAt110PodsTimesEightGpus) {
+TEST_F(GrpcClientTest, ListAt110PodsTimesEightGpus) {
   json pods = json::array();
   std::vector<PodResources> want;
   for (int p = 0; p < 110; ++p) {
@@ -364,10 +352,7 @@ TEST(GrpcClientTest, ListAt110PodsTimesEightGpus) {
             {"devices", {{{"resource", "nvidia.com/gpu"}, {"ids", ids}, {"numa", {p % 2}}}}}}}}});
     want.push_back({.name = name, .ns = "ml-research", .containers = {{"main", {group}}}});
   }
-  FakeKubelet kubelet;
-  kubelet.SetState({{"pods", pods}});
-  ASSERT_TRUE(kubelet.Start()) << kubelet.Output();
-  auto api = MakeGrpcPodResourcesApi(kubelet.socket());
+  auto api = Serve({{"pods", pods}});
   ASSERT_TRUE(api->List(10).ok());  // connected
   const int kCalls = 20;
   const auto start = std::chrono::steady_clock::now();

@@ -257,6 +257,18 @@ TEST(KubernetesPoller, PodListCommand) {
   EXPECT_EQ(h.Count(LogLevel::kInfo, "pod list answers again"), 1);
 }
 
+TEST(KubernetesPoller, PodListCommandGetsItsEnvironment) {
+  TempDir dir;
+  WriteFile(dir / "pods.json",
+            R"({"items":[{"metadata":{"namespace":"ml","name":"train-0","uid":"u-1"}}]})");
+  Harness h({.pod_list_command = {"sh", "-c", "cat \"$PODS_FILE\""},
+             .pod_list_env = {"PODS_FILE=" + (dir / "pods.json")}});
+  h.kubelet->Set({Pod("ml", "train-0", {"GPU-a"})});
+  h.poller->PollOnce();
+  EXPECT_TRUE(h.poller->Status().pod_list_up);
+  EXPECT_EQ(h.poller->Jobs().at("ml/train-0").pod_uid, "u-1");
+}
+
 TEST(KubernetesPoller, PodListCommandThatExitsNonZero) {
   Harness h({.pod_list_command = {"sh", "-c", "echo denied >&2; exit 3"}});
   h.kubelet->Set({Pod("ml", "train-0", {"GPU-a"})});

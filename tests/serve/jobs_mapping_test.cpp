@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "serve/fake_pod_resources.h"
 #include "serve/jobs_service.h"
 #include "support/fake_proc.h"
 #include "support/process.h"
@@ -297,6 +299,25 @@ TEST(JobsServiceMapping, SchedulerJobsStartingAndEndingUpdateTheAllocations) {
   jobs.Stop();
 }
 
+// Snapshots 400 to 439 of `snapshot` (a slow cycle every ten), after 400 to warm up (the first
+// pass, and the statistics' queues at their size): the allocations they make. `check` runs
+// between the two, to see that the service holds what the test meant it to.
+long CountSteadyState(JobsService* jobs, collect::Snapshot snapshot,
+                      const std::function<void()>& check = nullptr) {
+  auto run = [&](int from, int to) {
+    for (int s = from; s < to; ++s) {
+      snapshot.taken_unix_seconds = 1000 + s;
+      if (s % 10 == 0) ++snapshot.stats.slow_cycles;
+      jobs->OnSnapshot(snapshot);
+    }
+  };
+  run(0, 400);
+  if (check) check();
+  top::StartCountingAllocations();
+  run(400, 440);
+  return top::StopCountingAllocations();
+}
+
 // No allocation in a steady state: the snapshots of a service whose mapping is reused (and
 // checked at slow cycles) allocate nothing, at 8 processes as at 512, and with half the GPUs as
 // 7 MIG instances each (GPM values, processes listed on their instances).
@@ -343,20 +364,7 @@ long SteadyStateAllocations(int processes, bool mig = false) {
   config.storage.path = dir / "data";
   Logger logger(LogLevel::kError);
   JobsService jobs(config, &logger, JobsServiceOptions{proc, "testnode"});
-  collect::Snapshot snapshot = Snap(1000, 1, gpus);
-  // Warm up: the first pass, and enough snapshots for the statistics' queues to reach their size.
-  for (int s = 0; s < 400; ++s) {
-    snapshot.taken_unix_seconds = 1000 + s;
-    if (s % 10 == 0) ++snapshot.stats.slow_cycles;
-    jobs.OnSnapshot(snapshot);
-  }
-  top::StartCountingAllocations();
-  for (int s = 400; s < 440; ++s) {
-    snapshot.taken_unix_seconds = 1000 + s;
-    if (s % 10 == 0) ++snapshot.stats.slow_cycles;
-    jobs.OnSnapshot(snapshot);
-  }
-  return top::StopCountingAllocations();
+  return CountSteadyState(&jobs, Snap(1000, 1, gpus));
 }
 
 TEST(JobsServiceMapping, NoAllocationInTheSteadyState) {
@@ -366,6 +374,81 @@ TEST(JobsServiceMapping, NoAllocationInTheSteadyState) {
   EXPECT_EQ(many, 0) << "allocations in 40 snapshots at 512 processes";
   const long mig = SteadyStateAllocations(512, /*mig=*/true);
   EXPECT_EQ(mig, 0) << "allocations in 40 snapshots at 512 processes on MIG instances";
+}
+
+// The same with Kubernetes as the scheduler: pods holding GPUs by UUID and MIG UUID (and one id
+// that matches nothing), processes in the pods' cgroups, after a poll: the snapshots between two
+// polls allocate nothing either (the devices were resolved once, the layout hash is unchanged).
+long KubernetesSteadyStateAllocations(int processes) {
+  TempDir dir;
+  const std::string proc = dir / "proc";
+  std::vector<collect::GpuSnapshot> gpus;
+  auto kubelet = std::make_shared<testing::FakeKubelet>();
+  for (unsigned g = 0; g < 8; ++g) {
+    gpus.push_back(Gpu(g, g % 2 ? 0.0 : 0.5, 100));  // odd GPUs idle
+    if (g < 6) continue;
+    for (unsigned gi = 1; gi <= 2; ++gi) {
+      collect::MigInstanceSnapshot m;
+      m.gpu_instance_id = gi;
+      m.profile = "3g.40gb";
+      m.uuid = "MIG-" + std::to_string(g) + "-" + std::to_string(gi) + "-000000000000000000";
+      m.slice_ratio = 3.0 / 7;
+      m.memory_total_bytes = 40e9;
+      m.memory_used_bytes = 1e9;
+      m.gpm[static_cast<size_t>(collect::Gpm::kGraphicsActive)] = 0.3;
+      gpus.back().mig.push_back(m);
+      kubelet->pods.push_back(testing::FakePod(
+          "vision-" + std::to_string(g), "mig-" + std::to_string(gi),
+          {{"main-container-with-a-long-name", "nvidia.com/mig-3g.40gb", {m.uuid}}}));
+    }
+  }
+  for (unsigned p = 0; p < 3; ++p)  // pods on GPUs 0-5, two each
+    kubelet->pods.push_back(
+        testing::FakePod("ml-research-namespace", "train-" + std::to_string(p),
+                         {{"main-container-with-a-long-name",
+                           "nvidia.com/gpu",
+                           {"GPU-" + std::to_string(2 * p), "GPU-" + std::to_string(2 * p + 1)}}}));
+  kubelet->pods.push_back(testing::FakePod("web", "odd", {{"c", "nvidia.com/gpu", {"GPU-x"}}}));
+  for (int i = 0; i < processes; ++i) {
+    const unsigned pid = 10000 + static_cast<unsigned>(i);
+    const unsigned g = static_cast<unsigned>(i) % 6;  // whole GPUs: the pods' processes
+    char uid[64];
+    std::snprintf(uid, sizeof uid, "%08u-5b6a-4789-8abc-def012345678", g / 2);
+    FakeProcess(
+        proc, pid, 100 + pid,
+        std::string("0::/kubepods/besteffort/pod") + uid + "/" + std::string(64, 'a') + "\n", {});
+    gpus[g].processes.push_back({pid, 1e9, collect::kAbsent});
+  }
+  config::Config config;
+  config.storage.path = dir / "data";
+  config.jobs.scheduler = "kubernetes";
+  config.teams.namespaces = {{"/vision-.*/", "vision"}, {"ml-research-namespace", "research"}};
+  Logger logger(LogLevel::kError);
+  k8s::KubernetesPoller* poller = nullptr;
+  JobsServiceOptions options{proc, "testnode"};
+  options.job_source = [&](const config::Config&, Logger* log) {
+    auto p = std::make_unique<k8s::KubernetesPoller>(
+        k8s::KubernetesPollerOptions{}, std::make_unique<testing::FakePodResourcesApi>(kubelet),
+        log);
+    poller = p.get();
+    return p;
+  };
+  JobsService jobs(config, &logger, options);
+  poller->PollOnce();
+  return CountSteadyState(&jobs, Snap(1000, 1, gpus), [&jobs] {
+    // The pods are there (a test that allocates nothing because it holds nothing proves nothing).
+    const std::string m = Metrics(jobs);
+    EXPECT_TRUE(Has(m, "job_id=\"ml-research-namespace/train-2\"")) << m;
+    EXPECT_TRUE(Has(m, "mig_instance=\"2\",mig_profile=\"3g.40gb\",job_id=\"vision-7/mig-2\""))
+        << m;
+    EXPECT_TRUE(Has(m, "gpuwarden_kubernetes_unknown_devices 1")) << m;
+  });
+}
+
+TEST(JobsServiceMapping, NoAllocationInTheSteadyStateWithKubernetes) {
+  EXPECT_EQ(KubernetesSteadyStateAllocations(12), 0) << "allocations in 40 snapshots, 12 processes";
+  EXPECT_EQ(KubernetesSteadyStateAllocations(384), 0)
+      << "allocations in 40 snapshots, 384 processes";
 }
 
 }  // namespace

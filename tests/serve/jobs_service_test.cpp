@@ -113,8 +113,8 @@ TEST(JobsConfig, KeysParseAndErrorsNameTheLine) {
 
   WriteFile(dir / "bad.yaml", "jobs:\n  scheduler: pbs\n");
   Status s = config::LoadConfigFile(dir / "bad.yaml", &c);
-  EXPECT_EQ(s.message(),
-            (dir / "bad.yaml") + ":2: jobs.scheduler: expected none or slurm, got 'pbs'");
+  EXPECT_EQ(s.message(), (dir / "bad.yaml") +
+                             ":2: jobs.scheduler: expected none, slurm or kubernetes, got 'pbs'");
   WriteFile(dir / "bad2.yaml", "jobs:\n  idle_threshold: 5\n");
   EXPECT_NE(config::LoadConfigFile(dir / "bad2.yaml", &c).message().find(":2: jobs.idle_threshold"),
             std::string::npos);
