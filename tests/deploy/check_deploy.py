@@ -237,17 +237,35 @@ def check_kubernetes(gpuwarden):
         if e.get("port") not in svc_ports:
             problem("ServiceMonitor endpoint port %s is not a Service port" % e.get("port"))
     check_kubernetes_agent(by_kind, pod, cm)
-    # The agent itself must accept the ConfigMap's configuration, as the init container writes it.
+    # The agent itself must accept the ConfigMap's configuration, as the init container writes it,
+    # and with its commented examples switched on.
+    text = cm["data"]["gpuwarden.yaml"].replace("@NODE_NAME@", "gpu-node-1")
+    examples = uncomment_examples(text)
+    for key in ("pod_list_command", "teams", "governance"):
+        if key not in yaml.safe_load(examples).get("jobs", {}).get("kubernetes", {}) and \
+                key not in yaml.safe_load(examples):
+            problem("ConfigMap: the commented example of %s is gone or does not uncomment" % key)
     tmp = tempfile.mkdtemp(prefix="gw-k8s-")
     try:
-        path = os.path.join(tmp, "gpuwarden.yaml")
-        with open(path, "w") as f:
-            f.write(cm["data"]["gpuwarden.yaml"].replace("@NODE_NAME@", "gpu-node-1"))
-        r = run([gpuwarden, "snapshot", "--config", path, "--simulate", "demo"])
-        if r.returncode != 0:
-            problem("gpuwarden refuses the ConfigMap's gpuwarden.yaml: %s" % r.stderr.strip())
+        for what, body in (("", text), (" with its examples uncommented", examples)):
+            path = os.path.join(tmp, "gpuwarden.yaml")
+            with open(path, "w") as f:
+                f.write(body)
+            r = run([gpuwarden, "snapshot", "--config", path, "--simulate", "demo"])
+            if r.returncode != 0:
+                problem("gpuwarden refuses the ConfigMap's gpuwarden.yaml%s: %s" %
+                        (what, r.stderr.strip()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# A commented line of the ConfigMap is an example (not prose) when the comment starts with a key
+# ("key:"), a list item ("- "), a quoted key, or more indentation (a continued flow list).
+EXAMPLE_LINE = re.compile(r'^(\s*)# ((?:[a-z_][a-z0-9_]*:|- |"|\s).*)$')
+
+
+def uncomment_examples(text):
+    return "\n".join(EXAMPLE_LINE.sub(r"\1\2", line) for line in text.split("\n"))
 
 
 def check_kubernetes_agent(by_kind, pod, cm):
