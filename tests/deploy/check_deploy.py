@@ -241,9 +241,13 @@ def check_kubernetes(gpuwarden):
     # and with its commented examples switched on.
     text = cm["data"]["gpuwarden.yaml"].replace("@NODE_NAME@", "gpu-node-1")
     examples = uncomment_examples(text)
+    try:
+        loaded = yaml.safe_load(examples)
+    except yaml.YAMLError as e:
+        problem("ConfigMap: gpuwarden.yaml with its examples uncommented does not parse: %s" % e)
+        loaded = {}
     for key in ("pod_list_command", "teams", "governance"):
-        if key not in yaml.safe_load(examples).get("jobs", {}).get("kubernetes", {}) and \
-                key not in yaml.safe_load(examples):
+        if key not in loaded.get("jobs", {}).get("kubernetes", {}) and key not in loaded:
             problem("ConfigMap: the commented example of %s is gone or does not uncomment" % key)
     tmp = tempfile.mkdtemp(prefix="gw-k8s-")
     try:
