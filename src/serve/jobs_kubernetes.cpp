@@ -63,6 +63,8 @@ void JobsService::ResolveKubernetesJobs() {
   unknown_devices_.clear();
   std::vector<const jobs::SlurmJob::Device*> unknown;
   for (const auto& [id, job] : kubernetes_jobs_) {
+    // A pod that held nothing resolvable had its meta dropped with its last unit (NoteEndedJobs).
+    if (!meta_.count(id)) NoteMeta(id, job);
     unknown.clear();
     for (const jobs::SlurmJob::Device& d : job.devices) {
       auto it = device_units_.find(d.id);
@@ -81,6 +83,15 @@ void JobsService::ResolveKubernetesJobs() {
                  " matches no GPU UUID, MIG UUID or GPU index of this node; the pod's figures "
                  "leave it out (counted in gpuwarden_kubernetes_unknown_devices)");
     }
+  }
+}
+
+void JobsService::StartResolvedPods() {
+  for (const auto& [id, job] : kubernetes_jobs_) {
+    jobs::JobEvent e{jobs::JobEventKind::kStarted, id, job.start_time, job.state, job};
+    e.job.gpu_indices = ResolveDevices(job, nullptr);
+    // JobLedger::OnEvent begins statistics once per job: a pod already counted stays as it is.
+    if (!e.job.gpu_indices.empty()) (void)ledger_->OnEvent(e);
   }
 }
 

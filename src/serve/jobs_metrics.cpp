@@ -229,7 +229,7 @@ void JobsService::EmitSourceHealth(TaskFamilySink* sink, const jobs::SlurmHealth
   sink->Sample(f.polls, {}, double(health.polls_total));
   sink->Family(f.failures, "counter", "", f.failures_help);
   sink->Sample(f.failures, {}, double(health.failures_total));
-  if (!kubernetes_) return;
+  if (!pod_source_) return;
   // Device ids of pods that match no GPU or MIG instance here (known without the poller's status).
   sink->Family("gpuwarden_kubernetes_unknown_devices", "gauge", "",
                "Device ids the kubelet gave pods that match no GPU UUID, MIG UUID or GPU index of "

@@ -132,6 +132,7 @@ JobsService::JobsService(const config::Config& config, Logger* logger, JobsServi
   poller_ = options.job_source ? options.job_source(config, logger)
                                : MakeJobSource(config, node_name_, logger);
   if (poller_) NameSourceFamilies(poller_->Name(), &source_families_);
+  pod_source_ = poller_ && poller_->Name() == "kubernetes";
   kubernetes_ = dynamic_cast<k8s::KubernetesPoller*>(poller_.get());
   if (kubernetes_) {
     auto pods = std::make_unique<k8s::PodAttributionSource>();
@@ -297,8 +298,9 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
   ledger_->OnCycle(cycle);
   // Kubernetes: pods name devices by UUID; a new GPU/MIG layout resolves them again.
   bool layout_moved = false;
-  if (kubernetes_ && NoteLayout(snapshot)) {
+  if (pod_source_ && NoteLayout(snapshot)) {
     ResolveKubernetesJobs();
+    StartResolvedPods();
     layout_moved = true;
   }
   const bool scheduler_changed = TakeSchedulerEvents(now) || layout_moved;
@@ -310,7 +312,7 @@ void JobsService::Observe(const collect::Snapshot& snapshot) {
     for (const auto& [gpu, keys] : process_allocations_)
       allocations_[gpu].insert(keys.begin(), keys.end());
     NarrowToMigUnits();
-    if (kubernetes_) RebuildDevicePods();
+    if (pod_source_) RebuildDevicePods();
   }
   ledger_->RunningInto(now, &running_);
   for (const jobs::JobGpuStats& s : running_) {
@@ -367,23 +369,14 @@ bool JobsService::TakeSchedulerEvents(double now_s) {
     if (job.state != jobs::JobState::kRunning ||
         (!pod && !jobs::HostListContains(job.nodes, node_name_)))
       continue;
-    JobMeta& m = meta_[id];
-    m.source = pod ? "kubernetes" : "slurm";
-    m.name = job.name;
-    m.user = job.user;
-    m.account = job.account;
-    m.partition = job.partition;
-    m.team = teams_.TeamOfJob(job);
-    m.pod_namespace = job.pod_namespace;
-    m.pod_name = job.pod_name;
-    m.start_s = double(job.start_time);
+    NoteMeta(id, job);
     if (pod) {
       kubernetes_jobs_.emplace(id, std::move(job));
     } else {
       for (unsigned gpu : job.gpu_indices) slurm_allocations_[gpu].insert(id);
     }
   }
-  if (!kubernetes_jobs_.empty() || kubernetes_) ResolveKubernetesJobs();
+  if (pod_source_) ResolveKubernetesJobs();
   // Processes are matched to pods through the poller's index of this poll.
   if (pods_) {
     pods_->Set(kubernetes_->Index());
@@ -391,6 +384,19 @@ bool JobsService::TakeSchedulerEvents(double now_s) {
   }
   (void)now_s;
   return true;
+}
+
+void JobsService::NoteMeta(const std::string& id, const jobs::SlurmJob& job) {
+  JobMeta& m = meta_[id];
+  m.source = job.source == "kubernetes" ? "kubernetes" : "slurm";
+  m.name = job.name;
+  m.user = job.user;
+  m.account = job.account;
+  m.partition = job.partition;
+  m.team = teams_.TeamOfJob(job);
+  m.pod_namespace = job.pod_namespace;
+  m.pod_name = job.pod_name;
+  m.start_s = double(job.start_time);
 }
 
 void JobsService::Attribute(double now_s) {

@@ -221,6 +221,8 @@ class JobsService {
   // Scheduler events into the ledger; true when there were any, or when the job table changed
   // (then slurm_allocations_ and the Slurm jobs' meta_ were rebuilt).
   bool TakeSchedulerEvents(double now_s);
+  // meta_[id] from a scheduler's job.
+  void NoteMeta(const std::string& id, const jobs::SlurmJob& job);
   // From the process mapping (just recomputed): process_allocations_, meta_, the ledger.
   void Attribute(double now_s);
   // Appends finished jobs' records to the store; mu_ NOT held (takes it at the end).
@@ -248,6 +250,9 @@ class JobsService {
                                        std::vector<const jobs::SlurmJob::Device*>* unknown) const;
   // slurm_allocations_, containers_ and the unknown ids from kubernetes_jobs_ (mu_ held).
   void ResolveKubernetesJobs();
+  // After a layout change: the ledger's statistics for pods whose devices resolved only now (a
+  // MIG instance that appeared after its pod). Pods the ledger has already are left as they are.
+  void StartResolvedPods();
   // device_pods_ from allocations_ (after they changed).
   void RebuildDevicePods();
   template <typename JobLabels>  // jobs_metrics.cpp only
@@ -260,7 +265,8 @@ class JobsService {
   Logger* log_;
   std::unique_ptr<jobs::JobRecordStore> store_;
   std::unique_ptr<jobs::JobSource> poller_;
-  k8s::KubernetesPoller* kubernetes_ = nullptr;  // poller_, when it is the Kubernetes source
+  bool pod_source_ = false;                      // poller_ is Kubernetes (its jobs are pods)
+  k8s::KubernetesPoller* kubernetes_ = nullptr;  // poller_, when it is the KubernetesPoller
   k8s::PodAttributionSource* pods_ = nullptr;    // owned by mapping_; with kubernetes_
   // The source's self-metric names and helps (gpuwarden_<name>_up, ...), built once.
   struct SourceFamilies {

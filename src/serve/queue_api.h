@@ -8,9 +8,9 @@
 //   std::string body = queue.Json(team, unix_now_s);
 //
 // The document (docs/configuration.md, "GET /api/gw/v1/queue"):
-//   {"status":"success","data":{"scheduler":"slurm",   // the source's Name()
-//    "up":true,"known":true,
+//   {"status":"success","data":{"scheduler":"slurm","up":true,"known":true,
 //     "polled_at":1764470000.2,"staleness_s":0,"error":"","jobs":[{...},...]}}
+// ("scheduler" is the source's Name(): "slurm" or "kubernetes".)
 // `known` says whether `jobs` is a queue at all: false without a scheduler ("scheduler":"none")
 // and before the first successful poll, so an empty list is never mistaken for an empty queue.
 // When squeue fails, `up` is false, `error` says why, `staleness_s` grows, and `jobs` is the last

@@ -210,6 +210,11 @@ TEST(KubernetesJobs, NewMigLayoutResolvesWithoutAPoll) {
   EXPECT_TRUE(Has(m, "gpuwarden_kubernetes_unknown_devices 0")) << m;
   EXPECT_TRUE(Has(m, "mig_instance=\"2\",mig_profile=\"3g.40gb\",job_id=\"vision-b/x\"")) << m;
   EXPECT_EQ(f.kubelet->lists, 1);
+  // ...and its figures start then: the per-job families have it, by the instance's share.
+  EXPECT_TRUE(Has(m,
+                  "gpu_job_gpus{job_id=\"vision-b/x\",user=\"\",team=\"vision\",partition=\"\","
+                  "pod=\"x\",namespace=\"vision-b\"} 0.428571"))
+      << m;
 }
 
 TEST(KubernetesJobs, PodProcessesJoinThePodsJob) {
