@@ -11,11 +11,15 @@ installed here, and its structure where no tool is:
   warning allowed;
 - the Slurm prolog/epilog: `bash -n`;
 - Kubernetes manifests: the fields the API server requires, selectors that match, ports that
-  exist, volumes that are defined; the ConfigMap's gpuwarden.yaml loads in gpuwarden;
+  exist, volumes that are defined; what the agent needs there (host PID, the kubelet's socket
+  read-only, jobs.scheduler: kubernetes, the node name from the downward API, read-only RBAC);
+  the ConfigMap's gpuwarden.yaml loads in gpuwarden; `kubectl apply --dry-run=client` against a
+  stand-in API server (standin_apiserver.py); the reclaim hook with a fake kubectl;
 - Grafana: dashboards parse, are what deploy/grafana/dashboards.py writes, have unique ids and
   uids, pick their data source through ${datasource}, and read only metrics docs/metrics.md
   documents or recording rules of the pack.
 Usage: check_deploy.py --gpuwarden build/bin/gpuwarden
+       check_deploy.py --self-test-kubectl   (the kubectl check fails broken manifests)
 """
 import argparse
 import glob
@@ -28,6 +32,9 @@ import sys
 import tempfile
 
 import yaml
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEPLOY = os.path.join(SRC, "deploy")
@@ -153,9 +160,13 @@ def subset(small, big):
     return bool(small) and all(big.get(k) == v for k, v in small.items())
 
 
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+
+
 def check_kubernetes(gpuwarden):
     docs = []
-    for path in sorted(glob.glob(os.path.join(DEPLOY, "kubernetes/*.yaml"))):
+    for path in sorted(glob.glob(os.path.join(DEPLOY, "kubernetes/*.yaml")) +
+                       glob.glob(os.path.join(DEPLOY, "kubernetes/reclaim/*.yaml"))):
         with open(path) as f:
             docs += [(path, d) for d in yaml.safe_load_all(f) if d]
     by_kind = {}
@@ -165,11 +176,17 @@ def check_kubernetes(gpuwarden):
                 problem("%s: a document has no %s" % (path, key))
         if not d.get("metadata", {}).get("name"):
             problem("%s: %s without metadata.name" % (path, d.get("kind")))
-        if d.get("kind") != "Namespace" and not d.get("metadata", {}).get("namespace"):
-            problem("%s: %s %s has no namespace" % (path, d.get("kind"), d["metadata"].get("name")))
-        by_kind.setdefault(d.get("kind"), []).append(d)
+        scoped = d.get("kind") in CLUSTER_SCOPED
+        if scoped == bool(d.get("metadata", {}).get("namespace")):
+            problem("%s: %s %s %s" % (path, d.get("kind"), d["metadata"].get("name"),
+                                      "is cluster-scoped: no namespace" if scoped else
+                                      "has no namespace"))
+        if "reclaim/" not in path:
+            by_kind.setdefault(d.get("kind"), []).append(d)
     for kind, api in [("DaemonSet", "apps/v1"), ("Service", "v1"), ("ConfigMap", "v1"),
-                      ("ServiceMonitor", "monitoring.coreos.com/v1")]:
+                      ("ServiceMonitor", "monitoring.coreos.com/v1"), ("ServiceAccount", "v1"),
+                      ("ClusterRole", "rbac.authorization.k8s.io/v1"),
+                      ("ClusterRoleBinding", "rbac.authorization.k8s.io/v1")]:
         if len(by_kind.get(kind, [])) != 1:
             problem("kubernetes/: want exactly one %s, found %d" % (kind, len(by_kind.get(kind, []))))
             return
@@ -219,15 +236,225 @@ def check_kubernetes(gpuwarden):
     for e in sm["spec"]["endpoints"]:
         if e.get("port") not in svc_ports:
             problem("ServiceMonitor endpoint port %s is not a Service port" % e.get("port"))
-    # The agent itself must accept the ConfigMap's configuration.
+    check_kubernetes_agent(by_kind, pod, cm)
+    # The agent itself must accept the ConfigMap's configuration, as the init container writes it,
+    # and with its commented examples switched on.
+    text = cm["data"]["gpuwarden.yaml"].replace("@NODE_NAME@", "gpu-node-1")
+    examples = uncomment_examples(text)
+    try:
+        loaded = yaml.safe_load(examples)
+    except yaml.YAMLError as e:
+        problem("ConfigMap: gpuwarden.yaml with its examples uncommented does not parse: %s" % e)
+        loaded = {}
+    for key in ("pod_list_command", "teams", "governance"):
+        if key not in loaded.get("jobs", {}).get("kubernetes", {}) and key not in loaded:
+            problem("ConfigMap: the commented example of %s is gone or does not uncomment" % key)
     tmp = tempfile.mkdtemp(prefix="gw-k8s-")
     try:
-        path = os.path.join(tmp, "gpuwarden.yaml")
-        with open(path, "w") as f:
-            f.write(cm["data"]["gpuwarden.yaml"])
-        r = run([gpuwarden, "snapshot", "--config", path, "--simulate", "demo"])
+        for what, body in (("", text), (" with its examples uncommented", examples)):
+            path = os.path.join(tmp, "gpuwarden.yaml")
+            with open(path, "w") as f:
+                f.write(body)
+            r = run([gpuwarden, "snapshot", "--config", path, "--simulate", "demo"])
+            if r.returncode != 0:
+                problem("gpuwarden refuses the ConfigMap's gpuwarden.yaml%s: %s" %
+                        (what, r.stderr.strip()))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# A commented line of the ConfigMap is an example (not prose) when the comment starts with a key
+# ("key:"), a list item ("- "), a quoted key, or more indentation (a continued flow list).
+EXAMPLE_LINE = re.compile(r'^(\s*)# ((?:[a-z_][a-z0-9_]*:|- |"|\s).*)$')
+
+
+def uncomment_examples(text):
+    return "\n".join(EXAMPLE_LINE.sub(r"\1\2", line) for line in text.split("\n"))
+
+
+def check_kubernetes_agent(by_kind, pod, cm):
+    """What the agent needs on Kubernetes (docs/operations.md, "Kubernetes"): host PID, the
+    kubelet's pod-resources socket read-only, jobs from the kubelet, the node's name from the
+    downward API, and RBAC that reads pods and does nothing else."""
+    config = yaml.safe_load(cm["data"]["gpuwarden.yaml"])
+    jobs = config.get("jobs") or {}
+    if jobs.get("scheduler") != "kubernetes":
+        problem("ConfigMap: jobs.scheduler is %r, not kubernetes" % jobs.get("scheduler"))
+    socket = (jobs.get("kubernetes") or {}).get("socket", "")
+    if not pod.get("hostPID"):
+        problem("DaemonSet: no hostPID (NVML's pids are the host's)")
+    agent = [c for c in pod["containers"] if c["args"][0] == "serve"][0]
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts = [m for m in agent.get("volumeMounts", [])
+              if volumes.get(m["name"], {}).get("hostPath", {}).get("path") ==
+              "/var/lib/kubelet/pod-resources"]
+    if not mounts:
+        problem("DaemonSet: the kubelet's /var/lib/kubelet/pod-resources is not mounted")
+    for m in mounts:
+        if not m.get("readOnly"):
+            problem("DaemonSet: the pod-resources mount is not read-only")
+        if os.path.dirname(socket) != m["mountPath"]:
+            problem("ConfigMap: jobs.kubernetes.socket %r is not in the mount %s" %
+                    (socket, m["mountPath"]))
+    security = agent.get("securityContext", {})
+    if not security.get("readOnlyRootFilesystem") or \
+            security.get("capabilities", {}).get("add") != ["SYS_PTRACE"]:
+        problem("DaemonSet: want a read-only root filesystem and SYS_PTRACE only")
+    if jobs.get("node_name") != "@NODE_NAME@":
+        problem("ConfigMap: jobs.node_name is not the @NODE_NAME@ the init container fills in")
+    for c in pod.get("initContainers", []) + [agent]:
+        refs = [e["valueFrom"]["fieldRef"]["fieldPath"] for e in c.get("env", [])
+                if e["name"] == "NODE_NAME" and "valueFrom" in e]
+        if refs != ["spec.nodeName"]:
+            problem("DaemonSet container %s: NODE_NAME does not come from spec.nodeName" % c["name"])
+    init = pod.get("initContainers", [])
+    if len(init) != 1 or "@NODE_NAME@" not in " ".join(init[0].get("command", [])):
+        problem("DaemonSet: no init container writes the node name into the configuration")
+    sa = by_kind["ServiceAccount"][0]["metadata"]
+    if pod.get("serviceAccountName") != sa["name"]:
+        problem("DaemonSet: serviceAccountName %r is not the kit's ServiceAccount" %
+                pod.get("serviceAccountName"))
+    role, binding = by_kind["ClusterRole"][0], by_kind["ClusterRoleBinding"][0]
+    if role["rules"] != [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]:
+        problem("ClusterRole %s: want get/list on pods and nothing else, have %s" %
+                (role["metadata"]["name"], role["rules"]))
+    if binding["roleRef"]["name"] != role["metadata"]["name"] or binding["subjects"] != [
+            {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]:
+        problem("ClusterRoleBinding does not bind the ClusterRole to the agent's ServiceAccount")
+
+
+# A client dry run needs an API server for discovery; the stand-in answers only that.
+# --validate=false: schema validation needs the API server's OpenAPI documents of every built-in
+# type (megabytes generated from Kubernetes' Go types, shipped with neither kubectl nor Debian);
+# the fields the agent relies on are checked above instead.
+def kubectl_dry_run(paths):
+    """Problems `kubectl apply --dry-run=client` finds in the manifests at paths."""
+    from standin_apiserver import StandinApiServer
+    found = []
+    kubectl = shutil.which("kubectl")
+    if not kubectl:
+        return ["kubectl is not installed (scripts/setup.sh installs kubernetes-client)"]
+    with StandinApiServer() as api:
+        env = dict(os.environ, HOME=api.dir, KUBECONFIG=api.kubeconfig)
+        argv = [kubectl, "apply", "--dry-run=client", "--validate=false",
+                "--cache-dir=" + os.path.join(api.dir, "cache")]
+        for path in paths:
+            argv += ["-f", path]
+        r = run(argv, env=env)
         if r.returncode != 0:
-            problem("gpuwarden refuses the ConfigMap's gpuwarden.yaml: %s" % r.stderr.strip())
+            found.append("kubectl apply --dry-run=client: rc %d: %s" %
+                         (r.returncode, (r.stderr.strip() + "\n" + r.stdout).strip()))
+        elif "created (dry run)" not in r.stdout:
+            found.append("kubectl apply --dry-run=client applied nothing: %s" % r.stdout)
+        if api.writes:
+            found.append("kubectl wrote to the API server in a client dry run: %s" % api.writes)
+    return found
+
+
+def check_kubectl():
+    for p in kubectl_dry_run([os.path.join(DEPLOY, "kubernetes"),
+                              os.path.join(DEPLOY, "kubernetes/reclaim")]):
+        problem(p)
+
+
+def broken_copies(tmp):
+    """(what, directory) pairs: copies of deploy/kubernetes with one mistake each."""
+    src = os.path.join(DEPLOY, "kubernetes/daemonset.yaml")
+    with open(src) as f:
+        text = f.read()
+    breaks = [("DaemonSet in apps/v2", "apiVersion: apps/v1\nkind: DaemonSet",
+               "apiVersion: apps/v2\nkind: DaemonSet"),
+              ("a kind that does not exist", "kind: ServiceAccount", "kind: ServiceAcount"),
+              ("YAML that does not parse", "  gpuwarden.yaml: |", "  gpuwarden.yaml: [|"),
+              ("a document without a name", "  name: gpuwarden-config\n", "\n")]
+    out = []
+    for i, (what, old, new) in enumerate(breaks):
+        if old not in text:
+            raise SystemExit("self-test: %r is no longer in daemonset.yaml" % old)
+        d = os.path.join(tmp, "broken%d" % i)
+        shutil.copytree(os.path.join(DEPLOY, "kubernetes"), d)
+        with open(os.path.join(d, "daemonset.yaml"), "w") as f:
+            f.write(text.replace(old, new, 1))
+        out.append((what, d))
+    return out
+
+
+def self_test_kubectl():
+    """The kubectl check passes the kit and fails each broken copy of it."""
+    failures = []
+    ok = kubectl_dry_run([os.path.join(DEPLOY, "kubernetes")])
+    if ok:
+        failures.append("the shipped manifests fail: %s" % ok)
+    tmp = tempfile.mkdtemp(prefix="gw-k8s-broken-")
+    try:
+        for what, d in broken_copies(tmp):
+            found = kubectl_dry_run([d])
+            print("%-28s %s" % (what, "caught: " + found[0][:120] if found else "NOT CAUGHT"))
+            if not found:
+                failures.append("kubectl check passes manifests with %s" % what)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for f in failures:
+        print(f)
+    return 1 if failures else 0
+
+
+def check_reclaim_hook():
+    """deploy/kubernetes/reclaim-hook.sh with a fake kubectl that records its arguments."""
+    hook = os.path.join(DEPLOY, "kubernetes/reclaim-hook.sh")
+    if not os.access(hook, os.X_OK):
+        problem("%s: not executable" % hook)
+        return
+    if shutil.which("shellcheck"):
+        r = run(["shellcheck", "-s", "sh", hook])
+        if r.returncode != 0:
+            problem("shellcheck %s: %s" % (hook, r.stdout))
+    else:
+        print("note: shellcheck is not installed; the hook is only run")
+    tmp = tempfile.mkdtemp(prefix="gw-hook-")
+    try:
+        calls = os.path.join(tmp, "calls")
+        fake = os.path.join(tmp, "bin", "kubectl")
+        os.makedirs(os.path.dirname(fake))
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\nprintf "%%s\\n" "$*" >> "%s"\nexit "${FAKE_KUBECTL_RC:-0}"\n' % calls)
+        os.chmod(fake, 0o755)
+        evidence = '{"idle_s":7200,"gpus":[{"gpu":"2","uuid":"GPU-x","util_ratio":0}]}'
+        base = {"PATH": os.path.dirname(fake) + ":/usr/bin:/bin", "GPUWARDEN_JOB_SOURCE": "kubernetes",
+                "GPUWARDEN_POD_NAMESPACE": "ml-research", "GPUWARDEN_POD_NAME": "notebook-7f9c",
+                "GPUWARDEN_JOB_ID": "ml-research/notebook-7f9c", "GPUWARDEN_RECLAIM_STAGE": "action",
+                "GPUWARDEN_RECLAIM_EVIDENCE": evidence}
+        delete = "delete pod --namespace ml-research notebook-7f9c --wait=false --ignore-not-found"
+        cases = [  # (what, args, environment changes, exit status, kubectl call or None)
+            ("action", [], {}, 0, delete),
+            ("dry run", ["--dry-run"], {}, 0, delete + " --request-timeout=20s --dry-run=server"),
+            ("notice", [], {"GPUWARDEN_RECLAIM_STAGE": "notice"}, 0, None),
+            ("a Slurm job", [], {"GPUWARDEN_JOB_SOURCE": "slurm"}, 2, None),
+            ("no pod name", [], {"GPUWARDEN_POD_NAME": ""}, 2, None),
+            ("a name with a shell word", [], {"GPUWARDEN_POD_NAME": "x;reboot"}, 2, None),
+            ("a name with an option", [], {"GPUWARDEN_POD_NAME": "--all"}, 2, None),
+            ("an unknown argument", ["--force"], {}, 2, None),
+            ("kubectl failing", [], {"FAKE_KUBECTL_RC": "5"}, 5, delete),
+        ]
+        for what, args, changes, want_rc, want_call in cases:
+            if os.path.exists(calls):
+                os.remove(calls)
+            r = run([hook] + args, env=dict(base, **changes))
+            made = open(calls).read().splitlines() if os.path.exists(calls) else []
+            where = "reclaim-hook.sh (%s)" % what
+            if r.returncode != want_rc:
+                problem("%s: exit status %d, want %d: %s" % (where, r.returncode, want_rc, r.stderr))
+            if want_call is None and made:
+                problem("%s: ran kubectl %s" % (where, made))
+            if want_call is not None and (len(made) != 1 or not made[0].startswith(want_call)):
+                problem("%s: ran kubectl %s, want %r" % (where, made, want_call))
+            if want_rc == 0 and want_call and evidence not in r.stderr:
+                problem("%s: the evidence is not in its log: %s" % (where, r.stderr))
+        # GPUWARDEN_HOOK_LOG gets the same lines.
+        log = os.path.join(tmp, "hook.log")
+        run([hook], env=dict(base, GPUWARDEN_HOOK_LOG=log))
+        if not os.path.exists(log) or evidence not in open(log).read():
+            problem("reclaim-hook.sh: GPUWARDEN_HOOK_LOG has no line with the evidence")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -297,13 +524,20 @@ def check_grafana():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gpuwarden", required=True)
+    ap.add_argument("--gpuwarden")
+    ap.add_argument("--self-test-kubectl", action="store_true",
+                    help="only check that the kubectl check catches broken manifests")
     args = ap.parse_args()
+    if args.self_test_kubectl:
+        return self_test_kubectl()
+    if not args.gpuwarden:
+        ap.error("--gpuwarden is required")
     for name, step in [("yaml", check_yaml), ("prometheus", check_prometheus),
                        ("alertmanager", check_alertmanager),
                        ("systemd", lambda: check_systemd(args.gpuwarden)),
                        ("slurm", check_slurm),
                        ("kubernetes", lambda: check_kubernetes(args.gpuwarden)),
+                       ("kubectl", check_kubectl), ("reclaim-hook", check_reclaim_hook),
                        ("grafana", check_grafana)]:
         before = len(problems)
         step()
