@@ -57,6 +57,14 @@ struct Allocatable {
   bool operator==(const Allocatable&) const = default;
 };
 
+// The physical device a device plugin id names: the NVIDIA device plugin with time-slicing or MPS
+// sharing hands out one id per replica, "<uuid>::<replica>" (docs/kubernetes.md); that is the
+// GPU "<uuid>". Any other id is returned as it is.
+inline std::string_view DeviceBaseId(std::string_view id) {
+  const std::size_t sep = id.find("::");
+  return sep == std::string_view::npos || sep == 0 ? id : id.substr(0, sep);
+}
+
 class PodResourcesApi {
  public:
   virtual ~PodResourcesApi() = default;

@@ -211,7 +211,8 @@ void KubernetesPoller::PollOnce() {
       for (const auto& [id, job] : table_.jobs()) {
         PodRef ref{job.pod_namespace, job.pod_name};
         for (const jobs::SlurmJob::Device& d : job.devices) {
-          std::vector<PodRef>& holders = index->by_device[d.id];
+          // Keyed by the GPU: replicas of a time-sliced GPU are one device for attribution.
+          std::vector<PodRef>& holders = index->by_device[std::string(DeviceBaseId(d.id))];
           // Only this job pushes while its devices are walked: a repeat is the last entry.
           if (holders.empty() || !(holders.back() == ref)) holders.push_back(ref);
           status_.allocated[d.resource] += 1;

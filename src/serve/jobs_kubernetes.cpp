@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "jobs/gpu_unit.h"
+#include "k8s/pod_resources.h"
 #include "serve/jobs_service.h"
 
 namespace gw::serve {
@@ -42,11 +43,19 @@ bool JobsService::NoteLayout(const collect::Snapshot& snapshot) {
   return true;
 }
 
+std::map<std::string, unsigned, std::less<>>::const_iterator JobsService::FindDeviceUnit(
+    std::string_view id) const {
+  auto it = device_units_.find(id);
+  // A replica of a time-sliced GPU ("GPU-…::3") is that GPU (k8s::DeviceBaseId).
+  if (it == device_units_.end()) it = device_units_.find(k8s::DeviceBaseId(id));
+  return it;
+}
+
 std::vector<unsigned> JobsService::ResolveDevices(
     const jobs::SlurmJob& job, std::vector<const jobs::SlurmJob::Device*>* unknown) const {
   std::vector<unsigned> units;
   for (const jobs::SlurmJob::Device& d : job.devices) {
-    auto it = device_units_.find(d.id);
+    auto it = FindDeviceUnit(d.id);
     if (it == device_units_.end()) {
       if (unknown) unknown->push_back(&d);
       continue;
@@ -67,7 +76,7 @@ void JobsService::ResolveKubernetesJobs() {
     if (!meta_.count(id)) NoteMeta(id, job);
     unknown.clear();
     for (const jobs::SlurmJob::Device& d : job.devices) {
-      auto it = device_units_.find(d.id);
+      auto it = FindDeviceUnit(d.id);
       if (it == device_units_.end()) {
         unknown.push_back(&d);
         continue;

@@ -245,6 +245,9 @@ class JobsService {
                         const k8s::KubernetesStatus* kubernetes) const;
   // Kubernetes: the device -> unit table when the snapshot's GPU/MIG layout changed (true then).
   bool NoteLayout(const collect::Snapshot& snapshot);
+  // device_units_' entry for a kubelet device id (a time-sliced replica: its GPU's), or end().
+  std::map<std::string, unsigned, std::less<>>::const_iterator FindDeviceUnit(
+      std::string_view id) const;
   // A Kubernetes job's devices as this node's units (unknown ids into `unknown`, if given).
   std::vector<unsigned> ResolveDevices(const jobs::SlurmJob& job,
                                        std::vector<const jobs::SlurmJob::Device*>* unknown) const;

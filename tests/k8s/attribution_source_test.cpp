@@ -147,5 +147,33 @@ TEST(PodAttributionWithPoller, IndexFromPoller) {
   EXPECT_EQ(poller.Jobs().count(p.job_id), 1u);  // the same id as the pod's job
 }
 
+// Time-slicing replicas ("<uuid>::<n>") are indexed by their GPU: one pod holding replicas of a
+// GPU claims its processes; two pods sharing a GPU's replicas leave them alone.
+TEST(PodAttributionWithPoller, TimeSlicedReplicasIndexedByGpu) {
+  auto kubelet = std::make_shared<testing::FakeKubelet>();
+  kubelet->Set(
+      {PodResources{"solo", "ml", {{"main", {{"nvidia.com/gpu", {"GPU-1::0", "GPU-1::1"}, {}}}}}},
+       PodResources{"a", "ml", {{"main", {{"nvidia.com/gpu", {"GPU-2::0"}, {}}}}}},
+       PodResources{"b", "ml", {{"main", {{"nvidia.com/gpu", {"GPU-2::1"}, {}}}}}}});
+  ManualClock clock(1'800'000'000'000);
+  KubernetesPoller poller({}, std::make_unique<testing::FakePodResourcesApi>(kubelet), nullptr,
+                          &clock);
+  poller.PollOnce();
+  const std::shared_ptr<const PodIndex> index = poller.Index();
+  ASSERT_EQ(index->by_device.count("GPU-1"), 1u);
+  EXPECT_EQ(index->by_device.at("GPU-1").size(), 1u);
+  EXPECT_EQ(index->by_device.at("GPU-2").size(), 2u);
+  PodAttributionSource source;
+  source.Set(index);
+  jobs::ProcessAttribution p;
+  p.pod_uid = kEvalUid;
+  source.Refine("GPU-1", &p);
+  EXPECT_EQ(p.job_id, "ml/solo");
+  jobs::ProcessAttribution q;
+  q.pod_uid = kTrainUid;
+  source.Refine("GPU-2", &q);
+  EXPECT_EQ(q.job_id, "");
+}
+
 }  // namespace
 }  // namespace gw::k8s

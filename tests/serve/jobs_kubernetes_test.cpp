@@ -196,6 +196,27 @@ TEST(KubernetesJobs, PodsHoldTheirGpusAndMigInstances) {
   EXPECT_TRUE(found);
 }
 
+// Time-slicing: the device plugin hands out "<uuid>::<replica>" ids, several pods sharing a GPU.
+// Each replica is its GPU; both pods hold it; nothing is unknown.
+TEST(KubernetesJobs, TimeSlicedReplicasHoldTheirGpu) {
+  Fixture f;
+  f.kubelet->pods = {
+      FakePod("ml", "a", {{"main", "nvidia.com/gpu", {"GPU-1::0"}}}),
+      FakePod("ml", "b", {{"main", "nvidia.com/gpu", {"GPU-1::1", "GPU-1::2"}}}),
+  };
+  f.Poll(kT0);
+  f.jobs->OnSnapshot(Snap(kT0, Node()));
+  const std::string m = Metrics(*f.jobs);
+  for (const char* pod : {"a", "b"})
+    EXPECT_TRUE(Has(
+        m, std::string("gpu_allocation_info{gpu=\"1\",uuid=\"GPU-1\",job_id=\"ml/") + pod + "\""))
+        << m;
+  EXPECT_TRUE(Has(m, "gpuwarden_kubernetes_unknown_devices 0")) << m;
+  // Pod b's two replicas are one GPU.
+  EXPECT_TRUE(Has(m, "gpu_job_gpus{job_id=\"ml/b\",user=\"\",team=\"research\"")) << m;
+  EXPECT_TRUE(Has(m, "pod=\"b\",namespace=\"ml\"} 1")) << m;
+}
+
 TEST(KubernetesJobs, NewMigLayoutResolvesWithoutAPoll) {
   Fixture f;
   f.kubelet->pods = {FakePod("vision-b", "x", {{"c", "nvidia.com/mig-3g.40gb", {"MIG-2-2"}}})};
