@@ -9,6 +9,16 @@
 // jobs, eight processes per job. Each process' environment holds 60 unrelated variables. Prints the
 // CPU time of this thread (steadier than the wall clock on a shared machine) and the wall time: per
 // snapshot on average, on slow-cycle snapshots, on the others, and per simulated second.
+//
+//   build/bin/jobs_bench --kubernetes-pods 110 [--devices-per-pod 8] [--poll-every 10]
+//                        [--churn 2]
+//
+// Kubernetes instead: jobs.scheduler kubernetes over an in-memory kubelet (no gRPC; the client's
+// cost is k8s_grpc_test's and docs/benchmarks.md's) listing that many pods, each holding
+// --devices-per-pod GPUs by UUID (the snapshot has pods x devices GPUs, one process each). Every
+// --poll-every snapshots the poller polls (on this thread, timed apart) with --churn pods
+// replaced by new ones, so each poll moves the job table and the serve layer joins it again:
+// device ids resolved into GPU units, the mapping invalidated, processes re-attributed.
 #include <time.h>
 
 #include <algorithm>
@@ -24,6 +34,8 @@
 #include "base/log.h"
 #include "collect/snapshot.h"
 #include "config/config.h"
+#include "k8s/fake_pod_resources.h"
+#include "k8s/poller.h"
 #include "serve/jobs_service.h"
 
 namespace {
@@ -73,7 +85,122 @@ int Flag(int argc, char** argv, const char* name, int fallback) {
 
 }  // namespace
 
+std::string Uuid(int g) {
+  return "GPU-" + std::to_string(g) + "-0000-0000-0000-000000000000";
+}
+
+int KubernetesBench(int argc, char** argv) {
+  const int pods = Flag(argc, argv, "--kubernetes-pods", 110);
+  const int per_pod = Flag(argc, argv, "--devices-per-pod", 8);
+  const int seconds = Flag(argc, argv, "--seconds", 300);
+  const int poll_every = Flag(argc, argv, "--poll-every", 10);
+  int churn = 2;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--churn") == 0) churn = std::max(0, std::atoi(argv[i + 1]));
+  const int gpus = pods * per_pod;
+
+  std::string tmpl = (std::filesystem::temp_directory_path() / "gwjobsbench-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const std::string root = tmpl;
+  const std::string proc = root + "/proc";
+
+  collect::Snapshot snapshot;
+  for (int g = 0; g < gpus; ++g) {
+    collect::GpuSnapshot gpu;
+    gpu.values.fill(collect::kAbsent);
+    gpu.identity.index = static_cast<unsigned>(g);
+    gpu.identity.uuid = Uuid(g);
+    auto set = [&gpu](collect::Slot slot, double v) { gpu.values[static_cast<size_t>(slot)] = v; };
+    set(collect::Slot::kUtilization, g % 5 == 0 ? 0.0 : 0.8);
+    set(collect::Slot::kMemoryUsed, 40e9);
+    set(collect::Slot::kMemoryTotal, 80e9);
+    set(collect::Slot::kPower, 300);
+    const unsigned pid = 10000 + static_cast<unsigned>(g);
+    MakeProcess(proc, pid, false, pid);
+    gpu.processes.push_back({pid, 1e9, collect::kAbsent});
+    snapshot.gpus.push_back(std::move(gpu));
+  }
+  auto kubelet = std::make_shared<k8s::testing::FakeKubelet>();
+  // Pod p holds GPUs p*per_pod.. ; replacing it gives it a new name (a new job on the same GPUs).
+  std::vector<int> generation(static_cast<std::size_t>(pods), 0);
+  auto answer = [&] {
+    std::vector<k8s::PodResources> list;
+    for (int p = 0; p < pods; ++p) {
+      std::vector<std::string> ids;
+      for (int d = 0; d < per_pod; ++d) ids.push_back(Uuid(p * per_pod + d));
+      list.push_back(k8s::testing::FakePod(
+          "team-" + std::to_string(p % 7),
+          "pod-" + std::to_string(p) + "-g" + std::to_string(generation[std::size_t(p)]),
+          {{"main", "nvidia.com/gpu", ids}}));
+    }
+    return list;
+  };
+  kubelet->Set(answer());
+
+  config::Config config;
+  config.storage.path = root + "/data";
+  config.jobs.scheduler = "kubernetes";
+  config.teams.namespaces = {{"/team-[0-3]/", "research"}, {"team-4", "vision"}};
+  Logger logger(LogLevel::kError);
+  ManualClock clock(static_cast<std::int64_t>(1.7e12));
+  k8s::KubernetesPoller* poller = nullptr;
+  serve::JobsServiceOptions options{proc, "benchnode", {}};
+  options.job_source = [&](const config::Config&, Logger* log) {
+    k8s::KubernetesPollerOptions o;
+    o.table.node_name = "benchnode";
+    auto made = std::make_unique<k8s::KubernetesPoller>(
+        o, std::make_unique<k8s::testing::FakePodResourcesApi>(kubelet), log, &clock);
+    poller = made.get();
+    return made;
+  };
+  serve::JobsService jobs(config, &logger, options);
+
+  double poll_cpu = 0, join_cpu = 0, other_cpu = 0;
+  int polls = 0, others = 0;
+  const double t0 = 1.7e9;
+  poller->PollOnce();
+  snapshot.taken_unix_seconds = t0;
+  jobs.OnSnapshot(snapshot);  // warm-up: the first join and attribution pass
+  for (int s = 1; s <= seconds; ++s) {
+    snapshot.taken_unix_seconds = t0 + s;
+    clock.SetSeconds(t0 + s);
+    const bool poll = s % poll_every == 0;
+    if (poll) {
+      for (int c = 0; c < churn && c < pods; ++c)
+        ++generation[std::size_t((polls * churn + c) % pods)];
+      kubelet->Set(answer());  // built outside the timed part
+      const double c0 = ThreadCpuS();
+      poller->PollOnce();
+      poll_cpu += ThreadCpuS() - c0;
+      ++polls;
+    }
+    const double c0 = ThreadCpuS();
+    jobs.OnSnapshot(snapshot);
+    (poll ? join_cpu : other_cpu) += ThreadCpuS() - c0;
+    if (!poll) ++others;
+  }
+  std::printf(
+      "kubernetes, %d pods x %d GPUs (%d GPUs, one process each), %d snapshots 1 s apart, "
+      "a poll every %d with %d pods replaced:\n",
+      pods, per_pod, gpus, seconds, poll_every, churn);
+  if (polls > 0) {
+    std::printf("  CPU per poll (fake kubelet):        %8.3f ms\n", poll_cpu * 1e3 / polls);
+    std::printf("  CPU per snapshot after a poll:      %8.3f ms (the join)\n",
+                join_cpu * 1e3 / polls);
+  }
+  if (others > 0)
+    std::printf("  CPU per other snapshot:             %8.3f ms\n", other_cpu * 1e3 / others);
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--kubernetes-pods") == 0) return KubernetesBench(argc, argv);
   const int gpus = Flag(argc, argv, "--gpus", 8);
   const int per_gpu = Flag(argc, argv, "--processes-per-gpu", 64);
   const int seconds = Flag(argc, argv, "--seconds", 300);

@@ -64,25 +64,4 @@ bool Settings::MemoryHeld(bool has_processes, double used_bytes, double total_by
   return has_processes || (total_bytes > 0 && used_bytes >= memory_held_ratio * total_bytes);
 }
 
-bool GlobMatch(const std::string& pattern, const std::string& text) {
-  // Iterative matcher with one backtrack point (the last '*').
-  size_t p = 0, t = 0, star = std::string::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++p;
-      ++t;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (star != std::string::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
 }  // namespace gw::governance

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/glob.h"
+
 namespace gw::governance {
 
 // Jobs a reclaim policy never touches. A job is exempt when any list names it.
@@ -100,8 +102,8 @@ struct Settings {
   bool MemoryHeld(bool has_processes, double used_bytes, double total_bytes) const;
 };
 
-// Shell-style glob: '*' any run, '?' one character. Case-sensitive.
-bool GlobMatch(const std::string& pattern, const std::string& text);
+// Name globs ('*', '?') in exemptions and policies: gw::GlobMatch (base/glob.h).
+using gw::GlobMatch;
 
 }  // namespace gw::governance
 

@@ -114,6 +114,23 @@ struct SlurmHealth {
   // Seconds since the last successful poll, at `now_s` (0 when up; since the first attempt if never
   // up).
   double StalenessS(double now_s) const;
+  // One poll at `now_s` that succeeded / failed with `error` (a poller's table calls one of them
+  // per poll).
+  void NoteSuccess(double now_s) {
+    if (polls_total == 0) first_attempt_s = now_s;
+    ever_succeeded = up = true;
+    last_success_s = last_attempt_s = now_s;
+    last_error.clear();
+    ++polls_total;
+  }
+  void NoteFailure(const std::string& error, double now_s) {
+    if (polls_total == 0) first_attempt_s = now_s;
+    up = false;
+    last_attempt_s = now_s;
+    last_error = error;
+    ++failures_total;
+    ++polls_total;
+  }
 };
 
 }  // namespace gw::jobs

@@ -37,7 +37,8 @@ class JobSource {
   virtual void Stop() = 0;   // joins the thread; idempotent
   // The jobs as last known (SlurmJob::id -> job).
   virtual std::map<std::string, SlurmJob> Jobs() const = 0;
-  // Moves with every successful poll that may have changed Jobs(), never otherwise.
+  // Moves with a successful poll that may have changed Jobs() (Kubernetes: only one that did),
+  // never otherwise.
   virtual std::uint64_t JobsVersion() const = 0;
   virtual SlurmHealth Health() const = 0;
   // Pending jobs of the last successful poll and the health as of then (Kubernetes: none; the

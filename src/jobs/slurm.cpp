@@ -83,23 +83,12 @@ std::vector<JobEvent> SlurmJobTable::Apply(const std::vector<SlurmJob>& jobs, do
   }
   std::stable_sort(events.begin(), events.end(),
                    [](const JobEvent& a, const JobEvent& b) { return a.time < b.time; });
-  health_.ever_succeeded = true;
-  health_.up = true;
-  health_.last_success_s = now_s;
-  if (health_.polls_total == 0) health_.first_attempt_s = now_s;
-  health_.last_attempt_s = now_s;
-  health_.last_error.clear();
-  ++health_.polls_total;
+  health_.NoteSuccess(now_s);
   return events;
 }
 
 void SlurmJobTable::Failed(const std::string& error, double now_s) {
-  if (health_.polls_total == 0) health_.first_attempt_s = now_s;
-  health_.up = false;
-  health_.last_attempt_s = now_s;
-  health_.last_error = error;
-  ++health_.failures_total;
-  ++health_.polls_total;
+  health_.NoteFailure(error, now_s);
 }
 
 Expected<std::string> RunCommandCapture(const std::vector<std::string>& argv,
@@ -207,30 +196,11 @@ SlurmPoller::~SlurmPoller() {
 }
 
 void SlurmPoller::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_.Start(options_.interval_s, [this] { PollOnce(); });
 }
 
 void SlurmPoller::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void SlurmPoller::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
-    PollOnce();
-    lock.lock();
-    wake_.wait_for(lock, std::chrono::duration<double>(options_.interval_s),
-                   [this] { return stopping_; });
-  }
+  thread_.Stop();
 }
 
 void SlurmPoller::PollOnce() {

@@ -25,19 +25,18 @@
 #define GPUWARDEN_JOBS_SLURM_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/periodic_thread.h"
 #include "jobs/job.h"
 #include "jobs/job_source.h"
 
@@ -111,18 +110,14 @@ class SlurmPoller : public JobSource {
   std::vector<JobEvent> TakeEvents() override;
 
  private:
-  void Loop();
-
   SlurmPollerOptions options_;
   Logger* logger_;
   const Clock* clock_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
   SlurmJobTable table_;
   std::vector<JobEvent> events_;
   std::uint64_t jobs_version_ = 0;
-  std::thread thread_;
+  PeriodicThread thread_;  // runs PollOnce every interval_s
 };
 
 }  // namespace gw::jobs

@@ -10,6 +10,8 @@
 #include <set>
 #include <utility>
 
+#include "base/glob.h"
+
 namespace gw::k8s {
 
 namespace {
@@ -143,27 +145,6 @@ PodInfo ParsePod(const json& item) {
   }
   if (info.reason.empty()) info.reason = failed_code ? failed_reason : first_reason;
   return info;
-}
-
-bool GlobMatch(std::string_view pattern, std::string_view text) {
-  // Iterative '*' matching with one backtrack point (enough for a single wildcard kind).
-  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
-      ++p;
-      ++t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
 }
 
 std::string Key(std::string_view ns, std::string_view name) {
@@ -387,9 +368,15 @@ std::vector<jobs::JobEvent> PodTable::Apply(const std::vector<PodResources>& pod
         // Same pod instance: refresh what the pod list adds.
         jobs::SlurmJob& job = existing->second;
         if (info) {
+          const std::string user = UserOf(*info, options_);
+          const bool refreshed =
+              (!info->uid.empty() && job.pod_uid != info->uid) ||
+              (info->creation_time > 0 && job.submit_time != info->creation_time) ||
+              (!user.empty() && job.user != user);
           if (!info->uid.empty()) job.pod_uid = info->uid;
           if (info->creation_time > 0) job.submit_time = info->creation_time;
-          if (std::string user = UserOf(*info, options_); !user.empty()) job.user = user;
+          if (!user.empty()) job.user = user;
+          if (refreshed) ++changes_;
         }
         continue;
       }
@@ -432,24 +419,14 @@ std::vector<jobs::JobEvent> PodTable::Apply(const std::vector<PodResources>& pod
       events.begin(), events.end(),
       [](const jobs::JobEvent& a, const jobs::JobEvent& b) { return a.time < b.time; });
 
+  if (!events.empty()) ++changes_;
   if (infos) infos_ = std::move(new_infos);
-  health_.ever_succeeded = true;
-  health_.up = true;
-  health_.last_success_s = now_s;
-  if (health_.polls_total == 0) health_.first_attempt_s = now_s;
-  health_.last_attempt_s = now_s;
-  health_.last_error.clear();
-  ++health_.polls_total;
+  health_.NoteSuccess(now_s);
   return events;
 }
 
 void PodTable::Failed(const std::string& error, double now_s) {
-  if (health_.polls_total == 0) health_.first_attempt_s = now_s;
-  health_.up = false;
-  health_.last_attempt_s = now_s;
-  health_.last_error = error;
-  ++health_.failures_total;
-  ++health_.polls_total;
+  health_.NoteFailure(error, now_s);
 }
 
 }  // namespace gw::k8s

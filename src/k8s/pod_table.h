@@ -93,9 +93,14 @@ class PodTable {
   // Running pods holding GPUs, by id "namespace/pod".
   const std::map<std::string, jobs::SlurmJob>& jobs() const { return jobs_; }
   const jobs::SlurmHealth& health() const { return health_; }
+  // Moves whenever jobs() changed (a pod started or ended, or the pod list changed a running
+  // pod's UID, user or creation time), never otherwise: a poll that found the node as it was
+  // leaves it, so nothing downstream is rebuilt.
+  std::uint64_t changes() const { return changes_; }
 
  private:
   PodTableOptions options_;
+  std::uint64_t changes_ = 0;
   std::map<std::string, jobs::SlurmJob> jobs_;
   std::map<std::string, PodInfo> infos_;  // the last pod list's entries, by "namespace/pod"
   jobs::SlurmHealth health_;

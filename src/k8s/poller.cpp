@@ -58,30 +58,11 @@ KubernetesPoller::~KubernetesPoller() {
 }
 
 void KubernetesPoller::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_.Start(options_.interval_s, [this] { PollOnce(); });
 }
 
 void KubernetesPoller::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void KubernetesPoller::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
-    PollOnce();
-    lock.lock();
-    wake_.wait_for(lock, std::chrono::duration<double>(options_.interval_s),
-                   [this] { return stopping_; });
-  }
+  thread_.Stop();
 }
 
 void KubernetesPoller::PollOnce() {
@@ -193,6 +174,7 @@ void KubernetesPoller::PollOnce() {
         }
       }
       std::vector<std::string> warnings;
+      const std::uint64_t changes = table_.changes();
       std::vector<jobs::JobEvent> events = table_.Apply(*pods, infos, now, &warnings);
       status_.answer_warnings_total += warnings.size();
       for (std::string& w : warnings) {
@@ -200,26 +182,31 @@ void KubernetesPoller::PollOnce() {
         warned_.insert(w);
         lines.emplace_back(LogLevel::kWarn, "kubernetes: " + w);
       }
-      ++version_;
+      // Only a changed table moves the version: readers (the serve layer's join) skip the rest.
+      const bool changed = table_.changes() != changes || version_ == 0;
+      if (changed) ++version_;
       for (jobs::JobEvent& e : events) events_.push_back(std::move(e));
       if (events_.size() > options_.max_queued_events)
         events_.erase(events_.begin(),
                       events_.begin() +
                           static_cast<std::ptrdiff_t>(events_.size() - options_.max_queued_events));
-      auto index = std::make_shared<PodIndex>();
-      status_.allocated.clear();
-      for (const auto& [id, job] : table_.jobs()) {
-        PodRef ref{job.pod_namespace, job.pod_name};
-        for (const jobs::SlurmJob::Device& d : job.devices) {
-          // Keyed by the GPU: replicas of a time-sliced GPU are one device for attribution.
-          std::vector<PodRef>& holders = index->by_device[std::string(DeviceBaseId(d.id))];
-          // Only this job pushes while its devices are walked: a repeat is the last entry.
-          if (holders.empty() || !(holders.back() == ref)) holders.push_back(ref);
-          status_.allocated[d.resource] += 1;
+      // The index and the allocated counts follow the table: rebuilt only when it changed.
+      if (changed) {
+        auto index = std::make_shared<PodIndex>();
+        status_.allocated.clear();
+        for (const auto& [id, job] : table_.jobs()) {
+          PodRef ref{job.pod_namespace, job.pod_name};
+          for (const jobs::SlurmJob::Device& d : job.devices) {
+            // Keyed by the GPU: replicas of a time-sliced GPU are one device for attribution.
+            std::vector<PodRef>& holders = index->by_device[std::string(DeviceBaseId(d.id))];
+            // Only this job pushes while its devices are walked: a repeat is the last entry.
+            if (holders.empty() || !(holders.back() == ref)) holders.push_back(ref);
+            status_.allocated[d.resource] += 1;
+          }
+          if (!job.pod_uid.empty()) index->by_uid.emplace(job.pod_uid, ref);
         }
-        if (!job.pod_uid.empty()) index->by_uid.emplace(job.pod_uid, ref);
+        index_ = std::move(index);
       }
-      index_ = std::move(index);
     }
   }
   if (log_)

@@ -22,7 +22,6 @@
 #ifndef GPUWARDEN_K8S_POLLER_H_
 #define GPUWARDEN_K8S_POLLER_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -30,11 +29,11 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/periodic_thread.h"
 #include "jobs/job_source.h"
 #include "k8s/attribution_source.h"
 #include "k8s/pod_resources.h"
@@ -92,15 +91,11 @@ class KubernetesPoller : public jobs::JobSource {
   std::shared_ptr<const PodIndex> Index() const;
 
  private:
-  void Loop();
-
   KubernetesPollerOptions options_;
   std::unique_ptr<PodResourcesApi> api_;
   Logger* log_;
   const Clock* clock_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
   PodTable table_;
   std::vector<jobs::JobEvent> events_;
   std::uint64_t version_ = 0;
@@ -112,7 +107,7 @@ class KubernetesPoller : public jobs::JobSource {
   double down_since_s_ = 0;            // clock time of the first failed poll of this outage
   bool pod_list_down_logged_ = false;  // the pod list's failure was logged; recovery not yet
   std::set<std::string> warned_;
-  std::thread thread_;
+  PeriodicThread thread_;  // runs PollOnce every interval_s
 };
 
 }  // namespace gw::k8s

@@ -1,6 +1,6 @@
-// An in-memory PodResourcesApi for the k8s unit tests and the benchmark: the test changes its
-// answer through a shared state; it can fail, answer UNIMPLEMENTED for GetAllocatableResources,
-// or block List until released (a slow kubelet).
+// An in-memory PodResourcesApi for the k8s and serve unit tests and the benchmarks: the test
+// changes its answer through a shared state; it can fail, answer UNIMPLEMENTED for
+// GetAllocatableResources, or block List until released (a slow kubelet).
 #ifndef GPUWARDEN_TESTS_K8S_FAKE_POD_RESOURCES_H_
 #define GPUWARDEN_TESTS_K8S_FAKE_POD_RESOURCES_H_
 
@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "k8s/pod_resources.h"
@@ -89,6 +90,30 @@ class FakePodResourcesApi : public PodResourcesApi {
  private:
   std::shared_ptr<FakeKubelet> kubelet_;
 };
+
+// One pod from its containers' devices, as (container, resource, ids) triples; devices of one
+// container are grouped under it.
+struct FakeDevices {
+  std::string container, resource;
+  std::vector<std::string> ids;
+};
+inline PodResources FakePod(std::string ns, std::string name,
+                            const std::vector<FakeDevices>& devices) {
+  PodResources pod;
+  pod.ns = std::move(ns);
+  pod.name = std::move(name);
+  for (const FakeDevices& d : devices) {
+    ContainerResources* c = nullptr;
+    for (auto& existing : pod.containers)
+      if (existing.name == d.container) c = &existing;
+    if (!c) {
+      pod.containers.push_back({d.container, {}});
+      c = &pod.containers.back();
+    }
+    c->devices.push_back({d.resource, d.ids, {0}});
+  }
+  return pod;
+}
 
 }  // namespace gw::k8s::testing
 

@@ -63,6 +63,11 @@ TEST(KubernetesPoller, PollsJobsEventsIndexAndStatus) {
   EXPECT_TRUE(h.poller->Index()->by_device.empty());  // never null
   h.poller->PollOnce();
   EXPECT_EQ(h.poller->JobsVersion(), 1u);
+  // The same node again: nothing moved, so neither does the version (nor the index).
+  const std::shared_ptr<const PodIndex> first_index = h.poller->Index();
+  h.poller->PollOnce();
+  EXPECT_EQ(h.poller->JobsVersion(), 1u);
+  EXPECT_EQ(h.poller->Index(), first_index);
   std::map<std::string, jobs::SlurmJob> jobs = h.poller->Jobs();
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs.at("ml/train-0").nodes, "gpu-07");
@@ -93,6 +98,7 @@ TEST(KubernetesPoller, PollsJobsEventsIndexAndStatus) {
   // The pod ends: the old index stays valid for whoever holds it; a new one replaces it.
   h.kubelet->Set({Pod("ml", "mig-0", {"MIG-x"}, "nvidia.com/mig-1g.10gb")});
   h.poller->PollOnce();
+  EXPECT_EQ(h.poller->JobsVersion(), 2u);
   EXPECT_TRUE(index->by_device.count("GPU-a"));
   EXPECT_FALSE(h.poller->Index()->by_device.count("GPU-a"));
   events = h.poller->TakeEvents();

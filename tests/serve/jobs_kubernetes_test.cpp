@@ -1,5 +1,5 @@
 // The task layer with Kubernetes as the scheduler, without a kubelet: a KubernetesPoller over a
-// fake PodResourcesApi (tests/serve/fake_pod_resources.h), polled by the test, snapshots built by
+// fake PodResourcesApi (tests/k8s/fake_pod_resources.h), polled by the test, snapshots built by
 // hand and a fake /proc tree with pod cgroups. Pods become jobs holding the GPUs and MIG instances
 // their device ids name; processes in a pod join its job; teams come from teams.namespaces; the
 // jobs API serves "namespace/pod" ids; dcgm-exporter mode gets pod labels on device series.
@@ -16,7 +16,7 @@
 #include "collect/dcgm_exposition.h"
 #include "collect/exposition.h"
 #include "http/server.h"
-#include "serve/fake_pod_resources.h"
+#include "k8s/fake_pod_resources.h"
 #include "serve/governance_service.h"
 #include "serve/jobs_service.h"
 #include "support/fake_proc.h"
@@ -26,10 +26,10 @@
 namespace gw::serve {
 namespace {
 
-using gw::serve::testing::FakeDevices;
-using gw::serve::testing::FakeKubelet;
-using gw::serve::testing::FakePod;
-using gw::serve::testing::FakePodResourcesApi;
+using gw::k8s::testing::FakeDevices;
+using gw::k8s::testing::FakeKubelet;
+using gw::k8s::testing::FakePod;
+using gw::k8s::testing::FakePodResourcesApi;
 using gw::testing::FakeProcess;
 using gw::testing::ReadFile;
 using gw::testing::TempDir;
@@ -230,7 +230,7 @@ TEST(KubernetesJobs, NewMigLayoutResolvesWithoutAPoll) {
   m = Metrics(*f.jobs);
   EXPECT_TRUE(Has(m, "gpuwarden_kubernetes_unknown_devices 0")) << m;
   EXPECT_TRUE(Has(m, "mig_instance=\"2\",mig_profile=\"3g.40gb\",job_id=\"vision-b/x\"")) << m;
-  EXPECT_EQ(f.kubelet->lists, 1);
+  EXPECT_EQ(f.kubelet->list_calls, 1);
   // ...and its figures start then: the per-job families have it, by the instance's share.
   EXPECT_TRUE(Has(m,
                   "gpu_job_gpus{job_id=\"vision-b/x\",user=\"\",team=\"vision\",partition=\"\","

@@ -12,7 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "serve/fake_pod_resources.h"
+#include "k8s/fake_pod_resources.h"
 #include "serve/jobs_service.h"
 #include "support/fake_proc.h"
 #include "support/process.h"
@@ -383,7 +383,7 @@ long KubernetesSteadyStateAllocations(int processes) {
   TempDir dir;
   const std::string proc = dir / "proc";
   std::vector<collect::GpuSnapshot> gpus;
-  auto kubelet = std::make_shared<testing::FakeKubelet>();
+  auto kubelet = std::make_shared<k8s::testing::FakeKubelet>();
   for (unsigned g = 0; g < 8; ++g) {
     gpus.push_back(Gpu(g, g % 2 ? 0.0 : 0.5, 100));  // odd GPUs idle
     if (g < 6) continue;
@@ -397,18 +397,19 @@ long KubernetesSteadyStateAllocations(int processes) {
       m.memory_used_bytes = 1e9;
       m.gpm[static_cast<size_t>(collect::Gpm::kGraphicsActive)] = 0.3;
       gpus.back().mig.push_back(m);
-      kubelet->pods.push_back(testing::FakePod(
+      kubelet->pods.push_back(k8s::testing::FakePod(
           "vision-" + std::to_string(g), "mig-" + std::to_string(gi),
           {{"main-container-with-a-long-name", "nvidia.com/mig-3g.40gb", {m.uuid}}}));
     }
   }
   for (unsigned p = 0; p < 3; ++p)  // pods on GPUs 0-5, two each
-    kubelet->pods.push_back(
-        testing::FakePod("ml-research-namespace", "train-" + std::to_string(p),
-                         {{"main-container-with-a-long-name",
-                           "nvidia.com/gpu",
-                           {"GPU-" + std::to_string(2 * p), "GPU-" + std::to_string(2 * p + 1)}}}));
-  kubelet->pods.push_back(testing::FakePod("web", "odd", {{"c", "nvidia.com/gpu", {"GPU-x"}}}));
+    kubelet->pods.push_back(k8s::testing::FakePod(
+        "ml-research-namespace", "train-" + std::to_string(p),
+        {{"main-container-with-a-long-name",
+          "nvidia.com/gpu",
+          {"GPU-" + std::to_string(2 * p), "GPU-" + std::to_string(2 * p + 1)}}}));
+  kubelet->pods.push_back(
+      k8s::testing::FakePod("web", "odd", {{"c", "nvidia.com/gpu", {"GPU-x"}}}));
   for (int i = 0; i < processes; ++i) {
     const unsigned pid = 10000 + static_cast<unsigned>(i);
     const unsigned g = static_cast<unsigned>(i) % 6;  // whole GPUs: the pods' processes
@@ -428,8 +429,8 @@ long KubernetesSteadyStateAllocations(int processes) {
   JobsServiceOptions options{proc, "testnode"};
   options.job_source = [&](const config::Config&, Logger* log) {
     auto p = std::make_unique<k8s::KubernetesPoller>(
-        k8s::KubernetesPollerOptions{}, std::make_unique<testing::FakePodResourcesApi>(kubelet),
-        log);
+        k8s::KubernetesPollerOptions{},
+        std::make_unique<k8s::testing::FakePodResourcesApi>(kubelet), log);
     poller = p.get();
     return p;
   };
