@@ -77,6 +77,15 @@ EvalValue Time(Evaluator&, const Call&, int64_t t) {
   return out;
 }
 
+constexpr double kPi = 3.14159265358979323846264338327950288;
+
+EvalValue Pi(Evaluator&, const Call&, int64_t) {
+  EvalValue out;
+  out.type = S;
+  out.scalar = kPi;
+  return out;
+}
+
 EvalValue Clamp(Evaluator& ev, const Call& c, int64_t t) {
   Vector v = ArgVector(ev, c, 0, t);
   double lo = ArgScalar(ev, c, 1, t), hi = ArgScalar(ev, c, 2, t);
@@ -316,10 +325,19 @@ EvalValue HistogramQuantile(Evaluator& ev, const Call& c, int64_t t) {
   return FromVector(std::move(out));
 }
 
+// histogram_count / histogram_sum / histogram_fraction read native histogram samples only and skip
+// float samples (2.42). The store holds floats only, so after evaluating the arguments (whose
+// errors still surface) the result is always empty — what 2.42 answers on float-only data.
+EvalValue NativeHistogramFn(Evaluator& ev, const Call& c, int64_t t) {
+  for (size_t i = 0; i < c.args.size(); ++i) ev.Eval(*c.args[i], t);
+  return FromVector({});
+}
+
 // Civil date of a Unix time in seconds (UTC), Howard Hinnant's days-from-civil inverse.
 struct Civil {
   int64_t year;
   int month, day, hour, minute, weekday;
+  int yday;  // 1..366, Go's Time.YearDay
 };
 Civil ToCivil(int64_t secs) {
   // Floor division without negating `secs` (which overflows for math.MinInt64).
@@ -341,6 +359,9 @@ Civil ToCivil(int64_t secs) {
   c.day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
   c.month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
   c.year = yoe + era * 400 + (c.month <= 2 ? 1 : 0);
+  // doy counts from March 1st; January and February belong to the next civil year.
+  bool leap = (c.year % 4 == 0 && c.year % 100 != 0) || c.year % 400 == 0;
+  c.yday = static_cast<int>(mp < 10 ? doy + 60 + (leap ? 1 : 0) : doy - 305);
   return c;
 }
 
@@ -381,6 +402,23 @@ const std::vector<FunctionInfo>& Table() {
       GW_MATH("sgn", [](double x) { return x < 0   ? -1.0
                                            : x > 0 ? 1.0
                                                    : x; }),
+      // Trigonometry: plain libm; out-of-domain inputs give NaN, atanh(±1) = ±Inf, as Go's math.
+      GW_MATH("acos", [](double x) { return std::acos(x); }),
+      GW_MATH("acosh", [](double x) { return std::acosh(x); }),
+      GW_MATH("asin", [](double x) { return std::asin(x); }),
+      GW_MATH("asinh", [](double x) { return std::asinh(x); }),
+      GW_MATH("atan", [](double x) { return std::atan(x); }),
+      GW_MATH("atanh", [](double x) { return std::atanh(x); }),
+      GW_MATH("cos", [](double x) { return std::cos(x); }),
+      GW_MATH("cosh", [](double x) { return std::cosh(x); }),
+      GW_MATH("sin", [](double x) { return std::sin(x); }),
+      GW_MATH("sinh", [](double x) { return std::sinh(x); }),
+      GW_MATH("tan", [](double x) { return std::tan(x); }),
+      GW_MATH("tanh", [](double x) { return std::tanh(x); }),
+      // Same operation order as 2.42 (multiply first), so results round identically.
+      GW_MATH("deg", [](double x) { return x * 180 / kPi; }),
+      GW_MATH("rad", [](double x) { return x * kPi / 180; }),
+      {"pi", {}, 0, S, Pi},
       {"clamp", {V, S, S}, 0, V, Clamp},
       {"clamp_min", {V, S}, 0, V, ClampMin},
       {"clamp_max", {V, S}, 0, V, ClampMax},
@@ -403,10 +441,14 @@ const std::vector<FunctionInfo>& Table() {
       {"label_replace", {V, Str, Str, Str, Str}, 0, V, LabelReplace},
       {"label_join", {V, Str, Str, Str}, -1, V, LabelJoin},
       {"histogram_quantile", {S, V}, 0, V, HistogramQuantile},
+      {"histogram_count", {V}, 0, V, NativeHistogramFn},
+      {"histogram_sum", {V}, 0, V, NativeHistogramFn},
+      {"histogram_fraction", {S, S, V}, 0, V, NativeHistogramFn},
       GW_DATE("minute", d.minute),
       GW_DATE("hour", d.hour),
       GW_DATE("day_of_week", d.weekday),
       GW_DATE("day_of_month", d.day),
+      GW_DATE("day_of_year", d.yday),
       GW_DATE("days_in_month", DaysInMonth(d.year, d.month)),
       GW_DATE("month", d.month),
       GW_DATE("year", d.year),
@@ -430,6 +472,7 @@ const std::vector<FunctionInfo>& Table() {
       {"stdvar_over_time", {M}, 0, V, EvalRangeFunction},
       {"present_over_time", {M}, 0, V, EvalRangeFunction},
       {"absent_over_time", {M}, 0, V, EvalRangeFunction},
+      {"holt_winters", {M, S, S}, 0, V, EvalRangeFunction},
   };
   return kTable;
 }

@@ -2,6 +2,8 @@
 // linearRegression with Kahan sums) and the *_over_time family.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "promql/eval.h"
@@ -127,6 +129,40 @@ double StdvarOverTime(const std::vector<Point>& p) {
   return (aux + c_aux) / count;
 }
 
+// Go's fmt "%f" of a factor for holt_winters' error text: six decimals, infinities as
+// "+Inf"/"-Inf".
+std::string GoFormatF(double x) {
+  if (std::isinf(x)) return x > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(x)) return "NaN";
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%f", x);
+  return buf;
+}
+
+// 2.42's holt_winters: double exponential smoothing with smoothing factor sf and trend factor tf.
+// Both are checked before the sample count, so a series with one point still reports a bad factor;
+// NaN factors pass the check (Go compares with <= and >=). Fewer than two points give no result.
+bool HoltWinters(const std::vector<Point>& p, double sf, double tf, double* out) {
+  if (sf <= 0 || sf >= 1)
+    throw EvalError{QueryError::Kind::kExecution,
+                    "invalid smoothing factor. Expected: 0 < sf < 1, got: " + GoFormatF(sf)};
+  if (tf <= 0 || tf >= 1)
+    throw EvalError{QueryError::Kind::kExecution,
+                    "invalid trend factor. Expected: 0 < tf < 1, got: " + GoFormatF(tf)};
+  if (p.size() < 2) return false;
+  double s0 = 0, s1 = p[0].v, trend = p[1].v - p[0].v;
+  for (size_t i = 1; i < p.size(); ++i) {
+    double x = sf * p[i].v;
+    // The trend is the first difference on the first step, then smoothed.
+    if (i > 1) trend = tf * (s1 - s0) + (1 - tf) * trend;
+    double y = (1 - sf) * (s1 + trend);
+    s0 = s1;
+    s1 = x + y;
+  }
+  *out = s1;
+  return true;
+}
+
 // The labels absent()/absent_over_time() report: those of `=` matchers, except labels that also
 // have another matcher (Prometheus' createLabelsForAbsentFunction).
 tsdb::Labels AbsentLabels(const Expr& arg) {
@@ -164,9 +200,12 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
   size_t matrix_arg = 0;
   for (size_t i = 0; i < call.args.size(); ++i)
     if (TypeOf(*call.args[i]) == ValueType::kMatrix) matrix_arg = i;
-  double scalar_arg = 0;
+  // The scalar arguments in order (predict_linear's t, quantile_over_time's q, holt_winters' sf
+  // and tf), evaluated at this step.
+  std::vector<double> scalars;
   for (size_t i = 0; i < call.args.size(); ++i)
-    if (i != matrix_arg) scalar_arg = ev.Eval(*call.args[i], t_ms).scalar;
+    if (i != matrix_arg) scalars.push_back(ev.Eval(*call.args[i], t_ms).scalar);
+  const double scalar_arg = scalars.empty() ? 0 : scalars[0];
   int64_t range_ms = 0, ref_ms = 0;
   EvalValue out;
   if (name == "absent_over_time") {
@@ -230,6 +269,8 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
       v = std::sqrt(StdvarOverTime(p));
     } else if (name == "present_over_time") {
       v = 1;
+    } else if (name == "holt_winters") {
+      ok = HoltWinters(p, scalars[0], scalars[1], &v);
     }
     if (ok) out.vector.push_back(Element{DropName(labels), v, 0});
   };
