@@ -4,7 +4,9 @@
 // last: trigonometry, deg/rad/pi, day_of_year, holt_winters and the native-histogram functions.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include "promql/engine.h"
@@ -148,6 +150,26 @@ TEST(FunctionSpecTest, EveryPrometheus242FunctionParsesWithItsArity) {
     } else {
       EXPECT_TRUE(Parse(CallWith(f, min + 3)).ok()) << f.name << " repeats its last argument";
     }
+  }
+}
+
+// The compatibility corpus (tests/compat/expressions.txt, compared with a real Prometheus 2.42 by
+// tests/integration/promql_compat_test.cpp) must call every function, so none goes unchecked.
+TEST(FunctionSpecTest, CompatibilityCorpusCallsEveryFunction) {
+  std::ifstream in(std::string(GW_SOURCE_DIR) + "/tests/compat/expressions.txt");
+  ASSERT_TRUE(in) << "missing tests/compat/expressions.txt";
+  std::string corpus;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("#", 0) != 0) corpus += " " + line + "\n";
+  for (const Spec& f : kPrometheus242Functions) {
+    const std::string call = std::string(f.name) + "(";
+    bool found = false;
+    for (size_t at = corpus.find(call); at != std::string::npos && !found;
+         at = corpus.find(call, at + 1)) {
+      const char before = corpus[at - 1];
+      found = !(std::isalnum(static_cast<unsigned char>(before)) || before == '_');
+    }
+    EXPECT_TRUE(found) << f.name << " is not called in tests/compat/expressions.txt";
   }
 }
 
