@@ -7,36 +7,14 @@
 
 #include <cmath>
 
+#include "engine_fixture.h"
+
 namespace gw::promql {
 namespace {
 
-tsdb::Labels L(std::initializer_list<tsdb::Label> l) {
-  return tsdb::Labels(l);
-}
+using test_support::L;
 
-class EngineTest : public ::testing::Test {
- protected:
-  void Add(const tsdb::Labels& l, int64_t t_s, double v) {
-    ASSERT_TRUE(q_.Append(l, t_s * 1000, v).ok());
-  }
-  // The single value of an instant query's vector, NaN if empty.
-  double One(const std::string& expr, int64_t t_s) {
-    QueryResult r = engine_.Instant(q_, expr, t_s * 1000);
-    EXPECT_TRUE(r.ok()) << expr << ": " << (r.ok() ? "" : r.error().message);
-    if (!r.ok()) return -12345;
-    if (r.value().type == ValueType::kScalar) return r.value().scalar;
-    EXPECT_LE(r.value().series.size(), 1u) << expr;
-    return r.value().series.empty() ? std::nan("") : r.value().series[0].points[0].v;
-  }
-  size_t Count(const std::string& expr, int64_t t_s) {
-    QueryResult r = engine_.Instant(q_, expr, t_s * 1000);
-    EXPECT_TRUE(r.ok()) << expr;
-    return r.ok() ? r.value().series.size() : 0;
-  }
-
-  tsdb::MemoryQuerier q_;
-  Engine engine_;
-};
+class EngineTest : public test_support::EngineFixture {};
 
 TEST_F(EngineTest, LookbackIsClosedOnBothEnds) {
   Add(L({{"__name__", "x"}}), 0, 1);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "engine_fixture.h"
 #include "promql/engine.h"
 #include "promql/parser.h"
 
@@ -184,43 +185,9 @@ TEST(FunctionSpecTest, ArgumentTypesAreChecked) {
   EXPECT_FALSE(Parse("day_of_year(1)").ok());
 }
 
-tsdb::Labels L(std::initializer_list<tsdb::Label> l) {
-  return tsdb::Labels(l);
-}
+using test_support::L;
 
-class FunctionsTest : public ::testing::Test {
- protected:
-  void Add(const tsdb::Labels& l, int64_t t_s, double v) {
-    ASSERT_TRUE(q_.Append(l, t_s * 1000, v).ok());
-  }
-  QueryResult Run(const std::string& expr, int64_t t_s) {
-    return engine_.Instant(q_, expr, t_s * 1000);
-  }
-  // The single value of an instant query (scalar or one-element vector); NaN if the vector is
-  // empty.
-  double One(const std::string& expr, int64_t t_s = 0) {
-    QueryResult r = Run(expr, t_s);
-    EXPECT_TRUE(r.ok()) << expr << ": " << (r.ok() ? "" : r.error().message);
-    if (!r.ok()) return -12345;
-    if (r.value().type == ValueType::kScalar) return r.value().scalar;
-    EXPECT_LE(r.value().series.size(), 1u) << expr;
-    return r.value().series.empty() ? std::nan("") : r.value().series[0].points[0].v;
-  }
-  size_t Count(const std::string& expr, int64_t t_s = 0) {
-    QueryResult r = Run(expr, t_s);
-    EXPECT_TRUE(r.ok()) << expr << ": " << (r.ok() ? "" : r.error().message);
-    return r.ok() ? r.value().series.size() : 0;
-  }
-  std::string ErrorOf(const std::string& expr, int64_t t_s) {
-    QueryResult r = Run(expr, t_s);
-    if (r.ok()) return "ok";
-    EXPECT_EQ(r.error().kind, QueryError::Kind::kExecution) << expr;
-    return r.error().message;
-  }
-
-  tsdb::MemoryQuerier q_;
-  Engine engine_;
-};
+class FunctionsTest : public test_support::EngineFixture {};
 
 constexpr double kPi = 3.141592653589793;
 
@@ -344,20 +311,24 @@ TEST_F(FunctionsTest, HoltWintersValues) {
 TEST_F(FunctionsTest, HoltWintersRejectsFactorsOutsideTheOpenUnitInterval) {
   Add(L({{"__name__", "x"}}), 0, 1);
   Add(L({{"__name__", "x"}}), 10, 3);
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], 1, 0.5)", 10),
-            "invalid smoothing factor. Expected: 0 < sf < 1, got: 1.000000");
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], 0, 0.5)", 10),
-            "invalid smoothing factor. Expected: 0 < sf < 1, got: 0.000000");
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], -0.25, 0)", 10),
-            "invalid smoothing factor. Expected: 0 < sf < 1, got: -0.250000");
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], 0.5, 1.5)", 10),
-            "invalid trend factor. Expected: 0 < tf < 1, got: 1.500000");
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], 0.5, -Inf)", 10),
-            "invalid trend factor. Expected: 0 < tf < 1, got: -Inf");
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], Inf, 0.5)", 10),
-            "invalid smoothing factor. Expected: 0 < sf < 1, got: +Inf");
-  EXPECT_EQ(ErrorOf("holt_winters(x[1m], 1e20, 0.5)", 10),
-            "invalid smoothing factor. Expected: 0 < sf < 1, got: 100000000000000000000.000000");
+  const struct {
+    const char* sf;
+    const char* tf;
+    const char* error;
+  } kBad[] = {
+      {"1", "0.5", "invalid smoothing factor. Expected: 0 < sf < 1, got: 1.000000"},
+      {"0", "0.5", "invalid smoothing factor. Expected: 0 < sf < 1, got: 0.000000"},
+      {"-0.25", "0", "invalid smoothing factor. Expected: 0 < sf < 1, got: -0.250000"},
+      {"0.5", "1.5", "invalid trend factor. Expected: 0 < tf < 1, got: 1.500000"},
+      {"0.5", "-Inf", "invalid trend factor. Expected: 0 < tf < 1, got: -Inf"},
+      {"Inf", "0.5", "invalid smoothing factor. Expected: 0 < sf < 1, got: +Inf"},
+      {"1e20", "0.5",
+       "invalid smoothing factor. Expected: 0 < sf < 1, got: 100000000000000000000.000000"},
+  };
+  for (const auto& c : kBad) {
+    const std::string q = std::string("holt_winters(x[1m], ") + c.sf + ", " + c.tf + ")";
+    EXPECT_EQ(ErrorOf(q, 10), c.error) << q;
+  }
   // Checked per series before the sample count: a single point still fails ...
   EXPECT_NE(ErrorOf("holt_winters(x[5s], 2, 0.5)", 10), "ok");
   // ... but a window without any series never calls the function.
