@@ -333,35 +333,59 @@ EvalValue NativeHistogramFn(Evaluator& ev, const Call& c, int64_t t) {
   return FromVector({});
 }
 
-// Civil date of a Unix time in seconds (UTC), Howard Hinnant's days-from-civil inverse.
+// Civil date of a Unix time in seconds (UTC), computed as Go's time package does (what 2.42's
+// date functions use): the seconds are shifted to an "absolute" epoch (January 1 of year
+// -292277022399) in wrapping 64-bit arithmetic and split into 400/100/4/1-year cycles. For every
+// representable date this is the proleptic Gregorian calendar; for math.MinInt64 (what NaN, ±Inf
+// and out-of-range values become) the shift wraps, and Go reports a date in year 292277026596 —
+// reproduced here because the real Prometheus answers it (docs/prometheus-notes.md).
 struct Civil {
   int64_t year;
   int month, day, hour, minute, weekday;
   int yday;  // 1..366, Go's Time.YearDay
 };
 Civil ToCivil(int64_t secs) {
-  // Floor division without negating `secs` (which overflows for math.MinInt64).
-  int64_t days = secs / 86400, sod = secs % 86400;
-  if (sod < 0) {
-    --days;
-    sod += 86400;
-  }
+  constexpr uint64_t kDay = 86400, kPer400 = 365 * 400 + 97, kPer100 = 365 * 100 + 24,
+                     kPer4 = 365 * 4 + 1;
+  constexpr int64_t kAbsoluteZeroYear = -292277022399;
+  // Go's unixToInternal + internalToAbsolute.
+  constexpr uint64_t kUnixToAbsolute = 9223372028715321600u;
+  const uint64_t abs = static_cast<uint64_t>(secs) + kUnixToAbsolute;
   Civil c{};
-  c.hour = static_cast<int>(sod / 3600);
-  c.minute = static_cast<int>(sod % 3600 / 60);
-  c.weekday = static_cast<int>(((days % 7) + 11) % 7);  // 1970-01-01 was a Thursday (4)
-  int64_t z = days + 719468;
-  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  c.day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
-  c.month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
-  c.year = yoe + era * 400 + (c.month <= 2 ? 1 : 0);
-  // doy counts from March 1st; January and February belong to the next civil year.
-  bool leap = (c.year % 4 == 0 && c.year % 100 != 0) || c.year % 400 == 0;
-  c.yday = static_cast<int>(mp < 10 ? doy + 60 + (leap ? 1 : 0) : doy - 305);
+  c.hour = static_cast<int>(abs % kDay / 3600);
+  c.minute = static_cast<int>(abs % 3600 / 60);
+  // January 1 of the absolute year was a Monday (1).
+  c.weekday = static_cast<int>((abs + kDay) % (7 * kDay) / kDay);
+  uint64_t d = abs / kDay;
+  uint64_t n = d / kPer400;
+  uint64_t y = 400 * n;
+  d -= kPer400 * n;
+  n = d / kPer100;
+  n -= n >> 2;  // the fourth century of a cycle holds the leap day the first three lack
+  y += 100 * n;
+  d -= kPer100 * n;
+  n = d / kPer4;
+  y += 4 * n;
+  d -= kPer4 * n;
+  n = d / 365;
+  n -= n >> 2;
+  y += n;
+  d -= 365 * n;
+  c.year = static_cast<int64_t>(y) + kAbsoluteZeroYear;
+  c.yday = static_cast<int>(d) + 1;
+  int day = static_cast<int>(d);  // 0-based day of the year
+  const bool leap = (c.year % 4 == 0 && c.year % 100 != 0) || c.year % 400 == 0;
+  if (leap && day == 31 + 28) {
+    c.month = 2;
+    c.day = 29;
+    return c;
+  }
+  if (leap && day > 31 + 28) --day;  // after the leap day: count as in a common year
+  static const int kDaysBefore[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365};
+  int month = day / 31;  // 0-based; at most one too low
+  if (day >= kDaysBefore[month + 1]) ++month;
+  c.month = month + 1;
+  c.day = day - kDaysBefore[month] + 1;
   return c;
 }
 

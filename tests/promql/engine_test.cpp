@@ -322,6 +322,16 @@ TEST_F(EngineTest, DateFunctionsOfHugeValuesAreMinInt64) {
       EXPECT_EQ(One(q, 0), expected) << q;
     }
   }
+  // Go's time package wraps math.MinInt64 seconds into a date in year 292277026596; these are the
+  // real 2.42's answers.
+  EXPECT_EQ(One("year(vector(NaN))", 0), 292277026596);
+  EXPECT_EQ(One("month(vector(NaN))", 0), 12);
+  EXPECT_EQ(One("day_of_month(vector(NaN))", 0), 4);
+  EXPECT_EQ(One("day_of_week(vector(NaN))", 0), 0);
+  EXPECT_EQ(One("hour(vector(NaN))", 0), 15);
+  EXPECT_EQ(One("minute(vector(NaN))", 0), 30);
+  EXPECT_EQ(One("days_in_month(vector(NaN))", 0), 31);
+  EXPECT_EQ(One("day_of_year(vector(NaN))", 0), 339);
   EXPECT_EQ(One("year(vector(0))", 0), 1970);
   EXPECT_EQ(One("year(vector(-1))", 0), 1969);
   EXPECT_EQ(One("hour(vector(-1))", 0), 23);
