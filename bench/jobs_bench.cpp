@@ -89,6 +89,30 @@ std::string Uuid(int g) {
   return "GPU-" + std::to_string(g) + "-0000-0000-0000-000000000000";
 }
 
+// A fresh directory for the fake /proc and the data dir; "" (and a message) if none can be made.
+std::string TempRoot() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "gwjobsbench-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return "";
+  }
+  return tmpl;
+}
+
+// GPU g of the bench's node: busy at `util`, half its memory used.
+collect::GpuSnapshot BenchGpu(int g, double util) {
+  collect::GpuSnapshot gpu;
+  gpu.values.fill(collect::kAbsent);
+  gpu.identity.index = static_cast<unsigned>(g);
+  gpu.identity.uuid = Uuid(g);
+  auto set = [&gpu](collect::Slot slot, double v) { gpu.values[static_cast<size_t>(slot)] = v; };
+  set(collect::Slot::kUtilization, util);
+  set(collect::Slot::kMemoryUsed, 40e9);
+  set(collect::Slot::kMemoryTotal, 80e9);
+  set(collect::Slot::kPower, 300);
+  return gpu;
+}
+
 int KubernetesBench(int argc, char** argv) {
   const int pods = Flag(argc, argv, "--kubernetes-pods", 110);
   const int per_pod = Flag(argc, argv, "--devices-per-pod", 8);
@@ -99,25 +123,13 @@ int KubernetesBench(int argc, char** argv) {
     if (std::strcmp(argv[i], "--churn") == 0) churn = std::max(0, std::atoi(argv[i + 1]));
   const int gpus = pods * per_pod;
 
-  std::string tmpl = (std::filesystem::temp_directory_path() / "gwjobsbench-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string root = tmpl;
+  const std::string root = TempRoot();
+  if (root.empty()) return 1;
   const std::string proc = root + "/proc";
 
   collect::Snapshot snapshot;
   for (int g = 0; g < gpus; ++g) {
-    collect::GpuSnapshot gpu;
-    gpu.values.fill(collect::kAbsent);
-    gpu.identity.index = static_cast<unsigned>(g);
-    gpu.identity.uuid = Uuid(g);
-    auto set = [&gpu](collect::Slot slot, double v) { gpu.values[static_cast<size_t>(slot)] = v; };
-    set(collect::Slot::kUtilization, g % 5 == 0 ? 0.0 : 0.8);
-    set(collect::Slot::kMemoryUsed, 40e9);
-    set(collect::Slot::kMemoryTotal, 80e9);
-    set(collect::Slot::kPower, 300);
+    collect::GpuSnapshot gpu = BenchGpu(g, g % 5 == 0 ? 0.0 : 0.8);
     const unsigned pid = 10000 + static_cast<unsigned>(g);
     MakeProcess(proc, pid, false, pid);
     gpu.processes.push_back({pid, 1e9, collect::kAbsent});
@@ -206,26 +218,14 @@ int main(int argc, char** argv) {
   const int seconds = Flag(argc, argv, "--seconds", 300);
   const int slow_every = Flag(argc, argv, "--slow-every", 10);
 
-  std::string tmpl = (std::filesystem::temp_directory_path() / "gwjobsbench-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string root = tmpl;
+  const std::string root = TempRoot();
+  if (root.empty()) return 1;
   const std::string proc = root + "/proc";
 
   collect::Snapshot snapshot;
   for (int g = 0; g < gpus; ++g) {
-    collect::GpuSnapshot gpu;
-    gpu.values.fill(collect::kAbsent);
-    gpu.identity.index = static_cast<unsigned>(g);
-    gpu.identity.uuid = "GPU-" + std::to_string(g) + "-0000-0000-0000-000000000000";
-    auto set = [&gpu](collect::Slot s, double v) { gpu.values[static_cast<size_t>(s)] = v; };
-    set(collect::Slot::kUtilization, 0.8);
-    set(collect::Slot::kMemoryUsed, 40e9);
-    set(collect::Slot::kMemoryTotal, 80e9);
-    set(collect::Slot::kPower, 300);
-    set(collect::Slot::kEnergy, 0);
+    collect::GpuSnapshot gpu = BenchGpu(g, 0.8);
+    gpu.values[static_cast<size_t>(collect::Slot::kEnergy)] = 0;
     const bool slurm = g % 2 == 0;
     for (int p = 0; p < per_gpu; ++p) {
       const unsigned pid = 10000 + static_cast<unsigned>(g * per_gpu + p);
