@@ -403,6 +403,31 @@ TEST(PodList, SinglePodEmptyAndBadInput) {
   EXPECT_EQ((*odd)[0].start_time, 0);
 }
 
+// Attacks on the pod-list command's output (docs/limits.md: nlohmann's parser is iterative):
+// nesting far past any recursion limit inside a label value and as the document itself, and a
+// 20,000-item list with 1 KiB annotations — parsed or refused, never a crash.
+TEST(PodList, DeepNestingAndHugeListsAreSafe) {
+  const std::string deep(200000, '[');
+  EXPECT_FALSE(ParsePodListJson(deep).ok());
+  const std::string nested = R"({"items":[{"metadata":{"namespace":"a","name":"b","labels":{"x":)" +
+                             std::string(200000, '[') + std::string(200000, ']') + "}}}]}";
+  Expected<std::vector<PodInfo>> one = ParsePodListJson(nested);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_TRUE((*one)[0].labels.empty());  // not a string: ignored
+  std::string big = R"({"items":[)";
+  for (int i = 0; i < 20000; ++i) {
+    if (i > 0) big += ',';
+    big += R"({"metadata":{"namespace":"ns","name":"p)" + std::to_string(i) +
+           R"(","annotations":{"note":")" + std::string(1024, 'x') + R"("}}})";
+  }
+  big += "]}";
+  Expected<std::vector<PodInfo>> many = ParsePodListJson(big);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->size(), 20000u);
+  EXPECT_EQ(many->back().annotations.at("note").size(), 1024u);
+}
+
 TEST(PodList, Rfc3339Forms) {
   auto start = [](const std::string& t) {
     Expected<std::vector<PodInfo>> pods = ParsePodListJson(
