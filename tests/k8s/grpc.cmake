@@ -13,3 +13,7 @@ gw_unit_test(k8s_grpc_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/grpc_client_test.cpp
   LIBS gw_k8s_grpc nlohmann_json::nlohmann_json)
 add_dependencies(k8s_grpc_test gw-fake-kubelet)
+# api.proto against the whole upstream v1 surface (messages, fields, numbers, types, methods).
+gw_unit_test(k8s_proto_surface_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/proto_surface_test.cpp
+  LIBS gw_k8s_grpc_proto)
