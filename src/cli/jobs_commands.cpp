@@ -148,9 +148,11 @@ std::string JobDetail(const jobs::JobRecord& r) {
   line("job", r.job_id + (r.name.empty() ? "" : " (" + r.name + ")"));
   line("source", r.source);
   line("user", OrDash(r.user));
-  line("account", OrDash(r.account));
+  // A pod's account is its namespace, and pods have no partition: say it the Kubernetes way.
+  const bool pod = r.source == "kubernetes";
+  line(pod ? "namespace" : "account", OrDash(r.account));
   line("team", OrDash(r.team));
-  line("partition", OrDash(r.partition));
+  if (!pod) line("partition", OrDash(r.partition));
   line("state",
        r.state +
            (r.state_reason.empty() || r.state_reason == "None" ? "" : " (" + r.state_reason + ")"));

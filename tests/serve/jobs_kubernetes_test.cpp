@@ -315,6 +315,12 @@ TEST(KubernetesJobs, RecordsAndTheApiServeNamespacePodIds) {
   EXPECT_EQ(reply.status, 200);
   (*server)->Stop();
 
+  // `gpuwarden jobs show` names the namespace as such, and no partition.
+  const std::string detail = cli::JobDetail(*jobs::JobRecordFromJson(r.dump()));
+  EXPECT_TRUE(Has(detail, "namespace:          ml\n")) << detail;
+  EXPECT_FALSE(Has(detail, "account:")) << detail;
+  EXPECT_FALSE(Has(detail, "partition:")) << detail;
+
   // `gpuwarden jobs` shows namespace/pod as the id, whole, and a long one keeps the columns
   // after it aligned.
   jobs::JobRecord long_id = *jobs::JobRecordFromJson(r.dump());
