@@ -333,6 +333,7 @@ Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out) {
       r.count = static_cast<uint64_t>(count);
       r.last = cols[4][i].v;
       r.last_t_ms = cols[4][i].t_ms;
+      r.exact = false;  // five columns carry no first/NaN/stale fields (rollup.h)
       out->push_back(r);
     }
   }

@@ -61,6 +61,7 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
       r.count = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
       r.last = sqlite3_column_double(s, 5);
       r.last_t_ms = sqlite3_column_int64(s, 6);
+      r.exact = false;  // this table's rows carry no first/NaN/stale fields (rollup.h)
       out->push_back(r);
     }
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};

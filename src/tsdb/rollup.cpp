@@ -11,27 +11,58 @@ int64_t RollupWindowStart(int64_t t_ms) {
 }
 
 void MergeRollup(Rollup* a, const Rollup& b) {
-  if (b.count == 0) return;
-  if (a->count == 0) {
+  if (b.raw_count() == 0) return;
+  if (a->raw_count() == 0) {
     *a = b;
     return;
   }
-  a->min = std::min(a->min, b.min);
-  a->max = std::max(a->max, b.max);
-  a->sum += b.sum;
-  a->count += b.count;
-  if (b.last_t_ms >= a->last_t_ms) {
-    a->last = b.last;
-    a->last_t_ms = b.last_t_ms;
+  const bool b_newer = b.first_raw_t_ms > a->last_raw_t_ms;
+  const Rollup& older = b_newer ? *a : b;
+  const Rollup& newer = b_newer ? b : *a;
+  Rollup m = older;
+  m.exact = a->exact && b.exact;
+  m.nan_count = older.nan_count + newer.nan_count;
+  m.stale_count = older.stale_count + newer.stale_count;
+  m.last_raw_t_ms = newer.last_raw_t_ms;
+  m.newest_stale = newer.newest_stale;
+  if (newer.count > 0) {
+    if (older.count == 0) {
+      m.min = newer.min;
+      m.max = newer.max;
+      m.sum = newer.sum;
+      m.first = newer.first;
+      m.first_t_ms = newer.first_t_ms;
+      m.counter_correction = newer.counter_correction;
+    } else {
+      m.min = std::min(older.min, newer.min);
+      m.max = std::max(older.max, newer.max);
+      m.sum = older.sum + newer.sum;
+      m.counter_correction = older.counter_correction + newer.counter_correction +
+                             (newer.first < older.last ? older.last : 0);
+    }
+    m.count = older.count + newer.count;
+    m.last = newer.last;
+    m.last_t_ms = newer.last_t_ms;
   }
+  *a = m;
 }
 
 void AddToRollups(std::span<const Sample> samples, std::vector<Rollup>* rollups) {
   for (const Sample& s : samples) {
-    if (std::isnan(s.v)) continue;
     const int64_t w = RollupWindowStart(s.t_ms);
-    if (rollups->empty() || rollups->back().t_ms != w) rollups->push_back(Rollup{w});
-    Rollup one{w, s.v, s.v, s.v, 1, s.v, s.t_ms};
+    if (rollups->empty() || rollups->back().t_ms != w) rollups->push_back(Rollup{.t_ms = w});
+    Rollup one{.t_ms = w};
+    one.first_raw_t_ms = one.last_raw_t_ms = s.t_ms;
+    if (IsStaleNaN(s.v)) {
+      one.stale_count = 1;
+      one.newest_stale = true;
+    } else if (std::isnan(s.v)) {
+      one.nan_count = 1;
+    } else {
+      one.min = one.max = one.sum = one.first = one.last = s.v;
+      one.first_t_ms = one.last_t_ms = s.t_ms;
+      one.count = 1;
+    }
     MergeRollup(&rollups->back(), one);
   }
 }

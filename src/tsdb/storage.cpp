@@ -1,5 +1,7 @@
 #include "tsdb/storage.h"
 
+#include "tsdb/rollup.h"
+
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -119,6 +121,35 @@ Status Querier::SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms
   for (size_t i = 0; i < data.size(); ++i) {
     (*out)[i].labels = std::move(data[i].labels);
     (*out)[i].Own(std::move(data[i].samples));
+  }
+  return Status::Ok();
+}
+
+Status Querier::SelectRollups(const std::vector<Matcher>&, int64_t, int64_t,
+                              std::vector<SeriesRollups>* out, bool* supported) {
+  out->clear();
+  *supported = false;
+  return Status::Ok();
+}
+
+Status MemoryQuerier::SelectRollups(const std::vector<Matcher>& matchers, int64_t mint_ms,
+                                    int64_t maxt_ms, std::vector<SeriesRollups>* out,
+                                    bool* supported) {
+  out->clear();
+  *supported = rollups_;
+  if (!rollups_) return Status::Ok();
+  // The newest window start whose window ends by maxt_ms + 1 (written to avoid overflow).
+  const int64_t last_start =
+      maxt_ms > INT64_MIN + kRollupWindowMs ? maxt_ms - kRollupWindowMs + 1 : INT64_MIN;
+  std::vector<Rollup> all;
+  for (const SeriesData& s : series_) {
+    if (!MatchesAll(s.labels, matchers)) continue;
+    all.clear();
+    AddToRollups(s.samples, &all);
+    SeriesRollups one{s.labels, {}};
+    for (const Rollup& r : all)
+      if (r.t_ms >= mint_ms && r.t_ms <= last_start) one.rollups.push_back(r);
+    if (!one.rollups.empty()) out->push_back(std::move(one));
   }
   return Status::Ok();
 }

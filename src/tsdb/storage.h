@@ -101,6 +101,12 @@ struct SeriesRuns {
   void Own(std::vector<Sample> samples);
 };
 
+struct Rollup;  // rollup.h (which includes this header); include it to use SeriesRollups
+struct SeriesRollups {
+  Labels labels;
+  std::vector<Rollup> rollups;
+};
+
 // Read access to stored samples. Implementations say whether they are thread-safe.
 class Querier {
  public:
@@ -117,6 +123,18 @@ class Querier {
   // stores that keep decoded samples in memory hand out views of them instead.
   virtual Status SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                             std::vector<SeriesRuns>* out);
+
+  // The 5-minute rollups (rollup.h) of every series matching `matchers` for the windows that lie
+  // wholly inside [mint_ms, maxt_ms + 1) — window start >= mint_ms, window end <= maxt_ms + 1 —
+  // in the same series order as Select, each series' rollups ascending and gap-free only where the
+  // series had raw samples. A window appears when it is *complete*: no sample can still be added
+  // to it (the store's head has moved past it, or the querier is frozen as MemoryQuerier).
+  // Windows not covered (the head's, or ones the store cannot summarise) are simply absent, and a
+  // reader takes raw samples (Select) for them. `*supported` is false when the querier keeps no
+  // rollups at all (the default); then `out` is empty and the reader uses raw samples throughout.
+  // Rollups whose raw samples aged out are returned too (exact as summaries of what was there).
+  virtual Status SelectRollups(const std::vector<Matcher>& matchers, int64_t mint_ms,
+                               int64_t maxt_ms, std::vector<SeriesRollups>* out, bool* supported);
 
   // Label names / values of series with samples in [mint_ms, maxt_ms] matching any of the
   // matcher sets (all series when `matcher_sets` is empty), sorted, unique.
@@ -162,8 +180,15 @@ class MemoryQuerier : public Querier {
                     int64_t maxt_ms, std::vector<std::string>* out) override;
   Status LabelValues(const std::string& name, const std::vector<std::vector<Matcher>>& matcher_sets,
                      int64_t mint_ms, int64_t maxt_ms, std::vector<std::string>* out) override;
+  // Off by default (supported = false). With EnableRollups(true), the rollups are computed from
+  // the samples (AddToRollups), every window counting as complete: tests compare evaluation over
+  // rollups with evaluation over raw samples this way.
+  void EnableRollups(bool on) { rollups_ = on; }
+  Status SelectRollups(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                       std::vector<SeriesRollups>* out, bool* supported) override;
 
  private:
+  bool rollups_ = false;
   std::vector<SeriesData> series_;  // sorted by labels
 };
 

@@ -339,13 +339,18 @@ TEST(DB, FlushWritesFiveMinuteRollupsMergedAcrossFlushes) {
     }
   }
   ASSERT_TRUE(db->MarkStale(ref, 2'000'000).ok());
+  all.push_back({2'000'000, StaleNaN()});
   ASSERT_TRUE(db->Flush().ok());
   std::vector<Rollup> want;
   AddToRollups(all, &want);
   std::vector<Rollup> got;
   ASSERT_TRUE(db->ReadRollups(ref, 0, INT64_MAX, &got).ok());
   ASSERT_EQ(got.size(), want.size());
-  ASSERT_EQ(got.size(), 5u);  // [0,300) partial ... [1200,1500) partial
+  // [0,300) partial ... [1200,1500) partial, and [1800,2100) holding only the stale marker.
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(got[5].count, 0u);
+  EXPECT_EQ(got[5].stale_count, 1u);
+  EXPECT_TRUE(got[5].newest_stale);
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].t_ms, want[i].t_ms);
     EXPECT_EQ(got[i].min, want[i].min);
@@ -361,7 +366,7 @@ TEST(DB, FlushWritesFiveMinuteRollupsMergedAcrossFlushes) {
   DBOptions o;
   ASSERT_TRUE(db->ApplyRetention(o.rollup_retention_ms + 600'000).ok());
   ASSERT_TRUE(db->ReadRollups(ref, 0, INT64_MAX, &got).ok());
-  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(got.size(), 4u);  // [600,900) ... and the stale-only window
 }
 
 TEST(Rollup, WindowsAreFloorAligned) {
@@ -369,6 +374,60 @@ TEST(Rollup, WindowsAreFloorAligned) {
   EXPECT_EQ(RollupWindowStart(299'999), 0);
   EXPECT_EQ(RollupWindowStart(300'000), 300'000);
   EXPECT_EQ(RollupWindowStart(-1), -300'000);
+}
+
+// The fields that make a rollup stand exactly for its raw samples, and that they come out the
+// same whether a window's samples are folded at once or in two parts merged (either order).
+TEST(Rollup, ExactFieldsSurviveSplitsAndMerges) {
+  const double nan = std::nan("");
+  // One window [0, 300 s): a counter 5, 7, reset to 1, NaN, 4, reset to 2, stale marker.
+  std::vector<Sample> s = {{1000, 5}, {2000, 7}, {3000, 1},         {4000, nan},
+                           {5000, 4}, {6000, 2}, {7000, StaleNaN()}};
+  std::vector<Rollup> whole;
+  AddToRollups(s, &whole);
+  ASSERT_EQ(whole.size(), 1u);
+  const Rollup& r = whole[0];
+  EXPECT_EQ(r.count, 5u);
+  EXPECT_EQ(r.nan_count, 1u);
+  EXPECT_EQ(r.stale_count, 1u);
+  EXPECT_EQ(r.raw_count(), 7u);
+  EXPECT_EQ(r.min, 1);
+  EXPECT_EQ(r.max, 7);
+  EXPECT_EQ(r.sum, 19);
+  EXPECT_EQ(r.first, 5);
+  EXPECT_EQ(r.first_t_ms, 1000);
+  EXPECT_EQ(r.last, 2);
+  EXPECT_EQ(r.last_t_ms, 6000);
+  EXPECT_EQ(r.counter_correction, 7 + 4);  // drops 7->1 and 4->2 (the NaN is skipped)
+  EXPECT_EQ(r.first_raw_t_ms, 1000);
+  EXPECT_EQ(r.last_raw_t_ms, 7000);
+  EXPECT_TRUE(r.newest_stale);
+  EXPECT_TRUE(r.exact);
+  for (size_t cut = 1; cut < s.size(); ++cut) {
+    std::vector<Rollup> a, b;
+    AddToRollups(std::span(s).first(cut), &a);
+    AddToRollups(std::span(s).subspan(cut), &b);
+    for (bool newer_into_older : {true, false}) {
+      Rollup m = newer_into_older ? a[0] : b[0];
+      MergeRollup(&m, newer_into_older ? b[0] : a[0]);
+      EXPECT_EQ(m.count, r.count) << cut;
+      EXPECT_EQ(m.min, r.min) << cut;
+      EXPECT_EQ(m.max, r.max) << cut;
+      EXPECT_EQ(m.sum, r.sum) << cut;
+      EXPECT_EQ(m.first_t_ms, r.first_t_ms) << cut;
+      EXPECT_EQ(m.last_t_ms, r.last_t_ms) << cut;
+      EXPECT_EQ(m.counter_correction, r.counter_correction) << cut;
+      EXPECT_EQ(m.nan_count, r.nan_count) << cut;
+      EXPECT_EQ(m.stale_count, r.stale_count) << cut;
+      EXPECT_EQ(m.first_raw_t_ms, r.first_raw_t_ms) << cut;
+      EXPECT_EQ(m.newest_stale, r.newest_stale) << cut;
+    }
+  }
+  // A sample after the stale marker: the window no longer ends stale.
+  AddToRollups(std::vector<Sample>{{8000, 3}}, &whole);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_FALSE(whole[0].newest_stale);
+  EXPECT_EQ(whole[0].last, 3);
 }
 
 // Readers running while the writer appends and flushes always see every sample up to some
