@@ -266,6 +266,7 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
     h.scraped = true;
     h.up = batch->up;
     h.duration_s = batch->duration_s;
+    h.last_scrape_ms = t_ms;
     ++h.scrapes;
     if (batch->up) {
       h.samples = batch->samples;

@@ -58,7 +58,8 @@ struct TargetHealth {
   bool scraped = false;  // at least one scrape finished
   bool up = false;
   double duration_s = 0;
-  uint64_t samples = 0;  // in the last successful scrape
+  int64_t last_scrape_ms = 0;  // when the last scrape started (its samples' time); 0: none yet
+  uint64_t samples = 0;        // in the last successful scrape
   uint64_t scrapes = 0, errors = 0;
   std::string last_error;  // "" while up
   // With `outputs` configured: the target's outputs counted since its first successful scrape
