@@ -19,7 +19,9 @@ void Strings(YAML::Emitter& out, const char* key, const std::vector<std::string>
 }
 
 void Receivers(YAML::Emitter& out, const char* key, const std::vector<ReceiverConfig>& list) {
-  out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+  out << YAML::Key << key << YAML::Value;
+  if (list.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
   for (const ReceiverConfig& r : list) {
     out << YAML::BeginMap << YAML::Key << "url" << YAML::Value << r.url;
     Duration(out, "timeout", r.timeout_s);
@@ -38,7 +40,9 @@ void Receivers(YAML::Emitter& out, const char* key, const std::vector<ReceiverCo
 
 template <typename Pairs>
 void Mapping(YAML::Emitter& out, const char* key, const Pairs& pairs) {
-  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << key << YAML::Value;
+  if (pairs.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
   for (const auto& [k, v] : pairs) out << YAML::Key << k << YAML::Value << v;
   out << YAML::EndMap;
 }
@@ -47,6 +51,7 @@ void Mapping(YAML::Emitter& out, const char* key, const Pairs& pairs) {
 
 std::string EffectiveYaml(const Config& c) {
   YAML::Emitter out;
+  out.SetDoublePrecision(15);  // 0.05, not 0.050000000000000003
   out << YAML::BeginMap;
   out << YAML::Key << "listen" << YAML::Value << c.listen;
   out << YAML::Key << "web_config_file" << YAML::Value << c.web_config_file;
@@ -60,8 +65,10 @@ std::string EffectiveYaml(const Config& c) {
   out << YAML::Key << "simulate" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "scenario" << YAML::Value << c.simulate.scenario;
   out << YAML::Key << "clock" << YAML::Value << c.simulate.clock;
-  out << YAML::Key << "speed" << YAML::Value << c.simulate.speed;
-  out << YAML::Key << "start" << YAML::Value << c.simulate.start_unix;
+  // 0 stands for "not set" (the scenario's speed, the wall clock), which the file cannot say.
+  if (c.simulate.speed > 0) out << YAML::Key << "speed" << YAML::Value << c.simulate.speed;
+  if (c.simulate.start_unix > 0)
+    out << YAML::Key << "start" << YAML::Value << c.simulate.start_unix;
   out << YAML::EndMap;
 
   out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
@@ -118,7 +125,7 @@ std::string EffectiveYaml(const Config& c) {
   const KubernetesConfig& k = c.jobs.kubernetes;
   out << YAML::Key << "kubernetes" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "socket" << YAML::Value << k.socket;
-  Duration(out, "poll_interval", k.poll_interval_s);
+  if (k.poll_interval_s > 0) Duration(out, "poll_interval", k.poll_interval_s);  // 0: jobs' own
   Duration(out, "timeout", k.timeout_s);
   Strings(out, "resources", k.resources);
   Strings(out, "pod_list_command", k.pod_list_command);
@@ -134,7 +141,9 @@ std::string EffectiveYaml(const Config& c) {
   out << YAML::EndMap;
 
   out << YAML::Key << "scrape" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "targets" << YAML::Value << YAML::BeginSeq;
+  out << YAML::Key << "targets" << YAML::Value;
+  if (c.scrape.targets.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
   for (const scrape::TargetConfig& t : c.scrape.targets) {
     out << YAML::BeginMap;
     out << YAML::Key << "name" << YAML::Value << t.name;
