@@ -11,37 +11,12 @@
 #include <set>
 
 #include "support/agent_process.h"
+#include "support/prometheus_server.h"
 
 namespace gw::testing {
 namespace {
 
 using nlohmann::json;
-
-// A real Prometheus 2.42 scraping the agent every second (and nothing else).
-class Prometheus {
- public:
-  explicit Prometheus(int agent_port) : port_(FreePort()) {
-    WriteFile(dir_ / "prometheus.yml",
-              "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-              "scrape_configs:\n  - job_name: gpuwarden\n    static_configs:\n"
-              "      - targets: ['127.0.0.1:" +
-                  std::to_string(agent_port) + "']\n");
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{"prometheus", "--config.file=" + (dir_ / "prometheus.yml"),
-                                 "--storage.tsdb.path=" + (dir_ / "data"),
-                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
-        dir_ / "prometheus.log");
-    ready_ = WaitFor([&] { return HttpGet(port_, "/-/ready").status == 200; }, 60);
-  }
-  bool ready() const { return ready_; }
-  int port() const { return port_; }
-
- private:
-  TempDir dir_;
-  int port_;
-  std::unique_ptr<Process> process_;
-  bool ready_ = false;
-};
 
 // Grafana's two ways of sending a request: GET with the parameters in the URL, or (the data
 // source's default "POST" method) POST with them form-encoded in the body.
@@ -271,7 +246,7 @@ TEST_F(GrafanaReplay, PromtoolQueries) {
 // The new endpoints beside a real Prometheus 2.42 that scrapes this agent: the same keys, types
 // and printed expressions.
 TEST_F(GrafanaReplay, NewEndpointsHavePrometheusShapes) {
-  Prometheus prom(agent_->port());
+  PrometheusServer prom(agent_->port());
   ASSERT_TRUE(prom.ready());
   ASSERT_TRUE(WaitFor(
       [&] {
