@@ -147,7 +147,9 @@ TEST(ScraperTest, FollowsTheIntervalOnTheClockItIsGiven) {
   page.Set("x 1\n");
   Scraper scraper({Target("svc", page.url())}, nullptr);
   MemoryAppender store;
+  EXPECT_EQ(scraper.Health()[0].last_scrape_ms, 0);  // never scraped (/api/v1/targets: unknown)
   for (int64_t dt : {0, 5'000, 14'999, 15'000, 16'000, 30'000}) scraper.ScrapeDue(kT0 + dt);
+  EXPECT_EQ(scraper.Health()[0].last_scrape_ms, kT0 + 30'000);  // the last scrape's time
   scraper.Drain(&store, TwoGpus());
   auto samples = store.Samples({{"__name__", "x"}});
   ASSERT_EQ(samples.size(), 3u);
