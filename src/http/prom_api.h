@@ -52,9 +52,10 @@ struct MetricMetadata {
   std::string metric, type, help, unit;
 };
 
-// The metadata of every family of an exposition page: `text` in text format 0.0.4 (names and
-// types as there: `x_total` for a counter), `openmetrics` the same page in OpenMetrics (units; may
-// be empty). Sorted by metric, one entry per metric.
+// The metadata of every family of an exposition page: HELP and TYPE from `text` (names and types
+// as written there: `x_total` for a counter in text 0.0.4, `x` in OpenMetrics), units from the
+// `# UNIT` lines of `openmetrics` (the same page in OpenMetrics, or the same text when the page
+// is OpenMetrics already; may be empty). Sorted by metric, one entry per metric.
 std::vector<MetricMetadata> MetadataFromExposition(std::string_view text,
                                                    std::string_view openmetrics);
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/build_info.h"
@@ -233,8 +234,15 @@ void RegisterStatusRoutes(Server* server, std::shared_ptr<const PromApiOptions> 
     const std::string metric = req.param("metric");
     std::vector<MetricMetadata> all;
     if (options->metadata) all = options->metadata();
+    // One entry per distinct metadata of a metric, as Prometheus merges its targets'.
+    auto key = [](const MetricMetadata& m) { return std::tie(m.metric, m.type, m.help, m.unit); };
     std::sort(all.begin(), all.end(),
-              [](const MetricMetadata& a, const MetricMetadata& b) { return a.metric < b.metric; });
+              [&](const MetricMetadata& a, const MetricMetadata& b) { return key(a) < key(b); });
+    all.erase(std::unique(all.begin(), all.end(),
+                          [&](const MetricMetadata& a, const MetricMetadata& b) {
+                            return key(a) == key(b);
+                          }),
+              all.end());
     std::string out = "{";
     long long metrics = 0;
     for (size_t i = 0; i < all.size();) {

@@ -109,6 +109,10 @@ class Scraper {
   // The same, appended to `out` in `format` (WriteFamilies over a writer of its own).
   void RenderMetrics(expo::Format format, std::string* out) const;
   std::vector<TargetHealth> Health() const;
+  // Per target (in the configured order), the # HELP, # TYPE and # UNIT lines of its last
+  // successful page, one per line ("" before one): what /api/v1/metadata reports of the targets.
+  // Kept as the page wrote them; copied here only when they change.
+  std::vector<std::string> Descriptors() const;
   // The outputs of target `target` (index into the configured list) counted so far: false while
   // none are (no `outputs`, or no successful scrape yet). Any thread; no allocation.
   bool Outputs(size_t target, double* total) const;

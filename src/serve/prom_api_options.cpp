@@ -78,10 +78,20 @@ void SetStatusOptions(const config::Config& config, const scrape::Scraper* scrap
     api->targets = [targets = config.scrape.targets, scraper] {
       return ScrapeTargets(targets, *scraper);
     };
-  if (page)
-    api->metadata = [page = std::move(page)] {
-      return http::MetadataFromExposition(page(false), page(true));
-    };
+  // This agent's own families, then what each scrape target's last page said of its own (read as
+  // Prometheus reads a scraped page: names and units as that page writes them).
+  api->metadata = [page = std::move(page), scraper] {
+    std::vector<http::MetricMetadata> out;
+    if (page) out = http::MetadataFromExposition(page(false), page(true));
+    if (scraper != nullptr)
+      for (const std::string& descriptors : scraper->Descriptors()) {
+        std::vector<http::MetricMetadata> more =
+            http::MetadataFromExposition(descriptors, descriptors);
+        out.insert(out.end(), std::make_move_iterator(more.begin()),
+                   std::make_move_iterator(more.end()));
+      }
+    return out;
+  };
   if (db != nullptr) api->head = &db->head();
   const int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::system_clock::now().time_since_epoch())

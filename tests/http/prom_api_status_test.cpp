@@ -73,7 +73,8 @@ std::vector<MetricMetadata> SomeMetadata() {
   return {{"b_seconds", "gauge", "B.", "seconds"},
           {"a_total", "counter", "A.", ""},
           {"c", "unknown", "C one.", ""},
-          {"c", "gauge", "C two.", ""}};
+          {"c", "gauge", "C two.", ""},
+          {"c", "unknown", "C one.", ""}};  // the same as another target's: listed once
 }
 
 TEST_F(StatusApiTest, MetadataListsEveryMetricByNameWithLimitsAndAFilter) {
