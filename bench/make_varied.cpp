@@ -241,8 +241,9 @@ void Counters(Output* o, Rng* rng, uint64_t seed) {
     const double period = rng->Range(900, 5400);
     double total = kind == 1 ? std::floor(rng->Range(0, 1e12)) : 0;
     const std::string labels =
-        Inst(inst) + (kind == 0   ? ",code=\"" + std::to_string(200 + 100 * (s % 4)) + "\""
-                      : kind == 1 ? ",device=\"eth" + std::to_string(s % 4) + "\""
+        Inst(inst) + (kind == 0 ? ",code=\"" + std::to_string(200 + 100 * (s % 4)) +
+                                      "\",handler=\"/api/" + std::to_string(s) + "\""
+                      : kind == 1 ? ",device=\"eth" + std::to_string(s) + "\""
                                   : ",cpu=\"" + std::to_string(s / 3) + "\",mode=\"user\"");
     const char* name = kind == 0   ? "http_requests_total"
                        : kind == 1 ? "net_received_bytes_total"
