@@ -26,7 +26,12 @@
 
 namespace gw::tsdb {
 
-enum class ChunkEncoding : uint8_t { kScaledInt = 1, kXor = 2 };
+// Byte 3 is not a chunk encoding: blocks use it to mark a byte-planes part (block.h).
+enum class ChunkEncoding : uint8_t { kScaledInt = 1, kXor = 2, kNearDecimal = 4 };
+
+// Or'd into the encoding byte when the timestamps use the grid predictor ("format 2"; chunks
+// without it are byte-for-byte what format 1 wrote). docs/tsdb-format.md section 1.
+inline constexpr uint8_t kChunkGridTimestamps = 0x10;
 
 // Chunks hold at most this many samples (the decoder rejects more as corrupt).
 inline constexpr size_t kMaxChunkSamples = 1 << 16;
@@ -42,7 +47,7 @@ std::string EncodeXorChunk(std::span<const Sample> samples);
 // chunk; never reads out of bounds.
 Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out);
 
-// The encoding byte of a chunk (first byte), 0 if empty.
+// The value encoding of a chunk (its first byte without kChunkGridTimestamps), 0 if empty.
 uint8_t ChunkEncodingOf(std::string_view chunk);
 
 }  // namespace gw::tsdb
