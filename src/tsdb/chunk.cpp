@@ -85,16 +85,19 @@ struct Predictor {
   }
 };
 
-// The grid step of a timestamp stream: the median spacing (0 for fewer than two samples).
-uint64_t GridStep(std::span<const int64_t> xs) {
-  if (xs.size() < 2) return 0;
+// Candidate grid steps of a timestamp stream: the median spacing (right across gaps) and the
+// mean spacing (right when the jitter is not symmetric around the median).
+std::array<uint64_t, 2> GridSteps(std::span<const int64_t> xs) {
+  if (xs.size() < 2) return {0, 0};
   std::vector<int64_t> deltas(xs.size() - 1);
   for (size_t i = 1; i < xs.size(); ++i)
     deltas[i - 1] =
         static_cast<int64_t>(static_cast<uint64_t>(xs[i]) - static_cast<uint64_t>(xs[i - 1]));
   auto mid = deltas.begin() + static_cast<std::ptrdiff_t>(deltas.size() / 2);
   std::nth_element(deltas.begin(), mid, deltas.end());
-  return static_cast<uint64_t>(*mid);
+  const uint64_t span = static_cast<uint64_t>(xs.back()) - static_cast<uint64_t>(xs.front());
+  const uint64_t n = xs.size() - 1;
+  return {static_cast<uint64_t>(*mid), (span + n / 2) / n};
 }
 
 // Fills `items` and returns the base (for orders 0 and 3).
@@ -353,11 +356,13 @@ IntStream PlanTimestamps(std::span<const Sample> samples) {
   // The grid only where it saves at least 4 bytes: regular series (a zero-run either way) stay
   // byte-for-byte format 1, which older builds read.
   if (ts.size() > 2) {
-    IntStream grid;
-    const uint64_t step = GridStep(ts);
-    grid.plan =
-        PlanWidth(grid.items, kGridOrder, Residuals(ts, {}, kGridOrder, step, &grid.items), step);
-    if (grid.plan.bits + 32 <= out.plan.bits) out = std::move(grid);
+    const size_t dod_bits = out.plan.bits;
+    for (uint64_t step : GridSteps(ts)) {
+      IntStream grid;
+      grid.plan =
+          PlanWidth(grid.items, kGridOrder, Residuals(ts, {}, kGridOrder, step, &grid.items), step);
+      if (grid.plan.bits + 32 <= dod_bits && grid.plan.bits < out.plan.bits) out = std::move(grid);
+    }
   }
   return out;
 }
