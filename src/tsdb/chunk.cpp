@@ -12,7 +12,7 @@
 namespace gw::tsdb {
 namespace {
 
-constexpr uint8_t kGridFlag = kChunkGridTimestamps;
+constexpr uint8_t kFormat2 = kChunkFormat2;
 constexpr int kMaxScale = 15;                        // 10^15 is still exact as a double
 constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53
 
@@ -44,6 +44,11 @@ bool IsEscaped(double v) {
 //   110 | 110  + var        the code, any size (7-bit length + that many bits)
 //   111 | 111  + 64 bits    (values only) the raw IEEE-754 bits of an escaped value; the
 //                           predictor state is left unchanged
+// Order 3 ("grid", timestamps of format-2 chunks only): predicts base + i × step, the i-th point
+// of a regular grid, and codes x - prediction unsigned (base is the smallest x_i - i × step).
+// Jittered scrape times cost the jitter's width instead of the delta-of-delta's (twice as wide).
+constexpr int kGridOrder = 3;
+
 struct IntItem {
   uint64_t code = 0;
   bool escaped = false;
@@ -57,12 +62,9 @@ struct IntPlan {
   uint64_t base = 0;
   uint64_t step = 0;  // order 3 only
   size_t bits = 0;
+  bool plain = false;  // format 2: every code in exactly `width` bits, no prefixes
+  bool Format2() const { return order == kGridOrder || plain; }
 };
-
-// Order 3 ("grid", timestamps of format-2 chunks only): predicts base + i × step, the i-th point
-// of a regular grid, and codes x - prediction unsigned (base is the smallest x_i - i × step).
-// Jittered scrape times cost the jitter's width instead of the delta-of-delta's (twice as wide).
-constexpr int kGridOrder = 3;
 
 // The predictor's state while a stream is written or read; all arithmetic modulo 2^64.
 struct Predictor {
@@ -127,15 +129,27 @@ uint64_t Residuals(std::span<const int64_t> xs, std::span<const uint8_t> escaped
   return p.base;
 }
 
-// Picks the width and run/packed prefixes that minimise the stream's size.
+// Plain streams write their width as kPlainWidth + width in the 7-bit width field (format 1 uses
+// 0..64 there).
+constexpr int kPlainWidth = 65;
+constexpr int kMaxPlain = 127 - kPlainWidth;
+
+// Picks the width and run/packed prefixes (or plain packing) that minimise the stream's size.
 IntPlan PlanWidth(const std::vector<IntItem>& items, int order, uint64_t base, uint64_t step = 0) {
   std::array<size_t, 65> hist{};
   auto var_bits = [](uint64_t v) {
     return 7 + static_cast<size_t>(BitLength(ZigZag(static_cast<int64_t>(v))));
   };
-  size_t fixed_bits = 10 + (order == 0 || order == kGridOrder ? var_bits(base) : 0) +
-                      (order == kGridOrder ? var_bits(step) : 0);
+  const size_t header_bits = 10 + (order == 0 || order == kGridOrder ? var_bits(base) : 0) +
+                             (order == kGridOrder ? var_bits(step) : 0);
+  size_t fixed_bits = header_bits;
   size_t runs = 0;
+  int max_len = 0;
+  bool any_escaped = false;
+  for (const IntItem& item : items) {
+    any_escaped = any_escaped || item.escaped;
+    max_len = std::max(max_len, BitLength(item.code));
+  }
   for (size_t i = 0; i < items.size();) {
     if (items[i].escaped) {
       fixed_bits += 3 + 64;
@@ -173,16 +187,26 @@ IntPlan PlanWidth(const std::vector<IntItem>& items, int order, uint64_t base, u
     }
     if (long_count == 0) break;  // wider only costs more
   }
+  // Plain packing (format 2): no prefixes, so no runs and no escapes; widths up to kMaxPlain.
+  // Like the grid, only where it saves 4 bytes: small chunks stay format 1.
+  if (!any_escaped && max_len <= kMaxPlain) {
+    const size_t plain = header_bits + items.size() * static_cast<size_t>(max_len);
+    if (plain + 32 <= best.bits) best = {order, false, max_len, base, step, plain, true};
+  }
   return best;
 }
 
 void WriteInts(const std::vector<IntItem>& items, const IntPlan& plan, BitWriter* w) {
   w->Write(static_cast<uint64_t>(plan.order), 2);
   w->WriteBit(plan.dense);
-  w->Write(static_cast<uint64_t>(plan.width), 7);
+  w->Write(static_cast<uint64_t>(plan.plain ? kPlainWidth + plan.width : plan.width), 7);
   if (plan.order == 0 || plan.order == kGridOrder)
     w->WriteVar(ZigZag(static_cast<int64_t>(plan.base)));
   if (plan.order == kGridOrder) w->WriteVar(ZigZag(static_cast<int64_t>(plan.step)));
+  if (plan.plain) {
+    for (const IntItem& item : items) w->Write(item.code, plan.width);
+    return;
+  }
   for (size_t i = 0; i < items.size();) {
     const IntItem& item = items[i];
     if (item.escaped) {
@@ -207,13 +231,16 @@ void WriteInts(const std::vector<IntItem>& items, const IntPlan& plan, BitWriter
 }
 
 // Decodes `n` items; for escaped ones `escaped_out[i]` is set and `raw_out[i]` holds the bits.
-// `max_order` is 2, or 3 where the grid predictor is allowed (timestamps of format-2 chunks).
-bool ReadInts(BitReader* r, size_t n, int max_order, std::vector<int64_t>* xs,
+// `format2`: plain packing and the grid predictor are allowed (the grid for timestamps only:
+// callers pass `max_order` 3 there, 2 for values).
+bool ReadInts(BitReader* r, size_t n, bool format2, int max_order, std::vector<int64_t>* xs,
               std::vector<uint64_t>* raw_out, std::vector<uint8_t>* escaped_out) {
   const int order = static_cast<int>(r->Read(2));
   const bool dense = r->ReadBit();
-  const int width = static_cast<int>(r->Read(7));
-  if (order > max_order || width > 64) return false;
+  int width = static_cast<int>(r->Read(7));
+  const bool plain = width >= kPlainWidth;
+  if (plain) width -= kPlainWidth;
+  if (order > (format2 ? max_order : 2) || width > 64 || (plain && !format2)) return false;
   const uint64_t base =
       order == 0 || order == kGridOrder ? static_cast<uint64_t>(UnZigZag(r->ReadVar())) : 0;
   const uint64_t step = order == kGridOrder ? static_cast<uint64_t>(UnZigZag(r->ReadVar())) : 0;
@@ -225,6 +252,11 @@ bool ReadInts(BitReader* r, size_t n, int max_order, std::vector<int64_t>* xs,
     xs->push_back(static_cast<int64_t>(x));
     if (escaped_out) escaped_out->push_back(0), raw_out->push_back(0);
   };
+  if (plain) {
+    if (r->overrun()) return false;
+    for (size_t k = 0; k < n; ++k) push(r->Read(width));
+    return !r->overrun();
+  }
   auto read_run = [&]() {
     const uint64_t run = r->ReadGamma();
     if (run > n - (xs->size() - first)) return false;
@@ -383,11 +415,10 @@ IntStream BestInts(std::span<const int64_t> xs, std::span<const uint8_t> escaped
   return best;
 }
 
-std::string Header(ChunkEncoding enc, const IntStream& ts, size_t n) {
-  // Byte 0: encoding, | kGridFlag when the timestamps use the grid; then uvarint sample count;
-  // then the bit stream.
-  const auto byte = static_cast<uint8_t>(static_cast<uint8_t>(enc) |
-                                         (ts.plan.order == kGridOrder ? kGridFlag : 0));
+std::string Header(ChunkEncoding enc, bool format2, size_t n) {
+  // Byte 0: encoding, | kFormat2 when a stream uses the grid or plain packing; then uvarint
+  // sample count; then the bit stream.
+  const auto byte = static_cast<uint8_t>(static_cast<uint8_t>(enc) | (format2 ? kFormat2 : 0));
   std::string out(1, static_cast<char>(byte));
   PutUvarint(&out, n);
   return out;
@@ -405,7 +436,8 @@ std::string EncodeScaledInt(std::span<const Sample> samples, int scale, const In
         esc ? 0 : static_cast<int64_t>(std::nearbyint(s.v * kPow10[static_cast<size_t>(scale)])));
   }
   const IntStream values = BestInts(ks, escaped, samples);
-  std::string out = Header(ChunkEncoding::kScaledInt, ts, samples.size());
+  std::string out =
+      Header(ChunkEncoding::kScaledInt, ts.plan.Format2() || values.plan.Format2(), samples.size());
   BitWriter w(&out);
   WriteInts(ts.items, ts.plan, &w);
   w.Write(static_cast<uint64_t>(scale), 4);  // values: [4 bits: decimal scale] + integer stream
@@ -414,7 +446,7 @@ std::string EncodeScaledInt(std::span<const Sample> samples, int scale, const In
 }
 
 std::string EncodeXor(std::span<const Sample> samples, const IntStream& ts) {
-  std::string out = Header(ChunkEncoding::kXor, ts, samples.size());
+  std::string out = Header(ChunkEncoding::kXor, ts.plan.Format2(), samples.size());
   BitWriter w(&out);
   WriteInts(ts.items, ts.plan, &w);
   WriteXorValues(samples, &w);
@@ -498,7 +530,9 @@ std::string EncodeNearDecimal(std::span<const Sample> samples, const IntStream& 
     }
   }
   if (best_scale < 0) return {};
-  std::string out = Header(ChunkEncoding::kNearDecimal, ts, samples.size());
+  std::string out =
+      Header(ChunkEncoding::kNearDecimal,
+             ts.plan.Format2() || best_k.plan.Format2() || best_c.plan.Format2(), samples.size());
   BitWriter w(&out);
   WriteInts(ts.items, ts.plan, &w);
   w.Write(static_cast<uint64_t>(best_scale), 4);
@@ -532,13 +566,13 @@ std::string EncodeChunk(std::span<const Sample> samples) {
 }
 
 uint8_t ChunkEncodingOf(std::string_view chunk) {
-  return chunk.empty() ? 0 : static_cast<uint8_t>(chunk[0]) & ~kGridFlag;
+  return chunk.empty() ? 0 : static_cast<uint8_t>(chunk[0]) & ~kFormat2;
 }
 
 Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
   if (chunk.empty()) return Error{"chunk: empty"};
   const auto byte = static_cast<uint8_t>(chunk[0]);
-  const auto enc = static_cast<ChunkEncoding>(byte & ~kGridFlag);
+  const auto enc = static_cast<ChunkEncoding>(byte & ~kFormat2);
   chunk.remove_prefix(1);
   uint64_t n;
   if (!GetUvarint(&chunk, &n) || n > kMaxChunkSamples) return Error{"chunk: bad sample count"};
@@ -548,7 +582,8 @@ Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
   BitReader r(chunk);
   std::vector<int64_t> ts;
   ts.reserve(n);
-  if (!ReadInts(&r, n, (byte & kGridFlag) ? kGridOrder : 2, &ts, nullptr, nullptr))
+  const bool format2 = (byte & kFormat2) != 0;
+  if (!ReadInts(&r, n, format2, kGridOrder, &ts, nullptr, nullptr))
     return Error{"chunk: truncated timestamps"};
   const size_t first = out->size();
   out->resize(first + n);
@@ -563,7 +598,8 @@ Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
   std::vector<uint64_t> raw;
   std::vector<uint8_t> escaped;
   ks.reserve(n);
-  if (!ReadInts(&r, n, 2, &ks, &raw, &escaped)) return Error{"chunk: truncated integer values"};
+  if (!ReadInts(&r, n, format2, 2, &ks, &raw, &escaped))
+    return Error{"chunk: truncated integer values"};
   if (enc == ChunkEncoding::kScaledInt) {
     for (size_t i = 0; i < n; ++i)
       (*out)[first + i].v = escaped[i] ? FromBits(raw[i]) : static_cast<double>(ks[i]) / pow10;
@@ -573,7 +609,8 @@ Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
   for (uint8_t e : escaped) near += e ? 0 : 1;
   std::vector<int64_t> cs;
   cs.reserve(near);
-  if (!ReadInts(&r, near, 2, &cs, nullptr, nullptr)) return Error{"chunk: truncated ULP offsets"};
+  if (!ReadInts(&r, near, format2, 2, &cs, nullptr, nullptr))
+    return Error{"chunk: truncated ULP offsets"};
   for (size_t i = 0, j = 0; i < n; ++i) {
     Sample& smp = (*out)[first + i];
     smp.v =

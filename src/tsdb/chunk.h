@@ -29,9 +29,10 @@ namespace gw::tsdb {
 // Byte 3 is not a chunk encoding: blocks use it to mark a byte-planes part (block.h).
 enum class ChunkEncoding : uint8_t { kScaledInt = 1, kXor = 2, kNearDecimal = 4 };
 
-// Or'd into the encoding byte when the timestamps use the grid predictor ("format 2"; chunks
-// without it are byte-for-byte what format 1 wrote). docs/tsdb-format.md section 1.
-inline constexpr uint8_t kChunkGridTimestamps = 0x10;
+// Or'd into the encoding byte when a stream of the chunk uses a format-2 feature (grid
+// timestamps, plain packing); chunks without it are byte-for-byte what format 1 wrote and older
+// builds read them. docs/tsdb-format.md section 1.
+inline constexpr uint8_t kChunkFormat2 = 0x10;
 
 // Chunks hold at most this many samples (the decoder rejects more as corrupt).
 inline constexpr size_t kMaxChunkSamples = 1 << 16;
@@ -47,7 +48,7 @@ std::string EncodeXorChunk(std::span<const Sample> samples);
 // chunk; never reads out of bounds.
 Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out);
 
-// The value encoding of a chunk (its first byte without kChunkGridTimestamps), 0 if empty.
+// The value encoding of a chunk (its first byte without kChunkFormat2), 0 if empty.
 uint8_t ChunkEncodingOf(std::string_view chunk);
 
 }  // namespace gw::tsdb
