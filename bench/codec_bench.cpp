@@ -41,10 +41,11 @@ double CpuNow() {
 void Print(const std::string& name, const Totals& t) {
   const double n = static_cast<double>(t.samples);
   std::printf(
-      "%-44s %10zu  chunk %6.3f  xor %6.3f  block %6.3f B/sample  enc %6.1f  dec %6.1f M/s\n",
+      "%-36s %9zu  chunk %6.3f  xor %6.3f  block %6.3f B/sample  block enc %5.1f dec %5.1f"
+      "  chunk dec %5.1f M/s\n",
       name.c_str(), t.samples, static_cast<double>(t.chunk) / n,
       static_cast<double>(t.xor_chunk) / n, static_cast<double>(t.block) / n, n / t.encode_s / 1e6,
-      n / t.decode_s / 1e6);
+      n / t.decode_s / 1e6, n / t.chunk_decode_s / 1e6);
 }
 
 }  // namespace

@@ -471,7 +471,9 @@ bool ToNearDecimal(double v, int s, int64_t* k, uint64_t* c) {
 // estimated on up to 256 evenly spaced pairs of neighbouring values; the two cheapest scales
 // are then encoded for real. (A larger scale makes k wider and the offsets narrower; where the
 // offsets reach 0 the decimal is exact.)
-std::vector<int> NearScales(std::span<const Sample> samples) {
+// `budget_bits`: the size of the alternative (XOR); when even the cheapest estimate, scaled to
+// the whole chunk, does not beat it, no scale is returned (noise: spares the encoding).
+std::vector<int> NearScales(std::span<const Sample> samples, size_t budget_bits) {
   if (samples.size() < 2) return {};
   const size_t pairs = std::min<size_t>(256, samples.size() - 1);
   const size_t stride = (samples.size() - 1) / pairs;
@@ -498,13 +500,17 @@ std::vector<int> NearScales(std::span<const Sample> samples) {
   std::stable_sort(scales.begin(), scales.end(), [&](int x, int y) {
     return cost[static_cast<size_t>(x)] < cost[static_cast<size_t>(y)];
   });
+  const double per_pair =
+      static_cast<double>(cost[static_cast<size_t>(scales[0])]) / static_cast<double>(pairs);
+  if (per_pair * static_cast<double>(samples.size()) >= static_cast<double>(budget_bits)) return {};
   scales.resize(2);
   return scales;
 }
 
 // The smallest near-decimal chunk over the candidate scales; empty if there is none.
-std::string EncodeNearDecimal(std::span<const Sample> samples, const IntStream& ts) {
-  const std::vector<int> scales = NearScales(samples);
+std::string EncodeNearDecimal(std::span<const Sample> samples, const IntStream& ts,
+                              size_t budget_bytes) {
+  const std::vector<int> scales = NearScales(samples, 8 * budget_bytes);
   std::vector<int64_t> ks(samples.size()), cs;
   std::vector<uint8_t> escaped(samples.size());
   IntStream best_k, best_c;
@@ -561,7 +567,7 @@ std::string EncodeChunk(std::span<const Sample> samples) {
     return best;
   }
   std::string best = EncodeXor(samples, ts);
-  std::string near = EncodeNearDecimal(samples, ts);
+  std::string near = EncodeNearDecimal(samples, ts, best.size());
   return !near.empty() && near.size() < best.size() ? near : best;
 }
 
@@ -598,6 +604,8 @@ Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
   std::vector<uint64_t> raw;
   std::vector<uint8_t> escaped;
   ks.reserve(n);
+  raw.reserve(n);
+  escaped.reserve(n);
   if (!ReadInts(&r, n, format2, 2, &ks, &raw, &escaped))
     return Error{"chunk: truncated integer values"};
   if (enc == ChunkEncoding::kScaledInt) {
