@@ -203,6 +203,7 @@ run_set() {
     local kind=${q%%|*} expr=${q#*|}
     cold["$q"]="$(once_ms "$(query_url $gw_port "$kind" "$expr")") | $(once_ms "$(query_url $prom_port "$kind" "$expr")") | $(once_ms "$(query_url $vm_port "$kind" "$expr")")"
   done
+  echo
   echo "| query (ms, warm median / cold first) | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
   echo "|---|---|---|---|"
   for q in "${qs[@]}"; do
