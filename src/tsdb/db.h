@@ -109,6 +109,9 @@ struct DBStats {
   double select_seconds_total = 0;
   uint64_t block_cache_hits = 0, block_cache_misses = 0;
   uint64_t block_cache_bytes = 0;  // decoded samples held now
+  // Blocks decoded from SQLite since open by reads (cache misses) and by ReadRollups' fallback
+  // for blocks written before format 3; compaction's and retention's decodes are not counted.
+  uint64_t blocks_decoded = 0;
 };
 
 class DB {
@@ -176,7 +179,23 @@ class DB {
   void RecordSelect(double seconds);
   // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
   // ascending. Rollups cover flushed data only (the head's samples are summarised at Flush).
+  // Stored with every block since format 3, so this decodes no samples — except for blocks
+  // written before (format 2), whose present samples are summarised here, as they were.
   Status ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out);
+  // The rollups a Querier's SelectRollups returns for one series: those of ReadRollups for the
+  // windows [t, t + 5 min) with t >= mint_ms and t + 5 min <= maxt_ms + 1 that are *complete*:
+  //   t + 5 min <= Head::SettledBefore(ref) — the oldest sample still in memory, or, with none
+  //   there, the newest sample's time + 1.
+  // Why that is enough: every sample older than that time has left memory, so it is in SQLite
+  // (a Flush drops chunks from the head only after its transaction committed) and its window's
+  // rollup is final; and no sample older than it can come, since Append takes only samples
+  // newer than the series' newest. So the head's windows, and a window a Flush split with the
+  // head still holding its newer part, are left out (a reader takes raw samples there), and a
+  // window becomes complete once the series has a sample at or after its end and everything
+  // before that sample was flushed. SettledBefore is read before SQLite, so a Flush running
+  // concurrently can only add rows for windows this call leaves out.
+  Status ReadCompleteRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                             std::vector<Rollup>* out);
   const Head& head() const { return head_; }
 
  private:
@@ -187,7 +206,10 @@ class DB {
   // Buffers the series record of `ref` in the WAL unless the current segment generation has it.
   void LogSeries(SeriesRef ref, const Labels* labels);
   void Warn(const std::string& message) const;
-  bool InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<EncodedChunk>& chunks);
+  // Merges the rollups of `chunks` into the rollups table (select: the row of (ref, t); insert:
+  // INSERT OR REPLACE of a whole row).
+  bool InsertRollups(sqlite3_stmt* select, sqlite3_stmt* insert, SeriesRef ref,
+                     const std::vector<EncodedChunk>& chunks);
   struct BlockJob;
   // Writes blocks for `jobs` (fresh samples per series) merged with what SQLite holds for their
   // windows; sql_mu_ held, inside a transaction.
@@ -224,6 +246,10 @@ class DB {
   sqlite3* sql_ = nullptr;
   sqlite3_stmt* select_chunks_ = nullptr;
   sqlite3_stmt* select_blocks_ = nullptr;
+  sqlite3_stmt* select_block_rollups_ = nullptr;  // ReadRollups: blocks' rollups (db_open.cpp)
+  sqlite3_stmt* select_rollup_rows_ = nullptr;    // ReadRollups: the rollups table
+  bool rollups_ext_ = true;                       // the rollups table has `ext` (version 3)
+  std::atomic<bool> rollup_rows_{true};           // the rollups table may have rows
   int64_t block_range_ms_ = 0;
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted
@@ -232,7 +258,7 @@ class DB {
   std::unique_ptr<BlockCache> cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
-  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0};
+  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};
   std::atomic<double> last_flush_seconds_{0};
   std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
   std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},

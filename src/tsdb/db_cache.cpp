@@ -49,6 +49,7 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
   if (Decoded d = CacheGet(id, crc)) return d;
   const std::string_view data = BlobColumn(s, 2);
   auto decoded = std::make_shared<std::vector<Sample>>();
+  ++blocks_decoded_;
   Status dst =
       Crc32(data) == crc ? DecodeBlock(data, decoded.get()) : Status(Error{"checksum mismatch"});
   if (!dst.ok()) {
