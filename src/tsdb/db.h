@@ -8,14 +8,25 @@
 //
 // Data directory layout: `tsdb.sqlite` (+ SQLite's own -wal/-shm files) holds series, persisted
 // chunks and compacted blocks; `wal/` holds the write-ahead log of everything since the last
-// Flush. Format (version 2; older data directories are refused) and crash-safety guarantees:
+// Flush. Format (version 3; version 2 is read and upgraded in place, older ones are refused) and
+// crash-safety guarantees:
 // docs/tsdb-format.md.
 //
 // Compaction: Flush (with DBOptions::compact_on_flush, the default) or Compact() re-encodes a
 // series' flushed data into one *block* per aligned window of block_range_ms (6 h), zstd'd, in
-// the same SQLite transaction — a crash at any point loses nothing. 5-minute rollups are
-// computed from a block's samples while they exist and stored when retention deletes them.
-// Reads decode blocks through a bounded cache (block_cache_bytes).
+// the same SQLite transaction — a crash at any point loses nothing. Every block carries the
+// 5-minute rollups (rollup.h) of all its samples, written with them; retention deletes the
+// samples and keeps the rollups.
+// Reads decode blocks through a bounded cache (block_cache_bytes); a read of one series spanning
+// more than 4 blocks (24 h at the default range) uses what the cache holds but adds nothing to
+// it, so long scans neither evict the recent blocks dashboards re-read nor grow memory.
+//
+// Memory of reads (the bound measured in docs/benchmarks.md, "Long ranges from rollups"): the
+// block cache (block_cache_bytes) + what the queries running at the moment hold: the decoded
+// samples of the series a Select returns (16 bytes a sample; a 7-day raw read of one 1 s series
+// is ~9.7 MB) — none for windows answered from rollups (SelectRollups). After a query that
+// decoded more than trim_after_read_bytes, the freed memory goes back to the OS, so the resident
+// size returns to the cache + the idle process between long queries.
 //
 // Rollups in queries: where raw data has aged out (before the newest ApplyRetention cutoff), a
 // Querier's Select returns one sample per 5-minute window — the window's last numeric sample
@@ -65,6 +76,10 @@ struct DBOptions {
   bool compact_on_flush = true;  // Flush writes blocks directly (else chunk rows; see Compact)
   int zstd_level = 3;
   size_t block_cache_bytes = 64ULL << 20;  // decoded blocks kept for queries (0: no cache)
+  // A Querier whose reads decoded at least this many bytes of samples hands the freed memory
+  // back to the OS (malloc_trim) when it is destroyed (0: never). Long-range reads decode far
+  // more than the cache keeps; without this glibc holds on to the freed heap.
+  size_t trim_after_read_bytes = 32ULL << 20;
   // false: Append/Commit do not write the WAL; only Flush makes data durable. For bulk imports
   // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
   // Flush loses the import, never older data.
@@ -177,6 +192,10 @@ class DB {
                                    SeriesRuns* out);
   // Counts one Select of `seconds` in stats() (called by the Querier).
   void RecordSelect(double seconds);
+  // Bytes of samples decoded from blocks since open (reads only); a Querier compares it at its
+  // start and end to decide on DBOptions::trim_after_read_bytes (MaybeTrim).
+  uint64_t decoded_bytes() const { return decoded_bytes_.load(std::memory_order_relaxed); }
+  void MaybeTrim(uint64_t decoded_bytes_at_start) const;
   // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
   // ascending. Rollups cover flushed data only (the head's samples are summarised at Flush).
   // Stored with every block since format 3, so this decodes no samples — except for blocks
@@ -225,9 +244,9 @@ class DB {
                        std::vector<Sample>* out);
   Decoded CacheGet(uint64_t id, uint32_t crc);
   void CachePut(uint64_t id, uint32_t crc, Decoded samples);
-  // The decoded block of the current row of `s` (columns id, crc32, data), through the cache;
-  // nullptr (counted, logged) when corrupt. sql_mu_ held.
-  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s);
+  // The decoded block of the current row of `s` (columns id, crc32, data), through the cache
+  // (put there only if `admit`); nullptr (counted, logged) when corrupt. sql_mu_ held.
+  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true);
 
   DBOptions options_;
   Head head_;
@@ -258,7 +277,8 @@ class DB {
   std::unique_ptr<BlockCache> cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
-  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};
+  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0},
+      decoded_bytes_{0};
   std::atomic<double> last_flush_seconds_{0};
   std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
   std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},

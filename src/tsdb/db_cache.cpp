@@ -1,6 +1,7 @@
 // tsdb/db_cache.cpp — the block cache: decoded blocks shared by concurrent reads, LRU by bytes of
 // samples held (DBOptions::block_cache_bytes), and LoadBlockLocked, which decodes a block row
 // through it.
+#include <malloc.h>
 #include <sqlite3.h>
 
 #include "tsdb/block.h"
@@ -43,7 +44,7 @@ void DB::CachePut(uint64_t id, uint32_t crc, Decoded samples) {
   c.bytes += bytes;
 }
 
-DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
+DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
   const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
   const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
   if (Decoded d = CacheGet(id, crc)) return d;
@@ -58,8 +59,14 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
          std::to_string(WindowOfId(id)) + "): " + dst.message() + "; skipped");
     return nullptr;
   }
-  CachePut(id, crc, decoded);
+  decoded_bytes_.fetch_add(decoded->size() * sizeof(Sample), std::memory_order_relaxed);
+  if (admit) CachePut(id, crc, decoded);
   return decoded;
+}
+
+void DB::MaybeTrim(uint64_t decoded_bytes_at_start) const {
+  const size_t limit = options_.trim_after_read_bytes;
+  if (limit > 0 && decoded_bytes() - decoded_bytes_at_start >= limit) malloc_trim(0);
 }
 
 }  // namespace gw::tsdb

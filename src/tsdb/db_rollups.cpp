@@ -189,7 +189,7 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
       }
     }
     if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
-      if (Decoded d = LoadBlockLocked(ref, s)) {
+      if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
         computed.clear();
         AddToRollups(*d, &computed);
         MergeRollups(&decoded, computed);

@@ -10,7 +10,8 @@ namespace {
 
 class DBQuerier : public Querier {
  public:
-  explicit DBQuerier(DB* db) : db_(db) {}
+  explicit DBQuerier(DB* db) : db_(db), decoded_at_start_(db->decoded_bytes()) {}
+  ~DBQuerier() override { db_->MaybeTrim(decoded_at_start_); }
 
   Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                 std::vector<SeriesData>* out) override {
@@ -111,6 +112,7 @@ class DBQuerier : public Querier {
   }
 
   DB* db_;
+  uint64_t decoded_at_start_;
 };
 
 }  // namespace
