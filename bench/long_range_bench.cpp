@@ -6,8 +6,8 @@
 //   long_range_bench DIR [--gpus N] [--series-per-gpu K] [--days D] [--repeat R]
 //                        [--cache-mb M] [--no-trim] [--only I]
 // DIR is built when it holds no store yet (K of the six generated metrics per GPU, at most 6);
-// later runs reuse it. --cache-mb sets DBOptions::block_cache_bytes, --no-trim turns off
-// DBOptions::trim_after_read_bytes (both to compare against the defaults in one run).
+// later runs reuse it. --cache-mb sets DBOptions::block_cache_bytes, --no-trim leaves out
+// the heap trim the agent's query API does after each query (base/heap.h), to compare.
 #include <malloc.h>
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/heap.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
 
@@ -124,6 +125,49 @@ constexpr Query kQueries[] = {
     {true, "sum by (gpu) (rate(gpu_energy_joules_total[1h]))", 3600000},
 };
 
+// Runs `q` 1 + `repeat` times on a store opened afresh (the first run is cold: its block cache
+// and SQLite's page cache empty; the file is in the OS page cache, as on a server), trimming the
+// heap after each run as the agent's query API does (base/heap.h) unless `trim` is false.
+// Prints the resident size after the runs and its peak during them.
+int RunQuery(const tsdb::DBOptions& o, const Query& q, bool rollups, int64_t start_ms,
+             int64_t end_ms, int repeat, bool trim) {
+  promql::EngineOptions eo;
+  eo.rollups = rollups;
+  promql::Engine engine(eo);
+  HeapTrimmer trimmer;
+  auto db = tsdb::DB::Open(o);
+  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
+  std::vector<double> times;
+  size_t points = 0;
+  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
+  for (int i = 0; i <= repeat; ++i) {
+    auto querier = (*db)->NewQuerier();
+    const auto t0 = std::chrono::steady_clock::now();
+    promql::QueryResult r = q.range ? engine.Range(*querier, q.expr, start_ms, end_ms, q.step_ms)
+                                    : engine.Instant(*querier, q.expr, end_ms);
+    times.push_back(Since(t0));
+    if (!r.ok()) return std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str()), 1;
+    points = 0;
+    for (const auto& s : r.value().series) points += s.points.size();
+    querier.reset();
+    if (trim) trimmer.MaybeTrim();
+  }
+  const auto st = (*db)->stats();
+  db->reset();
+  double rss, hwm;
+  Rss(&rss, &hwm);
+  const double cold = times[0];
+  times.erase(times.begin());
+  std::sort(times.begin(), times.end());
+  std::printf(
+      "%-7s %-50s %-7s cold %8.2f ms  warm %8.2f ms  (%zu points, %llu block decodes)  "
+      "RSS %.0f MB, peak %.0f MB\n",
+      q.range ? "range" : "instant", q.expr, rollups ? "rollups" : "raw", cold * 1e3,
+      times.empty() ? cold * 1e3 : times[times.size() / 2] * 1e3, points,
+      static_cast<unsigned long long>(st.blocks_decoded), rss, hwm);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,6 +179,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   int gpus = 8, per_gpu = 4, days = 7, repeat = 5, only = -1;
+  bool trim = true;
   tsdb::DBOptions o;
   o.dir = dir;
   o.retention_ms = o.rollup_retention_ms = 100LL * 365 * 24 * 3600 * 1000;
@@ -147,49 +192,21 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--only")) only = next();
     if (!std::strcmp(argv[i], "--cache-mb"))
       o.block_cache_bytes = static_cast<size_t>(next()) << 20;
-    if (!std::strcmp(argv[i], "--no-trim")) o.trim_after_read_bytes = 0;
+    if (!std::strcmp(argv[i], "--no-trim")) trim = false;
   }
   const int64_t end_ms = 1767225600000 + days * 86400000LL;  // 2026-01-01 + D days
   if (!std::filesystem::exists(dir + "/tsdb.sqlite") &&
       Build(dir, gpus, per_gpu, days, end_ms) != 0)
     return 1;
-  promql::Engine engine;
   const int64_t start_ms = end_ms - days * 86400000LL;
   double rss, hwm;
   Rss(&rss, &hwm);
-  std::printf("cache %zu MiB, trim after %zu MiB; RSS at start %.0f MB\n",
-              o.block_cache_bytes >> 20, o.trim_after_read_bytes >> 20, rss);
+  std::printf("cache %zu MiB, heap trim after queries %s; RSS at start %.0f MB\n",
+              o.block_cache_bytes >> 20, trim ? "on" : "off", rss);
   for (int qi = 0; qi < static_cast<int>(std::size(kQueries)); ++qi) {
     if (only >= 0 && qi != only) continue;
-    const Query& q = kQueries[qi];
-    // Cold: a store opened afresh for this query (its block cache and SQLite's page cache empty;
-    // the file is in the OS page cache from the previous query, as on a server).
-    auto db = tsdb::DB::Open(o);
-    if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
-    std::vector<double> times;
-    size_t points = 0;
-    for (int i = 0; i <= repeat; ++i) {
-      auto querier = (*db)->NewQuerier();
-      const auto t0 = std::chrono::steady_clock::now();
-      promql::QueryResult r = q.range ? engine.Range(*querier, q.expr, start_ms, end_ms, q.step_ms)
-                                      : engine.Instant(*querier, q.expr, end_ms);
-      times.push_back(Since(t0));
-      if (!r.ok()) return std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str()), 1;
-      points = 0;
-      for (const auto& s : r.value().series) points += s.points.size();
-    }
-    const auto st = (*db)->stats();
-    db->reset();
-    Rss(&rss, &hwm);
-    const double cold = times[0];
-    times.erase(times.begin());
-    std::sort(times.begin(), times.end());
-    std::printf(
-        "%-7s %-52s cold %8.2f ms  warm median %8.2f ms  (%zu points, %llu blocks "
-        "decoded)  RSS %.0f MB, peak %.0f MB\n",
-        q.range ? "range" : "instant", q.expr, cold * 1e3,
-        times.empty() ? cold * 1e3 : times[times.size() / 2] * 1e3, points,
-        static_cast<unsigned long long>(st.blocks_decoded), rss, hwm);
+    for (int rollups = 0; rollups < 2; ++rollups)
+      if (RunQuery(o, kQueries[qi], rollups == 1, start_ms, end_ms, repeat, trim) != 0) return 1;
   }
   return 0;
 }

@@ -24,9 +24,9 @@
 // Memory of reads (the bound measured in docs/benchmarks.md, "Long ranges from rollups"): the
 // block cache (block_cache_bytes) + what the queries running at the moment hold: the decoded
 // samples of the series a Select returns (16 bytes a sample; a 7-day raw read of one 1 s series
-// is ~9.7 MB) — none for windows answered from rollups (SelectRollups). After a query that
-// decoded more than trim_after_read_bytes, the freed memory goes back to the OS, so the resident
-// size returns to the cache + the idle process between long queries.
+// is ~9.7 MB) — none for windows answered from rollups (SelectRollups). The agent's query API
+// gives freed memory back to the kernel after queries (base/heap.h), so between queries the
+// resident size returns to the cache + the idle process.
 //
 // Rollups in queries: where raw data has aged out (before the newest ApplyRetention cutoff), a
 // Querier's Select returns one sample per 5-minute window — the window's last numeric sample
@@ -76,10 +76,6 @@ struct DBOptions {
   bool compact_on_flush = true;  // Flush writes blocks directly (else chunk rows; see Compact)
   int zstd_level = 3;
   size_t block_cache_bytes = 64ULL << 20;  // decoded blocks kept for queries (0: no cache)
-  // A Querier whose reads decoded at least this many bytes of samples hands the freed memory
-  // back to the OS (malloc_trim) when it is destroyed (0: never). Long-range reads decode far
-  // more than the cache keeps; without this glibc holds on to the freed heap.
-  size_t trim_after_read_bytes = 32ULL << 20;
   // false: Append/Commit do not write the WAL; only Flush makes data durable. For bulk imports
   // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
   // Flush loses the import, never older data.
@@ -192,10 +188,6 @@ class DB {
                                    SeriesRuns* out);
   // Counts one Select of `seconds` in stats() (called by the Querier).
   void RecordSelect(double seconds);
-  // Bytes of samples decoded from blocks since open (reads only); a Querier compares it at its
-  // start and end to decide on DBOptions::trim_after_read_bytes (MaybeTrim).
-  uint64_t decoded_bytes() const { return decoded_bytes_.load(std::memory_order_relaxed); }
-  void MaybeTrim(uint64_t decoded_bytes_at_start) const;
   // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
   // ascending. Rollups cover flushed data only (the head's samples are summarised at Flush).
   // Stored with every block since format 3, so this decodes no samples — except for blocks
@@ -277,8 +269,7 @@ class DB {
   std::unique_ptr<BlockCache> cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
-  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0},
-      decoded_bytes_{0};
+  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};
   std::atomic<double> last_flush_seconds_{0};
   std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
   std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},

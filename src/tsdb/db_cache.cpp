@@ -1,7 +1,6 @@
 // tsdb/db_cache.cpp — the block cache: decoded blocks shared by concurrent reads, LRU by bytes of
 // samples held (DBOptions::block_cache_bytes), and LoadBlockLocked, which decodes a block row
 // through it.
-#include <malloc.h>
 #include <sqlite3.h>
 
 #include "tsdb/block.h"
@@ -59,14 +58,8 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
          std::to_string(WindowOfId(id)) + "): " + dst.message() + "; skipped");
     return nullptr;
   }
-  decoded_bytes_.fetch_add(decoded->size() * sizeof(Sample), std::memory_order_relaxed);
   if (admit) CachePut(id, crc, decoded);
   return decoded;
-}
-
-void DB::MaybeTrim(uint64_t decoded_bytes_at_start) const {
-  const size_t limit = options_.trim_after_read_bytes;
-  if (limit > 0 && decoded_bytes() - decoded_bytes_at_start >= limit) malloc_trim(0);
 }
 
 }  // namespace gw::tsdb

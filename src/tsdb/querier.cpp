@@ -10,8 +10,7 @@ namespace {
 
 class DBQuerier : public Querier {
  public:
-  explicit DBQuerier(DB* db) : db_(db), decoded_at_start_(db->decoded_bytes()) {}
-  ~DBQuerier() override { db_->MaybeTrim(decoded_at_start_); }
+  explicit DBQuerier(DB* db) : db_(db) {}
 
   Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                 std::vector<SeriesData>* out) override {
@@ -112,7 +111,6 @@ class DBQuerier : public Querier {
   }
 
   DB* db_;
-  uint64_t decoded_at_start_;
 };
 
 }  // namespace
