@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "support/process.h"
 #include "tsdb/block.h"
@@ -306,6 +307,53 @@ TEST(DBQuerierRollups, AgedOutRawDataStillHasRollups) {
   ASSERT_EQ(raw[0].samples.size(), 12u + 3600);
   EXPECT_EQ(raw[0].samples[0].t_ms, want[0].last_t_ms);
   EXPECT_EQ(raw[0].samples[0].v, want[0].last);
+}
+
+// Random series, values (NaNs, stale markers, resets), gaps and flush points: SelectRollups gives,
+// for random ranges, exactly the rollups of the raw samples of every complete window.
+TEST(DBQuerierRollups, AgreesWithRollupsOfTheRawSamplesOnRandomData) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 4; ++round) {
+    TempDir tmp;
+    auto db = Open(tmp.path(), /*compact=*/true, /*range=*/15 * kMin);
+    std::vector<std::vector<Sample>> all(3);
+    std::vector<int64_t> t(3, static_cast<int64_t>(rng() % 600'000));
+    for (int step = 0; step < 6000; ++step) {
+      const size_t k = rng() % 3;
+      t[k] += 1 + static_cast<int64_t>(rng() % (rng() % 50 == 0 ? 900'000 : 4'000));
+      const int kind = static_cast<int>(rng() % 40);
+      const double v = kind == 0   ? std::nan("")
+                       : kind == 1 ? StaleNaN()
+                                   : static_cast<double>(rng() % 1000) / 8;
+      ASSERT_TRUE(db->Append(L("m", static_cast<int>(k)), t[k], v).ok());
+      all[k].push_back({t[k], v});
+      if (rng() % 700 == 0) {
+        ASSERT_TRUE(db->Flush().ok());
+      }
+    }
+    ASSERT_TRUE(db->Flush().ok());
+    for (int q = 0; q < 20; ++q) {
+      const int64_t a = static_cast<int64_t>(rng() % 20'000'000),
+                    b = a + static_cast<int64_t>(rng() % 40'000'000);
+      auto got = SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "m")}, a, b);
+      size_t gi = 0;
+      for (size_t k = 0; k < 3; ++k) {
+        std::vector<Rollup> want, every;
+        AddToRollups(all[k], &every);
+        const int64_t settled = all[k].back().t_ms + 1;  // everything flushed
+        for (const Rollup& r : every)
+          if (r.t_ms >= a && r.t_ms + kRollupWindowMs <= std::min(b + 1, settled))
+            want.push_back(r);
+        if (want.empty()) continue;
+        ASSERT_LT(gi, got.size());
+        EXPECT_EQ(got[gi].labels, L("m", static_cast<int>(k)));
+        ExpectSame(want, got[gi].rollups);
+        ++gi;
+      }
+      EXPECT_EQ(gi, got.size());
+    }
+    EXPECT_EQ(db->stats().blocks_decoded, 0u);
+  }
 }
 
 // ---- A data directory written in format 2 (tests/tsdb/testdata/make_format2.cpp). ----
