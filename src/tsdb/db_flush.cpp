@@ -188,15 +188,6 @@ Status DB::Compact() {
 
 namespace {
 
-void SortUnique(std::vector<Sample>* samples) {
-  auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
-  if (!std::is_sorted(samples->begin(), samples->end(), by_time))
-    std::stable_sort(samples->begin(), samples->end(), by_time);
-  samples->erase(std::unique(samples->begin(), samples->end(),
-                             [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
-                 samples->end());
-}
-
 // The rollups of every sample a window's block will stand for (format 3), and `samples` sorted
 // and unique. `samples` holds the block's `existing` samples, then the new ones; `kept` is what
 // the block stored: with `full` (format 3) the rollups of every sample it ever had, else those
@@ -210,7 +201,7 @@ std::vector<Rollup> WindowRollups(std::vector<Sample>* samples, size_t existing,
   const bool deleted_only = !full || existing == 0;
   const bool newer =
       kept.empty() || existing > 0 || (*samples)[existing].t_ms > kept.back().last_raw_t_ms;
-  SortUnique(samples);
+  SortUniqueByTime(samples);
   if (!deleted_only || !newer) {
     // Keep only windows that cannot hold a present sample.
     const int64_t first = samples->front().t_ms;

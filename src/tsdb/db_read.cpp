@@ -94,12 +94,7 @@ void Flatten(std::span<const std::span<const Sample>> block_spans,
   for (const auto& span : block_spans) out->insert(out->end(), span.begin(), span.end());
   out->insert(out->end(), chunks.begin(), chunks.end());
   out->insert(out->end(), head.begin(), head.end());
-  auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
-  if (!std::is_sorted(out->begin(), out->end(), by_time))
-    std::stable_sort(out->begin(), out->end(), by_time);
-  out->erase(std::unique(out->begin(), out->end(),
-                         [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
-             out->end());
+  SortUniqueByTime(out);
 }
 
 bool StrictlyIncreasing(const std::vector<Sample>& v) {

@@ -61,6 +61,17 @@ void ExpectSame(const std::vector<Rollup>& want, const std::vector<Rollup>& got,
   }
 }
 
+// The fields a format-2 rollup carries too.
+void ExpectSameSummary(const Rollup& want, const Rollup& got, size_t i) {
+  EXPECT_EQ(got.t_ms, want.t_ms) << i;
+  EXPECT_EQ(got.min, want.min) << i;
+  EXPECT_EQ(got.max, want.max) << i;
+  EXPECT_EQ(got.sum, want.sum) << i;
+  EXPECT_EQ(got.count, want.count) << i;
+  EXPECT_EQ(got.last, want.last) << i;
+  EXPECT_EQ(got.last_t_ms, want.last_t_ms) << i;
+}
+
 // A counter with resets, NaNs, stale markers, gaps and windows holding only a stale marker.
 std::vector<Sample> Awkward(int64_t start, int n) {
   std::vector<Sample> s;
@@ -414,13 +425,7 @@ void ExpectFixture(DB* db) {
   for (size_t i = 0; i < got.size(); ++i) {
     const bool aged = got[i].t_ms < kStart + 6 * 3'600'000;
     EXPECT_EQ(got[i].exact, !aged) << i;
-    EXPECT_EQ(got[i].t_ms, want[i].t_ms);
-    EXPECT_EQ(got[i].min, want[i].min) << i;
-    EXPECT_EQ(got[i].max, want[i].max) << i;
-    EXPECT_EQ(got[i].sum, want[i].sum) << i;
-    EXPECT_EQ(got[i].count, want[i].count) << i;
-    EXPECT_EQ(got[i].last, want[i].last) << i;
-    EXPECT_EQ(got[i].last_t_ms, want[i].last_t_ms) << i;
+    ExpectSameSummary(want[i], got[i], i);
     if (!aged) {
       EXPECT_EQ(got[i].first, want[i].first) << i;
     }
@@ -447,12 +452,7 @@ void ExpectFixture(DB* db) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_FALSE(got[i].exact);
-    EXPECT_EQ(got[i].t_ms, want[i].t_ms);
-    EXPECT_EQ(got[i].min, want[i].min) << i;
-    EXPECT_EQ(got[i].max, want[i].max) << i;
-    EXPECT_EQ(got[i].sum, want[i].sum) << i;
-    EXPECT_EQ(got[i].count, want[i].count) << i;
-    EXPECT_EQ(got[i].last, want[i].last) << i;
+    ExpectSameSummary(want[i], got[i], i);
   }
 }
 
