@@ -134,7 +134,7 @@ constexpr Query kQueries[] = {
 // heap after each run as the agent's query API does (base/heap.h) unless `trim` is false.
 // Prints the resident size after the runs and its peak during them.
 int RunQuery(const tsdb::DBOptions& o, const Query& q, bool rollups, int64_t start_ms,
-             int64_t end_ms, int repeat, bool trim) {
+             int64_t end_ms, int repeat, bool trim, std::vector<promql::Series>* result) {
   promql::EngineOptions eo;
   eo.rollups = rollups;
   promql::Engine engine(eo);
@@ -155,6 +155,7 @@ int RunQuery(const tsdb::DBOptions& o, const Query& q, bool rollups, int64_t sta
     if (!r.ok()) return std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str()), 1;
     points = 0;
     for (const auto& s : r.value().series) points += s.points.size();
+    if (i == 0) *result = std::move(r.value().series);
     querier.reset();
     if (trim) trimmer.MaybeTrim();
   }
@@ -211,8 +212,25 @@ int main(int argc, char** argv) {
               o.block_cache_bytes >> 20, trim ? "on" : "off", rss);
   for (int qi = 0; qi < static_cast<int>(std::size(kQueries)); ++qi) {
     if (only >= 0 && qi != only) continue;
-    for (int rollups = 0; rollups < 2; ++rollups)
-      if (RunQuery(o, kQueries[qi], rollups == 1, start_ms, end_ms, repeat, trim) != 0) return 1;
+    std::vector<promql::Series> raw, from_rollups;
+    if (RunQuery(o, kQueries[qi], false, start_ms, end_ms, repeat, trim, &raw) != 0 ||
+        RunQuery(o, kQueries[qi], true, start_ms, end_ms, repeat, trim, &from_rollups) != 0)
+      return 1;
+    // The two paths must agree (sums to float rounding).
+    double worst = 0;
+    bool same_shape = raw.size() == from_rollups.size();
+    for (size_t i = 0; same_shape && i < raw.size(); ++i) {
+      same_shape = raw[i].labels == from_rollups[i].labels &&
+                   raw[i].points.size() == from_rollups[i].points.size();
+      for (size_t k = 0; same_shape && k < raw[i].points.size(); ++k) {
+        const double a = raw[i].points[k].v, b = from_rollups[i].points[k].v;
+        same_shape = raw[i].points[k].t_ms == from_rollups[i].points[k].t_ms;
+        if (a != b) worst = std::max(worst, std::fabs(a - b) / std::max(std::fabs(a), 1e-300));
+      }
+    }
+    std::printf("        rollups vs raw: %s, largest relative difference %.1e\n",
+                same_shape ? "same series and points" : "DIFFERENT series or points", worst);
+    if (!same_shape || worst > 1e-9) return 1;
   }
   return 0;
 }
