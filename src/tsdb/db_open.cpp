@@ -165,7 +165,9 @@ Status DB::OpenSqlite() {
     }
   }
   rollups_ext_ = version != "2";
-  {
+  if (!options_.read_only) {
+    // Skips the table in reads while it is empty (a reader beside a live writer always looks:
+    // the writer may add rows later).
     Stmt q(sql_, "SELECT 1 FROM rollups LIMIT 1");
     rollup_rows_ = !q.ok() || sqlite3_step(q.get()) == SQLITE_ROW;
   }
