@@ -64,18 +64,28 @@ void CheckNoDuplicateLabelsets(const Vector& v) {
 // ----- evaluator core -----
 
 Evaluator::Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms,
-                     int64_t end_ms, std::chrono::steady_clock::time_point deadline)
+                     int64_t end_ms, std::chrono::steady_clock::time_point deadline,
+                     int64_t step_ms)
     : querier_(querier),
       options_(options),
       start_ms_(start_ms),
       end_ms_(end_ms),
-      deadline_(deadline) {}
+      deadline_(deadline),
+      step_ms_(step_ms) {}
 
 void Evaluator::CheckDeadline() const {
   if (options_.gate && options_.gate->canceled())
     throw EvalError{QueryError::Kind::kCanceled, "query was canceled in expression evaluation"};
   if (std::chrono::steady_clock::now() > deadline_)
     throw EvalError{QueryError::Kind::kTimeout, "query timed out in expression evaluation"};
+}
+
+void Evaluator::CheckHeld(size_t extra) {
+  Tick();
+  if (step_samples_ + extra > options_.max_samples) {
+    throw EvalError{QueryError::Kind::kExecution,
+                    "query processing would load too many samples into memory in query execution"};
+  }
 }
 
 void Evaluator::AddSamples(size_t n) {
@@ -148,9 +158,17 @@ void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
       if (a.param) Walk(*a.param, lo, hi);
       return Walk(*a.expr, lo, hi);
     }
-    case ExprKind::kCall:
-      for (const auto& arg : static_cast<const Call&>(e).args) Walk(*arg, lo, hi);
+    case ExprKind::kCall: {
+      const auto& c = static_cast<const Call&>(e);
+      // A call evaluated at exactly the query's steps may read its window from rollups; its
+      // selector is then fetched by PlanRollups (only the raw samples the rollups leave out).
+      if (lo == start_ms_ && hi == end_ms_ && WantsRollups(c)) {
+        rollup_plans_.try_emplace(&c);
+        return;
+      }
+      for (const auto& arg : c.args) Walk(*arg, lo, hi);
       return;
+    }
     case ExprKind::kNumber:
     case ExprKind::kString:
       return;
@@ -159,6 +177,7 @@ void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
 
 void Evaluator::Prepare(const Expr& root) {
   Walk(root, start_ms_, end_ms_);
+  for (auto& [call, plan] : rollup_plans_) PlanRollups(*call);
   for (auto& [vs, f] : data_) {
     CheckDeadline();
     Status s = querier_.SelectRuns(vs->matchers, f.mint, f.maxt, &f.series);
@@ -478,7 +497,7 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
   QueryGate::Ticket ticket;
   if (auto refused = Admit(options_, deadline, &ticket)) return std::move(*refused);
   try {
-    Evaluator ev(querier, options_, start_ms, end_ms, deadline);
+    Evaluator ev(querier, options_, start_ms, end_ms, deadline, step_ms);
     ev.Prepare(**parsed);
     using ByLabels = std::map<tsdb::Labels, std::vector<Point>>;
     ByLabels by_labels;

@@ -89,6 +89,17 @@ struct EngineOptions {
   std::shared_ptr<QueryGate> gate;
   // The interval of subqueries written without a step (Prometheus' global evaluation_interval).
   int64_t default_subquery_step_ms = 60 * 1000;
+  // Range queries compute a range function over a plain range selector (rate(x[5m]),
+  // max_over_time(x[1h]), ...) for all steps in one pass per series: running sums and monotonic
+  // deques for the *_over_time aggregates, moving window bounds for the others. False: step by
+  // step (tests compare the two).
+  bool sliding_windows = true;
+  // min/max/sum/count/avg_over_time over a plain range selector of at least
+  // rollup_min_range_ms read the querier's 5-minute rollups (tsdb/rollup.h) for the complete
+  // windows inside each step's window where they stand exactly for the raw samples, and raw
+  // samples for the rest. The answer equals the raw evaluation (sums to float rounding).
+  bool rollups = true;
+  int64_t rollup_min_range_ms = 60 * 60 * 1000;
 };
 
 class Engine {

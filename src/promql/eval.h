@@ -9,10 +9,13 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "promql/engine.h"
+#include "tsdb/rollup.h"
 
 namespace gw::promql {
 
@@ -37,10 +40,21 @@ struct EvalValue {
   std::vector<Series> matrix;  // range vectors: points in the window
 };
 
+// The results of one range-function Call at every step of the query, computed in one pass per
+// series (windows.cpp): the sliding-window and rollup paths.
+struct StepTable {
+  size_t steps = 0;
+  std::vector<tsdb::Labels> labels;  // per series, as the function outputs them
+  std::vector<double> values;        // [series * steps + step]
+  std::vector<uint8_t> present;      // same index: 1 where the series has a value
+  Vector At(size_t step) const;
+};
+
 class Evaluator {
  public:
+  // step_ms: the step of a range query, 0 for an instant query.
   Evaluator(tsdb::Querier& querier, const EngineOptions& options, int64_t start_ms, int64_t end_ms,
-            std::chrono::steady_clock::time_point deadline);
+            std::chrono::steady_clock::time_point deadline, int64_t step_ms = 0);
 
   // Loads the samples every selector of `root` needs for evaluations in [start, end].
   void Prepare(const Expr& root);
@@ -56,7 +70,14 @@ class Evaluator {
   }
   // Counts samples held by the current step; throws past max_samples.
   void AddSamples(size_t n);
-  void ResetStepSamples() { step_samples_ = 0; }
+  // Throws when `extra` more samples than now counted would pass max_samples.
+  void CheckHeld(size_t extra);
+  // Starts a step: what step tables hold stays counted.
+  void ResetStepSamples() { step_samples_ = held_samples_; }
+
+  // The results of `call` at t_ms from its step table (built on first use), or nullptr when the
+  // call is evaluated step by step (windows.cpp says when a table is used).
+  const StepTable* TableFor(const Call& call, int64_t t_ms, size_t* step);
 
   Vector EvalBinary(const BinaryExpr& b, const EvalValue& lhs, const EvalValue& rhs,
                     EvalValue* out);
@@ -107,13 +128,36 @@ class Evaluator {
                          std::vector<Point>* points);
   std::vector<Series> SubqueryAt(const Subquery& sq, int64_t t_ms);
 
+  // windows.cpp. A range function call whose window is read from rollups where they are exact.
+  struct RollupSeries {
+    tsdb::Labels labels;
+    std::vector<tsdb::Rollup> rollups;
+    std::vector<tsdb::Sample> raw;  // the raw samples of the edges and of windows without rollup
+  };
+  struct RollupPlan {
+    bool active = false;  // false: the querier keeps no rollups; the call is evaluated from raw
+    std::vector<RollupSeries> series;
+  };
+  bool TableEligible(const Call& call) const;
+  // During Walk: a call evaluated at exactly the query's steps that may read rollups.
+  bool WantsRollups(const Call& call) const;
+  void PlanRollups(const Call& call);
+  void BuildSlidingTable(const Call& call, StepTable* table);
+  void BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table);
+  size_t StepCount() const;
+  int64_t StepTime(size_t k) const;
+
   tsdb::Querier& querier_;
   const EngineOptions& options_;
   int64_t start_ms_, end_ms_;
   std::chrono::steady_clock::time_point deadline_;
+  int64_t step_ms_ = 0;
   size_t step_samples_ = 0;
+  size_t held_samples_ = 0;  // the cells of the step tables built so far
   uint32_t ticks_ = 0;
   std::map<const VectorSelector*, Fetched> data_;
+  std::map<const Call*, RollupPlan> rollup_plans_;
+  std::map<const Call*, StepTable> tables_;
   std::vector<Point> points_buffer_;  // ForEachRangeSeries' reused buffer
 };
 
@@ -126,6 +170,23 @@ void CheckNoDuplicateLabelsets(const Vector& v);
 std::string FormatFloatPlain(double v);
 // Prometheus' quantile(): linear interpolation between the closest ranks.
 double Quantile(double q, std::vector<double> values);
+
+// A range function (not absent_over_time or holt_winters) over the points `p` (non-empty) of the
+// window (range_start, range_end] ending at the reference time, evaluated at t_ms with the scalar
+// argument `scalar` (predict_linear's t, quantile_over_time's q). False: no output element.
+bool RangeFunctionValue(std::string_view name, std::span<const Point> p, int64_t range_start,
+                        int64_t range_end, int64_t range_ms, int64_t t_ms, double scalar,
+                        double* out);
+// Neumaier-compensated addition, as Prometheus' kahanSumInc.
+inline void KahanAdd(double inc, double* sum, double* c) {
+  double t = *sum + inc;
+  if ((*sum >= 0 ? *sum : -*sum) >= (inc >= 0 ? inc : -inc)) {
+    *c += (*sum - t) + inc;
+  } else {
+    *c += (inc - t) + *sum;
+  }
+  *sum = t;
+}
 
 }  // namespace gw::promql
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -12,18 +13,7 @@
 namespace gw::promql {
 namespace {
 
-// Neumaier-compensated addition, as Prometheus' kahanSumInc.
-void KahanAdd(double inc, double* sum, double* c) {
-  double t = *sum + inc;
-  if (std::fabs(*sum) >= std::fabs(inc)) {
-    *c += (*sum - t) + inc;
-  } else {
-    *c += (inc - t) + *sum;
-  }
-  *sum = t;
-}
-
-bool ExtrapolatedRate(const std::vector<Point>& p, int64_t range_start, int64_t range_end,
+bool ExtrapolatedRate(std::span<const Point> p, int64_t range_start, int64_t range_end,
                       int64_t range_ms, bool counter, bool rate, double* out) {
   if (p.size() < 2) return false;
   double result = p.back().v - p.front().v;
@@ -53,7 +43,7 @@ bool ExtrapolatedRate(const std::vector<Point>& p, int64_t range_start, int64_t 
   return true;
 }
 
-bool InstantValue(const std::vector<Point>& p, bool rate, double* out) {
+bool InstantValue(std::span<const Point> p, bool rate, double* out) {
   if (p.size() < 2) return false;
   const Point& last = p[p.size() - 1];
   const Point& prev = p[p.size() - 2];
@@ -66,7 +56,7 @@ bool InstantValue(const std::vector<Point>& p, bool rate, double* out) {
 }
 
 // Least squares of the points with x in seconds relative to intercept_ms.
-void LinearRegression(const std::vector<Point>& p, int64_t intercept_ms, double* slope,
+void LinearRegression(std::span<const Point> p, int64_t intercept_ms, double* slope,
                       double* intercept) {
   double n = 0, sum_x = 0, c_x = 0, sum_y = 0, c_y = 0, sum_xy = 0, c_xy = 0, sum_x2 = 0, c_x2 = 0;
   double init_y = p[0].v;
@@ -99,7 +89,7 @@ void LinearRegression(const std::vector<Point>& p, int64_t intercept_ms, double*
   *intercept = sum_y / n - *slope * sum_x / n;
 }
 
-double AvgOverTime(const std::vector<Point>& p) {
+double AvgOverTime(std::span<const Point> p) {
   double mean = 0, count = 0, c = 0;
   for (const Point& x : p) {
     count += 1;
@@ -112,13 +102,13 @@ double AvgOverTime(const std::vector<Point>& p) {
   return std::isinf(mean) ? mean : mean + c;
 }
 
-double SumOverTime(const std::vector<Point>& p) {
+double SumOverTime(std::span<const Point> p) {
   double sum = 0, c = 0;
   for (const Point& x : p) KahanAdd(x.v, &sum, &c);
   return std::isinf(sum) ? sum : sum + c;
 }
 
-double StdvarOverTime(const std::vector<Point>& p) {
+double StdvarOverTime(std::span<const Point> p) {
   double count = 0, mean = 0, c_mean = 0, aux = 0, c_aux = 0;
   for (const Point& x : p) {
     count += 1;
@@ -142,7 +132,7 @@ std::string GoFormatF(double x) {
 // 2.42's holt_winters: double exponential smoothing with smoothing factor sf and trend factor tf.
 // Both are checked before the sample count, so a series with one point still reports a bad factor;
 // NaN factors pass the check (Go compares with <= and >=). Fewer than two points give no result.
-bool HoltWinters(const std::vector<Point>& p, double sf, double tf, double* out) {
+bool HoltWinters(std::span<const Point> p, double sf, double tf, double* out) {
   if (sf <= 0 || sf >= 1)
     throw EvalError{QueryError::Kind::kExecution,
                     "invalid smoothing factor. Expected: 0 < sf < 1, got: " + GoFormatF(sf)};
@@ -194,8 +184,74 @@ tsdb::Labels LabelsForAbsent(const Expr& arg) {
   return AbsentLabels(arg);
 }
 
+bool RangeFunctionValue(std::string_view name, std::span<const Point> p, int64_t range_start,
+                        int64_t range_end, int64_t range_ms, int64_t t_ms, double scalar,
+                        double* out) {
+  double v = 0;
+  bool ok = true;
+  if (name == "rate" || name == "increase" || name == "delta") {
+    ok = ExtrapolatedRate(p, range_start, range_end, range_ms, name != "delta", name == "rate", &v);
+  } else if (name == "irate" || name == "idelta") {
+    ok = InstantValue(p, name == "irate", &v);
+  } else if (name == "deriv" || name == "predict_linear") {
+    ok = p.size() >= 2;
+    if (ok) {
+      double slope = 0, intercept = 0;
+      if (name == "deriv") {
+        LinearRegression(p, p[0].t_ms, &slope, &intercept);
+        v = slope;
+      } else {
+        LinearRegression(p, t_ms, &slope, &intercept);
+        v = slope * scalar + intercept;
+      }
+    }
+  } else if (name == "changes" || name == "resets") {
+    int n = 0;
+    for (size_t i = 1; i < p.size(); ++i) {
+      double cur = p[i].v, prev = p[i - 1].v;
+      if (name == "changes" ? (cur != prev && !(std::isnan(cur) && std::isnan(prev))) : cur < prev)
+        ++n;
+    }
+    v = n;
+  } else if (name == "avg_over_time") {
+    v = AvgOverTime(p);
+  } else if (name == "sum_over_time") {
+    v = SumOverTime(p);
+  } else if (name == "count_over_time") {
+    v = static_cast<double>(p.size());
+  } else if (name == "min_over_time" || name == "max_over_time") {
+    bool max = name == "max_over_time";
+    v = p[0].v;
+    for (const Point& x : p)
+      if ((max ? x.v > v : x.v < v) || std::isnan(v)) v = x.v;
+  } else if (name == "last_over_time") {
+    v = p.back().v;
+  } else if (name == "quantile_over_time") {
+    std::vector<double> values;
+    values.reserve(p.size());
+    for (const Point& x : p) values.push_back(x.v);
+    v = Quantile(scalar, std::move(values));
+  } else if (name == "stdvar_over_time") {
+    v = StdvarOverTime(p);
+  } else if (name == "stddev_over_time") {
+    v = std::sqrt(StdvarOverTime(p));
+  } else if (name == "present_over_time") {
+    v = 1;
+  } else {
+    ok = false;
+  }
+  *out = v;
+  return ok;
+}
+
 EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
   std::string_view name = call.func->name;
+  EvalValue out;
+  size_t step = 0;
+  if (const StepTable* table = ev.TableFor(call, t_ms, &step)) {
+    out.vector = table->At(step);
+    return out;
+  }
   // The range-vector argument is the first one of type matrix; others are scalars.
   size_t matrix_arg = 0;
   for (size_t i = 0; i < call.args.size(); ++i)
@@ -207,7 +263,6 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
     if (i != matrix_arg) scalars.push_back(ev.Eval(*call.args[i], t_ms).scalar);
   const double scalar_arg = scalars.empty() ? 0 : scalars[0];
   int64_t range_ms = 0, ref_ms = 0;
-  EvalValue out;
   if (name == "absent_over_time") {
     bool any = false;
     ev.ForEachRangeSeries(*call.args[matrix_arg], t_ms, &range_ms, &ref_ms,
@@ -217,62 +272,15 @@ EvalValue EvalRangeFunction(Evaluator& ev, const Call& call, int64_t t_ms) {
   }
   auto one_series = [&](const tsdb::Labels& labels, const std::vector<Point>& p) {
     double v = 0;
-    bool ok = true;
-    if (name == "rate" || name == "increase" || name == "delta") {
-      ok = ExtrapolatedRate(p, ref_ms - range_ms, ref_ms, range_ms, name != "delta", name == "rate",
-                            &v);
-    } else if (name == "irate" || name == "idelta") {
-      ok = InstantValue(p, name == "irate", &v);
-    } else if (name == "deriv" || name == "predict_linear") {
-      ok = p.size() >= 2;
-      if (ok) {
-        double slope = 0, intercept = 0;
-        if (name == "deriv") {
-          LinearRegression(p, p[0].t_ms, &slope, &intercept);
-          v = slope;
-        } else {
-          LinearRegression(p, t_ms, &slope, &intercept);
-          v = slope * scalar_arg + intercept;
-        }
-      }
-    } else if (name == "changes" || name == "resets") {
-      int n = 0;
-      for (size_t i = 1; i < p.size(); ++i) {
-        double cur = p[i].v, prev = p[i - 1].v;
-        if (name == "changes" ? (cur != prev && !(std::isnan(cur) && std::isnan(prev)))
-                              : cur < prev)
-          ++n;
-      }
-      v = n;
-    } else if (name == "avg_over_time") {
-      v = AvgOverTime(p);
-    } else if (name == "sum_over_time") {
-      v = SumOverTime(p);
-    } else if (name == "count_over_time") {
-      v = static_cast<double>(p.size());
-    } else if (name == "min_over_time" || name == "max_over_time") {
-      bool max = name == "max_over_time";
-      v = p[0].v;
-      for (const Point& x : p)
-        if ((max ? x.v > v : x.v < v) || std::isnan(v)) v = x.v;
-    } else if (name == "last_over_time") {
+    if (name == "last_over_time") {
       out.vector.push_back(Element{labels, p.back().v, 0});
-      return;
-    } else if (name == "quantile_over_time") {
-      std::vector<double> values;
-      values.reserve(p.size());
-      for (const Point& x : p) values.push_back(x.v);
-      v = Quantile(scalar_arg, std::move(values));
-    } else if (name == "stdvar_over_time") {
-      v = StdvarOverTime(p);
-    } else if (name == "stddev_over_time") {
-      v = std::sqrt(StdvarOverTime(p));
-    } else if (name == "present_over_time") {
-      v = 1;
     } else if (name == "holt_winters") {
-      ok = HoltWinters(p, scalars[0], scalars[1], &v);
+      if (HoltWinters(p, scalars[0], scalars[1], &v))
+        out.vector.push_back(Element{DropName(labels), v, 0});
+    } else if (RangeFunctionValue(name, p, ref_ms - range_ms, ref_ms, range_ms, t_ms, scalar_arg,
+                                  &v)) {
+      out.vector.push_back(Element{DropName(labels), v, 0});
     }
-    if (ok) out.vector.push_back(Element{DropName(labels), v, 0});
   };
   ev.ForEachRangeSeries(*call.args[matrix_arg], t_ms, &range_ms, &ref_ms, one_series);
   return out;

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "tsdb/coding.h"
 #include "tsdb/db.h"
@@ -53,6 +54,17 @@ inline bool DecodeLabels(std::string_view in, Labels* labels) {
   for (Label& l : *labels)
     if (!GetString(&in, &l.name) || !GetString(&in, &l.value)) return false;
   return in.empty();
+}
+
+// Sorts `samples` by time (stable: of equal timestamps the first stays) and drops the later
+// samples of each timestamp.
+inline void SortUniqueByTime(std::vector<Sample>* samples) {
+  auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
+  if (!std::is_sorted(samples->begin(), samples->end(), by_time))
+    std::stable_sort(samples->begin(), samples->end(), by_time);
+  samples->erase(std::unique(samples->begin(), samples->end(),
+                             [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
+                 samples->end());
 }
 
 // A prepared statement that finalizes itself.

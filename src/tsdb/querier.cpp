@@ -14,40 +14,37 @@ class DBQuerier : public Querier {
 
   Status Select(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                 std::vector<SeriesData>* out) override {
-    const auto start = std::chrono::steady_clock::now();
-    out->clear();
-    for (SeriesRef ref : db_->head().Select(matchers)) {
-      SeriesData sd;
-      Status st = db_->ReadSeriesWithRollups(ref, mint_ms, maxt_ms, &sd.samples);
-      if (!st.ok()) return st;
-      if (sd.samples.empty()) continue;
-      sd.labels = db_->head().LabelsOf(ref);
-      out->push_back(std::move(sd));
-    }
-    std::sort(out->begin(), out->end(),
-              [](const SeriesData& a, const SeriesData& b) { return a.labels < b.labels; });
-    db_->RecordSelect(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return Status::Ok();
+    return Timed([&] {
+      return Collect(
+          matchers, out,
+          [&](SeriesRef ref, SeriesData* sd) {
+            return db_->ReadSeriesWithRollups(ref, mint_ms, maxt_ms, &sd->samples);
+          },
+          [](const SeriesData& sd) { return sd.samples.empty(); });
+    });
   }
 
   Status SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                     std::vector<SeriesRuns>* out) override {
-    const auto start = std::chrono::steady_clock::now();
-    out->clear();
-    for (SeriesRef ref : db_->head().Select(matchers)) {
-      SeriesRuns sr;
-      Status st = db_->ReadSeriesRunsWithRollups(ref, mint_ms, maxt_ms, &sr);
-      if (!st.ok()) return st;
-      if (sr.runs.empty()) continue;
-      sr.labels = db_->head().LabelsOf(ref);
-      out->push_back(std::move(sr));
-    }
-    std::sort(out->begin(), out->end(),
-              [](const SeriesRuns& a, const SeriesRuns& b) { return a.labels < b.labels; });
-    db_->RecordSelect(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    return Status::Ok();
+    return Timed([&] {
+      return Collect(
+          matchers, out,
+          [&](SeriesRef ref, SeriesRuns* sr) {
+            return db_->ReadSeriesRunsWithRollups(ref, mint_ms, maxt_ms, sr);
+          },
+          [](const SeriesRuns& sr) { return sr.runs.empty(); });
+    });
+  }
+
+  Status SelectRollups(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                       std::vector<SeriesRollups>* out, bool* supported) override {
+    *supported = true;
+    return Collect(
+        matchers, out,
+        [&](SeriesRef ref, SeriesRollups* sr) {
+          return db_->ReadCompleteRollups(ref, mint_ms, maxt_ms, &sr->rollups);
+        },
+        [](const SeriesRollups& sr) { return sr.rollups.empty(); });
   }
 
   Status LabelNames(const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,
@@ -72,6 +69,33 @@ class DBQuerier : public Querier {
   }
 
  private:
+  // Runs `select` and counts it in the DB's stats.
+  template <class Fn>
+  Status Timed(Fn select) {
+    const auto start = std::chrono::steady_clock::now();
+    Status st = select();
+    db_->RecordSelect(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return st;
+  }
+
+  // One T per series matching `matchers`, filled by `read(ref, &t)`, in label order; series
+  // whose T is `empty` are left out.
+  template <class T, class Read, class Empty>
+  Status Collect(const std::vector<Matcher>& matchers, std::vector<T>* out, Read read,
+                 Empty empty) {
+    out->clear();
+    for (SeriesRef ref : db_->head().Select(matchers)) {
+      T one;
+      if (Status st = read(ref, &one); !st.ok()) return st;
+      if (empty(one)) continue;
+      one.labels = db_->head().LabelsOf(ref);
+      out->push_back(std::move(one));
+    }
+    std::sort(out->begin(), out->end(), [](const T& a, const T& b) { return a.labels < b.labels; });
+    return Status::Ok();
+  }
+
   // Calls `fn` with the labels of every series matching any set (all series when there is no
   // set) that has at least one sample in the range.
   template <class Fn>

@@ -1,0 +1,447 @@
+// Range functions over a plain range selector computed for every step of a query in one pass per
+// series (step tables): the sliding-window path of range queries and the rollup path of long
+// windows. Both give what step-by-step evaluation (functions_range.cpp) gives; the property tests
+// in tests/promql/windows_test.cpp compare them on random data.
+//
+// Sliding windows. Each step's window [ref - range, ref] only moves forward, so two indexes into
+// the series' samples follow its ends (no search per step). On top of them:
+//   min/max_over_time: a monotonic deque of the non-NaN samples (amortised O(1) per sample). The
+//     front is the oldest of the equal extremes, which is the one Prometheus' scan keeps.
+//   sum/avg/count_over_time: a running sum of the finite samples with its rounding error carried
+//     apart (Neumaier), samples leaving the window subtracted; NaN, +Inf and -Inf are counted
+//     apart so the window's result is what Prometheus' sum gives: NaN when one is NaN or both
+//     infinities are in, else the infinity, else the finite sum (avg divides it by the count;
+//     Prometheus' incremental mean differs only by rounding).
+//   last/present_over_time: O(1) from the window's end.
+//   Everything else (rate & co., deriv, predict_linear, changes, resets, quantile, stddev,
+//   stdvar) runs the step-by-step arithmetic on the window the two indexes give: these are
+//   either O(window) by definition in Prometheus (rate's counter corrections are summed in
+//   order, a subtraction of prefix sums would round differently and mishandle infinities),
+//   or need order statistics or a numerically stable variance (Welford), which running sums
+//   of squares are not; the saving is the window search and the copy.
+//
+// Rollups. A long window (EngineOptions::rollup_min_range_ms) is split into the complete
+// 5-minute rollup windows inside it and the edges; a rollup is used where it stands exactly for
+// its raw samples (exact, no NaN, finite min/max), raw samples everywhere else. Prepare fetches
+// raw samples only for the edges and for windows without such a rollup (PlanRollups). Used by
+// instant queries and by range queries whose step is at least the rollup window.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include "promql/eval.h"
+#include "promql/functions.h"
+
+namespace gw::promql {
+namespace {
+
+// Most raw reads one call makes for its edges: nearby intervals are merged beyond it.
+constexpr size_t kMaxRawSelects = 16;
+
+const Expr* StripParens(const Expr* e) {
+  while (e->kind == ExprKind::kParen) e = static_cast<const ParenExpr*>(e)->expr.get();
+  return e;
+}
+
+bool IsConstantScalar(const Expr& arg) {
+  const Expr* e = StripParens(&arg);
+  if (e->kind == ExprKind::kUnary) return IsConstantScalar(*static_cast<const UnaryExpr*>(e)->expr);
+  return e->kind == ExprKind::kNumber;
+}
+
+// The plain range selector argument of a range function, or nullptr.
+const MatrixSelector* PlainMatrixArg(const Call& call) {
+  const MatrixSelector* ms = nullptr;
+  for (const auto& arg : call.args) {
+    const Expr* e = StripParens(arg.get());
+    if (e->kind == ExprKind::kMatrixSelector) {
+      ms = static_cast<const MatrixSelector*>(e);
+    } else if (TypeOf(*e) == ValueType::kMatrix || !IsConstantScalar(*e)) {
+      return nullptr;
+    }
+  }
+  return ms;
+}
+
+bool IsTableFunction(std::string_view n) {
+  return n == "rate" || n == "increase" || n == "delta" || n == "irate" || n == "idelta" ||
+         n == "deriv" || n == "predict_linear" || n == "changes" || n == "resets" ||
+         n == "avg_over_time" || n == "min_over_time" || n == "max_over_time" ||
+         n == "sum_over_time" || n == "count_over_time" || n == "last_over_time" ||
+         n == "quantile_over_time" || n == "stddev_over_time" || n == "stdvar_over_time" ||
+         n == "present_over_time";
+}
+
+bool IsRollupFunction(std::string_view n) {
+  return n == "avg_over_time" || n == "min_over_time" || n == "max_over_time" ||
+         n == "sum_over_time" || n == "count_over_time";
+}
+
+int64_t FloorWindow(int64_t t) {
+  return tsdb::RollupWindowStart(t);
+}
+int64_t CeilWindow(int64_t t) {
+  const int64_t f = tsdb::RollupWindowStart(t);
+  return f == t ? t : f + tsdb::kRollupWindowMs;
+}
+
+// The aggregate of min/max/sum/count/avg_over_time over a window folded from raw samples and
+// rollups in any order.
+struct Fold {
+  size_t count = 0;  // samples (NaN included)
+  size_t nan = 0, pos_inf = 0, neg_inf = 0;
+  double sum = 0, comp = 0;  // finite samples, Neumaier
+  bool has_extreme = false;  // a non-NaN sample was seen
+  double min = 0, max = 0;
+
+  void Extremes(double lo, double hi) {
+    if (!has_extreme) {
+      min = lo;
+      max = hi;
+      has_extreme = true;
+      return;
+    }
+    if (lo < min) min = lo;
+    if (hi > max) max = hi;
+  }
+  void Add(double v) {
+    ++count;
+    if (std::isnan(v)) {
+      ++nan;
+      return;
+    }
+    Extremes(v, v);
+    if (std::isinf(v)) {
+      ++(v > 0 ? pos_inf : neg_inf);
+    } else {
+      KahanAdd(v, &sum, &comp);
+    }
+  }
+  void AddRollup(const tsdb::Rollup& r) {
+    if (r.count == 0) return;
+    count += r.count;
+    Extremes(r.min, r.max);
+    KahanAdd(r.sum, &sum, &comp);
+  }
+  double Sum() const {
+    if (nan > 0 || (pos_inf > 0 && neg_inf > 0)) return std::numeric_limits<double>::quiet_NaN();
+    if (pos_inf > 0) return std::numeric_limits<double>::infinity();
+    if (neg_inf > 0) return -std::numeric_limits<double>::infinity();
+    return sum + comp;
+  }
+  // The finite samples' count for avg.
+  double Result(std::string_view name) const {
+    if (name == "count_over_time") return static_cast<double>(count);
+    if (name == "sum_over_time") return Sum();
+    if (name == "avg_over_time") {
+      const double s = Sum();
+      if (!std::isfinite(s)) return s;
+      return s / static_cast<double>(count);
+    }
+    if (!has_extreme) return std::numeric_limits<double>::quiet_NaN();
+    return name == "max_over_time" ? max : min;
+  }
+};
+
+bool RollupUsable(const tsdb::Rollup& r) {
+  return r.exact && r.nan_count == 0 &&
+         (r.count == 0 || (std::isfinite(r.min) && std::isfinite(r.max)));
+}
+
+}  // namespace
+
+Vector StepTable::At(size_t step) const {
+  Vector out;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const size_t k = i * steps + step;
+    if (present[k]) out.push_back(Element{labels[i], values[k], 0});
+  }
+  return out;
+}
+
+size_t Evaluator::StepCount() const {
+  if (step_ms_ <= 0) return 1;
+  return static_cast<size_t>((end_ms_ - start_ms_) / step_ms_) + 1;
+}
+
+int64_t Evaluator::StepTime(size_t k) const {
+  return start_ms_ + static_cast<int64_t>(k) * step_ms_;
+}
+
+bool Evaluator::TableEligible(const Call& call) const {
+  return options_.sliding_windows && IsTableFunction(call.func->name) && PlainMatrixArg(call);
+}
+
+bool Evaluator::WantsRollups(const Call& call) const {
+  if (!options_.rollups || !IsRollupFunction(call.func->name)) return false;
+  // With steps under the rollup window the edges of the steps' windows cover everything: the
+  // sliding-window path is the faster one there.
+  if (step_ms_ > 0 && step_ms_ < tsdb::kRollupWindowMs) return false;
+  const MatrixSelector* ms = PlainMatrixArg(call);
+  return ms && ms->range_ms >= options_.rollup_min_range_ms;
+}
+
+const StepTable* Evaluator::TableFor(const Call& call, int64_t t_ms, size_t* step) {
+  auto plan = rollup_plans_.find(&call);
+  const bool rollups = plan != rollup_plans_.end() && plan->second.active;
+  if (!rollups && (step_ms_ <= 0 || StepCount() < 2 || !TableEligible(call))) return nullptr;
+  const bool on_grid = t_ms >= start_ms_ && t_ms <= end_ms_ &&
+                       (step_ms_ <= 0 ? t_ms == start_ms_ : (t_ms - start_ms_) % step_ms_ == 0);
+  if (!on_grid) {
+    if (rollups)
+      throw EvalError{QueryError::Kind::kInternal, "rollup plan evaluated off the query's steps"};
+    return nullptr;
+  }
+  *step = step_ms_ <= 0 ? 0 : static_cast<size_t>((t_ms - start_ms_) / step_ms_);
+  auto [it, inserted] = tables_.try_emplace(&call);
+  if (inserted) {
+    StepTable& table = it->second;
+    table.steps = StepCount();
+    if (rollups) {
+      BuildRollupTable(call, plan->second, &table);
+      plan->second.series.clear();  // the raw samples are not needed any more
+    } else {
+      BuildSlidingTable(call, &table);
+    }
+    size_t cells = 0;
+    for (uint8_t p : table.present) cells += p;
+    held_samples_ += cells;
+    step_samples_ += cells;
+    CheckHeld(0);
+  }
+  return &it->second;
+}
+
+void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
+  const std::string_view name = call.func->name;
+  const MatrixSelector& ms = *PlainMatrixArg(call);
+  double scalar = 0;
+  for (const auto& arg : call.args)
+    if (StripParens(arg.get())->kind != ExprKind::kMatrixSelector)
+      scalar = Eval(*arg, StepTime(0)).scalar;
+  const Fetched& f = data_.at(ms.selector.get());
+  const size_t n = table->steps;
+  const bool extreme = name == "min_over_time" || name == "max_over_time";
+  const bool is_max = name == "max_over_time";
+  const bool sums = name == "sum_over_time" || name == "avg_over_time" || name == "count_over_time";
+  const int64_t first_mint = RefTime(ms.selector->mods, StepTime(0)) - ms.range_ms;
+  const int64_t last_ref = RefTime(ms.selector->mods, StepTime(n - 1));
+  std::vector<Point> pts;
+  std::vector<size_t> deque;  // indexes into pts, [head, size)
+  size_t cells = 0;
+  for (const tsdb::SeriesRuns& s : f.series) {
+    // The series' non-stale samples that any step's window holds.
+    pts.clear();
+    for (const auto& run : s.runs)
+      for (const tsdb::Sample& x : run)
+        if (x.t_ms >= first_mint && x.t_ms <= last_ref && !tsdb::IsStaleNaN(x.v))
+          pts.push_back(Point{x.t_ms, x.v});
+    const size_t row = table->labels.size();
+    table->labels.push_back(name == "last_over_time" ? s.labels : DropName(s.labels));
+    table->values.resize((row + 1) * n);
+    table->present.resize((row + 1) * n);
+    size_t lo = 0, hi = 0, head = 0;
+    deque.clear();
+    Fold fold;  // sums: the window's samples
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t t = StepTime(k);
+      const int64_t ref = RefTime(ms.selector->mods, t), mint = ref - ms.range_ms;
+      for (; hi < pts.size() && pts[hi].t_ms <= ref; ++hi) {
+        const double v = pts[hi].v;
+        if (sums) fold.Add(v);
+        if (extreme && !std::isnan(v)) {
+          while (deque.size() > head &&
+                 (is_max ? pts[deque.back()].v < v : pts[deque.back()].v > v))
+            deque.pop_back();
+          deque.push_back(hi);
+        }
+      }
+      for (; lo < hi && pts[lo].t_ms < mint; ++lo) {
+        if (!sums) continue;
+        const double v = pts[lo].v;
+        --fold.count;
+        if (std::isnan(v)) {
+          --fold.nan;
+        } else if (std::isinf(v)) {
+          --(v > 0 ? fold.pos_inf : fold.neg_inf);
+        } else {
+          KahanAdd(-v, &fold.sum, &fold.comp);
+        }
+      }
+      if (sums && fold.count == 0) fold.sum = fold.comp = 0;  // no rounding carried over
+      while (head < deque.size() && deque[head] < lo) ++head;
+      if (head == deque.size()) {
+        head = 0;
+        deque.clear();
+      }
+      CheckHeld(cells + (hi - lo));
+      if (lo == hi) continue;
+      double v = 0;
+      bool ok = true;
+      if (sums) {
+        v = fold.Result(name);
+      } else if (extreme) {
+        v = head < deque.size() ? pts[deque[head]].v : std::numeric_limits<double>::quiet_NaN();
+      } else {
+        ok = RangeFunctionValue(name, std::span<const Point>(pts.data() + lo, hi - lo), mint, ref,
+                                ms.range_ms, t, scalar, &v);
+      }
+      if (!ok) continue;
+      table->values[row * n + k] = v;
+      table->present[row * n + k] = 1;
+      ++cells;
+    }
+  }
+}
+
+void Evaluator::PlanRollups(const Call& call) {
+  RollupPlan& plan = rollup_plans_.at(&call);
+  const MatrixSelector& ms = *PlainMatrixArg(call);
+  const VectorSelector& vs = *ms.selector;
+  const size_t n = StepCount();
+  const int64_t span_lo = RefTime(vs.mods, StepTime(0)) - ms.range_ms;
+  const int64_t span_hi = RefTime(vs.mods, StepTime(n - 1));
+  std::vector<tsdb::SeriesRollups> rolls;
+  bool supported = false;
+  CheckDeadline();
+  Status st = querier_.SelectRollups(vs.matchers, span_lo, span_hi, &rolls, &supported);
+  if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
+  if (!supported) {
+    for (const auto& arg : call.args) Walk(*arg, start_ms_, end_ms_);
+    return;
+  }
+  plan.active = true;
+  // Windows of the span where every series has a usable rollup; the others are read raw.
+  const int64_t w0 = CeilWindow(span_lo);
+  const int64_t w_end = FloorWindow(span_hi + 1);  // windows [w0, w_end)
+  const size_t nw = w_end > w0 ? static_cast<size_t>((w_end - w0) / tsdb::kRollupWindowMs) : 0;
+  std::vector<uint32_t> usable(nw, 0);
+  size_t held = 0;
+  for (const tsdb::SeriesRollups& s : rolls) {
+    held += s.rollups.size();
+    for (const tsdb::Rollup& r : s.rollups) {
+      if (r.t_ms < w0 || r.t_ms >= w_end || !RollupUsable(r)) continue;
+      ++usable[static_cast<size_t>((r.t_ms - w0) / tsdb::kRollupWindowMs)];
+    }
+  }
+  // Raw intervals [lo, hi] (inclusive): each step's edges and the unusable windows.
+  std::vector<std::pair<int64_t, int64_t>> iv;
+  for (size_t k = 0; k < n; ++k) {
+    Tick();
+    const int64_t ref = RefTime(vs.mods, StepTime(k)), mint = ref - ms.range_ms;
+    const int64_t a = CeilWindow(mint), b = FloorWindow(ref + 1);
+    if (a >= b) {
+      iv.emplace_back(mint, ref);
+      continue;
+    }
+    if (mint < a) iv.emplace_back(mint, a - 1);
+    if (b <= ref) iv.emplace_back(b, ref);
+  }
+  for (size_t w = 0; w < nw; ++w) {
+    if (usable[w] == rolls.size() && !rolls.empty()) continue;
+    const int64_t t = w0 + static_cast<int64_t>(w) * tsdb::kRollupWindowMs;
+    iv.emplace_back(t, t + tsdb::kRollupWindowMs - 1);
+  }
+  std::sort(iv.begin(), iv.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& x : iv) {
+    if (!merged.empty() && x.first <= merged.back().second + 1) {
+      merged.back().second = std::max(merged.back().second, x.second);
+    } else {
+      merged.push_back(x);
+    }
+  }
+  // Few reads: close the smallest gaps until at most kMaxRawSelects intervals remain.
+  if (merged.size() > kMaxRawSelects) {
+    // gap i lies between merged[i] and merged[i + 1]; the widest kMaxRawSelects - 1 stay open.
+    std::vector<size_t> order(merged.size() - 1);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto gap = [&](size_t i) { return merged[i + 1].first - merged[i].second; };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return gap(x) > gap(y); });
+    std::vector<uint8_t> open(order.size(), 0);
+    for (size_t i = 0; i < kMaxRawSelects - 1; ++i) open[order[i]] = 1;
+    std::vector<std::pair<int64_t, int64_t>> fewer{merged[0]};
+    for (size_t i = 1; i < merged.size(); ++i) {
+      if (open[i - 1]) {
+        fewer.push_back(merged[i]);
+      } else {
+        fewer.back().second = merged[i].second;
+      }
+    }
+    merged = std::move(fewer);
+  }
+  std::map<tsdb::Labels, RollupSeries> by_labels;
+  for (tsdb::SeriesRollups& s : rolls) {
+    RollupSeries& rs = by_labels[s.labels];
+    rs.rollups = std::move(s.rollups);
+  }
+  std::vector<tsdb::SeriesRuns> runs;
+  for (const auto& [lo, hi] : merged) {
+    CheckDeadline();
+    runs.clear();
+    st = querier_.SelectRuns(vs.matchers, lo, hi, &runs);
+    if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
+    for (const tsdb::SeriesRuns& s : runs) {
+      RollupSeries& rs = by_labels[s.labels];
+      for (const auto& run : s.runs) rs.raw.insert(rs.raw.end(), run.begin(), run.end());
+      held += s.size();
+    }
+    CheckHeld(held);
+  }
+  plan.series.reserve(by_labels.size());
+  for (auto& [labels, rs] : by_labels) {
+    rs.labels = labels;
+    plan.series.push_back(std::move(rs));
+  }
+}
+
+void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table) {
+  const std::string_view name = call.func->name;
+  const MatrixSelector& ms = *PlainMatrixArg(call);
+  const size_t n = table->steps;
+  size_t cells = 0;
+  for (const RollupSeries& s : plan.series) {
+    const size_t row = table->labels.size();
+    table->labels.push_back(DropName(s.labels));
+    table->values.resize((row + 1) * n);
+    table->present.resize((row + 1) * n);
+    auto by_time = [](const tsdb::Sample& x, int64_t t) { return x.t_ms < t; };
+    // Folds the raw samples in [lo, hi) (stale markers are not part of a range).
+    auto raw = [&](Fold* f, int64_t lo, int64_t hi) {
+      auto it = std::lower_bound(s.raw.begin(), s.raw.end(), lo, by_time);
+      for (; it != s.raw.end() && it->t_ms < hi; ++it)
+        if (!tsdb::IsStaleNaN(it->v)) f->Add(it->v);
+    };
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t ref = RefTime(ms.selector->mods, StepTime(k)), mint = ref - ms.range_ms;
+      const int64_t a = CeilWindow(mint), b = FloorWindow(ref + 1);
+      Fold f;
+      if (a >= b) {
+        raw(&f, mint, ref + 1);
+      } else {
+        raw(&f, mint, a);
+        auto r = std::lower_bound(s.rollups.begin(), s.rollups.end(), a,
+                                  [](const tsdb::Rollup& x, int64_t t) { return x.t_ms < t; });
+        for (int64_t w = a; w < b; w += tsdb::kRollupWindowMs) {
+          Tick();
+          while (r != s.rollups.end() && r->t_ms < w) ++r;
+          if (r != s.rollups.end() && r->t_ms == w && RollupUsable(*r)) {
+            f.AddRollup(*r);
+          } else {
+            raw(&f, w, w + tsdb::kRollupWindowMs);
+          }
+        }
+        raw(&f, b, ref + 1);
+      }
+      if (f.count == 0) continue;
+      table->values[row * n + k] = f.Result(name);
+      table->present[row * n + k] = 1;
+      ++cells;
+    }
+    CheckHeld(cells);
+  }
+}
+
+}  // namespace gw::promql

@@ -1,0 +1,281 @@
+// Property tests of the step-table paths (src/promql/windows.cpp): on random data with NaN,
+// infinities, stale markers, gaps and counter resets, range functions evaluated over sliding
+// windows and over rollups must give what step-by-step evaluation over raw samples gives.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "promql/engine.h"
+#include "tsdb/rollup.h"
+
+namespace gw::promql {
+namespace {
+
+// Counts what the evaluator reads, around a MemoryQuerier.
+class CountingQuerier : public tsdb::Querier {
+ public:
+  explicit CountingQuerier(tsdb::MemoryQuerier* q) : q_(q) {}
+  Status Select(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
+                std::vector<tsdb::SeriesData>* out) override {
+    return q_->Select(m, mint, maxt, out);
+  }
+  Status SelectRuns(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
+                    std::vector<tsdb::SeriesRuns>* out) override {
+    ++raw_selects;
+    Status s = q_->SelectRuns(m, mint, maxt, out);
+    for (const auto& x : *out) raw_samples += x.size();
+    return s;
+  }
+  Status SelectRollups(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
+                       std::vector<tsdb::SeriesRollups>* out, bool* supported) override {
+    return q_->SelectRollups(m, mint, maxt, out, supported);
+  }
+  Status LabelNames(const std::vector<std::vector<tsdb::Matcher>>& m, int64_t mint, int64_t maxt,
+                    std::vector<std::string>* out) override {
+    return q_->LabelNames(m, mint, maxt, out);
+  }
+  Status LabelValues(const std::string& name, const std::vector<std::vector<tsdb::Matcher>>& m,
+                     int64_t mint, int64_t maxt, std::vector<std::string>* out) override {
+    return q_->LabelValues(name, m, mint, maxt, out);
+  }
+  size_t raw_selects = 0, raw_samples = 0;
+
+ private:
+  tsdb::MemoryQuerier* q_;
+};
+
+constexpr int64_t kT0 = 1'700'000'000'000;  // a multiple of 5 minutes
+
+// Random series x{reason=...} (gauges) and c{reason=...} (counters with resets) over `span_ms`,
+// with jittered intervals, gaps, NaN, infinities and stale markers.
+void Fill(std::mt19937_64& rng, tsdb::MemoryQuerier* q, int64_t span_ms, int64_t mean_gap_ms,
+          double special = 0.025) {
+  std::uniform_real_distribution<double> u(0, 1);
+  const char* reasons[] = {"a", "b", "c"};
+  for (const char* name : {"x", "c"}) {
+    for (const char* reason : reasons) {
+      tsdb::Labels l{{"__name__", name}, {"reason", reason}};
+      double v = 50 + 50 * u(rng);
+      int64_t t = kT0 + static_cast<int64_t>(u(rng) * 30000);
+      while (t < kT0 + span_ms) {
+        double out = v;
+        const double r = u(rng);
+        if (r < special * 0.4) {
+          out = std::nan("");
+        } else if (r < special * 0.56) {
+          out = std::numeric_limits<double>::infinity();
+        } else if (r < special * 0.72) {
+          out = -std::numeric_limits<double>::infinity();
+        } else if (r < special) {
+          out = tsdb::StaleNaN();
+        }
+        ASSERT_TRUE(q->Append(l, t, out).ok());
+        if (name[0] == 'c') {
+          v += 10 * u(rng);
+          if (u(rng) < 0.02) v = 5 * u(rng);  // reset
+        } else {
+          v += (u(rng) - 0.5) * 8;
+          if (u(rng) < 0.05) v = std::round(v);  // repeated values for changes()
+        }
+        int64_t gap = 1 + static_cast<int64_t>(u(rng) * 2 * static_cast<double>(mean_gap_ms));
+        if (u(rng) < special * 0.4) gap += static_cast<int64_t>(u(rng) * 20 * 60000);  // a gap
+        t += gap;
+      }
+    }
+  }
+}
+
+// Exact where the two paths must be bit-equal, else 1e-9 relative.
+void ExpectSame(const QueryResult& a, const QueryResult& b, bool exact, const std::string& what) {
+  ASSERT_EQ(a.ok(), b.ok()) << what;
+  if (!a.ok()) {
+    EXPECT_EQ(a.error().message, b.error().message) << what;
+    return;
+  }
+  const Value& x = a.value();
+  const Value& y = b.value();
+  ASSERT_EQ(x.type, y.type) << what;
+  ASSERT_EQ(x.series.size(), y.series.size()) << what;
+  for (size_t i = 0; i < x.series.size(); ++i) {
+    ASSERT_EQ(x.series[i].labels, y.series[i].labels) << what;
+    ASSERT_EQ(x.series[i].points.size(), y.series[i].points.size()) << what << " series " << i;
+    for (size_t j = 0; j < x.series[i].points.size(); ++j) {
+      const Point& p = x.series[i].points[j];
+      const Point& r = y.series[i].points[j];
+      ASSERT_EQ(p.t_ms, r.t_ms) << what;
+      if (std::isnan(p.v) || std::isnan(r.v)) {
+        ASSERT_EQ(std::isnan(p.v), std::isnan(r.v)) << what << " at " << p.t_ms;
+      } else if (exact || std::isinf(p.v) || std::isinf(r.v)) {
+        ASSERT_EQ(p.v, r.v) << what << " at " << p.t_ms;
+      } else {
+        ASSERT_LE(std::fabs(p.v - r.v), 1e-9 * std::max(std::fabs(p.v), std::fabs(r.v)) + 1e-12)
+            << what << " at " << p.t_ms << ": " << p.v << " vs " << r.v;
+      }
+    }
+  }
+}
+
+bool ExactFunction(const std::string& f) {
+  return f != "sum_over_time" && f != "avg_over_time";
+}
+
+std::string Pick(std::mt19937_64& rng, const std::vector<std::string>& v) {
+  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+}
+
+TEST(SlidingWindows, AgreeWithStepByStepOnRandomData) {
+  std::mt19937_64 rng(15);
+  tsdb::MemoryQuerier q;
+  Fill(rng, &q, 3 * 3600 * 1000, 7000);
+  EngineOptions slide_opts, step_opts;
+  step_opts.sliding_windows = false;
+  const Engine slide(slide_opts), step(step_opts);
+  const std::vector<std::string> funcs = {"rate",
+                                          "increase",
+                                          "delta",
+                                          "irate",
+                                          "idelta",
+                                          "deriv",
+                                          "changes",
+                                          "resets",
+                                          "avg_over_time",
+                                          "min_over_time",
+                                          "max_over_time",
+                                          "sum_over_time",
+                                          "count_over_time",
+                                          "last_over_time",
+                                          "stddev_over_time",
+                                          "stdvar_over_time",
+                                          "present_over_time",
+                                          "quantile_over_time",
+                                          "predict_linear"};
+  const std::vector<std::string> ranges = {"10s", "45s", "1m", "5m", "7m13s", "10m", "1h"};
+  const std::vector<std::string> mods = {
+      "",           "",         " offset 3m",      " offset -90s",
+      " @ start()", " @ end()", " @ 1700003600.5", " offset 10m @ end()"};
+  const std::vector<int64_t> steps = {1000, 15000, 60000, 300000, 600000, 3600000, 13337};
+  int checked = 0;
+  for (int i = 0; i < 400; ++i) {
+    const std::string f = Pick(rng, funcs);
+    std::string sel = Pick(rng, {"x", "c", "x{reason=\"b\"}", "c{reason=~\"a|c\"}"}) + "[" +
+                      Pick(rng, ranges) + "]" + Pick(rng, mods);
+    std::string expr = f == "quantile_over_time"
+                           ? f + "(" + Pick(rng, {"0.3", "1", "-(1)"}) + ", " + sel + ")"
+                       : f == "predict_linear" ? f + "(" + sel + ", 120)"
+                                               : f + "(" + sel + ")";
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) expr = "sum by (reason) (" + expr + ")";
+    const int64_t step_ms = steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(rng)];
+    const int64_t start =
+        kT0 + std::uniform_int_distribution<int64_t>(-600000, 2 * 3600 * 1000)(rng);
+    const int64_t n = std::uniform_int_distribution<int64_t>(1, 400)(rng);
+    const int64_t end = std::min(start + n * step_ms, kT0 + 4 * 3600 * 1000);
+    const std::string what = expr + " start=" + std::to_string(start) +
+                             " step=" + std::to_string(step_ms) + " end=" + std::to_string(end);
+    ExpectSame(slide.Range(q, expr, start, end, step_ms), step.Range(q, expr, start, end, step_ms),
+               ExactFunction(f), what);
+    if (HasFatalFailure()) return;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 400);
+}
+
+TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
+  tsdb::MemoryQuerier q;
+  for (int64_t t = 0; t < 3600; ++t) ASSERT_TRUE(q.Append({{"__name__", "x"}}, t * 1000, 1).ok());
+  EngineOptions o;
+  o.max_samples = 100;
+  // Windows of 61 samples fit, but 3600 steps of results held at once do not.
+  QueryResult r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 3599000, 1000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, QueryError::Kind::kExecution);
+  o.max_samples = 10000;
+  r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 3599000, 1000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().series.at(0).points.size(), 3540u);
+}
+
+// Random queries over rollups and over raw samples; adds the raw samples instant queries read
+// both ways.
+void CompareRollups(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read) {
+  std::mt19937_64 rng(seed);
+  tsdb::MemoryQuerier q;
+  Fill(rng, &q, 8 * 3600 * 1000, 5000, special);
+  CountingQuerier counting(&q);
+  const Engine engine;
+  EngineOptions raw_opts;
+  raw_opts.sliding_windows = false;
+  raw_opts.rollups = false;
+  const Engine raw(raw_opts);
+  const std::vector<std::string> funcs = {"avg_over_time", "min_over_time", "max_over_time",
+                                          "sum_over_time", "count_over_time"};
+  const std::vector<std::string> ranges = {"1h", "2h", "3h17s", "90m", "6h"};
+  const std::vector<std::string> mods = {"", "", " offset 7m", " @ end()", " offset -1h"};
+  const std::vector<int64_t> steps = {60000, 300000, 437000, 3600000, 7200000};
+  for (int i = 0; i < 150; ++i) {
+    const std::string f = Pick(rng, funcs);
+    std::string expr = f + "(" + Pick(rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
+                       Pick(rng, ranges) + "]" + Pick(rng, mods) + ")";
+    if (i % 5 == 0) expr = "max(" + expr + ")";
+    const bool instant = i % 3 == 0;
+    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 8 * 3600 * 1000)(rng);
+    const int64_t step_ms = steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(rng)];
+    const int64_t end = std::min(start + 100 * step_ms, kT0 + 9 * 3600 * 1000);
+    const std::string what = expr + (instant ? " instant" : " range") +
+                             " start=" + std::to_string(start) + " step=" + std::to_string(step_ms);
+    q.EnableRollups(true);
+    counting.raw_samples = 0;
+    QueryResult a = instant ? engine.Instant(counting, expr, start)
+                            : engine.Range(counting, expr, start, end, step_ms);
+    if (instant) *rollup_read += counting.raw_samples;
+    q.EnableRollups(false);
+    counting.raw_samples = 0;
+    QueryResult b = instant ? raw.Instant(counting, expr, start)
+                            : raw.Range(counting, expr, start, end, step_ms);
+    if (instant) *raw_read += counting.raw_samples;
+    ExpectSame(a, b, ExactFunction(f), what);
+    if (::testing::Test::HasFatalFailure()) return;
+    // With rollups off the default engine reads raw samples and agrees as well.
+    QueryResult c = instant ? engine.Instant(counting, expr, start)
+                            : engine.Range(counting, expr, start, end, step_ms);
+    ExpectSame(c, b, ExactFunction(f), what + " (rollups unsupported)");
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(Rollups, AgreeWithRawEvaluationOnRandomData) {
+  // Many NaN, infinities and stale markers: most windows are read raw.
+  size_t rollup_read = 0, raw_read = 0;
+  CompareRollups(42, 0.025, &rollup_read, &raw_read);
+  if (HasFatalFailure()) return;
+  // Rare ones: the rollups stand in for most raw samples (range queries read the edges of every
+  // step, which with steps of a few windows is most of the span again).
+  rollup_read = raw_read = 0;
+  CompareRollups(7, 0.0004, &rollup_read, &raw_read);
+  EXPECT_LT(rollup_read * 4, raw_read) << rollup_read << " vs " << raw_read;
+}
+
+TEST(Rollups, LongWindowReadsOnlyTheEdgesRaw) {
+  tsdb::MemoryQuerier q;
+  for (int64_t t = 0; t < 86400; t += 1)
+    ASSERT_TRUE(q.Append({{"__name__", "x"}}, kT0 + t * 1000, static_cast<double>(t % 977)).ok());
+  q.EnableRollups(true);
+  CountingQuerier counting(&q);
+  const int64_t at = kT0 + 86399 * 1000 + 123;
+  QueryResult r = Engine().Instant(counting, "max_over_time(x[1d])", at);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().series.at(0).points.at(0).v, 976);
+  // The window (at - 1d, at] has whole rollup windows but for its two ends (< 10 minutes).
+  EXPECT_LE(counting.raw_samples, 600u);
+  EXPECT_LE(counting.raw_selects, 2u);
+  // A range query over a day at 10-minute steps keeps to a few reads.
+  counting.raw_selects = 0;
+  r = Engine().Range(counting, "avg_over_time(x[1h])", at - 86400000 + 3600000, at, 600000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_LE(counting.raw_selects, 16u);
+}
+
+}  // namespace
+}  // namespace gw::promql
