@@ -32,7 +32,9 @@ TEST(Stopwatch, TickRateAgreesWithSteadyClock) {
   const double seconds = static_cast<double>(ticks) * rate.SecondsPerTick();
   EXPECT_GE(seconds, 0.029);
   EXPECT_NEAR(seconds, steady, 0.05 * steady + 0.002);
-  if (!TicksAreCycles()) EXPECT_EQ(rate.SecondsPerTick(), 1e-9);
+  if (!TicksAreCycles()) {
+    EXPECT_EQ(rate.SecondsPerTick(), 1e-9);
+  }
 }
 
 TEST(Stopwatch, CoarseClockFollowsTheMonotonicClock) {
