@@ -512,7 +512,8 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   // watchdog wakes exactly when it would: hangs are caught at `call_timeout` as with fixed
   // polling, with a wake-up every 2.5 s (default timeout) instead of every 200 ms.
   void WatchdogLoop(std::shared_ptr<Impl> self) {
-    const int64_t timeout_ns = static_cast<int64_t>(options.call_timeout_s * 1e9);
+    // Capped at ~30 years so that the nanoseconds fit in 64 bits.
+    const int64_t timeout_ns = static_cast<int64_t>(std::min(options.call_timeout_s, 1e9) * 1e9);
     const int64_t idle_ns = std::max<int64_t>(timeout_ns / 2, 10'000'000);
     int64_t sleep_ns = idle_ns;
     while (true) {
