@@ -65,6 +65,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   CollectorStats stats;
   // Time inside NVML per call, in base/stopwatch.h ticks; turned into stats' seconds on publish.
   std::array<uint64_t, kCallCount> call_ticks{}, call_max_ticks{};
+  std::array<uint64_t, kCallCount> call_ticks_published{};  // already in seconds_total
   TickRate tick_rate;
   bool discovered = false;
   double next_fast = 0, next_slow = 0, next_peak = 0;
@@ -402,7 +403,11 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     stats.last_success_unix_seconds = s.taken_unix_seconds;
     const double seconds_per_tick = tick_rate.SecondsPerTick();
     for (size_t c = 0; c < kCallCount; ++c) {
-      stats.calls[c].seconds_total = static_cast<double>(call_ticks[c]) * seconds_per_tick;
+      // Only the ticks since the last publish are converted (with the rate known now), so the
+      // counter never goes down when the rate's estimate moves in its last digits.
+      stats.calls[c].seconds_total +=
+          static_cast<double>(call_ticks[c] - call_ticks_published[c]) * seconds_per_tick;
+      call_ticks_published[c] = call_ticks[c];
       stats.calls[c].max_seconds = static_cast<double>(call_max_ticks[c]) * seconds_per_tick;
     }
     s.stats = stats;
