@@ -1,114 +1,226 @@
 #!/usr/bin/env bash
 # Storage and query side by side: gpuwarden, Prometheus 2.42 and VictoriaMetrics 1.79 (Debian
-# packages) on the same simulated GPU telemetry, all on loopback.
-#   bench/storage_compare.sh [duration] [step]      (default 6h at 1s: ~10 M samples)
-# Reports per system: bytes per sample on disk after compaction, import rate from text, RSS
-# after the queries, and the latency (best of 3) of a fixed set of dashboard/alert queries.
+# packages, VictoriaMetrics with its query cache off) on every data set in one run, all on
+# loopback: the simulated demo fleet (bench/make_dataset.cpp) and the varied sets of
+# bench/make_varied.cpp (walk, noise, counters, quantized, churn, telemetry).
+#
+#   bench/storage_compare.sh [duration] [step] [set...]     (default: 2h at 1s, every set)
+#   GW_BUILD_DIR=build-rel bench/storage_compare.sh 30m     (the build to measure; default build)
+#   SIZES_ONLY=1 bench/storage_compare.sh                   (bytes/sample and import only)
+#   WARM_RUNS=7                                             (warm runs per query; default 5)
+#
+# Per set, one table: bytes per sample on disk (gpuwarden's data dir after import; Prometheus'
+# blocks from promtool before the server starts; VictoriaMetrics' data dir after a flush and a
+# forced merge), text import rate, RSS after the queries, and per query:
+#   warm: the median of WARM_RUNS runs over one persistent connection, after one untimed run;
+#   cold: the first run of that query after all three servers were restarted (process caches
+#         empty; the OS page cache is NOT dropped — that needs root on the host).
+# Range queries cover the last 5 h of the set (all of it when shorter) at 60 s steps; "long"
+# queries take the whole set as their window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${GW_BUILD_DIR:-build}/bin"  # the build to measure
-duration="${1:-6h}"
+bin="${GW_BUILD_DIR:-build}/bin"
+duration="${1:-2h}"
 step="${2:-1s}"
+shift $(($# > 2 ? 2 : $#))
+sets=("$@")
+[ ${#sets[@]} -eq 0 ] && sets=(demo walk noise counters quantized churn telemetry)
+warm_runs="${WARM_RUNS:-5}"
+sizes_only="${SIZES_ONLY:-0}"
 work="$(mktemp -d /tmp/gw-storage-bench.XXXXXX)"
-trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+pids=()
+stop_servers() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+trap 'stop_servers; rm -rf "$work"' EXIT
 command -v victoria-metrics >/dev/null || apt-get install -y -qq victoria-metrics >/dev/null
 start=1700000000
-
-echo "== data set: demo fleet, $duration at $step"
-"$bin"/make_dataset --scenario demo --duration "$duration" --step "$step" --start "$start" \
-  --out "$work/data.om"
-samples=$(grep -vc '^#' "$work/data.om")
-end=$(grep -v '^#' "$work/data.om" | tail -1 | awk '{print int($NF)}')
-echo "samples=$samples"
-
 now_ms() { date +%s%3N; }
 rss_mib() { awk '/VmRSS/ {printf "%.0f", $2/1024}' /proc/"$1"/status; }
 du_bytes() { du -sb "$1" | cut -f1; }
-
-# --- gpuwarden
-printf 'storage:\n  retention: 100y\n  rollup_retention: 100y\n' >"$work/gw.yaml"
-t0=$(now_ms)
-"$bin"/gpuwarden tsdb import "$work/data.om" --data-dir "$work/gw" --config "$work/gw.yaml" 2>"$work/gw-import.log"
-t1=$(now_ms)
-gw_import_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
-gw_bytes=$(du_bytes "$work/gw")
-"$bin"/gpuwarden serve --data-dir "$work/gw" --config "$work/gw.yaml" --nvml-lib /nonexistent \
-  --listen 127.0.0.1:19301 --log-level error &
-gw_pid=$!
-
-# --- Prometheus 2.42
-t0=$(now_ms)
-promtool tsdb create-blocks-from openmetrics "$work/data.om" "$work/prom" >/dev/null
-t1=$(now_ms)
-prom_import_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
-prometheus --config.file=/dev/null --storage.tsdb.path="$work/prom" \
-  --storage.tsdb.retention.time=100y --web.listen-address=127.0.0.1:19302 --log.level=error &
-prom_pid=$!
-
-# --- VictoriaMetrics 1.79 (Prometheus text with millisecond timestamps)
-victoria-metrics -storageDataPath="$work/vm" -httpListenAddr=127.0.0.1:19303 -retentionPeriod=100y \
-  -search.latencyOffset=0s -loggerLevel=ERROR &
-vm_pid=$!
-for _ in $(seq 100); do curl -sf localhost:19303/health >/dev/null && break; sleep 0.1; done
-grep -v '^#' "$work/data.om" | sed -E 's/ ([0-9]+)\.([0-9]{3})$/ \1\2/' >"$work/data.prom"
-t0=$(now_ms)
-curl -sf -X POST -T "$work/data.prom" localhost:19303/api/v1/import/prometheus
-curl -sf localhost:19303/internal/force_flush >/dev/null
-t1=$(now_ms)
-vm_import_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
-sleep 2
-curl -sf localhost:19303/internal/force_merge >/dev/null || true
-sleep 5
-
-for port in 19301 19302; do
-  for _ in $(seq 100); do curl -sf "localhost:$port/api/v1/status/buildinfo" >/dev/null && break; sleep 0.2; done
-done
-prom_bytes=$(du_bytes "$work/prom")
-vm_bytes=$(du_bytes "$work/vm")
-
-queries=(
-  "instant|max_over_time(gpu_temperature_celsius[1h])"
-  "instant|sum by (gpu) (rate(gpu_energy_joules_total[5m]))"
-  "instant|avg_over_time(gpu_utilization_ratio[1h]) < 0.2"
-  "instant|gpu_memory_used_bytes / gpu_memory_total_bytes > 0.9"
-  "range|max(gpu_temperature_celsius)"
-  "range|sum by (gpu) (rate(gpu_energy_joules_total[5m]))"
-  "range|gpu_power_watts / gpu_power_limit_watts"
-  "range|quantile_over_time(0.99, gpu_power_watts[1h])"
-)
-q_end=$((end))
-q_start=$((end - 5 * 3600))
-[ "$q_start" -lt "$start" ] && q_start=$start
-time_query() {  # port kind expr -> best of 3 seconds
-  local port=$1 kind=$2 expr=$3 best=999 t
-  for _ in 1 2 3; do
-    if [ "$kind" = instant ]; then
-      t=$(curl -s -o /dev/null -w '%{time_total}' -G "localhost:$port/api/v1/query" \
-        --data-urlencode "query=$expr" --data-urlencode "time=$q_end")
-    else
-      t=$(curl -s -o /dev/null -w '%{time_total}' -G "localhost:$port/api/v1/query_range" \
-        --data-urlencode "query=$expr" --data-urlencode "start=$q_start" \
-        --data-urlencode "end=$q_end" --data-urlencode "step=60")
-    fi
-    best=$(awk "BEGIN {print ($t < $best) ? $t : $best}")
-  done
-  echo "$best"
+wait_http() {  # url: until it answers (30 s at most)
+  for _ in $(seq 300); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2
+  return 1
 }
-echo
-echo "| | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
-echo "|---|---|---|---|"
-awk -v s="$samples" -v a="$gw_bytes" -v b="$prom_bytes" -v c="$vm_bytes" 'BEGIN {
-  printf "| bytes per sample on disk | %.3f | %.3f | %.3f |\n", a/s, b/s, c/s }'
-awk -v s="$samples" -v a="$gw_import_s" -v b="$prom_import_s" -v c="$vm_import_s" 'BEGIN {
-  printf "| text import, M samples/s | %.2f | %.2f | %.2f |\n", s/a/1e6, s/b/1e6, s/c/1e6 }'
-for q in "${queries[@]}"; do
-  kind=${q%%|*}
-  expr=${q#*|}
-  a=$(time_query 19301 "$kind" "$expr")
-  b=$(time_query 19302 "$kind" "$expr")
-  c=$(time_query 19303 "$kind" "$expr")
-  printf '| %s `%s` (s) | %s | %s | %s |\n' "$kind" "$expr" "$a" "$b" "$c"
-done
-printf '| RSS after the queries (MiB) | %s | %s | %s |\n' "$(rss_mib $gw_pid)" "$(rss_mib $prom_pid)" "$(rss_mib $vm_pid)"
-echo
-echo "samples=$samples, range queries over 5 h at 60 s steps; gpuwarden import log: $(cat "$work/gw-import.log")"
+
+gw_port=19301 prom_port=19302 vm_port=19303
+start_servers() {  # $1: set directory
+  local d=$1
+  "$bin"/gpuwarden serve --data-dir "$d/gw" --config "$d/gw.yaml" --nvml-lib /nonexistent \
+    --listen 127.0.0.1:$gw_port --log-level error 2>>"$d/gw-serve.log" &
+  pids+=($!)
+  gw_pid=$!
+  prometheus --config.file=/dev/null --storage.tsdb.path="$d/prom" \
+    --storage.tsdb.retention.time=100y --web.listen-address=127.0.0.1:$prom_port \
+    --log.level=error 2>/dev/null &
+  pids+=($!)
+  prom_pid=$!
+  victoria-metrics -storageDataPath="$d/vm" -httpListenAddr=127.0.0.1:$vm_port \
+    -retentionPeriod=100y -search.latencyOffset=0s -search.disableCache -loggerLevel=ERROR \
+    >/dev/null 2>&1 &
+  pids+=($!)
+  vm_pid=$!
+  wait_http localhost:$gw_port/api/v1/status/buildinfo
+  wait_http localhost:$prom_port/-/ready
+  wait_http localhost:$vm_port/health
+}
+
+# The queries, written over three names each set defines: G a gauge-like family, C a
+# counter-like family (rate() of a gauge is computed too, just not meaningful), L a label to
+# group by. "instant|..." or "range|..."; DUR is replaced by the set's duration.
+query_templates=(
+  "instant|max_over_time(G[1h])"
+  "instant|quantile_over_time(0.99, G[1h])"
+  "instant|sum by (L) (rate(C[5m]))"
+  "instant|topk(5, G)"
+  "instant|max_over_time(G[DUR])"
+  "instant|avg_over_time(G[DUR])"
+  "range|max(G)"
+  "range|max_over_time(G[10m])"
+  "range|sum by (L) (avg_over_time(G[5m]))"
+  "range|sum by (L) (rate(C[5m]))"
+  "range|increase(C[1h])"
+  "range|avg_over_time(G[1h])"
+  "range|G"
+)
+set_names() {  # set -> "G C L [extra query]"
+  case $1 in
+    demo) echo "gpu_temperature_celsius gpu_energy_joules_total gpu" ;;
+    walk) echo "walk_price walk_level instance" ;;
+    noise) echo "noise_temp noise_latency_seconds instance" ;;
+    counters) echo "cpu_seconds_total http_requests_total instance" ;;
+    quantized) echo "sensor_temp_celsius sensor_fan_rpm instance" ;;
+    churn) echo "process_resident_memory_bytes process_cpu_seconds_total job" ;;
+    telemetry) echo "dcgm_gpu_temp dcgm_total_energy_consumption_total gpu" \
+      "range|sum by (reason) (avg_over_time(dcgm_clock_throttle[5m]))" ;;
+    *) return 1 ;;
+  esac
+}
+
+urlenc() { jq -rn --arg x "$1" '$x|@uri'; }
+query_url() {  # port kind expr
+  local e
+  e=$(urlenc "$3")
+  if [ "$2" = instant ]; then
+    echo "http://localhost:$1/api/v1/query?query=$e&time=$q_end"
+  else
+    echo "http://localhost:$1/api/v1/query_range?query=$e&start=$q_start&end=$q_end&step=60"
+  fi
+}
+warm_ms() {  # url: one untimed run, then the median of warm_runs over one connection (ms)
+  local args=(-s -o /dev/null "$1") i
+  for ((i = 0; i < warm_runs; i++)); do args+=(-o /dev/null "$1"); done
+  curl -w '%{time_total}\n' "${args[@]}" | tail -n "$warm_runs" | sort -g |
+    awk '{a[NR] = $1} END {printf "%.1f", 1000 * a[int((NR + 1) / 2)]}'
+}
+once_ms() { curl -s -o /dev/null -w '%{time_total}' "$1" | awk '{printf "%.1f", 1000 * $1}'; }
+
+run_set() {
+  local set=$1 d="$work/$1"
+  local G C L extra
+  read -r G C L _ < <(set_names "$set") || {
+    echo "unknown set $set" >&2
+    return 1
+  }
+  extra=$(set_names "$set" | sed -E 's/^[^ ]+ [^ ]+ [^ ]+ ?//')
+  mkdir -p "$d"
+  if [ "$set" = demo ]; then
+    "$bin"/make_dataset --scenario demo --duration "$duration" --step "$step" --start "$start" \
+      --out "$d/data.om" 2>/dev/null
+  else
+    "$bin"/make_varied --set "$set" --duration "$duration" --step "$step" --start "$start" \
+      --seed 1 --out "$d/data.om" 2>/dev/null
+  fi
+  local samples end
+  samples=$(grep -vc '^#' "$d/data.om")
+  end=$(grep -v '^#' "$d/data.om" | awk '{t = int($NF); if (t > m) m = t} END {print m}')
+
+  # gpuwarden
+  printf 'storage:\n  retention: 100y\n  rollup_retention: 100y\n' >"$d/gw.yaml"
+  local t0 t1 gw_s prom_s vm_s
+  t0=$(now_ms)
+  "$bin"/gpuwarden tsdb import "$d/data.om" --data-dir "$d/gw" --config "$d/gw.yaml" 2>"$d/gw-import.log"
+  t1=$(now_ms)
+  gw_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
+  # Prometheus 2.42
+  t0=$(now_ms)
+  promtool tsdb create-blocks-from openmetrics "$d/data.om" "$d/prom" >/dev/null
+  t1=$(now_ms)
+  prom_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
+  local gw_bytes prom_bytes vm_bytes
+  gw_bytes=$(du_bytes "$d/gw")
+  prom_bytes=$(du_bytes "$d/prom")
+  # VictoriaMetrics 1.79 (Prometheus text with millisecond timestamps)
+  grep -v '^#' "$d/data.om" | sed -E 's/ ([0-9]+)\.([0-9]{3})$/ \1\2/' >"$d/data.prom"
+  start_servers "$d"
+  t0=$(now_ms)
+  curl -sf -X POST -T "$d/data.prom" localhost:$vm_port/api/v1/import/prometheus
+  curl -sf localhost:$vm_port/internal/force_flush >/dev/null
+  t1=$(now_ms)
+  vm_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
+  rm -f "$d/data.prom"
+  sleep 2
+  curl -sf localhost:$vm_port/internal/force_merge >/dev/null || true
+  sleep 5
+  vm_bytes=$(du_bytes "$d/vm")
+
+  echo
+  echo "### $set: $samples samples, $duration at $step"
+  echo
+  echo "| | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
+  echo "|---|---|---|---|"
+  awk -v s="$samples" -v a="$gw_bytes" -v b="$prom_bytes" -v c="$vm_bytes" 'BEGIN {
+    printf "| bytes per sample on disk | %.3f | %.3f | %.3f |\n", a/s, b/s, c/s }'
+  awk -v s="$samples" -v a="$gw_s" -v b="$prom_s" -v c="$vm_s" 'BEGIN {
+    printf "| text import, M samples/s | %.2f | %.2f | %.2f |\n", s/a/1e6, s/b/1e6, s/c/1e6 }'
+  if [ "$sizes_only" = 1 ]; then
+    stop_servers
+    rm -rf "$d"
+    return 0
+  fi
+
+  local dur_s
+  dur_s=$((end - start))
+  q_end=$end
+  q_start=$((end - 5 * 3600))
+  [ "$q_start" -lt "$start" ] && q_start=$start
+  local qs=() q
+  for q in "${query_templates[@]}"; do
+    q=${q//G/$G}
+    q=${q//DUR/${dur_s}s}
+    q=${q//(L)/($L)}
+    q=${q//(C/($C}
+    qs+=("$q")
+  done
+  [ -n "$extra" ] && qs+=("$extra")
+  local -A cold
+  for q in "${qs[@]}"; do  # cold first: restart, then this query's first run on each
+    stop_servers
+    start_servers "$d"
+    local kind=${q%%|*} expr=${q#*|}
+    cold["$q"]="$(once_ms "$(query_url $gw_port "$kind" "$expr")") | $(once_ms "$(query_url $prom_port "$kind" "$expr")") | $(once_ms "$(query_url $vm_port "$kind" "$expr")")"
+  done
+  echo
+  echo "| query (ms, warm median / cold first) | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
+  echo "|---|---|---|---|"
+  for q in "${qs[@]}"; do
+    local kind=${q%%|*} expr=${q#*|} a b c ca cb cc
+    a=$(warm_ms "$(query_url $gw_port "$kind" "$expr")")
+    b=$(warm_ms "$(query_url $prom_port "$kind" "$expr")")
+    c=$(warm_ms "$(query_url $vm_port "$kind" "$expr")")
+    IFS='|' read -r ca cb cc <<<"${cold[$q]}"
+    printf '| %s `%s` | %s / %s | %s / %s | %s / %s |\n' "$kind" "$expr" "$a" "${ca// /}" \
+      "$b" "${cb// /}" "$c" "${cc// /}"
+  done
+  printf '| RSS after the queries (MiB) | %s | %s | %s |\n' "$(rss_mib "$gw_pid")" \
+    "$(rss_mib "$prom_pid")" "$(rss_mib "$vm_pid")"
+  stop_servers
+  rm -rf "$d"
+}
+
+echo "storage_compare: ${sets[*]}; $duration at $step; build $bin ($(git rev-parse --short HEAD 2>/dev/null || echo '?'));" \
+  "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%FT%TZ)"
+for s in "${sets[@]}"; do run_set "$s"; done

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/build_info.h"
 #include "base/heap.h"
 #include "base/log.h"
 #include "cli/commands.h"
@@ -21,7 +22,18 @@
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
+// `gpuwarden version` and `--version`: the version, then what it was built from
+// (base/build_info.h), laid out as `prometheus --version` does.
+std::string VersionText() {
+  const gw::BuildInfo& b = gw::GetBuildInfo();
+  std::string out = "gpuwarden, version " + std::string(b.version) +
+                    " (branch: " + std::string(b.branch) +
+                    ", revision: " + std::string(b.revision) + ")\n";
+  out += "  build user:       " + std::string(b.build_user) + "\n";
+  out += "  build date:       " + std::string(b.build_date) + "\n";
+  out += "  compiler:         " + std::string(b.compiler) + "\n";
+  return out;
+}
 
 struct Flags {
   std::string config_file;
@@ -282,7 +294,13 @@ int main(int argc, char** argv) {
   report->add_option("--data-dir", flags.data_dir, "history store directory");
   report->add_option("--config", flags.config_file, "YAML configuration file");
 
-  app.add_subcommand("version", "print the version");
+  app.add_subcommand("version", "print the version and what it was built from");
+  // CLI11 prints the text and a newline of its own.
+  app.set_version_flag("--version", [] {
+    std::string text = VersionText();
+    text.pop_back();
+    return text;
+  });
 
   try {
     app.parse(argc, argv);
@@ -291,7 +309,7 @@ int main(int argc, char** argv) {
   }
 
   if (app.got_subcommand("version")) {
-    std::printf("gpuwarden %s\n", kVersion);
+    std::fputs(VersionText().c_str(), stdout);
     return 0;
   }
   if (rules_check->parsed()) return gw::cli::RunRulesCheck(flags.rule_files);
@@ -304,7 +322,8 @@ int main(int argc, char** argv) {
   if (!app.got_subcommand("serve") && flags.log_level.empty()) level = gw::LogLevel::kWarn;
   gw::Logger logger(level);
 
-  if (app.got_subcommand("serve")) return gw::serve::Run(config, kVersion, &logger);
+  if (app.got_subcommand("serve"))
+    return gw::serve::Run(config, std::string(gw::GetBuildInfo().version), &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
   if (top->parsed()) return gw::cli::RunTop(config, flags.top, &logger);
   if (diagnose->parsed()) return gw::cli::RunDiagnose(config, flags.diagnose, &logger);

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <vector>
 
+#include "base/build_info.h"
 #include "nvml/library.h"
 
 namespace gw::collect {
@@ -209,8 +210,14 @@ void WriteSelf(const Snapshot& snap, const RenderOptions& options, const Process
                expo::Writer* w) {
   using expo::Type;
   const CollectorStats& st = snap.stats;
-  w->Family("gpuwarden_build_info", Type::kGauge, "gpuwarden's version (value 1).");
-  w->Sample().Label("version", options.version).Value(1);
+  w->Family("gpuwarden_build_info", Type::kGauge,
+            "gpuwarden's version and the git commit it was built from (value 1).");
+  const BuildInfo& build = GetBuildInfo();
+  w->Sample()
+      .Label("version", options.version)
+      .Label("revision", build.revision)
+      .Label("branch", build.branch)
+      .Value(1);
 
   w->Family("gpuwarden_nvml_up", Type::kGauge,
             "1 if NVML is loaded and initialized; 0 means no GPU is being watched.");

@@ -4,17 +4,14 @@
 #include <limits>
 
 #include "base/heap.h"
+#include "http/prom_api_internal.h"
 #include "http/prom_format.h"
 #include "promql/parser.h"
 
 namespace gw::http {
 
-namespace {
+namespace api_internal {
 
-constexpr int64_t kMinTimeMs = std::numeric_limits<int64_t>::min() / 2;
-constexpr int64_t kMaxTimeMs = std::numeric_limits<int64_t>::max() / 2;
-
-// JSON string escaping as Go's encoding/json writes it (HTML-safe).
 void AppendJsonString(std::string* out, std::string_view s) {
   *out += '"';
   for (unsigned char c : s) {
@@ -67,6 +64,54 @@ void AppendLabels(std::string* out, const tsdb::Labels& labels) {
   *out += '}';
 }
 
+namespace {
+
+int HttpStatus(const std::string& error_type) {
+  if (error_type == "bad_data") return 400;
+  if (error_type == "execution") return 422;
+  if (error_type == "timeout" || error_type == "canceled" || error_type == "unavailable")
+    return 503;
+  if (error_type == "not_found") return 404;
+  return 500;
+}
+
+}  // namespace
+
+void Fail(Response& res, const std::string& error_type, const std::string& message) {
+  WriteApiError(res, HttpStatus(error_type), error_type, message);
+}
+
+void Succeed(Response& res, std::string data_json) {
+  res.status = 200;
+  res.content_type = "application/json";
+  static constexpr std::string_view kHead = "{\"status\":\"success\",\"data\":";
+  res.body.clear();
+  res.body.reserve(kHead.size() + data_json.size() + 1);
+  res.body += kHead;
+  res.body += data_json;
+  res.body += '}';
+}
+
+bool TimeParam(const Request& req, Response& res, const char* name, int64_t fallback,
+               int64_t* out) {
+  std::string text = req.param(name);
+  if (text.empty()) {
+    *out = fallback;
+    return true;
+  }
+  if (ParsePromTime(text, out)) return true;
+  Fail(res, "bad_data",
+       std::string("invalid parameter \"") + name + "\": cannot parse \"" + text +
+           "\" to a valid timestamp");
+  return false;
+}
+
+}  // namespace api_internal
+
+namespace {
+
+using namespace api_internal;
+
 void AppendPoint(std::string* out, int64_t t_ms, double v) {
   *out += '[';
   AppendPromTimestamp(out, t_ms);
@@ -93,21 +138,6 @@ const char* ErrorType(promql::QueryError::Kind kind) {
   return "internal";
 }
 
-int HttpStatus(const std::string& error_type) {
-  if (error_type == "bad_data") return 400;
-  if (error_type == "execution") return 422;
-  if (error_type == "timeout" || error_type == "canceled" || error_type == "unavailable")
-    return 503;
-  if (error_type == "not_found") return 404;
-  return 500;
-}
-
-void Fail(Response& res, const std::string& error_type, const std::string& message) {
-  WriteApiError(res, HttpStatus(error_type), error_type, message);
-}
-
-void Succeed(Response& res, std::string data_json);
-
 // The reply to a query: its result, or its error in the API's shape.
 void Answer(Response& res, const promql::QueryResult& result) {
   if (!result.ok()) {
@@ -120,37 +150,11 @@ void Answer(Response& res, const promql::QueryResult& result) {
   Succeed(res, QueryResultJson(result.value()));
 }
 
-void Succeed(Response& res, std::string data_json) {
-  res.status = 200;
-  res.content_type = "application/json";
-  static constexpr std::string_view kHead = "{\"status\":\"success\",\"data\":";
-  res.body.clear();
-  res.body.reserve(kHead.size() + data_json.size() + 1);
-  res.body += kHead;
-  res.body += data_json;
-  res.body += '}';
-}
-
 // After a query handler's evaluation (its memory freed, the answer serialized): gives the
 // allocator's free memory back to the kernel when it holds much (base/heap.h). Without it, each
 // HTTP thread's malloc arena keeps the high-water mark of the largest query it ran.
 void TrimAfterQuery() {
   ProcessHeapTrimmer().MaybeTrim();
-}
-
-// Reads a time parameter; `fallback` when absent. False (with the reply written) if malformed.
-bool TimeParam(const Request& req, Response& res, const char* name, int64_t fallback,
-               int64_t* out) {
-  std::string text = req.param(name);
-  if (text.empty()) {
-    *out = fallback;
-    return true;
-  }
-  if (ParsePromTime(text, out)) return true;
-  Fail(res, "bad_data",
-       std::string("invalid parameter \"") + name + "\": cannot parse \"" + text +
-           "\" to a valid timestamp");
-  return false;
 }
 
 bool TimeoutParam(const Request& req, Response& res, promql::EngineOptions* engine) {
@@ -393,15 +397,6 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
     Succeed(res, std::move(out));
   };
 
-  Handler buildinfo = [shared](const Request&, Response& res) {
-    std::string out = "{\"version\":";
-    AppendJsonString(&out, shared->second.version);
-    out +=
-        ",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\","
-        "\"goVersion\":\"\"}";
-    Succeed(res, std::move(out));
-  };
-
   for (auto [path, handler] : {std::pair<const char*, Handler*>{"/api/v1/query", &query},
                                {"/api/v1/query_range", &query_range},
                                {"/api/v1/series", &series},
@@ -410,7 +405,7 @@ void RegisterPromApi(Server* server, QuerierFactory queriers, PromApiOptions opt
     server->Post(path, *handler);
   }
   server->GetPrefix("/api/v1/label/", label_values);
-  server->Get("/api/v1/status/buildinfo", buildinfo);
+  api_internal::RegisterStatusApi(server, shared->second);
 }
 
 void WriteApiError(Response& res, int status, std::string_view error_type,

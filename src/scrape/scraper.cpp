@@ -73,9 +73,31 @@ struct Scraper::Target {
   std::vector<double> output_last;
   bool outputs_started = false;
   double outputs_total = 0;
+  // The # HELP, # TYPE and # UNIT lines of the last successful page (scraping side; `next` is
+  // reused, so an unchanged page allocates nothing), and their copy for readers (under mu_).
+  std::string descriptors, descriptors_next;
   // Under mu_.
   TargetHealth health;
+  std::string descriptors_shared;
 };
+
+namespace {
+
+// Appends the descriptor lines (# HELP, # TYPE, # UNIT) of an exposition page to `out`.
+void CollectDescriptors(std::string_view page, std::string* out) {
+  out->clear();
+  while (!page.empty()) {
+    const size_t nl = page.find('\n');
+    const std::string_view line = page.substr(0, nl);
+    page = nl == std::string_view::npos ? std::string_view{} : page.substr(nl + 1);
+    if (line.starts_with("# HELP ") || line.starts_with("# TYPE ") || line.starts_with("# UNIT ")) {
+      out->append(line);
+      *out += '\n';
+    }
+  }
+}
+
+}  // namespace
 
 struct Scraper::Batch {
   size_t target = 0;
@@ -257,6 +279,12 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
   std::swap(t.present, t.present_next);
   batch->samples = batch->values.size();
   if (status.ok() && !t.config.outputs.empty()) CountOutputs(&t, *batch);
+  bool descriptors_changed = false;
+  if (status.ok()) {
+    CollectDescriptors(t.body, &t.descriptors_next);
+    descriptors_changed = t.descriptors_next != t.descriptors;
+    if (descriptors_changed) std::swap(t.descriptors, t.descriptors_next);
+  }
 
   bool changed;
   {
@@ -266,6 +294,8 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
     h.scraped = true;
     h.up = batch->up;
     h.duration_s = batch->duration_s;
+    h.last_scrape_ms = t_ms;
+    if (descriptors_changed) t.descriptors_shared = t.descriptors;
     ++h.scrapes;
     if (batch->up) {
       h.samples = batch->samples;
@@ -361,6 +391,13 @@ size_t Scraper::Drain(tsdb::Appender* appender, const collect::Snapshot& snapsho
   std::lock_guard<std::mutex> lock(mu_);
   for (std::unique_ptr<Batch>& batch : batches) spare_.push_back(std::move(batch));
   return appended;
+}
+
+std::vector<std::string> Scraper::Descriptors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& t : targets_) out.push_back(t->descriptors_shared);
+  return out;
 }
 
 std::vector<TargetHealth> Scraper::Health() const {

@@ -58,7 +58,8 @@ struct TargetHealth {
   bool scraped = false;  // at least one scrape finished
   bool up = false;
   double duration_s = 0;
-  uint64_t samples = 0;  // in the last successful scrape
+  int64_t last_scrape_ms = 0;  // when the last scrape started (its samples' time); 0: none yet
+  uint64_t samples = 0;        // in the last successful scrape
   uint64_t scrapes = 0, errors = 0;
   std::string last_error;  // "" while up
   // With `outputs` configured: the target's outputs counted since its first successful scrape
@@ -108,6 +109,10 @@ class Scraper {
   // The same, appended to `out` in `format` (WriteFamilies over a writer of its own).
   void RenderMetrics(expo::Format format, std::string* out) const;
   std::vector<TargetHealth> Health() const;
+  // Per target (in the configured order), the # HELP, # TYPE and # UNIT lines of its last
+  // successful page, one per line ("" before one): what /api/v1/metadata reports of the targets.
+  // Kept as the page wrote them; copied here only when they change.
+  std::vector<std::string> Descriptors() const;
   // The outputs of target `target` (index into the configured list) counted so far: false while
   // none are (no `outputs`, or no successful scrape yet). Any thread; no allocation.
   bool Outputs(size_t target, double* total) const;

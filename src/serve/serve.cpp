@@ -19,6 +19,7 @@
 #include "serve/findings_service.h"
 #include "serve/governance_service.h"
 #include "serve/jobs_service.h"
+#include "serve/prom_api_options.h"
 #include "serve/query_metrics.h"
 #include "serve/service.h"
 #include "serve/service_cost_service.h"
@@ -320,14 +321,16 @@ class HttpService : public Service {
   HttpService(const Context& ctx, const std::string& version, http::Server* server,
               std::shared_ptr<promql::QueryGate> gate, Agent* agent, const StoreService* store,
               const RecorderService* recorder,
-              std::function<void(collect::Format, std::string*)> families, const JobsService* jobs)
+              std::function<void(collect::Format, std::string*)> families, const JobsService* jobs,
+              const scrape::Scraper* scraper)
       : config_(ctx.config),
         stepped_(ctx.stepped),
         version_(version),
         server_(server),
         gate_(std::move(gate)),
         agent_(agent),
-        db_(store->db()) {
+        db_(store->db()),
+        scraper_(scraper) {
     collect::RenderOptions render;
     render.per_process_metrics = ctx.config.collect.per_process_metrics;
     render.nvlink_link_metrics = ctx.config.collect.nvlink_link_metrics;
@@ -362,6 +365,14 @@ class HttpService : public Service {
       api.version = version_;
       api.engine = QueryEngineOptions(config_);
       api.engine.gate = gate_;
+      // Metadata from this agent's /metrics page, targets from the scraper, the status pages.
+      SetStatusOptions(
+          config_, scraper_,
+          [page = page_.get(), agent = agent_](bool openmetrics) {
+            return page->Get(*agent->collector().Latest(),
+                             openmetrics ? collect::Format::kOpenMetrics : collect::Format::kText);
+          },
+          store, &api);
       http::RegisterPromApi(
           server, [store] { return store->NewQuerier(); }, api);
     }
@@ -390,6 +401,7 @@ class HttpService : public Service {
   std::shared_ptr<promql::QueryGate> gate_;
   Agent* agent_;
   tsdb::DB* db_;
+  const scrape::Scraper* scraper_;
   std::unique_ptr<collect::MetricsPage> page_;
 };
 
@@ -524,7 +536,8 @@ int Serve(const config::Config& config, const std::string& version, Logger* logg
       ctx, store, [&list](const collect::Snapshot& s, int64_t t_ms) { list.OnSnapshot(s, t_ms); }));
   list.Add(std::make_unique<HttpService>(
       ctx, version, server->get(), query_gate, &agent, store, recorder,
-      [&list](collect::Format f, std::string* out) { list.RenderMetrics(f, out); }, jobs->jobs()));
+      [&list](collect::Format f, std::string* out) { list.RenderMetrics(f, out); }, jobs->jobs(),
+      scrape->scraper()));
   auto* collector =
       list.Add(std::make_unique<AgentService>(ctx, &agent, recorder, alerting, scrape));
   list.RegisterRoutes(server->get());

@@ -3,6 +3,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace gw::tsdb {
 
@@ -33,6 +35,17 @@ void BitWriter::WriteGamma(uint64_t v) {
 }
 
 uint64_t BitReader::Read(int n) {
+  // Fast path: the bits lie inside one 8-byte window that is wholly in the input (n <= 56 and at
+  // most 7 bits of the first byte already used): one load instead of a loop over bytes.
+  const size_t first = pos_ >> 3;
+  if (n > 0 && n <= 56 && first + 8 <= in_.size()) {
+    uint64_t word;
+    std::memcpy(&word, in_.data() + first, sizeof word);
+    if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
+    const int used = static_cast<int>(pos_ & 7);
+    pos_ += static_cast<size_t>(n);
+    return (word << used) >> (64 - n);
+  }
   uint64_t v = 0;
   while (n > 0) {
     const size_t byte = pos_ >> 3;

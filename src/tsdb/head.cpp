@@ -109,6 +109,25 @@ size_t Head::num_series() const {
   return index_.size();
 }
 
+Head::MemoryStats Head::memory_stats() const {
+  MemoryStats out;
+  std::shared_lock lock(mu_);
+  for (const std::unique_ptr<MemSeries>& s : series_) {
+    if (s == nullptr) continue;
+    std::lock_guard<std::mutex> series_lock(s->mu);
+    out.chunks += s->chunks.size() + (s->open.empty() ? 0 : 1);
+    if (!s->chunks.empty()) {
+      out.min_t_ms = std::min(out.min_t_ms, s->chunks.front().mint_ms);
+      out.max_t_ms = std::max(out.max_t_ms, s->chunks.back().maxt_ms);
+    }
+    if (!s->open.empty()) {
+      out.min_t_ms = std::min(out.min_t_ms, s->open.front().t_ms);
+      out.max_t_ms = std::max(out.max_t_ms, s->open.back().t_ms);
+    }
+  }
+  return out;
+}
+
 Status Head::ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
                          std::vector<Sample>* out) const {
   MemSeries* s;

@@ -72,6 +72,15 @@ class Head {
                      std::vector<Sample>* out) const;
 
   size_t num_series() const;
+  // What the head holds in memory (/api/v1/status/tsdb): encoded chunks not yet persisted plus
+  // open chunks with samples, and the oldest and newest timestamp among them (INT64_MAX and
+  // INT64_MIN when it holds none, as Prometheus reports an empty head). Read-only; locks each
+  // series briefly.
+  struct MemoryStats {
+    uint64_t chunks = 0;
+    int64_t min_t_ms = INT64_MAX, max_t_ms = INT64_MIN;
+  };
+  MemoryStats memory_stats() const;
   uint64_t samples_appended() const { return samples_appended_.load(std::memory_order_relaxed); }
   uint64_t out_of_order() const { return out_of_order_.load(std::memory_order_relaxed); }
 

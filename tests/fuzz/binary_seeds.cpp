@@ -1,6 +1,7 @@
 // Writes the binary seeds of the `wal` and `chunks` fuzz targets (usage: fuzz_binary_seeds
 // CORPUS_DIR; tests/fuzz/make_seeds.py runs it). The bytes come from the store's own encoders
 // and its WAL writer, so the seeds are what a real data directory holds.
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -38,11 +39,19 @@ class Out {
 std::vector<std::vector<Sample>> SampleSets() {
   std::vector<std::vector<Sample>> sets;
   const int64_t t0 = 1'700'000'000'000;
-  std::vector<Sample> temps, power, odd, irregular;
+  std::vector<Sample> temps, power, odd, irregular, near, jittered;
   for (int i = 0; i < 120; ++i) {
     temps.push_back({t0 + i * 1000, 40.0 + (i % 9)});
     power.push_back({t0 + i * 1000, 312.25 + 0.125 * (i % 5)});
     irregular.push_back({t0 + i * 997 + (i % 3) * 13, std::sin(i) * 1e3});
+    // A ratio a few ULPs off a short decimal (near-decimal chunks) and scrape-jittered
+    // timestamps (grid timestamps).
+    const double ratio = static_cast<double>(5200 + (i * 37) % 90) / 10000;
+    near.push_back({t0 + i * 1000, std::bit_cast<double>(std::bit_cast<uint64_t>(ratio) +
+                                                         static_cast<uint64_t>(i % 7))});
+    jittered.push_back(
+        {t0 + i * 1000 + static_cast<int64_t>((static_cast<uint32_t>(i) * 2654435761u) >> 28),
+         static_cast<double>(i * 250)});
   }
   const double specials[] = {NAN, gw::tsdb::StaleNaN(), INFINITY, -INFINITY, -0.0, 1e308, 5e-324};
   for (int i = 0; i < 14; ++i) odd.push_back({t0 - 5000 + i * 15000, specials[i % 7]});
@@ -50,6 +59,8 @@ std::vector<std::vector<Sample>> SampleSets() {
   sets.push_back(power);
   sets.push_back(odd);
   sets.push_back(irregular);
+  sets.push_back(near);
+  sets.push_back(jittered);
   sets.push_back({});
   return sets;
 }

@@ -5,41 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "support/agent_process.h"
+#include "support/prometheus_server.h"
 
 namespace gw::testing {
 namespace {
-
-class PrometheusServer {
- public:
-  explicit PrometheusServer(int target_port) : port_(FreePort()) {
-    WriteFile(dir_ / "prometheus.yml",
-              "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-              "scrape_configs:\n  - job_name: gpuwarden\n    static_configs:\n"
-              "      - targets: ['127.0.0.1:" +
-                  std::to_string(target_port) + "']\n");
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{"prometheus", "--config.file=" + (dir_ / "prometheus.yml"),
-                                 "--storage.tsdb.path=" + (dir_ / "data"),
-                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
-        dir_ / "prometheus.log");
-    ready_ = WaitFor([&] { return HttpGet(port_, "/-/ready").status == 200; }, 60);
-  }
-  bool ready() const { return ready_; }
-  std::string Log() const { return process_->Output(); }
-
-  // The result vector of an instant query at "now".
-  nlohmann::json Query(const std::string& promql) const {
-    HttpReply r = HttpGet(port_, "/api/v1/query?query=" + UrlEncode(promql));
-    if (r.status != 200) return nlohmann::json::array();
-    return nlohmann::json::parse(r.body)["data"]["result"];
-  }
-
- private:
-  TempDir dir_;
-  int port_;
-  std::unique_ptr<Process> process_;
-  bool ready_ = false;
-};
 
 double OneValue(const nlohmann::json& result) {
   if (result.size() != 1) return std::nan("");

@@ -122,6 +122,25 @@ TEST(ScraperTest, StoresEverySampleWithTheTargetLabelAtTheScrapeTime) {
   EXPECT_TRUE(store.Samples({{"__name__", "gpu_service_info"}, {"gpu", "0"}}).empty());
 }
 
+TEST(ScraperTest, KeepsTheDescriptorLinesOfTheLastGoodPage) {
+  Page page;
+  page.Set(
+      "# HELP q_seconds Queue time.\n# TYPE q_seconds gauge\n# UNIT q_seconds seconds\n"
+      "q_seconds 1\n# comment\nother 2\n");
+  Scraper scraper({Target("svc", page.url())}, nullptr);
+  EXPECT_EQ(scraper.Descriptors(), std::vector<std::string>{""});  // nothing scraped yet
+  scraper.ScrapeDue(kT0);
+  const std::string first =
+      "# HELP q_seconds Queue time.\n# TYPE q_seconds gauge\n# UNIT q_seconds seconds\n";
+  EXPECT_EQ(scraper.Descriptors()[0], first);
+  page.Set("oops", 500);  // a failed scrape keeps what the last good page said
+  scraper.ScrapeDue(kT0 + 15'000);
+  EXPECT_EQ(scraper.Descriptors()[0], first);
+  page.Set("# TYPE q_seconds counter\nq_seconds 1\n");
+  scraper.ScrapeDue(kT0 + 30'000);
+  EXPECT_EQ(scraper.Descriptors()[0], "# TYPE q_seconds counter\n");
+}
+
 TEST(ScraperTest, AScrapedTargetLabelBecomesExportedTarget) {
   Page page;
   page.Set("up_like{target=\"inner\"} 1\nboth{target=\"a\",exported_target=\"b\"} 2\n");
@@ -147,7 +166,9 @@ TEST(ScraperTest, FollowsTheIntervalOnTheClockItIsGiven) {
   page.Set("x 1\n");
   Scraper scraper({Target("svc", page.url())}, nullptr);
   MemoryAppender store;
+  EXPECT_EQ(scraper.Health()[0].last_scrape_ms, 0);  // never scraped (/api/v1/targets: unknown)
   for (int64_t dt : {0, 5'000, 14'999, 15'000, 16'000, 30'000}) scraper.ScrapeDue(kT0 + dt);
+  EXPECT_EQ(scraper.Health()[0].last_scrape_ms, kT0 + 30'000);  // the last scrape's time
   scraper.Drain(&store, TwoGpus());
   auto samples = store.Samples({{"__name__", "x"}});
   ASSERT_EQ(samples.size(), 3u);

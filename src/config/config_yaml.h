@@ -1,0 +1,21 @@
+// config/config_yaml.h — the effective configuration as YAML (/api/v1/status/config).
+//
+// Every key LoadConfigFile reads, with the value in effect (file, flags and defaults together), in
+// the file's own spelling, so the text loads back to the same configuration. Secrets are never in
+// the configuration (only the files holding them), so nothing is masked. The `governance:` and
+// `diagnose:` sections are left out (their settings stay at what the file gave; see
+// docs/configuration.md).
+#ifndef GPUWARDEN_CONFIG_CONFIG_YAML_H_
+#define GPUWARDEN_CONFIG_CONFIG_YAML_H_
+
+#include <string>
+
+#include "config/config.h"
+
+namespace gw::config {
+
+std::string EffectiveYaml(const Config& config);
+
+}  // namespace gw::config
+
+#endif  // GPUWARDEN_CONFIG_CONFIG_YAML_H_
