@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/stopwatch.h"
 #include "collect/gpu_reader.h"
 
 namespace gw::collect {
@@ -62,6 +63,10 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   // ---- owned by the active worker --------------------------------------------------------
   std::vector<GpuReader> gpus;
   CollectorStats stats;
+  // Time inside NVML per call, in base/stopwatch.h ticks; turned into stats' seconds on publish.
+  std::array<uint64_t, kCallCount> call_ticks{}, call_max_ticks{};
+  std::array<uint64_t, kCallCount> call_ticks_published{};  // already in seconds_total
+  TickRate tick_rate;
   bool discovered = false;
   double next_fast = 0, next_slow = 0, next_peak = 0;
   double sim_start_unix = 0;  // stepped mode: the wall clock of virtual time 0
@@ -73,8 +78,9 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     bool active = false;
     size_t gpu = 0;
     Call call = Call::kUtilization;
-    SteadyClock::time_point start;
+    int64_t start_ns = 0;  // CoarseMonotonicNs: the watchdog counts in whole seconds
   } inflight;
+  std::condition_variable watchdog_cv;             // with ctl_mu: wakes the watchdog to stop
   std::vector<std::array<bool, kCallCount>> hung;  // per GPU
   std::vector<std::pair<size_t, Call>> recovered;  // hung calls that came back
   std::vector<std::thread> abandoned;
@@ -124,14 +130,13 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   }
 
   // CallGuard: every NVML read of a GPU goes through here (see gpu_reader.h).
-  bool Enter(size_t gpu, Call call, SteadyClock::time_point* start) override {
+  bool Enter(size_t gpu, Call call) override {
     std::lock_guard<std::mutex> lock(own_mu);
     if (hung[gpu][static_cast<size_t>(call)]) return false;
-    *start = SteadyClock::now();
-    inflight = {true, gpu, call, *start};
+    inflight = {true, gpu, call, CoarseMonotonicNs()};
     return true;
   }
-  void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) override {
+  void Leave(size_t gpu, Call call, nvmlReturn_t status, uint64_t ticks) override {
     {
       std::lock_guard<std::mutex> lock(own_mu);
       inflight.active = false;
@@ -142,8 +147,9 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     }
     CallStats& cs = stats.calls[static_cast<size_t>(call)];
     ++cs.calls;
-    cs.seconds_total += seconds;
-    cs.max_seconds = std::max(cs.max_seconds, seconds);
+    call_ticks[static_cast<size_t>(call)] += ticks;
+    call_max_ticks[static_cast<size_t>(call)] =
+        std::max(call_max_ticks[static_cast<size_t>(call)], ticks);
     bool benign = status == NVML_SUCCESS || status == NVML_ERROR_NOT_SUPPORTED ||
                   status == NVML_ERROR_FUNCTION_NOT_FOUND || status == NVML_ERROR_NOT_FOUND;
     if (!benign) {
@@ -395,6 +401,15 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
       for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i].hung = hung[i];
     }
     stats.last_success_unix_seconds = s.taken_unix_seconds;
+    const double seconds_per_tick = tick_rate.SecondsPerTick();
+    for (size_t c = 0; c < kCallCount; ++c) {
+      // Only the ticks since the last publish are converted (with the rate known now), so the
+      // counter never goes down when the rate's estimate moves in its last digits.
+      stats.calls[c].seconds_total +=
+          static_cast<double>(call_ticks[c] - call_ticks_published[c]) * seconds_per_tick;
+      call_ticks_published[c] = call_ticks[c];
+      stats.calls[c].max_seconds = static_cast<double>(call_max_ticks[c]) * seconds_per_tick;
+    }
     s.stats = stats;
     {
       std::lock_guard<std::mutex> lock(pub_mu);
@@ -496,18 +511,31 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     }
   }
 
+  // The watchdog sleeps until the moment the call it last saw in flight would reach the timeout,
+  // or half a timeout when it saw none. A call that starts right after a look is seen at the next
+  // one (half a timeout later: it cannot have reached the timeout yet), and from then on the
+  // watchdog wakes exactly when it would: hangs are caught at `call_timeout` as with fixed
+  // polling, with a wake-up every 2.5 s (default timeout) instead of every 200 ms.
   void WatchdogLoop(std::shared_ptr<Impl> self) {
-    const auto timeout = std::chrono::duration<double>(options.call_timeout_s);
-    const auto poll = std::chrono::milliseconds(
-        std::clamp<long>(static_cast<long>(options.call_timeout_s * 250), 10, 200));
+    // Capped at ~30 years so that the nanoseconds fit in 64 bits.
+    const int64_t timeout_ns = static_cast<int64_t>(std::min(options.call_timeout_s, 1e9) * 1e9);
+    const int64_t idle_ns = std::max<int64_t>(timeout_ns / 2, 10'000'000);
+    int64_t sleep_ns = idle_ns;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(ctl_mu);
-        ctl_cv.wait_for(lock, poll, [&] { return stopping; });
+        watchdog_cv.wait_for(lock, std::chrono::nanoseconds(sleep_ns), [&] { return stopping; });
         if (stopping) return;
       }
       std::lock_guard<std::mutex> lock(own_mu);
-      if (!inflight.active || SteadyClock::now() - inflight.start < timeout) continue;
+      const int64_t now = CoarseMonotonicNs();
+      sleep_ns = idle_ns;
+      if (!inflight.active) continue;
+      if (now - inflight.start_ns < timeout_ns) {
+        // At least 1 ms: the coarse clock moves in kernel ticks.
+        sleep_ns = std::max<int64_t>(inflight.start_ns + timeout_ns - now, 1'000'000);
+        continue;
+      }
       // The worker is stuck inside NVML. Abandon it: it exits by itself if the call returns.
       size_t gpu = inflight.gpu;
       Call call = inflight.call;
@@ -587,6 +615,7 @@ Collector::StopOutcome Collector::Stop(double timeout_s) {
   }
   im.stop_requested = true;
   im.ctl_cv.notify_all();
+  im.watchdog_cv.notify_all();
   const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                                  std::chrono::duration<double>(timeout_s));
   // The watchdog never calls NVML: it leaves at once. After it, only Stop moves the generation.
@@ -632,8 +661,7 @@ Collector::StopOutcome Collector::Stop(double timeout_s) {
     if (!im.inflight.active) {
       what += " (in an NVML call outside the GPU reads: discovery or the simulator's clock)";
     } else {
-      const double for_s =
-          std::chrono::duration<double>(SteadyClock::now() - im.inflight.start).count();
+      const double for_s = static_cast<double>(CoarseMonotonicNs() - im.inflight.start_ns) / 1e9;
       char took[32];
       std::snprintf(took, sizeof took, "%.1f s", for_s);
       what += " (GPU " + std::to_string(im.inflight.gpu) + ", " +

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/stopwatch.h"
 #include "collect/collector.h"
 #include "collect/snapshot.h"
 #include "nvml/device.h"
@@ -38,12 +39,13 @@ inline ProcessSample ToProcessSample(const nvml::ProcessInfo& p, unsigned gpu_in
 class CallGuard {
  public:
   virtual ~CallGuard() = default;
-  // False if the call is quarantined (hung earlier): skip it. Otherwise sets `start` to the
-  // moment the call begins: the watchdog's and the self-metrics' clock alike (read once, last
-  // thing before the call, so the guard's own work is not counted as NVML time).
-  virtual bool Enter(size_t gpu, Call call, std::chrono::steady_clock::time_point* start) = 0;
-  // Records the outcome. May throw (internally) to unwind an abandoned worker.
-  virtual void Leave(size_t gpu, Call call, nvmlReturn_t status, double seconds) = 0;
+  // False if the call is quarantined (hung earlier): skip it. Otherwise the call is in flight
+  // (for the watchdog) until Leave.
+  virtual bool Enter(size_t gpu, Call call) = 0;
+  // Records the outcome and the call's duration in base/stopwatch.h ticks (read by the reader
+  // right around the call, so the guard's own work is not counted as NVML time). May throw
+  // (internally) to unwind an abandoned worker.
+  virtual void Leave(size_t gpu, Call call, nvmlReturn_t status, uint64_t ticks) = 0;
 };
 
 class GpuReader {
@@ -130,11 +132,10 @@ template <class Fn>
 auto GpuReader::Read(Call call, Fn&& fn) -> decltype(fn()) {
   using R = decltype(fn());
   if (snap_.lost) return R::Fail(NVML_ERROR_GPU_IS_LOST);
-  std::chrono::steady_clock::time_point t0;
-  if (!guard_->Enter(position_, call, &t0)) return R::Fail(NVML_ERROR_TIMEOUT);
+  if (!guard_->Enter(position_, call)) return R::Fail(NVML_ERROR_TIMEOUT);
+  const uint64_t t0 = Ticks();
   R result = fn();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  guard_->Leave(position_, call, result.status(), seconds);
+  guard_->Leave(position_, call, result.status(), TicksSince(t0));
   if (result.ok()) {
     any_success_ = true;
   } else if (result.status() == NVML_ERROR_GPU_IS_LOST) {

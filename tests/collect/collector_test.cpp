@@ -194,6 +194,29 @@ TEST(Collector, NotSupportedMeansAbsentNotZero) {
   (void)some_with_fan;
 }
 
+// The self-metrics time calls in stopwatch ticks and turn them into seconds on each publish:
+// the per-call totals are counters (gpuwarden_nvml_call_duration_seconds_total) and must never
+// go down, whatever the rate's estimate does; every call made takes some time.
+TEST(Collector, CallSecondsAreCountersThatNeverGoDown) {
+  SimCollector sim("demo", Fast());
+  ASSERT_TRUE(sim.ok());
+  std::array<double, kCallCount> last{};
+  for (int step = 0; step < 30; ++step) {
+    sim.Advance(1);
+    const CollectorStats& stats = sim.Latest()->stats;
+    for (size_t c = 0; c < kCallCount; ++c) {
+      EXPECT_GE(stats.calls[c].seconds_total, last[c]) << CallName(static_cast<Call>(c));
+      last[c] = stats.calls[c].seconds_total;
+      if (stats.calls[c].calls > 0) {
+        EXPECT_GT(stats.calls[c].seconds_total, 0) << CallName(static_cast<Call>(c));
+        EXPECT_GE(stats.calls[c].max_seconds * static_cast<double>(stats.calls[c].calls),
+                  stats.calls[c].seconds_total * 0.999)
+            << CallName(static_cast<Call>(c));
+      }
+    }
+  }
+}
+
 TEST(Collector, LegacyLibraryLosesOnlyTheFieldsItLacks) {
   SimCollector sim("demo", Fast(), GW_SIM_LEGACY_LIBRARY);
   ASSERT_TRUE(sim.ok());
