@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -132,10 +133,15 @@ class Evaluator {
   struct RollupSeries {
     tsdb::Labels labels;
     std::vector<tsdb::Rollup> rollups;
-    std::vector<tsdb::Sample> raw;  // the raw samples of the edges and of windows without rollup
+    // The raw samples of the edges and of windows without a usable rollup, as the querier
+    // handed them out (time-ordered runs, kept alive by `owners`).
+    std::vector<std::span<const tsdb::Sample>> raw;
+    std::vector<std::shared_ptr<const std::vector<tsdb::Sample>>> owners;
   };
   struct RollupPlan {
     bool active = false;  // false: the querier keeps no rollups; the call is evaluated from raw
+    int64_t w0 = 0;       // the rollup windows inside the span: [w0, w0 + nw * 5m)
+    size_t nw = 0;
     std::vector<RollupSeries> series;
   };
   bool TableEligible(const Call& call) const;

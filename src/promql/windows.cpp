@@ -316,6 +316,8 @@ void Evaluator::PlanRollups(const Call& call) {
   const int64_t w0 = CeilWindow(span_lo);
   const int64_t w_end = FloorWindow(span_hi + 1);  // windows [w0, w_end)
   const size_t nw = w_end > w0 ? static_cast<size_t>((w_end - w0) / tsdb::kRollupWindowMs) : 0;
+  plan.w0 = w0;
+  plan.nw = nw;
   std::vector<uint32_t> usable(nw, 0);
   size_t held = 0;
   for (const tsdb::SeriesRollups& s : rolls) {
@@ -385,7 +387,8 @@ void Evaluator::PlanRollups(const Call& call) {
     if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
     for (const tsdb::SeriesRuns& s : runs) {
       RollupSeries& rs = by_labels[s.labels];
-      for (const auto& run : s.runs) rs.raw.insert(rs.raw.end(), run.begin(), run.end());
+      rs.raw.insert(rs.raw.end(), s.runs.begin(), s.runs.end());
+      rs.owners.insert(rs.owners.end(), s.owners.begin(), s.owners.end());
       held += s.size();
     }
     CheckHeld(held);
@@ -397,44 +400,93 @@ void Evaluator::PlanRollups(const Call& call) {
   }
 }
 
+// Per series: a Fold per rollup window of the span (from its rollup where usable, else from its
+// raw samples), then per step the raw head edge, the windows inside the step's window as a
+// sliding aggregate of those Folds (running sums and counts, monotonic deques of their minima
+// and maxima), and the raw tail edge. O(windows + steps + edge samples) per series.
 void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table) {
   const std::string_view name = call.func->name;
   const MatrixSelector& ms = *PlainMatrixArg(call);
   const size_t n = table->steps;
+  const int64_t win = tsdb::kRollupWindowMs;
   size_t cells = 0;
+  std::vector<Fold> folds(plan.nw);
+  std::vector<size_t> max_q, min_q;  // window indexes, [head, size)
   for (const RollupSeries& s : plan.series) {
     const size_t row = table->labels.size();
     table->labels.push_back(DropName(s.labels));
     table->values.resize((row + 1) * n);
     table->present.resize((row + 1) * n);
-    auto by_time = [](const tsdb::Sample& x, int64_t t) { return x.t_ms < t; };
     // Folds the raw samples in [lo, hi) (stale markers are not part of a range).
-    auto raw = [&](Fold* f, int64_t lo, int64_t hi) {
-      auto it = std::lower_bound(s.raw.begin(), s.raw.end(), lo, by_time);
-      for (; it != s.raw.end() && it->t_ms < hi; ++it)
-        if (!tsdb::IsStaleNaN(it->v)) f->Add(it->v);
+    auto raw = [&s](Fold* f, int64_t lo, int64_t hi) {
+      auto run = std::partition_point(s.raw.begin(), s.raw.end(),
+                                      [lo](const auto& r) { return r.back().t_ms < lo; });
+      for (; run != s.raw.end() && run->front().t_ms < hi; ++run) {
+        auto it = std::partition_point(run->begin(), run->end(),
+                                       [lo](const tsdb::Sample& x) { return x.t_ms < lo; });
+        for (; it != run->end() && it->t_ms < hi; ++it)
+          if (!tsdb::IsStaleNaN(it->v)) f->Add(it->v);
+      }
     };
+    auto r = s.rollups.begin();
+    for (size_t w = 0; w < plan.nw; ++w) {
+      Tick();
+      const int64_t t = plan.w0 + static_cast<int64_t>(w) * win;
+      folds[w] = Fold{};
+      while (r != s.rollups.end() && r->t_ms < t) ++r;
+      if (r != s.rollups.end() && r->t_ms == t && RollupUsable(*r)) {
+        folds[w].AddRollup(*r);
+      } else {
+        raw(&folds[w], t, t + win);
+      }
+    }
+    Fold inner;  // the Folds of windows [lo, hi), without min/max (those come from the deques)
+    size_t lo = 0, hi = 0, max_head = 0, min_head = 0;
+    max_q.clear();
+    min_q.clear();
     for (size_t k = 0; k < n; ++k) {
       const int64_t ref = RefTime(ms.selector->mods, StepTime(k)), mint = ref - ms.range_ms;
-      const int64_t a = CeilWindow(mint), b = FloorWindow(ref + 1);
-      Fold f;
-      if (a >= b) {
-        raw(&f, mint, ref + 1);
-      } else {
-        raw(&f, mint, a);
-        auto r = std::lower_bound(s.rollups.begin(), s.rollups.end(), a,
-                                  [](const tsdb::Rollup& x, int64_t t) { return x.t_ms < t; });
-        for (int64_t w = a; w < b; w += tsdb::kRollupWindowMs) {
-          Tick();
-          while (r != s.rollups.end() && r->t_ms < w) ++r;
-          if (r != s.rollups.end() && r->t_ms == w && RollupUsable(*r)) {
-            f.AddRollup(*r);
-          } else {
-            raw(&f, w, w + tsdb::kRollupWindowMs);
-          }
-        }
-        raw(&f, b, ref + 1);
+      const int64_t a = std::max(CeilWindow(mint), plan.w0);
+      const int64_t b = std::max(FloorWindow(ref + 1), a);
+      const size_t ia = static_cast<size_t>((a - plan.w0) / win);
+      const size_t ib = std::min(static_cast<size_t>((b - plan.w0) / win), plan.nw);
+      for (; hi < ib; ++hi) {
+        const Fold& x = folds[hi];
+        inner.count += x.count;
+        inner.nan += x.nan;
+        inner.pos_inf += x.pos_inf;
+        inner.neg_inf += x.neg_inf;
+        KahanAdd(x.sum, &inner.sum, &inner.comp);
+        KahanAdd(x.comp, &inner.sum, &inner.comp);
+        if (!x.has_extreme) continue;
+        while (max_q.size() > max_head && folds[max_q.back()].max < x.max) max_q.pop_back();
+        max_q.push_back(hi);
+        while (min_q.size() > min_head && folds[min_q.back()].min > x.min) min_q.pop_back();
+        min_q.push_back(hi);
       }
+      for (; lo < ia && lo < hi; ++lo) {
+        const Fold& x = folds[lo];
+        inner.count -= x.count;
+        inner.nan -= x.nan;
+        inner.pos_inf -= x.pos_inf;
+        inner.neg_inf -= x.neg_inf;
+        KahanAdd(-x.sum, &inner.sum, &inner.comp);
+        KahanAdd(-x.comp, &inner.sum, &inner.comp);
+      }
+      if (inner.count == 0) inner.sum = inner.comp = 0;  // no rounding carried over
+      while (max_head < max_q.size() && max_q[max_head] < lo) ++max_head;
+      while (min_head < min_q.size() && min_q[min_head] < lo) ++min_head;
+      Fold f;
+      raw(&f, mint, std::min(a, ref + 1));
+      f.count += inner.count;
+      f.nan += inner.nan;
+      f.pos_inf += inner.pos_inf;
+      f.neg_inf += inner.neg_inf;
+      KahanAdd(inner.sum, &f.sum, &f.comp);
+      KahanAdd(inner.comp, &f.sum, &f.comp);
+      if (max_head < max_q.size())
+        f.Extremes(folds[min_q[min_head]].min, folds[max_q[max_head]].max);
+      raw(&f, std::max(b, mint), ref + 1);
       if (f.count == 0) continue;
       table->values[row * n + k] = f.Result(name);
       table->present[row * n + k] = 1;
