@@ -213,6 +213,7 @@ int RunSynthetic(int repeat, int only) {
       const int n = m == 0 && sq.range && sq.range_s > 86400 ? std::min(repeat, 3) : repeat;
       for (int i = 0; i < n; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
+        const std::clock_t c0 = std::clock();
         promql::QueryResult r = sq.range ? engine.Range(q, sq.expr, kSynthEndMs - sq.range_s * 1000,
                                                         kSynthEndMs, sq.step_s * 1000)
                                          : engine.Instant(q, sq.expr, kSynthEndMs);
@@ -230,8 +231,10 @@ int RunSynthetic(int repeat, int only) {
       cpu[m] = cpus[cpus.size() / 2];
     }
     std::printf(
-        "%-7s %-62s before %9.3f ms  sliding %8.3f ms  +rollups %8.3f ms  %s\n",
-        sq.range ? "range" : "instant", sq.expr, med[0] * 1e3, med[1] * 1e3, med[2] * 1e3,
+        "%-7s %-62s before %9.3f ms (cpu %9.3f)  sliding %8.3f ms (cpu %8.3f)  +rollups %8.3f ms "
+        "(cpu %8.3f)  %s\n",
+        sq.range ? "range" : "instant", sq.expr, med[0] * 1e3, cpu[0] * 1e3, med[1] * 1e3,
+        cpu[1] * 1e3, med[2] * 1e3, cpu[2] * 1e3,
         json[0] == json[1] && json[1] == json[2] ? "same JSON" : "JSON DIFFERS (rounding?)");
   }
   return 0;

@@ -1,8 +1,10 @@
 // promql/eval.h — the evaluator shared by engine.cpp, binary.cpp, aggregate.cpp and
 // functions.cpp (internal to promql/).
 //
-// Evaluation is step by step: Eval(expr, t) computes the value of `expr` at one time. Errors are
-// thrown as EvalError inside the evaluator and turned into QueryError by Engine.
+// Evaluation is step by step: Eval(expr, t) computes the value of `expr` at one time. Range
+// functions over a plain range selector are the exception (windows.cpp): their results for every
+// step are computed in one pass on first use (sliding windows, rollups) and handed out per step.
+// Errors are thrown as EvalError inside the evaluator and turned into QueryError by Engine.
 #ifndef GPUWARDEN_PROMQL_EVAL_H_
 #define GPUWARDEN_PROMQL_EVAL_H_
 

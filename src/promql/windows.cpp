@@ -105,6 +105,17 @@ struct Fold {
     if (lo < min) min = lo;
     if (hi > max) max = hi;
   }
+  // Add without the extremes (sum, avg and count do not need them).
+  void AddToSum(double v) {
+    ++count;
+    if (std::isnan(v)) {
+      ++nan;
+    } else if (std::isinf(v)) {
+      ++(v > 0 ? pos_inf : neg_inf);
+    } else {
+      KahanAdd(v, &sum, &comp);
+    }
+  }
   void Add(double v) {
     ++count;
     if (std::isnan(v)) {
@@ -249,7 +260,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       const int64_t ref = RefTime(ms.selector->mods, t), mint = ref - ms.range_ms;
       for (; hi < pts.size() && pts[hi].t_ms <= ref; ++hi) {
         const double v = pts[hi].v;
-        if (sums) fold.Add(v);
+        if (sums) fold.AddToSum(v);
         if (extreme && !std::isnan(v)) {
           while (deque.size() > head &&
                  (is_max ? pts[deque.back()].v < v : pts[deque.back()].v > v))
