@@ -290,30 +290,94 @@ Status DecodeBlock(std::string_view block, std::vector<Sample>* out) {
   return Status::Ok();
 }
 
-std::string EncodeRollups(std::span<const Rollup> rollups, int zstd_level) {
-  std::vector<std::string> parts;
-  std::vector<Sample> col(rollups.size());
-  for (size_t off = 0; off < rollups.size(); off += kMaxChunkSamples) {
-    const auto part = rollups.subspan(off, std::min(kMaxChunkSamples, rollups.size() - off));
-    col.resize(part.size());
-    auto column = [&](auto field, bool at_last) {
-      for (size_t i = 0; i < part.size(); ++i)
-        col[i] = {at_last ? part[i].last_t_ms : part[i].t_ms, field(part[i])};
-      parts.push_back(EncodeChunk(col));
-    };
-    column([](const Rollup& r) { return r.min; }, false);
-    column([](const Rollup& r) { return r.max; }, false);
-    column([](const Rollup& r) { return r.sum; }, false);
-    column([](const Rollup& r) { return static_cast<double>(r.count); }, false);
-    column([](const Rollup& r) { return r.last; }, true);
-  }
-  return Pack(parts, zstd_level);
+namespace {
+
+// Rollups, format 3 (docs/tsdb-format.md §1b, "Rollups"): byte kRollups3, then a container whose
+// parts come in groups of 7 per ≤ kMaxChunkSamples rollups: one part of integer columns, then
+// six chunk-coded value columns (min, max, sum, first, last, counter_correction) timestamped at
+// the window start. Integer columns are column-major so that zstd sees each as a run of mostly
+// equal bytes.
+constexpr char kRollups3 = 3;
+constexpr size_t kRollupGroup = 7;
+constexpr uint8_t kNewestStale = 1, kInexact = 2;
+
+uint64_t Wrap(int64_t a, int64_t b) {  // a - b without signed overflow
+  return static_cast<uint64_t>(a) - static_cast<uint64_t>(b);
 }
 
-Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out) {
-  std::string storage;
-  std::vector<std::string_view> parts;
-  if (Status st = Unpack(encoded, &storage, &parts); !st.ok()) return st;
+void PutDelta(std::string* out, int64_t a, int64_t b) {
+  PutVarint(out, static_cast<int64_t>(Wrap(a, b)));
+}
+
+bool GetDelta(std::string_view* in, int64_t b, int64_t* a) {
+  int64_t d;
+  if (!GetVarint(in, &d)) return false;
+  *a = static_cast<int64_t>(static_cast<uint64_t>(b) + static_cast<uint64_t>(d));
+  return true;
+}
+
+std::string EncodeRollupInts(std::span<const Rollup> rs) {
+  std::string out;
+  PutUvarint(&out, rs.size());
+  int64_t prev_t = 0;
+  uint64_t prev_count = 0;
+  for (const Rollup& r : rs) PutDelta(&out, r.t_ms, prev_t), prev_t = r.t_ms;
+  for (const Rollup& r : rs)
+    PutVarint(&out, static_cast<int64_t>(r.count - prev_count)), prev_count = r.count;
+  for (const Rollup& r : rs) PutUvarint(&out, r.nan_count);
+  for (const Rollup& r : rs) PutUvarint(&out, r.stale_count);
+  for (const Rollup& r : rs) PutDelta(&out, r.first_t_ms, r.t_ms);
+  for (const Rollup& r : rs) PutDelta(&out, r.last_t_ms, r.t_ms);
+  for (const Rollup& r : rs) PutDelta(&out, r.first_raw_t_ms, r.t_ms);
+  for (const Rollup& r : rs) PutDelta(&out, r.last_raw_t_ms, r.t_ms);
+  for (const Rollup& r : rs)
+    out.push_back(
+        static_cast<char>((r.newest_stale ? kNewestStale : 0) | (r.exact ? 0 : kInexact)));
+  return out;
+}
+
+Status DecodeRollupInts(std::string_view in, std::vector<Rollup>* rs) {
+  uint64_t n;
+  // Every rollup takes at least 9 bytes of this part.
+  if (!GetUvarint(&in, &n) || n > kMaxChunkSamples || n * 9 > in.size())
+    return Error{"rollups: bad count of windows"};
+  rs->assign(n, Rollup{});
+  int64_t prev_t = 0;
+  uint64_t prev_count = 0;
+  bool ok = true;
+  for (Rollup& r : *rs) ok = ok && GetDelta(&in, prev_t, &r.t_ms), prev_t = r.t_ms;
+  for (Rollup& r : *rs) {
+    int64_t d = 0;
+    ok = ok && GetVarint(&in, &d);
+    r.count = prev_count + static_cast<uint64_t>(d);
+    prev_count = r.count;
+  }
+  uint64_t u = 0;
+  for (Rollup& r : *rs)
+    ok = ok && GetUvarint(&in, &u) && u <= UINT32_MAX, r.nan_count = static_cast<uint32_t>(u);
+  for (Rollup& r : *rs)
+    ok = ok && GetUvarint(&in, &u) && u <= UINT32_MAX, r.stale_count = static_cast<uint32_t>(u);
+  for (Rollup& r : *rs) ok = ok && GetDelta(&in, r.t_ms, &r.first_t_ms);
+  for (Rollup& r : *rs) ok = ok && GetDelta(&in, r.t_ms, &r.last_t_ms);
+  for (Rollup& r : *rs) ok = ok && GetDelta(&in, r.t_ms, &r.first_raw_t_ms);
+  for (Rollup& r : *rs) ok = ok && GetDelta(&in, r.t_ms, &r.last_raw_t_ms);
+  if (!ok || in.size() != n) return Error{"rollups: truncated integer columns"};
+  for (size_t i = 0; i < n; ++i) {
+    const auto flags = static_cast<uint8_t>(in[i]);
+    if (flags & ~(kNewestStale | kInexact)) return Error{"rollups: bad flags"};
+    (*rs)[i].newest_stale = flags & kNewestStale;
+    (*rs)[i].exact = !(flags & kInexact);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Rollup& r = (*rs)[i];
+    if ((i > 0 && r.t_ms <= (*rs)[i - 1].t_ms) || r.count >= (1ULL << 53) || r.raw_count() == 0 ||
+        r.first_raw_t_ms > r.last_raw_t_ms)
+      return Error{"rollups: inconsistent window " + std::to_string(i)};
+  }
+  return Status::Ok();
+}
+
+Status DecodeRollups2(const std::vector<std::string_view>& parts, std::vector<Rollup>* out) {
   if (parts.size() % 5 != 0) return Error{"rollups: bad column count"};
   std::vector<Sample> cols[5];
   for (size_t g = 0; g < parts.size(); g += 5) {
@@ -333,9 +397,71 @@ Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out) {
       r.count = static_cast<uint64_t>(count);
       r.last = cols[4][i].v;
       r.last_t_ms = cols[4][i].t_ms;
-      r.exact = false;  // five columns carry no first/NaN/stale fields (rollup.h)
+      // Five columns carry no first/NaN/stale fields (rollup.h); the raw-sample bounds are what
+      // is known (the window start and the newest numeric sample), so merges order correctly.
+      r.first_raw_t_ms = r.t_ms;
+      r.last_raw_t_ms = r.last_t_ms;
+      r.exact = false;
       out->push_back(r);
     }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RollupsFormat(std::string_view encoded) {
+  if (encoded.empty()) return 0;
+  return encoded[0] == kRollups3 ? 3 : 2;
+}
+
+std::string EncodeRollups(std::span<const Rollup> rollups, int zstd_level) {
+  std::vector<std::string> parts;
+  std::vector<Sample> col;
+  for (size_t off = 0; off < rollups.size(); off += kMaxChunkSamples) {
+    const auto part = rollups.subspan(off, std::min(kMaxChunkSamples, rollups.size() - off));
+    parts.push_back(EncodeRollupInts(part));
+    col.resize(part.size());
+    auto column = [&](double Rollup::*field) {
+      for (size_t i = 0; i < part.size(); ++i) col[i] = {part[i].t_ms, part[i].*field};
+      parts.push_back(EncodeChunk(col));
+    };
+    column(&Rollup::min);
+    column(&Rollup::max);
+    column(&Rollup::sum);
+    column(&Rollup::first);
+    column(&Rollup::last);
+    column(&Rollup::counter_correction);
+  }
+  std::string out(1, kRollups3);
+  out += Pack(parts, zstd_level);
+  return out;
+}
+
+Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out) {
+  const int format = RollupsFormat(encoded);
+  if (format == 3) encoded.remove_prefix(1);
+  std::string storage;
+  std::vector<std::string_view> parts;
+  if (Status st = Unpack(encoded, &storage, &parts); !st.ok()) return st;
+  if (format == 2) return DecodeRollups2(parts, out);
+  if (parts.size() % kRollupGroup != 0) return Error{"rollups: bad column count"};
+  const size_t first = out->size();
+  std::vector<Rollup> group;
+  std::vector<Sample> col;
+  double Rollup::*const fields[] = {&Rollup::min,   &Rollup::max,  &Rollup::sum,
+                                    &Rollup::first, &Rollup::last, &Rollup::counter_correction};
+  for (size_t g = 0; g < parts.size(); g += kRollupGroup) {
+    if (Status st = DecodeRollupInts(parts[g], &group); !st.ok()) return st;
+    for (size_t c = 0; c < 6; ++c) {
+      col.clear();
+      if (Status st = DecodeChunk(parts[g + 1 + c], &col); !st.ok()) return st;
+      if (col.size() != group.size()) return Error{"rollups: columns differ in length"};
+      for (size_t i = 0; i < col.size(); ++i) group[i].*fields[c] = col[i].v;
+    }
+    if (out->size() > first && !group.empty() && group.front().t_ms <= out->back().t_ms)
+      return Error{"rollups: windows out of order"};
+    out->insert(out->end(), group.begin(), group.end());
   }
   return Status::Ok();
 }

@@ -2,7 +2,7 @@
 // (DBOptions::block_range_ms, 6 h by default), plus the 5-minute rollups of those samples.
 //
 //   std::string data = EncodeBlock(samples, level);     // chunk codec per ≤ 65536 samples, zstd'd
-//   std::string roll = EncodeRollups(rollups, level);   // rollup fields as chunk-coded columns
+//   std::string roll = EncodeRollups(rollups, level);   // every rollup field, as columns
 //   DecodeBlock(data, &samples);  DecodeRollups(roll, &rollups);
 //
 // Both use one container: byte 0 is 1 (plain) or 2 (zstd: uvarint plain length, then one zstd
@@ -30,11 +30,18 @@ std::string EncodeBlock(std::span<const Sample> samples, int zstd_level = 3);
 // Appends the block's samples to `out`.
 Status DecodeBlock(std::string_view block, std::vector<Sample>* out);
 
-// Encodes rollups (ascending, count > 0) as five chunk-coded columns: min, max, sum and count at
-// the window start, and last at last_t.
+// Encodes rollups (ascending by window, each with raw_count() > 0) with every field of rollup.h
+// (format 3: byte 3, then the container above holding integer columns and six chunk-coded value
+// columns; docs/tsdb-format.md §1b).
 std::string EncodeRollups(std::span<const Rollup> rollups, int zstd_level = 3);
-// Appends the rollups to `out`.
+// Appends the rollups to `out`. Reads format 3 and the five-column format 2 (min, max, sum,
+// count, last; written before version 3), whose rollups come back with exact == false,
+// first_raw_t_ms = the window start and last_raw_t_ms = last_t_ms. Malformed input is an error
+// naming what is wrong; nothing is appended past the bad group.
 Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out);
+// 0: empty (no rollups stored), 3: format 3, 2: anything else (the five-column format, or junk
+// that DecodeRollups refuses).
+int RollupsFormat(std::string_view encoded);
 
 }  // namespace gw::tsdb
 

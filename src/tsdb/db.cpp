@@ -42,6 +42,8 @@ DB::~DB() {
   if (wal_) (void)Commit();  // a failure is logged there
   sqlite3_finalize(select_chunks_);
   sqlite3_finalize(select_blocks_);
+  sqlite3_finalize(select_block_rollups_);
+  sqlite3_finalize(select_rollup_rows_);
   sqlite3_close(sql_);
 }
 
@@ -133,6 +135,7 @@ DBStats DB::stats() const {
   s.blocks_written = blocks_written_.load();
   s.compaction_seconds_total = compaction_seconds_total_.load();
   s.last_compaction_seconds = last_compaction_seconds_.load();
+  s.blocks_decoded = blocks_decoded_.load();
   s.selects = selects_.load();
   s.select_seconds_total = select_seconds_total_.load();
   {

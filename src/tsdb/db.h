@@ -8,14 +8,25 @@
 //
 // Data directory layout: `tsdb.sqlite` (+ SQLite's own -wal/-shm files) holds series, persisted
 // chunks and compacted blocks; `wal/` holds the write-ahead log of everything since the last
-// Flush. Format (version 2; older data directories are refused) and crash-safety guarantees:
+// Flush. Format (version 3; version 2 is read and upgraded in place, older ones are refused) and
+// crash-safety guarantees:
 // docs/tsdb-format.md.
 //
 // Compaction: Flush (with DBOptions::compact_on_flush, the default) or Compact() re-encodes a
 // series' flushed data into one *block* per aligned window of block_range_ms (6 h), zstd'd, in
-// the same SQLite transaction — a crash at any point loses nothing. 5-minute rollups are
-// computed from a block's samples while they exist and stored when retention deletes them.
-// Reads decode blocks through a bounded cache (block_cache_bytes).
+// the same SQLite transaction — a crash at any point loses nothing. Every block carries the
+// 5-minute rollups (rollup.h) of all its samples, written with them; retention deletes the
+// samples and keeps the rollups.
+// Reads decode blocks through a bounded cache (block_cache_bytes); a read of one series spanning
+// more than 4 blocks (24 h at the default range) uses what the cache holds but adds nothing to
+// it, so long scans neither evict the recent blocks dashboards re-read nor grow memory.
+//
+// Memory of reads (the bound measured in docs/benchmarks.md, "Long ranges from rollups"): the
+// block cache (block_cache_bytes) + what the queries running at the moment hold: the decoded
+// samples of the series a Select returns (16 bytes a sample; a 7-day raw read of one 1 s series
+// is ~9.7 MB) — none for windows answered from rollups (SelectRollups). The agent's query API
+// gives freed memory back to the kernel after queries (base/heap.h), so between queries the
+// resident size returns to the cache + the idle process.
 //
 // Rollups in queries: where raw data has aged out (before the newest ApplyRetention cutoff), a
 // Querier's Select returns one sample per 5-minute window — the window's last numeric sample
@@ -109,6 +120,9 @@ struct DBStats {
   double select_seconds_total = 0;
   uint64_t block_cache_hits = 0, block_cache_misses = 0;
   uint64_t block_cache_bytes = 0;  // decoded samples held now
+  // Blocks decoded from SQLite since open by reads (cache misses) and by ReadRollups' fallback
+  // for blocks written before format 3; compaction's and retention's decodes are not counted.
+  uint64_t blocks_decoded = 0;
 };
 
 class DB {
@@ -176,7 +190,23 @@ class DB {
   void RecordSelect(double seconds);
   // The persisted 5-minute rollups of one series for windows overlapping [mint_ms, maxt_ms],
   // ascending. Rollups cover flushed data only (the head's samples are summarised at Flush).
+  // Stored with every block since format 3, so this decodes no samples — except for blocks
+  // written before (format 2), whose present samples are summarised here, as they were.
   Status ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out);
+  // The rollups a Querier's SelectRollups returns for one series: those of ReadRollups for the
+  // windows [t, t + 5 min) with t >= mint_ms and t + 5 min <= maxt_ms + 1 that are *complete*:
+  //   t + 5 min <= Head::SettledBefore(ref) — the oldest sample still in memory, or, with none
+  //   there, the newest sample's time + 1.
+  // Why that is enough: every sample older than that time has left memory, so it is in SQLite
+  // (a Flush drops chunks from the head only after its transaction committed) and its window's
+  // rollup is final; and no sample older than it can come, since Append takes only samples
+  // newer than the series' newest. So the head's windows, and a window a Flush split with the
+  // head still holding its newer part, are left out (a reader takes raw samples there), and a
+  // window becomes complete once the series has a sample at or after its end and everything
+  // before that sample was flushed. SettledBefore is read before SQLite, so a Flush running
+  // concurrently can only add rows for windows this call leaves out.
+  Status ReadCompleteRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                             std::vector<Rollup>* out);
   const Head& head() const { return head_; }
 
  private:
@@ -187,7 +217,10 @@ class DB {
   // Buffers the series record of `ref` in the WAL unless the current segment generation has it.
   void LogSeries(SeriesRef ref, const Labels* labels);
   void Warn(const std::string& message) const;
-  bool InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<EncodedChunk>& chunks);
+  // Merges the rollups of `chunks` into the rollups table (select: the row of (ref, t); insert:
+  // INSERT OR REPLACE of a whole row).
+  bool InsertRollups(sqlite3_stmt* select, sqlite3_stmt* insert, SeriesRef ref,
+                     const std::vector<EncodedChunk>& chunks);
   struct BlockJob;
   // Writes blocks for `jobs` (fresh samples per series) merged with what SQLite holds for their
   // windows; sql_mu_ held, inside a transaction.
@@ -203,9 +236,9 @@ class DB {
                        std::vector<Sample>* out);
   Decoded CacheGet(uint64_t id, uint32_t crc);
   void CachePut(uint64_t id, uint32_t crc, Decoded samples);
-  // The decoded block of the current row of `s` (columns id, crc32, data), through the cache;
-  // nullptr (counted, logged) when corrupt. sql_mu_ held.
-  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s);
+  // The decoded block of the current row of `s` (columns id, crc32, data), through the cache
+  // (put there only if `admit`); nullptr (counted, logged) when corrupt. sql_mu_ held.
+  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true);
 
   DBOptions options_;
   Head head_;
@@ -224,6 +257,10 @@ class DB {
   sqlite3* sql_ = nullptr;
   sqlite3_stmt* select_chunks_ = nullptr;
   sqlite3_stmt* select_blocks_ = nullptr;
+  sqlite3_stmt* select_block_rollups_ = nullptr;  // ReadRollups: blocks' rollups (db_open.cpp)
+  sqlite3_stmt* select_rollup_rows_ = nullptr;    // ReadRollups: the rollups table
+  bool rollups_ext_ = true;                       // the rollups table has `ext` (version 3)
+  std::atomic<bool> rollup_rows_{true};           // the rollups table may have rows
   int64_t block_range_ms_ = 0;
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted
@@ -232,7 +269,7 @@ class DB {
   std::unique_ptr<BlockCache> cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
-  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0};
+  std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};
   std::atomic<double> last_flush_seconds_{0};
   std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
   std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},

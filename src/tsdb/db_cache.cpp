@@ -43,12 +43,13 @@ void DB::CachePut(uint64_t id, uint32_t crc, Decoded samples) {
   c.bytes += bytes;
 }
 
-DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
+DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
   const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
   const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
   if (Decoded d = CacheGet(id, crc)) return d;
   const std::string_view data = BlobColumn(s, 2);
   auto decoded = std::make_shared<std::vector<Sample>>();
+  ++blocks_decoded_;
   Status dst =
       Crc32(data) == crc ? DecodeBlock(data, decoded.get()) : Status(Error{"checksum mismatch"});
   if (!dst.ok()) {
@@ -57,7 +58,7 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s) {
          std::to_string(WindowOfId(id)) + "): " + dst.message() + "; skipped");
     return nullptr;
   }
-  CachePut(id, crc, decoded);
+  if (admit) CachePut(id, crc, decoded);
   return decoded;
 }
 

@@ -23,8 +23,12 @@ struct DB::BlockJob {
   bool had_chunk_rows = false;
   struct Window {
     int64_t window = 0;
-    std::vector<Sample> samples;       // existing block first, then newer; sorted before encoding
-    std::vector<Rollup> kept_rollups;  // of a block whose samples retention already deleted
+    std::vector<Sample> samples;  // existing block first, then newer; sorted before encoding
+    size_t existing = 0;          // how many of `samples` came from the block
+    // The block's rollups: format 3 (`full`) stands for every sample the block ever had;
+    // older ones only for samples retention deleted.
+    std::vector<Rollup> kept_rollups;
+    bool full = false;
     std::string data, rollups;
     int64_t mint = 0, maxt = 0;
   };
@@ -96,15 +100,13 @@ Status DB::Flush() {
       Stmt ins_chunk(sql_,
                      "INSERT OR REPLACE INTO chunks(series_id, mint, maxt, num_samples, encoding, "
                      "crc32, data) VALUES(?, ?, ?, ?, ?, ?, ?)");
-      Stmt ins_rollup(
-          sql_,
-          "INSERT INTO rollups(series_id, t, min_v, max_v, sum_v, count_v, last_v, last_t) "
-          "VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(series_id, t) DO UPDATE SET "
-          "min_v = min(min_v, excluded.min_v), max_v = max(max_v, excluded.max_v), "
-          "sum_v = sum_v + excluded.sum_v, count_v = count_v + excluded.count_v, "
-          "last_v = CASE WHEN excluded.last_t >= last_t THEN excluded.last_v "
-          "ELSE last_v END, last_t = max(last_t, excluded.last_t)");
-      ok = ins_chunk.ok() && ins_rollup.ok();
+      Stmt sel_rollup(sql_,
+                      "SELECT t, min_v, max_v, sum_v, count_v, last_v, last_t, ext FROM rollups "
+                      "WHERE series_id = ? AND t >= ? AND t <= ?");
+      Stmt ins_rollup(sql_,
+                      "INSERT OR REPLACE INTO rollups(series_id, t, min_v, max_v, sum_v, count_v, "
+                      "last_v, last_t, ext) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      ok = ins_chunk.ok() && sel_rollup.ok() && ins_rollup.ok();
       for (size_t i = 0; ok && i < collected.size(); ++i) {
         for (const EncodedChunk& c : collected[i].second) {
           sqlite3_stmt* s = ins_chunk.get();
@@ -120,7 +122,9 @@ Status DB::Flush() {
           if (!ok) break;
           ++written;
         }
-        if (ok) ok = InsertRollups(ins_rollup.get(), collected[i].first, collected[i].second);
+        if (ok)
+          ok = InsertRollups(sel_rollup.get(), ins_rollup.get(), collected[i].first,
+                             collected[i].second);
       }
     }
     if (!ok || !exec("COMMIT")) {
@@ -181,6 +185,44 @@ Status DB::Compact() {
   ++compactions_;
   return Status::Ok();
 }
+
+namespace {
+
+void SortUnique(std::vector<Sample>* samples) {
+  auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
+  if (!std::is_sorted(samples->begin(), samples->end(), by_time))
+    std::stable_sort(samples->begin(), samples->end(), by_time);
+  samples->erase(std::unique(samples->begin(), samples->end(),
+                             [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
+                 samples->end());
+}
+
+// The rollups of every sample a window's block will stand for (format 3), and `samples` sorted
+// and unique. `samples` holds the block's `existing` samples, then the new ones; `kept` is what
+// the block stored: with `full` (format 3) the rollups of every sample it ever had, else those
+// of samples retention deleted. The present samples are summarised afresh (the same sums, bit
+// for bit, as one pass over them, whatever the flushes were); stored rollups are kept for
+// samples no longer there: all of them when the block had no samples left (and the new ones
+// are newer), else those of windows wholly before the first sample (format 3) or all (older
+// formats, which hold only deleted samples' windows).
+std::vector<Rollup> WindowRollups(std::vector<Sample>* samples, size_t existing,
+                                  std::vector<Rollup> kept, bool full) {
+  const bool deleted_only = !full || existing == 0;
+  const bool newer =
+      kept.empty() || existing > 0 || (*samples)[existing].t_ms > kept.back().last_raw_t_ms;
+  SortUnique(samples);
+  if (!deleted_only || !newer) {
+    // Keep only windows that cannot hold a present sample.
+    const int64_t first = samples->front().t_ms;
+    std::erase_if(kept, [&](const Rollup& r) { return r.t_ms > first - kRollupWindowMs; });
+  }
+  std::vector<Rollup> computed;
+  AddToRollups(*samples, &computed);
+  MergeRollups(&kept, computed);
+  return kept;
+}
+
+}  // namespace
 
 Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
   Stmt sel_chunks(sql_, "SELECT crc32, data FROM chunks WHERE series_id = ? ORDER BY maxt");
@@ -243,7 +285,14 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         sqlite3_stmt* q = sel_block.get();
         sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(BlockId(job.ref, w)));
         if (sqlite3_step(q) == SQLITE_ROW) {
-          if (!BlobColumn(q, 2).empty()) (void)DecodeRollups(BlobColumn(q, 2), &win.kept_rollups);
+          const std::string_view blob = BlobColumn(q, 2);
+          if (!blob.empty() && !DecodeRollups(blob, &win.kept_rollups).ok()) {
+            win.kept_rollups.clear();
+            corrupt(job.ref,
+                    "rollups of block " + std::to_string(w) + " (recomputed from its samples)");
+          } else {
+            win.full = RollupsFormat(blob) == 3;
+          }
           if (sqlite3_column_type(q, 1) != SQLITE_NULL) {
             const std::string_view data = BlobColumn(q, 1);
             Status dst = Crc32(data) == static_cast<uint32_t>(sqlite3_column_int64(q, 0))
@@ -256,6 +305,7 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
           }
         }
         sqlite3_reset(q);
+        win.existing = win.samples.size();
         win.samples.insert(win.samples.end(), merged.begin() + static_cast<ptrdiff_t>(i),
                            merged.begin() + static_cast<ptrdiff_t>(k));
         job.windows.push_back(std::move(win));
@@ -270,17 +320,9 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
     auto encode = [&] {
       for (size_t i; (i = next.fetch_add(1)) < work.size();) {
         BlockJob::Window& w = *work[i];
-        auto by_time = [](const Sample& a, const Sample& b) { return a.t_ms < b.t_ms; };
-        if (!std::is_sorted(w.samples.begin(), w.samples.end(), by_time))
-          std::stable_sort(w.samples.begin(), w.samples.end(), by_time);
-        w.samples.erase(
-            std::unique(w.samples.begin(), w.samples.end(),
-                        [](const Sample& a, const Sample& b) { return a.t_ms == b.t_ms; }),
-            w.samples.end());
+        w.rollups = EncodeRollups(
+            WindowRollups(&w.samples, w.existing, std::move(w.kept_rollups), w.full), level);
         w.data = EncodeBlock(w.samples, level);
-        // Rollups are computed from the samples while they exist; only those of samples
-        // retention already deleted are stored (ApplyRetention stores the rest).
-        if (!w.kept_rollups.empty()) w.rollups = EncodeRollups(w.kept_rollups, level);
         w.mint = w.samples.front().t_ms;
         w.maxt = w.samples.back().t_ms;
       }

@@ -22,7 +22,10 @@ namespace fs = std::filesystem;
 // Blocks (compacted data) are a rowid table keyed by BlockId(series, window), so they are
 // clustered by series and time without an index; data is NULL once raw retention has passed
 // (the rollups, computed then, stay).
-constexpr const char* kFormatVersion = "2";
+// Version 3 added the rollups table's `ext` column and format-3 rollups in blocks (every block
+// carries the rollups of all its samples); version 2 is upgraded in place at a writable open
+// (one ALTER TABLE, no rows rewritten) and read as it is by a read-only one.
+constexpr const char* kFormatVersion = "3";
 constexpr const char* kPreSchema = R"sql(
 PRAGMA page_size=1024;
 PRAGMA auto_vacuum=INCREMENTAL;
@@ -31,7 +34,7 @@ PRAGMA synchronous=NORMAL;
 )sql";
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', '2');
+INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', '3');
 CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, labels BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks(
   series_id INTEGER NOT NULL,
@@ -51,6 +54,7 @@ CREATE TABLE IF NOT EXISTS rollups(
   count_v INTEGER NOT NULL,
   last_v REAL NOT NULL,
   last_t INTEGER NOT NULL,
+  ext BLOB,
   PRIMARY KEY(series_id, t)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blocks(
   id INTEGER PRIMARY KEY,
@@ -134,20 +138,36 @@ Status DB::OpenSqlite() {
   if (writable) {
     if (Status st = exec(kPreSchema); !st.ok()) return st;
   }
+  std::string version;
   {
     // Refuse other format versions before touching the schema.
     Stmt q(sql_, "SELECT value FROM meta WHERE key = 'format_version'");
     if (q.ok() && sqlite3_step(q.get()) == SQLITE_ROW) {
       const auto* v = reinterpret_cast<const char*>(sqlite3_column_text(q.get(), 0));
-      const std::string version = v ? v : "";
-      if (version != kFormatVersion)
+      version = v ? v : "";
+      if (version != kFormatVersion && version != "2")
         return Error{"tsdb: " + path + " has format version " + version +
-                     "; this build reads version " + kFormatVersion +
+                     "; this build reads versions 2 and " + kFormatVersion +
                      " only (no migration: move the data directory away and start afresh)"};
     }
   }
   if (writable) {
     if (Status st = exec(kSchema); !st.ok()) return st;
+    if (version == "2") {
+      Status st = exec(
+          "BEGIN IMMEDIATE; ALTER TABLE rollups ADD COLUMN ext BLOB; UPDATE meta SET value = '3' "
+          "WHERE key = 'format_version'; COMMIT");
+      if (!st.ok()) {
+        (void)exec("ROLLBACK");
+        return st;
+      }
+      version = kFormatVersion;
+    }
+  }
+  rollups_ext_ = version != "2";
+  {
+    Stmt q(sql_, "SELECT 1 FROM rollups LIMIT 1");
+    rollup_rows_ = !q.ok() || sqlite3_step(q.get()) == SQLITE_ROW;
   }
   if (sqlite3_prepare_v2(sql_,
                          "SELECT crc32, data FROM chunks WHERE series_id = ? AND maxt >= ? "
@@ -156,7 +176,21 @@ Status DB::OpenSqlite() {
       sqlite3_prepare_v2(sql_,
                          "SELECT id, crc32, data FROM blocks WHERE id BETWEEN ? AND ? "
                          "AND maxt >= ? AND mint <= ? AND data IS NOT NULL ORDER BY id",
-                         -1, &select_blocks_, nullptr) != SQLITE_OK)
+                         -1, &select_blocks_, nullptr) != SQLITE_OK ||
+      // A block's rollups; its data only where they are not format 3 (written before version
+      // 3, or an empty column): those are summarised from the samples at read time.
+      sqlite3_prepare_v2(sql_,
+                         "SELECT id, crc32, CASE WHEN substr(rollups, 1, 1) = x'03' THEN NULL "
+                         "ELSE data END, rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id",
+                         -1, &select_block_rollups_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(sql_,
+                         rollups_ext_ ? "SELECT t, min_v, max_v, sum_v, count_v, last_v, last_t, "
+                                        "ext FROM rollups WHERE series_id = ? AND t >= ? AND "
+                                        "t <= ? ORDER BY t"
+                                      : "SELECT t, min_v, max_v, sum_v, count_v, last_v, last_t, "
+                                        "NULL FROM rollups WHERE series_id = ? AND t >= ? AND "
+                                        "t <= ? ORDER BY t",
+                         -1, &select_rollup_rows_, nullptr) != SQLITE_OK)
     return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
   return Status::Ok();
 }

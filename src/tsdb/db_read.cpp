@@ -12,6 +12,9 @@
 
 namespace gw::tsdb {
 
+// Reads of one series spanning more blocks than this put none in the cache (db.h).
+constexpr int64_t kAdmitBlocks = 4;
+
 // What one series holds in [mint_ms, maxt_ms], by source: views of decoded blocks (shared with
 // the cache), samples decoded from chunk rows, and the head's samples.
 struct DB::SeriesParts {
@@ -33,9 +36,12 @@ Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesPart
         s, 2, static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
     sqlite3_bind_int64(s, 3, mint_ms);
     sqlite3_bind_int64(s, 4, maxt_ms);
+    // A scan (see db.h) takes cached blocks but admits none.
+    const bool admit =
+        WindowOf(maxt_ms, block_range_ms_) - WindowOf(mint_ms, block_range_ms_) < kAdmitBlocks;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      if (Decoded d = LoadBlockLocked(ref, s)) parts->blocks.push_back(std::move(d));
+      if (Decoded d = LoadBlockLocked(ref, s, admit)) parts->blocks.push_back(std::move(d));
     }
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: read: ") + sqlite3_errmsg(sql_)};

@@ -1,6 +1,7 @@
 // tsdb/db_retention.cpp — DB::ApplyRetention: deletes chunk rows and block samples older than
-// the raw retention (keeping the blocks' 5-minute rollups, computed here), deletes rollups older
-// than the rollup retention, and records both horizons in the meta table for reads.
+// the raw retention (keeping the blocks' 5-minute rollups, stored with them since format 3),
+// deletes rollups older than the rollup retention, and records both horizons in the meta table for
+// reads.
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -28,12 +29,19 @@ Status DB::ApplyRetention(int64_t now_ms) {
     return Error{"tsdb: retention: " + msg};
   };
   {
-    // Blocks whose samples expire keep their 5-minute rollups, computed now.
+    // Blocks whose samples expire keep their 5-minute rollups: format 3 already stands for
+    // every sample (the samples are simply dropped); older blocks get theirs computed now.
+    Stmt drop(sql_,
+              "UPDATE blocks SET data = NULL, crc32 = 0 WHERE maxt < ? AND maxt >= ? AND data IS "
+              "NOT NULL AND substr(rollups, 1, 1) = x'03'");
     Stmt sel(sql_,
              "SELECT id, crc32, data, rollups FROM blocks WHERE maxt < ? AND maxt >= ? "
              "AND data IS NOT NULL");
     Stmt upd(sql_, "UPDATE blocks SET data = NULL, crc32 = 0, rollups = ? WHERE id = ?");
-    if (!sel.ok() || !upd.ok()) return fail();
+    if (!drop.ok() || !sel.ok() || !upd.ok()) return fail();
+    sqlite3_bind_int64(drop.get(), 1, raw_cutoff);
+    sqlite3_bind_int64(drop.get(), 2, rollup_cutoff);
+    if (sqlite3_step(drop.get()) != SQLITE_DONE) return fail();
     sqlite3_bind_int64(sel.get(), 1, raw_cutoff);
     sqlite3_bind_int64(sel.get(), 2, rollup_cutoff);
     std::vector<std::pair<uint64_t, std::string>> updates;
@@ -42,16 +50,19 @@ Status DB::ApplyRetention(int64_t now_ms) {
       const auto id = static_cast<uint64_t>(sqlite3_column_int64(sel.get(), 0));
       const std::string_view data = BlobColumn(sel.get(), 2);
       std::vector<Rollup> rollups;
-      if (!BlobColumn(sel.get(), 3).empty())
-        (void)DecodeRollups(BlobColumn(sel.get(), 3), &rollups);
+      if (!BlobColumn(sel.get(), 3).empty() &&
+          !DecodeRollups(BlobColumn(sel.get(), 3), &rollups).ok()) {
+        ++chunk_corruptions_;
+        Warn("tsdb: corrupt rollups of series " + std::to_string(id >> 32) +
+             " at retention; recomputed from the samples");
+        rollups.clear();
+      }
       samples.clear();
       if (Crc32(data) == static_cast<uint32_t>(sqlite3_column_int64(sel.get(), 1)) &&
           DecodeBlock(data, &samples).ok()) {
         std::vector<Rollup> computed;
         AddToRollups(samples, &computed);
-        rollups.insert(rollups.end(), computed.begin(), computed.end());
-        std::sort(rollups.begin(), rollups.end(),
-                  [](const Rollup& a, const Rollup& b) { return a.t_ms < b.t_ms; });
+        MergeRollups(&rollups, computed);  // the stored ones are of older, deleted samples
       } else {
         ++chunk_corruptions_;
         Warn("tsdb: corrupt block of series " + std::to_string(id >> 32) +

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "tsdb/block.h"
 #include "tsdb/chunk.h"
@@ -12,14 +13,119 @@
 
 namespace gw::tsdb {
 
-bool DB::InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<EncodedChunk>& chunks) {
+namespace {
+
+// The rollups table's `ext` column (format 3; docs/tsdb-format.md §3): the fields its REAL
+// columns lack. byte 3, 8-byte little-endian first, 8-byte counter_correction, varint
+// (first_t - t), uvarint nan_count, uvarint stale_count, varint (first_raw_t - t), varint
+// (last_raw_t - t), byte flags (1: newest_stale, 2: inexact). NULL in rows written by version 2.
+constexpr char kExtFormat = 3;
+
+void PutDouble(std::string* out, double v) {
+  const auto bits = std::bit_cast<uint64_t>(v);
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(bits >> (8 * i)));
+}
+
+bool GetDouble(std::string_view* in, double* v) {
+  if (in->size() < 8) return false;
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i)
+    bits |= static_cast<uint64_t>(static_cast<unsigned char>((*in)[i])) << (8 * i);
+  in->remove_prefix(8);
+  *v = std::bit_cast<double>(bits);
+  return true;
+}
+
+int64_t Offset(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
+int64_t Add(int64_t a, int64_t d) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(d));
+}
+
+std::string EncodeExt(const Rollup& r) {
+  std::string out(1, kExtFormat);
+  PutDouble(&out, r.first);
+  PutDouble(&out, r.counter_correction);
+  PutVarint(&out, Offset(r.first_t_ms, r.t_ms));
+  PutUvarint(&out, r.nan_count);
+  PutUvarint(&out, r.stale_count);
+  PutVarint(&out, Offset(r.first_raw_t_ms, r.t_ms));
+  PutVarint(&out, Offset(r.last_raw_t_ms, r.t_ms));
+  out.push_back(static_cast<char>((r.newest_stale ? 1 : 0) | (r.exact ? 0 : 2)));
+  return out;
+}
+
+bool DecodeExt(std::string_view in, Rollup* r) {
+  int64_t d0, d1, d2;
+  uint64_t nan, stale;
+  if (in.empty() || in[0] != kExtFormat) return false;
+  in.remove_prefix(1);
+  if (!GetDouble(&in, &r->first) || !GetDouble(&in, &r->counter_correction) ||
+      !GetVarint(&in, &d0) || !GetUvarint(&in, &nan) || !GetUvarint(&in, &stale) ||
+      !GetVarint(&in, &d1) || !GetVarint(&in, &d2) || in.size() != 1 || nan > UINT32_MAX ||
+      stale > UINT32_MAX || (in[0] & ~3) != 0)
+    return false;
+  r->first_t_ms = Add(r->t_ms, d0);
+  r->nan_count = static_cast<uint32_t>(nan);
+  r->stale_count = static_cast<uint32_t>(stale);
+  r->first_raw_t_ms = Add(r->t_ms, d1);
+  r->last_raw_t_ms = Add(r->t_ms, d2);
+  r->newest_stale = in[0] & 1;
+  r->exact = !(in[0] & 2);
+  return r->raw_count() > 0 && r->first_raw_t_ms <= r->last_raw_t_ms;
+}
+
+// A row of the rollups table (columns t, min_v, max_v, sum_v, count_v, last_v, last_t, ext).
+// False when its ext is malformed.
+bool RollupFromRow(sqlite3_stmt* s, Rollup* r) {
+  *r = Rollup{};
+  r->t_ms = sqlite3_column_int64(s, 0);
+  r->min = sqlite3_column_double(s, 1);
+  r->max = sqlite3_column_double(s, 2);
+  r->sum = sqlite3_column_double(s, 3);
+  r->count = static_cast<uint64_t>(std::max<sqlite3_int64>(0, sqlite3_column_int64(s, 4)));
+  r->last = sqlite3_column_double(s, 5);
+  r->last_t_ms = sqlite3_column_int64(s, 6);
+  if (sqlite3_column_type(s, 7) != SQLITE_NULL) return DecodeExt(BlobColumn(s, 7), r);
+  // Written by version 2: no first/NaN/stale fields (rollup.h); the known raw-sample bounds.
+  r->first_raw_t_ms = r->t_ms;
+  r->last_raw_t_ms = r->last_t_ms;
+  r->exact = false;
+  return true;
+}
+
+}  // namespace
+
+bool DB::InsertRollups(sqlite3_stmt* select, sqlite3_stmt* insert, SeriesRef ref,
+                       const std::vector<EncodedChunk>& chunks) {
   std::vector<Sample> samples;
   std::vector<Rollup> rollups;
   for (const EncodedChunk& c : chunks) {
     samples.clear();
     if (DecodeChunk(c.data, &samples).ok()) AddToRollups(samples, &rollups);
   }
-  for (const Rollup& r : rollups) {
+  rollup_rows_ = true;
+  for (Rollup r : rollups) {
+    // A window split across flushes: the row there holds its older samples.
+    sqlite3_bind_int64(select, 1, static_cast<sqlite3_int64>(ref));
+    sqlite3_bind_int64(select, 2, r.t_ms);
+    sqlite3_bind_int64(select, 3, r.t_ms);
+    if (sqlite3_step(select) == SQLITE_ROW) {
+      Rollup old;
+      if (RollupFromRow(select, &old)) {
+        MergeRollup(&old, r);
+        r = old;
+      } else {
+        ++chunk_corruptions_;
+        Warn("tsdb: corrupt rollups row of series " + std::to_string(ref) + " at " +
+             std::to_string(r.t_ms) + "; replaced by the newer samples' rollup");
+      }
+    }
+    sqlite3_reset(select);
+    const std::string ext = EncodeExt(r);
+    sqlite3_stmt* s = insert;
     sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(ref));
     sqlite3_bind_int64(s, 2, r.t_ms);
     sqlite3_bind_double(s, 3, r.min);
@@ -28,6 +134,7 @@ bool DB::InsertRollups(sqlite3_stmt* s, SeriesRef ref, const std::vector<Encoded
     sqlite3_bind_int64(s, 6, static_cast<sqlite3_int64>(r.count));
     sqlite3_bind_double(s, 7, r.last);
     sqlite3_bind_int64(s, 8, r.last_t_ms);
+    sqlite3_bind_blob(s, 9, ext.data(), static_cast<int>(ext.size()), SQLITE_TRANSIENT);
     const bool ok = sqlite3_step(s) == SQLITE_DONE;
     sqlite3_reset(s);
     if (!ok) return false;
@@ -41,69 +148,78 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
       mint_ms < INT64_MIN + kRollupWindowMs ? INT64_MIN : RollupWindowStart(mint_ms);
   const int64_t from = std::max(window_start, rollup_horizon_.load());
   if (from > maxt_ms) return Status::Ok();
+  std::vector<Rollup> rows;  // the rollups table's (chunk rows left by non-compacting flushes)
   std::lock_guard lock(sql_mu_);
-  {
-    Stmt q(sql_,
-           "SELECT t, min_v, max_v, sum_v, count_v, last_v, last_t FROM rollups "
-           "WHERE series_id = ? AND t >= ? AND t <= ? ORDER BY t");
-    if (!q.ok()) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
-    sqlite3_stmt* s = q.get();
+  if (rollup_rows_) {
+    sqlite3_stmt* s = select_rollup_rows_;
     sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(ref));
     sqlite3_bind_int64(s, 2, from);
     sqlite3_bind_int64(s, 3, maxt_ms);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
       Rollup r;
-      r.t_ms = sqlite3_column_int64(s, 0);
-      r.min = sqlite3_column_double(s, 1);
-      r.max = sqlite3_column_double(s, 2);
-      r.sum = sqlite3_column_double(s, 3);
-      r.count = static_cast<uint64_t>(sqlite3_column_int64(s, 4));
-      r.last = sqlite3_column_double(s, 5);
-      r.last_t_ms = sqlite3_column_int64(s, 6);
-      r.exact = false;  // this table's rows carry no first/NaN/stale fields (rollup.h)
-      out->push_back(r);
+      if (RollupFromRow(s, &r)) {
+        rows.push_back(r);
+      } else {
+        ++chunk_corruptions_;
+        Warn("tsdb: corrupt rollups row of series " + std::to_string(ref) + "; skipped");
+      }
     }
+    sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
   }
-  {
-    Stmt q(sql_,
-           "SELECT id, crc32, data, rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id");
-    if (!q.ok()) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
-    sqlite3_stmt* s = q.get();
-    sqlite3_bind_int64(s, 1,
-                       static_cast<sqlite3_int64>(BlockId(ref, WindowOf(from, block_range_ms_))));
-    sqlite3_bind_int64(
-        s, 2, static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
-    std::vector<Rollup> decoded;
-    while (sqlite3_step(s) == SQLITE_ROW) {
-      decoded.clear();
-      // Stored rollups (of samples already expired), plus those of the samples still there.
-      if (!BlobColumn(s, 3).empty()) {
-        if (Status st = DecodeRollups(BlobColumn(s, 3), &decoded); !st.ok()) {
-          ++chunk_corruptions_;
-          Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
-               "; skipped");
-          decoded.clear();
-        }
+  sqlite3_stmt* s = select_block_rollups_;
+  sqlite3_bind_int64(s, 1,
+                     static_cast<sqlite3_int64>(BlockId(ref, WindowOf(from, block_range_ms_))));
+  sqlite3_bind_int64(s, 2,
+                     static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
+  std::vector<Rollup> decoded, computed;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    decoded.clear();
+    // Format 3 stands for every sample the block ever had; older rollups only for samples
+    // retention deleted, so those of the samples still there are computed (column 2 is the data
+    // then; the statement leaves it NULL for format 3).
+    if (!BlobColumn(s, 3).empty()) {
+      if (Status st = DecodeRollups(BlobColumn(s, 3), &decoded); !st.ok()) {
+        ++chunk_corruptions_;
+        Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
+             "; skipped");
+        decoded.clear();
       }
-      if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
-        if (Decoded d = LoadBlockLocked(ref, s)) AddToRollups(*d, &decoded);
-      }
-      for (const Rollup& r : decoded)
-        if (r.t_ms >= from && r.t_ms <= maxt_ms) out->push_back(r);
     }
+    if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
+      if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
+        computed.clear();
+        AddToRollups(*d, &computed);
+        MergeRollups(&decoded, computed);
+      }
+    }
+    for (const Rollup& r : decoded)
+      if (r.t_ms >= from && r.t_ms <= maxt_ms) out->push_back(r);
   }
-  auto by_t = [](const Rollup& a, const Rollup& b) { return a.t_ms < b.t_ms; };
-  std::stable_sort(out->begin(), out->end(), by_t);
-  size_t n = 0;
-  for (size_t i = 0; i < out->size(); ++i) {
-    if (n > 0 && (*out)[n - 1].t_ms == (*out)[i].t_ms)
-      MergeRollup(&(*out)[n - 1], (*out)[i]);
-    else
-      (*out)[n++] = (*out)[i];
-  }
-  out->resize(n);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
+  // Rows of the table are of samples newer than the blocks' of the same window (a block is
+  // written from the chunk rows, whose rows are then deleted) — or the only ones there.
+  MergeRollups(out, rows);
+  return Status::Ok();
+}
+
+Status DB::ReadCompleteRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                               std::vector<Rollup>* out) {
+  out->clear();
+  // Read before SQLite: a flush in between only adds rows for windows this leaves out.
+  const int64_t settled = head_.SettledBefore(ref);
+  const int64_t end = maxt_ms == INT64_MAX ? settled : std::min(maxt_ms + 1, settled);
+  if (end < INT64_MIN + kRollupWindowMs) return Status::Ok();
+  const int64_t last_start = end - kRollupWindowMs;  // windows [t, t + 5m) with t + 5m <= end
+  if (last_start < mint_ms) return Status::Ok();
+  Status st = ReadRollups(ref, mint_ms, last_start, out);
+  if (!st.ok()) return st;
+  out->erase(
+      std::remove_if(out->begin(), out->end(), [&](const Rollup& r) { return r.t_ms < mint_ms; }),
+      out->end());
   return Status::Ok();
 }
 

@@ -109,6 +109,20 @@ size_t Head::num_series() const {
   return index_.size();
 }
 
+int64_t Head::SettledBefore(SeriesRef ref) const {
+  MemSeries* s;
+  {
+    std::shared_lock lock(mu_);
+    s = Find(ref);
+  }
+  if (s == nullptr) return INT64_MIN;
+  std::lock_guard lock(s->mu);
+  if (!s->chunks.empty()) return s->chunks.front().mint_ms;
+  if (!s->open.empty()) return s->open.front().t_ms;
+  if (s->last_t_ms == INT64_MIN || s->last_t_ms == INT64_MAX) return s->last_t_ms;
+  return s->last_t_ms + 1;
+}
+
 Status Head::ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
                          std::vector<Sample>* out) const {
   MemSeries* s;

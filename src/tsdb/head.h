@@ -71,6 +71,12 @@ class Head {
   Status ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
                      std::vector<Sample>* out) const;
 
+  // A time before which `ref` is settled in memory: every sample of it older than the returned
+  // time has left the head (DropPersisted) or was never appended here, and none can still be
+  // appended (appends are newer than the newest sample). The oldest sample held in memory if any,
+  // else the newest timestamp + 1; INT64_MIN for an unknown series or one without samples.
+  int64_t SettledBefore(SeriesRef ref) const;
+
   size_t num_series() const;
   uint64_t samples_appended() const { return samples_appended_.load(std::memory_order_relaxed); }
   uint64_t out_of_order() const { return out_of_order_.load(std::memory_order_relaxed); }

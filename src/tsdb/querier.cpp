@@ -50,6 +50,23 @@ class DBQuerier : public Querier {
     return Status::Ok();
   }
 
+  Status SelectRollups(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
+                       std::vector<SeriesRollups>* out, bool* supported) override {
+    out->clear();
+    *supported = true;
+    for (SeriesRef ref : db_->head().Select(matchers)) {
+      SeriesRollups sr;
+      Status st = db_->ReadCompleteRollups(ref, mint_ms, maxt_ms, &sr.rollups);
+      if (!st.ok()) return st;
+      if (sr.rollups.empty()) continue;
+      sr.labels = db_->head().LabelsOf(ref);
+      out->push_back(std::move(sr));
+    }
+    std::sort(out->begin(), out->end(),
+              [](const SeriesRollups& a, const SeriesRollups& b) { return a.labels < b.labels; });
+    return Status::Ok();
+  }
+
   Status LabelNames(const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,
                     int64_t maxt_ms, std::vector<std::string>* out) override {
     std::set<std::string> names;

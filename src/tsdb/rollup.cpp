@@ -47,6 +47,28 @@ void MergeRollup(Rollup* a, const Rollup& b) {
   *a = m;
 }
 
+void MergeRollups(std::vector<Rollup>* rollups, std::span<const Rollup> newer) {
+  if (newer.empty()) return;
+  if (rollups->empty() || rollups->back().t_ms < newer.front().t_ms) {
+    rollups->insert(rollups->end(), newer.begin(), newer.end());
+    return;
+  }
+  std::vector<Rollup> out;
+  out.reserve(rollups->size() + newer.size());
+  size_t i = 0, k = 0;
+  while (i < rollups->size() || k < newer.size()) {
+    if (k == newer.size() || (i < rollups->size() && (*rollups)[i].t_ms < newer[k].t_ms)) {
+      out.push_back((*rollups)[i++]);
+    } else if (i == rollups->size() || newer[k].t_ms < (*rollups)[i].t_ms) {
+      out.push_back(newer[k++]);
+    } else {
+      out.push_back((*rollups)[i++]);
+      MergeRollup(&out.back(), newer[k++]);
+    }
+  }
+  rollups->swap(out);
+}
+
 void AddToRollups(std::span<const Sample> samples, std::vector<Rollup>* rollups) {
   for (const Sample& s : samples) {
     const int64_t w = RollupWindowStart(s.t_ms);

@@ -63,6 +63,10 @@ void AddToRollups(std::span<const Sample> samples, std::vector<Rollup>* rollups)
 // samples are older than all of a's, or all newer.
 void MergeRollup(Rollup* a, const Rollup& b);
 
+// Merges `newer` (ascending by window) into `rollups` (ascending): windows present in both are
+// merged by MergeRollup (the same rule on their raw samples), the others kept in order.
+void MergeRollups(std::vector<Rollup>* rollups, std::span<const Rollup> newer);
+
 }  // namespace gw::tsdb
 
 #endif  // GPUWARDEN_TSDB_ROLLUP_H_

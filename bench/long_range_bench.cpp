@@ -1,0 +1,218 @@
+// long_range_bench: a week of 1 s telemetry for 8 GPUs generated straight into the store
+// (through the Appender, not text), then 7-day queries through the real PromQL engine over
+// DB::NewQuerier: latency cold (a freshly opened store: empty block cache and SQLite page cache)
+// and warm, and the process' RSS after each query. Numbers: docs/benchmarks.md, "Long ranges from
+// rollups (issue 15)".
+//   long_range_bench DIR [--gpus N] [--series-per-gpu K] [--days D] [--repeat R]
+//                        [--cache-mb M] [--no-trim] [--only I]
+// DIR is built when it holds no store yet (K of the six generated metrics per GPU, at most 6);
+// later runs reuse it. --cache-mb sets DBOptions::block_cache_bytes, --no-trim leaves out
+// the heap trim the agent's query API does after each query (base/heap.h), to compare.
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/heap.h"
+#include "promql/engine.h"
+#include "tsdb/db.h"
+
+namespace {
+
+using namespace gw;
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// VmRSS and VmHWM of this process, in MB.
+void Rss(double* rss_mb, double* hwm_mb) {
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  double kb;
+  *rss_mb = *hwm_mb = 0;
+  while (in >> key) {
+    if (key == "VmRSS:" && in >> kb) *rss_mb = kb / 1024;
+    if (key == "VmHWM:" && in >> kb) *hwm_mb = kb / 1024;
+  }
+}
+
+constexpr const char* kMetrics[] = {"gpu_temperature_celsius", "gpu_power_watts",
+                                    "gpu_utilization_ratio",   "gpu_energy_joules_total",
+                                    "gpu_sm_clock_hertz",      "gpu_memory_used_bytes"};
+
+// One GPU's metric generator: random walks with the precision real sensors report.
+struct Gen {
+  std::mt19937_64 rng;
+  double temp = 45, power = 250, util = 0.5, energy = 0, mem = 40e9;
+  double Next(int metric) {
+    std::uniform_real_distribution<double> u(-1, 1);
+    switch (metric) {
+      case 0:
+        temp = std::clamp(temp + (u(rng) > 0.9 ? 1 : u(rng) < -0.9 ? -1 : 0), 30.0, 90.0);
+        return temp;
+      case 1:
+        power = std::clamp(power + u(rng) * 8, 60.0, 700.0);
+        return std::round(power * 1000) / 1000;
+      case 2:
+        util = std::clamp(util + u(rng) * 0.05, 0.0, 1.0);
+        return std::round(util * 100) / 100;
+      case 3:
+        energy += power;
+        return std::round(energy);
+      case 4:
+        return u(rng) > 0.98 ? 1410e6 : 1980e6;
+      default:
+        mem = std::clamp(mem + std::round(u(rng) * 4) * 1048576, 1e9, 80e9);
+        return mem;
+    }
+  }
+};
+
+int Build(const std::string& dir, int gpus, int per_gpu, int days, int64_t end_ms) {
+  tsdb::DBOptions o;
+  o.dir = dir;
+  o.write_wal = false;
+  o.retention_ms = o.rollup_retention_ms = 100LL * 365 * 24 * 3600 * 1000;
+  auto db = tsdb::DB::Open(o);
+  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
+  std::vector<Gen> gens(gpus);
+  std::vector<tsdb::SeriesRef> refs;
+  for (int g = 0; g < gpus; ++g) {
+    gens[g].rng.seed(1000 + g);
+    for (int m = 0; m < per_gpu; ++m)
+      refs.push_back(*(*db)->GetRef(
+          {{"__name__", kMetrics[m]}, {"gpu", std::to_string(g)}, {"instance", "node-1"}}));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t start_ms = end_ms - days * 86400000LL;
+  uint64_t n = 0;
+  for (int64_t t = start_ms; t <= end_ms; t += 1000) {
+    for (int g = 0; g < gpus; ++g)
+      for (int m = 0; m < per_gpu; ++m)
+        (void)(*db)->Append(refs[g * per_gpu + m], t, gens[g].Next(m)), ++n;
+    if ((t - start_ms) % (3 * 3600000LL) == 0 && t > start_ms && !(*db)->Flush().ok()) return 1;
+  }
+  if (!(*db)->Flush().ok()) return 1;
+  const auto st = (*db)->stats();
+  std::printf("built %s: %llu samples, %d series, %.1f s, %.3f bytes/sample\n", dir.c_str(),
+              static_cast<unsigned long long>(n), gpus * per_gpu, Since(t0),
+              static_cast<double>(st.sqlite_bytes) / static_cast<double>(n));
+  return 0;
+}
+
+struct Query {
+  bool range;
+  const char* expr;
+  int64_t step_ms;
+  int64_t span_ms = 0;  // range queries: the last span_ms of the data (0: all of it)
+};
+
+constexpr Query kQueries[] = {
+    {false, "max_over_time(gpu_temperature_celsius[7d])", 0},
+    {false, "avg_over_time(gpu_utilization_ratio[7d])", 0},
+    {true, "max(gpu_temperature_celsius)", 600000},
+    {true, "avg_over_time(gpu_power_watts[10m])", 600000},
+    {true, "max_over_time(gpu_temperature_celsius[1h])", 3600000},
+    {true, "sum by (gpu) (rate(gpu_energy_joules_total[1h]))", 3600000},
+    // A dashboard's 5 h panel (the issue's cold-read case): one 6 h block per series.
+    {true, "max_over_time(gpu_temperature_celsius[10m])", 60000, 5 * 3600000},
+    {true, "avg_over_time(gpu_power_watts[5m])", 60000, 5 * 3600000},
+};
+
+// Runs `q` 1 + `repeat` times on a store opened afresh (the first run is cold: its block cache
+// and SQLite's page cache empty; the file is in the OS page cache, as on a server), trimming the
+// heap after each run as the agent's query API does (base/heap.h) unless `trim` is false.
+// Prints the resident size after the runs and its peak during them.
+int RunQuery(const tsdb::DBOptions& o, const Query& q, bool rollups, int64_t start_ms,
+             int64_t end_ms, int repeat, bool trim) {
+  promql::EngineOptions eo;
+  eo.rollups = rollups;
+  promql::Engine engine(eo);
+  HeapTrimmer trimmer;
+  auto db = tsdb::DB::Open(o);
+  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
+  std::vector<double> times;
+  size_t points = 0;
+  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
+  for (int i = 0; i <= repeat; ++i) {
+    auto querier = (*db)->NewQuerier();
+    const auto t0 = std::chrono::steady_clock::now();
+    promql::QueryResult r =
+        q.range ? engine.Range(*querier, q.expr, q.span_ms > 0 ? end_ms - q.span_ms : start_ms,
+                               end_ms, q.step_ms)
+                : engine.Instant(*querier, q.expr, end_ms);
+    times.push_back(Since(t0));
+    if (!r.ok()) return std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str()), 1;
+    points = 0;
+    for (const auto& s : r.value().series) points += s.points.size();
+    querier.reset();
+    if (trim) trimmer.MaybeTrim();
+  }
+  const auto st = (*db)->stats();
+  db->reset();
+  double rss, hwm;
+  Rss(&rss, &hwm);
+  const double cold = times[0];
+  times.erase(times.begin());
+  std::sort(times.begin(), times.end());
+  std::printf(
+      "%-7s %-50s %-7s cold %8.2f ms  warm %8.2f ms  (%zu points, %llu block decodes)  "
+      "RSS %.0f MB, peak %.0f MB\n",
+      q.range ? "range" : "instant", q.expr, rollups ? "rollups" : "raw", cold * 1e3,
+      times.empty() ? cold * 1e3 : times[times.size() / 2] * 1e3, points,
+      static_cast<unsigned long long>(st.blocks_decoded), rss, hwm);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: long_range_bench DIR [--gpus N] [--series-per-gpu K] [--days D] "
+                 "[--repeat R] [--cache-mb M] [--no-trim] [--only I]\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  int gpus = 8, per_gpu = 4, days = 7, repeat = 5, only = -1;
+  bool trim = true;
+  tsdb::DBOptions o;
+  o.dir = dir;
+  o.retention_ms = o.rollup_retention_ms = 100LL * 365 * 24 * 3600 * 1000;
+  for (int i = 2; i < argc; ++i) {
+    auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
+    if (!std::strcmp(argv[i], "--gpus")) gpus = next();
+    if (!std::strcmp(argv[i], "--series-per-gpu")) per_gpu = std::min(6, next());
+    if (!std::strcmp(argv[i], "--days")) days = next();
+    if (!std::strcmp(argv[i], "--repeat")) repeat = next();
+    if (!std::strcmp(argv[i], "--only")) only = next();
+    if (!std::strcmp(argv[i], "--cache-mb"))
+      o.block_cache_bytes = static_cast<size_t>(next()) << 20;
+    if (!std::strcmp(argv[i], "--no-trim")) trim = false;
+  }
+  const int64_t end_ms = 1767225600000 + days * 86400000LL;  // 2026-01-01 + D days
+  if (!std::filesystem::exists(dir + "/tsdb.sqlite") &&
+      Build(dir, gpus, per_gpu, days, end_ms) != 0)
+    return 1;
+  const int64_t start_ms = end_ms - days * 86400000LL;
+  double rss, hwm;
+  Rss(&rss, &hwm);
+  std::printf("cache %zu MiB, heap trim after queries %s; RSS at start %.0f MB\n",
+              o.block_cache_bytes >> 20, trim ? "on" : "off", rss);
+  for (int qi = 0; qi < static_cast<int>(std::size(kQueries)); ++qi) {
+    if (only >= 0 && qi != only) continue;
+    for (int rollups = 0; rollups < 2; ++rollups)
+      if (RunQuery(o, kQueries[qi], rollups == 1, start_ms, end_ms, repeat, trim) != 0) return 1;
+  }
+  return 0;
+}

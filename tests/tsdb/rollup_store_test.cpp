@@ -1,0 +1,498 @@
+// Rollups as the store keeps them (format 3): the block encoding, every block carrying the
+// rollups of all its samples, reads that decode no samples, DBQuerier::SelectRollups' complete
+// windows, and a data directory written in format 2 (before these fields) read correctly.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "support/process.h"
+#include "tsdb/block.h"
+#include "tsdb/db.h"
+
+namespace gw::tsdb {
+namespace {
+
+namespace fs = std::filesystem;
+using gw::testing::TempDir;
+
+constexpr int64_t kMin = 60'000;
+
+Labels L(const char* name, int gpu) {
+  return {{"__name__", name}, {"gpu", std::to_string(gpu)}};
+}
+
+Matcher M(MatchType type, const char* name, const char* value) {
+  return Matcher::Make(type, name, value).value();
+}
+
+bool Same(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+// Every field, bit for bit; sums to float rounding with `merged_sums` (windows merged across
+// flushes add partial sums in another order than one pass).
+void ExpectSame(const std::vector<Rollup>& want, const std::vector<Rollup>& got,
+                bool merged_sums = false) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Rollup &w = want[i], &g = got[i];
+    EXPECT_EQ(g.t_ms, w.t_ms) << i;
+    EXPECT_TRUE(Same(g.min, w.min) && Same(g.max, w.max)) << i;
+    if (merged_sums) {
+      EXPECT_NEAR(g.sum, w.sum, 1e-12 * std::fabs(w.sum)) << i;
+    } else {
+      EXPECT_TRUE(Same(g.sum, w.sum)) << i;
+    }
+    EXPECT_EQ(g.count, w.count) << i;
+    EXPECT_TRUE(Same(g.first, w.first) && Same(g.last, w.last)) << i;
+    EXPECT_EQ(g.first_t_ms, w.first_t_ms) << i;
+    EXPECT_EQ(g.last_t_ms, w.last_t_ms) << i;
+    EXPECT_TRUE(Same(g.counter_correction, w.counter_correction)) << i;
+    EXPECT_EQ(g.nan_count, w.nan_count) << i;
+    EXPECT_EQ(g.stale_count, w.stale_count) << i;
+    EXPECT_EQ(g.first_raw_t_ms, w.first_raw_t_ms) << i;
+    EXPECT_EQ(g.last_raw_t_ms, w.last_raw_t_ms) << i;
+    EXPECT_EQ(g.newest_stale, w.newest_stale) << i;
+    EXPECT_EQ(g.exact, w.exact) << i;
+  }
+}
+
+// A counter with resets, NaNs, stale markers, gaps and windows holding only a stale marker.
+std::vector<Sample> Awkward(int64_t start, int n) {
+  std::vector<Sample> s;
+  double c = 0;
+  for (int i = 0; i < n; ++i) {
+    const int64_t t = start + i * 1000LL + (i % 7 == 0 ? 300 : 0);
+    if (i % 1000 > 900 && i % 1000 < 990) continue;  // a gap of 89 s
+    c = i % 1700 == 0 ? 1.25 : c + (i % 3) * 0.5;
+    double v = c;
+    if (i % 211 == 0) v = std::nan("");
+    if (i % 499 == 0) v = StaleNaN();
+    s.push_back({t, v});
+  }
+  s.push_back({s.back().t_ms + 20 * kMin, StaleNaN()});  // a window with only a stale marker
+  return s;
+}
+
+std::unique_ptr<DB> Open(const std::string& dir, bool compact = true, int64_t range = 3'600'000) {
+  DBOptions o;
+  o.dir = dir;
+  o.compact_on_flush = compact;
+  o.block_range_ms = range;
+  o.head.samples_per_chunk = 120;
+  auto db = DB::Open(o);
+  EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
+  return db.ok() ? std::move(db).value() : nullptr;
+}
+
+TEST(RollupFormat, EveryFieldRoundTrips) {
+  std::vector<Rollup> want, got;
+  AddToRollups(Awkward(1'700'000'000'000, 9000), &want);
+  ASSERT_GT(want.size(), 20u);
+  want[3].exact = false;  // an inexact one (merged with a format-2 rollup) stays inexact
+  ASSERT_TRUE(DecodeRollups(EncodeRollups(want), &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(RollupsFormat(EncodeRollups(want)), 3);
+  // Appends after what `out` holds; an empty list round-trips too.
+  got.assign(1, want[0]);
+  ASSERT_TRUE(DecodeRollups(EncodeRollups(std::span(want).subspan(1)), &got).ok());
+  ExpectSame(want, got);
+  got.clear();
+  ASSERT_TRUE(DecodeRollups(EncodeRollups({}), &got).ok());
+  EXPECT_TRUE(got.empty());
+}
+
+TEST(RollupFormat, CorruptInputIsAClearError) {
+  std::vector<Rollup> want, got;
+  AddToRollups(Awkward(0, 4000), &want);
+  const std::string good = EncodeRollups(want, /*zstd_level=*/0);  // plain: every byte matters
+  for (size_t n = 1; n < good.size(); ++n) {
+    got.clear();
+    Status st = DecodeRollups(good.substr(0, n), &got);
+    EXPECT_FALSE(st.ok()) << n;
+    if (!st.ok()) {
+      EXPECT_TRUE(st.message().find("rollups") != std::string::npos ||
+                  st.message().find("block") != std::string::npos ||
+                  st.message().find("chunk") != std::string::npos)
+          << st.message();
+    }
+  }
+  // Flipped bytes anywhere: an error or some rollups, never a crash (ASan) or a raw_count of 0.
+  for (size_t i = 1; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    got.clear();
+    if (DecodeRollups(bad, &got).ok()) {
+      for (const Rollup& r : got) EXPECT_GT(r.raw_count(), 0u);
+    }
+  }
+  got.clear();
+  Status st = DecodeRollups(std::string("\x03\x07garbage", 9), &got);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("unknown container"), std::string::npos) << st.message();
+}
+
+// Reading rollups decodes no block: they are stored with every block, exact, however the
+// windows were split across flushes, and survive retention without a decode.
+TEST(DBRollups, StoredWithEveryBlockAndReadWithoutDecoding) {
+  TempDir tmp;
+  const std::vector<Sample> all = Awkward(1'700'000'000'000, 3 * 3600);
+  {
+    auto db = Open(tmp.path());
+    const SeriesRef ref = *db->GetRef(L("energy", 0));
+    for (size_t i = 0; i < all.size(); ++i) {
+      ASSERT_TRUE(db->Append(ref, all[i].t_ms, all[i].v).ok());
+      if (i % 1333 == 0) {
+        ASSERT_TRUE(db->Flush().ok());  // splits windows and rewrites blocks
+      }
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  std::vector<Rollup> want, got;
+  AddToRollups(all, &want);
+  auto db = Open(tmp.path());
+  const SeriesRef ref = *db->GetRef(L("energy", 0));
+  ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().blocks_decoded, 0u);
+  // Retention keeps them, still without decoding a block.
+  ASSERT_TRUE(db->ApplyRetention(all.back().t_ms + 15LL * 24 * 3'600'000 + 1).ok());
+  ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().blocks_decoded, 0u);
+  // A raw read does decode (the counter counts).
+  std::vector<Sample> raw;
+  ASSERT_TRUE(db->ReadSeries(ref, INT64_MIN, INT64_MAX, &raw).ok());
+  EXPECT_TRUE(raw.empty());  // all aged out
+}
+
+TEST(DBRollups, BlockDecodesAreCounted) {
+  TempDir tmp;
+  auto db = Open(tmp.path());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(db->Append(L("t", 0), i * 1000LL, i).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  std::vector<Sample> raw;
+  ASSERT_TRUE(db->ReadSeries(*db->GetRef(L("t", 0)), 0, INT64_MAX, &raw).ok());
+  EXPECT_EQ(raw.size(), 100u);
+  EXPECT_EQ(db->stats().blocks_decoded, 1u);
+}
+
+// Without compaction the rollups table holds every field too (merged across flushes), and
+// compacting those chunk rows later gives the same rollups.
+TEST(DBRollups, NonCompactingFlushesKeepEveryField) {
+  TempDir tmp;
+  const std::vector<Sample> all = Awkward(0, 7200);
+  std::vector<Rollup> want, got;
+  AddToRollups(all, &want);
+  {
+    auto db = Open(tmp.path(), /*compact=*/false);
+    const SeriesRef ref = *db->GetRef(L("energy", 1));
+    for (size_t i = 0; i < all.size(); ++i) {
+      ASSERT_TRUE(db->Append(ref, all[i].t_ms, all[i].v).ok());
+      if (i % 777 == 0) {
+        ASSERT_TRUE(db->Flush().ok());
+      }
+    }
+    ASSERT_TRUE(db->Flush().ok());
+    ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+    ExpectSame(want, got, /*merged_sums=*/true);
+    ASSERT_TRUE(db->Compact().ok());
+  }
+  auto db = Open(tmp.path());
+  ASSERT_TRUE(db->ReadRollups(*db->GetRef(L("energy", 1)), INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().blocks_decoded, 0u);
+}
+
+std::vector<SeriesRollups> SelectRollups(DB* db, const std::vector<Matcher>& ms, int64_t mint,
+                                         int64_t maxt) {
+  std::vector<SeriesRollups> out;
+  bool supported = false;
+  EXPECT_TRUE(db->NewQuerier()->SelectRollups(ms, mint, maxt, &out, &supported).ok());
+  EXPECT_TRUE(supported);
+  return out;
+}
+
+TEST(DBQuerierRollups, CompleteWindowsOnlyInSelectOrder) {
+  TempDir tmp;
+  auto db = Open(tmp.path());
+  // Three series appended in an order unlike their label order.
+  const Labels a = L("power", 7), b = L("power", 2), c = L("temp", 0);
+  std::vector<Sample> sa, sb;
+  for (int i = 0; i < 1500; ++i) {  // 25 minutes at 1 s: windows 0..4, the last one full
+    const int64_t t = i * 1000LL;
+    ASSERT_TRUE(db->Append(a, t, i % 17).ok());
+    ASSERT_TRUE(db->Append(b, t, 100 - i % 13).ok());
+    ASSERT_TRUE(db->Append(c, t, 1).ok());
+    sa.push_back({t, static_cast<double>(i % 17)});
+    sb.push_back({t, static_cast<double>(100 - i % 13)});
+  }
+  const std::vector<Matcher> power = {M(MatchType::kEqual, "__name__", "power")};
+  // Nothing flushed: nothing complete.
+  EXPECT_TRUE(SelectRollups(db.get(), power, 0, INT64_MAX).empty());
+  ASSERT_TRUE(db->Flush().ok());
+  // Flushed: windows 0..3 are complete; [1200 s, 1500 s) is not, as a sample at 1499.5 s
+  // could still come (the newest is at 1499 s).
+  auto got = SelectRollups(db.get(), power, 0, INT64_MAX);
+  std::vector<SeriesData> raw;
+  ASSERT_TRUE(db->NewQuerier()->Select(power, 0, INT64_MAX, &raw).ok());
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(raw.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].labels, raw[i].labels);
+  EXPECT_EQ(got[0].labels, b);  // gpu 2 before gpu 7
+  std::vector<Rollup> want;
+  AddToRollups(sb, &want);
+  want.pop_back();
+  ExpectSame(want, got[0].rollups);
+  want.clear();
+  AddToRollups(sa, &want);
+  want.pop_back();
+  ExpectSame(want, got[1].rollups);
+  // Only windows wholly inside [mint, maxt + 1).
+  got = SelectRollups(db.get(), power, 1, 1'199'999);
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(got[0].rollups.size(), 3u);  // [300, 600), [600, 900), [900, 1200) s
+  EXPECT_EQ(got[0].rollups.front().t_ms, 300'000);
+  got = SelectRollups(db.get(), power, 300'000, 1'199'998);
+  ASSERT_EQ(got[0].rollups.size(), 2u);
+  // A window split by the flush: its older part in SQLite, newer in the head — not complete,
+  // nor is the head's; they become complete when flushed.
+  for (int i = 1500; i < 1700; ++i) ASSERT_TRUE(db->Append(a, i * 1000LL, 3).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  for (int i = 1700; i < 1900; ++i) ASSERT_TRUE(db->Append(a, i * 1000LL, 4).ok());
+  const std::vector<Matcher> only_a = {M(MatchType::kEqual, "__name__", "power"),
+                                       M(MatchType::kEqual, "gpu", "7")};
+  got = SelectRollups(db.get(), only_a, 0, INT64_MAX);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].rollups.size(), 5u);  // [1500, 1800) is split: part in the head
+  ASSERT_TRUE(db->Flush().ok());
+  got = SelectRollups(db.get(), only_a, 0, INT64_MAX);
+  EXPECT_EQ(got[0].rollups.size(), 6u);  // 1899 s is the newest: [1800, 2100) is still open
+  EXPECT_EQ(got[0].rollups.back().t_ms, 1'500'000);
+  EXPECT_EQ(got[0].rollups.back().count, 300u);
+  // A regex matcher across names, and no match at all.
+  got =
+      SelectRollups(db.get(), {M(MatchType::kRegexMatch, "__name__", "temp|power")}, 0, INT64_MAX);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_TRUE(
+      SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "none")}, 0, INT64_MAX).empty());
+}
+
+// Raw data aged out: SelectRollups still answers from the rollups; Select keeps today's one
+// sample per window.
+TEST(DBQuerierRollups, AgedOutRawDataStillHasRollups) {
+  TempDir tmp;
+  auto db = Open(tmp.path());
+  std::vector<Sample> all;
+  for (int i = 0; i < 2 * 3600; ++i) {
+    all.push_back({i * 1000LL, static_cast<double>((i * 7) % 31)});
+    ASSERT_TRUE(db->Append(L("temp", 0), all.back().t_ms, all.back().v).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  DBOptions o;
+  ASSERT_TRUE(db->ApplyRetention(3'600'000 + o.retention_ms).ok());  // the first hour's block
+  const std::vector<Matcher> ms = {M(MatchType::kEqual, "__name__", "temp")};
+  auto got = SelectRollups(db.get(), ms, 0, INT64_MAX);
+  std::vector<Rollup> want;
+  AddToRollups(all, &want);
+  ASSERT_EQ(got.size(), 1u);
+  ExpectSame(std::vector<Rollup>(want.begin(), want.end() - 1), got[0].rollups);  // last: open
+  std::vector<SeriesData> raw;
+  ASSERT_TRUE(db->NewQuerier()->Select(ms, 0, INT64_MAX, &raw).ok());
+  ASSERT_EQ(raw.size(), 1u);
+  ASSERT_EQ(raw[0].samples.size(), 12u + 3600);
+  EXPECT_EQ(raw[0].samples[0].t_ms, want[0].last_t_ms);
+  EXPECT_EQ(raw[0].samples[0].v, want[0].last);
+}
+
+// Random series, values (NaNs, stale markers, resets), gaps and flush points: SelectRollups gives,
+// for random ranges, exactly the rollups of the raw samples of every complete window.
+TEST(DBQuerierRollups, AgreesWithRollupsOfTheRawSamplesOnRandomData) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 4; ++round) {
+    TempDir tmp;
+    auto db = Open(tmp.path(), /*compact=*/true, /*range=*/15 * kMin);
+    std::vector<std::vector<Sample>> all(3);
+    std::vector<int64_t> t(3, static_cast<int64_t>(rng() % 600'000));
+    for (int step = 0; step < 6000; ++step) {
+      const size_t k = rng() % 3;
+      t[k] += 1 + static_cast<int64_t>(rng() % (rng() % 50 == 0 ? 900'000 : 4'000));
+      const int kind = static_cast<int>(rng() % 40);
+      const double v = kind == 0   ? std::nan("")
+                       : kind == 1 ? StaleNaN()
+                                   : static_cast<double>(rng() % 1000) / 8;
+      ASSERT_TRUE(db->Append(L("m", static_cast<int>(k)), t[k], v).ok());
+      all[k].push_back({t[k], v});
+      if (rng() % 700 == 0) {
+        ASSERT_TRUE(db->Flush().ok());
+      }
+    }
+    ASSERT_TRUE(db->Flush().ok());
+    for (int q = 0; q < 20; ++q) {
+      const int64_t a = static_cast<int64_t>(rng() % 20'000'000),
+                    b = a + static_cast<int64_t>(rng() % 40'000'000);
+      auto got = SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "m")}, a, b);
+      size_t gi = 0;
+      for (size_t k = 0; k < 3; ++k) {
+        std::vector<Rollup> want, every;
+        AddToRollups(all[k], &every);
+        const int64_t settled = all[k].back().t_ms + 1;  // everything flushed
+        for (const Rollup& r : every)
+          if (r.t_ms >= a && r.t_ms + kRollupWindowMs <= std::min(b + 1, settled))
+            want.push_back(r);
+        if (want.empty()) continue;
+        ASSERT_LT(gi, got.size());
+        EXPECT_EQ(got[gi].labels, L("m", static_cast<int>(k)));
+        ExpectSame(want, got[gi].rollups);
+        ++gi;
+      }
+      EXPECT_EQ(gi, got.size());
+    }
+    EXPECT_EQ(db->stats().blocks_decoded, 0u);
+  }
+}
+
+// ---- A data directory written in format 2 (tests/tsdb/testdata/make_format2.cpp). ----
+
+constexpr int64_t kStart = 1767225600000;
+constexpr int64_t kStep = 10'000;
+double FixtureTemp(int64_t i) {
+  return 40 + static_cast<double>((i * 7) % 23) / 4;
+}
+double FixtureEnergy(int64_t i) {
+  return static_cast<double>(i % 1000) * 1.5;
+}
+
+std::vector<Sample> FixtureTempSamples() {
+  std::vector<Sample> s;
+  for (int64_t i = 0; i < 13 * 360; ++i)
+    s.push_back({kStart + i * kStep, i == 100   ? std::nan("")
+                                     : i == 200 ? StaleNaN()
+                                                : FixtureTemp(i)});
+  return s;
+}
+
+std::string CopyFixture(const TempDir& tmp) {
+  const std::string dir = tmp.path() + "/data";
+  fs::copy(std::string(GW_SOURCE_DIR) + "/tests/tsdb/testdata/format2", dir,
+           fs::copy_options::recursive);
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  return dir;
+}
+
+std::string FormatVersion(const std::string& dir) {
+  sqlite3* sql = nullptr;
+  std::string v;
+  if (sqlite3_open_v2((dir + "/tsdb.sqlite").c_str(), &sql, SQLITE_OPEN_READONLY, nullptr) ==
+      SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(sql, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st,
+                       nullptr);
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+      v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(sql);
+  return v;
+}
+
+// Checks everything the fixture holds, read through `db`.
+void ExpectFixture(DB* db) {
+  const std::vector<Sample> temp = FixtureTempSamples();
+  std::vector<Rollup> want;
+  AddToRollups(temp, &want);
+  const SeriesRef t_ref = *db->GetRef(L("temp", 0));
+  // The first 6 h aged out (format-2 five-column rollups, inexact), the rest raw.
+  std::vector<Rollup> got;
+  ASSERT_TRUE(db->ReadRollups(t_ref, INT64_MIN, INT64_MAX, &got).ok());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool aged = got[i].t_ms < kStart + 6 * 3'600'000;
+    EXPECT_EQ(got[i].exact, !aged) << i;
+    EXPECT_EQ(got[i].t_ms, want[i].t_ms);
+    EXPECT_EQ(got[i].min, want[i].min) << i;
+    EXPECT_EQ(got[i].max, want[i].max) << i;
+    EXPECT_EQ(got[i].sum, want[i].sum) << i;
+    EXPECT_EQ(got[i].count, want[i].count) << i;
+    EXPECT_EQ(got[i].last, want[i].last) << i;
+    EXPECT_EQ(got[i].last_t_ms, want[i].last_t_ms) << i;
+    if (!aged) {
+      EXPECT_EQ(got[i].first, want[i].first) << i;
+    }
+  }
+  std::vector<SeriesData> raw;
+  ASSERT_TRUE(db->NewQuerier()
+                  ->Select({M(MatchType::kEqual, "__name__", "temp")}, 0, INT64_MAX, &raw)
+                  .ok());
+  ASSERT_EQ(raw.size(), 1u);
+  ASSERT_EQ(raw[0].samples.size(), 72u + 7 * 360);  // one per aged-out window, then raw
+  EXPECT_EQ(raw[0].samples[72].t_ms, kStart + 6 * 3'600'000);
+  for (int64_t i = 6 * 360; i < 13 * 360; ++i)
+    EXPECT_EQ(raw[0].samples[72 + i - 6 * 360].v, FixtureTemp(i)) << i;
+  // The counter flushed as chunk rows, its rollups in the table (inexact: no ext).
+  const SeriesRef e_ref = *db->GetRef(L("energy", 0));
+  std::vector<Sample> energy, e_samples;
+  for (int64_t i = 0; i < 4000; ++i) energy.push_back({kStart + i * kStep, FixtureEnergy(i)});
+  ASSERT_TRUE(db->ReadSeries(e_ref, INT64_MIN, INT64_MAX, &e_samples).ok());
+  ASSERT_EQ(e_samples.size(), energy.size());
+  for (size_t i = 0; i < energy.size(); ++i) EXPECT_EQ(e_samples[i].v, energy[i].v) << i;
+  want.clear();
+  AddToRollups(energy, &want);
+  ASSERT_TRUE(db->ReadRollups(e_ref, INT64_MIN, INT64_MAX, &got).ok());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_FALSE(got[i].exact);
+    EXPECT_EQ(got[i].t_ms, want[i].t_ms);
+    EXPECT_EQ(got[i].min, want[i].min) << i;
+    EXPECT_EQ(got[i].max, want[i].max) << i;
+    EXPECT_EQ(got[i].sum, want[i].sum) << i;
+    EXPECT_EQ(got[i].count, want[i].count) << i;
+    EXPECT_EQ(got[i].last, want[i].last) << i;
+  }
+}
+
+TEST(DBFormat2, ReadOnlyOpenReadsItUnchanged) {
+  TempDir tmp;
+  const std::string dir = CopyFixture(tmp);
+  ASSERT_EQ(FormatVersion(dir), "2");
+  DBOptions o;
+  o.dir = dir;
+  o.read_only = true;
+  auto db = DB::Open(o);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  ExpectFixture(db->get());
+  EXPECT_EQ(FormatVersion(dir), "2");
+}
+
+TEST(DBFormat2, WritableOpenUpgradesAndNewWritesAreExact) {
+  TempDir tmp;
+  const std::string dir = CopyFixture(tmp);
+  {
+    auto db = Open(dir);
+    ASSERT_NE(db, nullptr);
+    EXPECT_EQ(FormatVersion(dir), "3");
+    ExpectFixture(db.get());
+    // New samples of the counter compact its chunk rows into blocks: exact rollups from then
+    // on, with the table's rows gone; the old temp blocks still read as before.
+    const SeriesRef e_ref = *db->GetRef(L("energy", 0));
+    for (int64_t i = 4000; i < 4100; ++i)
+      ASSERT_TRUE(db->Append(e_ref, kStart + i * kStep, FixtureEnergy(i)).ok());
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  auto db = Open(dir);
+  std::vector<Sample> energy;
+  for (int64_t i = 0; i < 4100; ++i) energy.push_back({kStart + i * kStep, FixtureEnergy(i)});
+  std::vector<Rollup> want, got;
+  AddToRollups(energy, &want);
+  ASSERT_TRUE(db->ReadRollups(*db->GetRef(L("energy", 0)), INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().blocks_decoded, 0u);
+}
+
+}  // namespace
+}  // namespace gw::tsdb
