@@ -153,6 +153,7 @@ class Evaluator {
   void BuildSlidingTable(const Call& call, StepTable* table);
   void BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table);
   size_t StepCount() const;
+  bool TableFits() const;
   int64_t StepTime(size_t k) const;
 
   tsdb::Querier& querier_;

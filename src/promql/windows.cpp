@@ -173,7 +173,14 @@ Vector StepTable::At(size_t step) const {
 
 size_t Evaluator::StepCount() const {
   if (step_ms_ <= 0) return 1;
-  return static_cast<size_t>((end_ms_ - start_ms_) / step_ms_) + 1;
+  // Unsigned: end - start may not fit in int64 (Engine::Range checked end >= start).
+  const uint64_t span = static_cast<uint64_t>(end_ms_) - static_cast<uint64_t>(start_ms_);
+  return static_cast<size_t>(span / static_cast<uint64_t>(step_ms_)) + 1;
+}
+
+bool Evaluator::TableFits() const {
+  // A table has a cell per step and series; more steps than max_samples could never be held.
+  return StepCount() <= options_.max_samples;
 }
 
 int64_t Evaluator::StepTime(size_t k) const {
@@ -181,7 +188,8 @@ int64_t Evaluator::StepTime(size_t k) const {
 }
 
 bool Evaluator::TableEligible(const Call& call) const {
-  return options_.sliding_windows && IsTableFunction(call.func->name) && PlainMatrixArg(call);
+  return options_.sliding_windows && TableFits() && IsTableFunction(call.func->name) &&
+         PlainMatrixArg(call);
 }
 
 bool Evaluator::WantsRollups(const Call& call) const {
@@ -189,6 +197,7 @@ bool Evaluator::WantsRollups(const Call& call) const {
   // With steps under the rollup window the edges of the steps' windows cover everything: the
   // sliding-window path is the faster one there.
   if (step_ms_ > 0 && step_ms_ < tsdb::kRollupWindowMs) return false;
+  if (!TableFits()) return false;
   const MatrixSelector* ms = PlainMatrixArg(call);
   return ms && ms->range_ms >= options_.rollup_min_range_ms;
 }

@@ -186,17 +186,27 @@ TEST(SlidingWindows, AgreeWithStepByStepOnRandomData) {
 
 TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
   tsdb::MemoryQuerier q;
-  for (int64_t t = 0; t < 3600; ++t) ASSERT_TRUE(q.Append({{"__name__", "x"}}, t * 1000, 1).ok());
+  for (int s = 0; s < 10; ++s)
+    for (int64_t t = 0; t < 400; ++t)
+      ASSERT_TRUE(q.Append({{"__name__", "x"}, {"s", std::to_string(s)}}, t * 1000, 1).ok());
   EngineOptions o;
-  o.max_samples = 100;
-  // Windows of 61 samples fit, but 3600 steps of results held at once do not.
-  QueryResult r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 3599000, 1000);
+  o.max_samples = 1500;
+  // Step by step a step holds 10 windows of 61 samples and the result so far (at most 200
+  // points): it fits. The table holds 10 series x 200 steps at once (as Prometheus, which
+  // evaluates the function over all steps before count(), holds 2,000 samples): refused.
+  const std::string expr = "count(max_over_time(x[1m]))";
+  o.sliding_windows = false;
+  QueryResult r = Engine(o).Range(q, expr, 60000, 259000, 1000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
+  o.sliding_windows = true;
+  r = Engine(o).Range(q, expr, 60000, 259000, 1000);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, QueryError::Kind::kExecution);
-  o.max_samples = 10000;
-  r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 3599000, 1000);
+  o.max_samples = 2500;
+  r = Engine(o).Range(q, expr, 60000, 259000, 1000);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r.value().series.at(0).points.size(), 3540u);
+  EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
 }
 
 // Random queries over rollups and over raw samples; adds the raw samples instant queries read
