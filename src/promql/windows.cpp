@@ -135,6 +135,23 @@ struct Fold {
     Extremes(r.min, r.max);
     KahanAdd(r.sum, &sum, &comp);
   }
+  // Adds (subtracts) another Fold's counts and sum, not its extremes.
+  void AddCounts(const Fold& x) {
+    count += x.count;
+    nan += x.nan;
+    pos_inf += x.pos_inf;
+    neg_inf += x.neg_inf;
+    KahanAdd(x.sum, &sum, &comp);
+    KahanAdd(x.comp, &sum, &comp);
+  }
+  void SubtractCounts(const Fold& x) {
+    count -= x.count;
+    nan -= x.nan;
+    pos_inf -= x.pos_inf;
+    neg_inf -= x.neg_inf;
+    KahanAdd(-x.sum, &sum, &comp);
+    KahanAdd(-x.comp, &sum, &comp);
+  }
   double Sum() const {
     if (nan > 0 || (pos_inf > 0 && neg_inf > 0)) return std::numeric_limits<double>::quiet_NaN();
     if (pos_inf > 0) return std::numeric_limits<double>::infinity();
@@ -472,12 +489,7 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
       const size_t ib = std::min(static_cast<size_t>((b - plan.w0) / win), plan.nw);
       for (; hi < ib; ++hi) {
         const Fold& x = folds[hi];
-        inner.count += x.count;
-        inner.nan += x.nan;
-        inner.pos_inf += x.pos_inf;
-        inner.neg_inf += x.neg_inf;
-        KahanAdd(x.sum, &inner.sum, &inner.comp);
-        KahanAdd(x.comp, &inner.sum, &inner.comp);
+        inner.AddCounts(x);
         if (!x.has_extreme) continue;
         while (max_q.size() > max_head && folds[max_q.back()].max < x.max) max_q.pop_back();
         max_q.push_back(hi);
@@ -485,25 +497,14 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
         min_q.push_back(hi);
       }
       for (; lo < ia && lo < hi; ++lo) {
-        const Fold& x = folds[lo];
-        inner.count -= x.count;
-        inner.nan -= x.nan;
-        inner.pos_inf -= x.pos_inf;
-        inner.neg_inf -= x.neg_inf;
-        KahanAdd(-x.sum, &inner.sum, &inner.comp);
-        KahanAdd(-x.comp, &inner.sum, &inner.comp);
+        inner.SubtractCounts(folds[lo]);
       }
       if (inner.count == 0) inner.sum = inner.comp = 0;  // no rounding carried over
       while (max_head < max_q.size() && max_q[max_head] < lo) ++max_head;
       while (min_head < min_q.size() && min_q[min_head] < lo) ++min_head;
       Fold f;
       raw(&f, mint, std::min(a, ref + 1));
-      f.count += inner.count;
-      f.nan += inner.nan;
-      f.pos_inf += inner.pos_inf;
-      f.neg_inf += inner.neg_inf;
-      KahanAdd(inner.sum, &f.sum, &f.comp);
-      KahanAdd(inner.comp, &f.sum, &f.comp);
+      f.AddCounts(inner);
       if (max_head < max_q.size())
         f.Extremes(folds[min_q[min_head]].min, folds[max_q[max_head]].max);
       raw(&f, std::max(b, mint), ref + 1);
