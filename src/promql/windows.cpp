@@ -23,8 +23,13 @@
 // Rollups. A long window (EngineOptions::rollup_min_range_ms) is split into the complete
 // 5-minute rollup windows inside it and the edges; a rollup is used where it stands exactly for
 // its raw samples (exact, no NaN, finite min/max), raw samples everywhere else. Prepare fetches
-// raw samples only for the edges and for windows without such a rollup (PlanRollups). Used by
-// instant queries and by range queries whose step is at least the rollup window.
+// raw samples only for the edges and for windows without such a rollup (PlanRollups), at most
+// kMaxRawSelects reads per call. Used by instant queries and by range queries whose step is at
+// least the rollup window (below it the edges of the steps cover everything and the sliding path
+// is faster). Per step the windows inside slide like samples do (BuildRollupTable), so a 7-day
+// chart of 1-day windows costs O(windows + steps), not O(steps x windows).
+// A series that has samples in a complete window is expected to have its rollup there (the
+// Querier contract); windows where any series lacks a usable rollup are read raw for all.
 #include <algorithm>
 #include <cmath>
 #include <limits>
