@@ -1,14 +1,17 @@
 // promql/eval.h — the evaluator shared by engine.cpp, binary.cpp, aggregate.cpp and
 // functions.cpp (internal to promql/).
 //
-// Evaluation is step by step: Eval(expr, t) computes the value of `expr` at one time. Errors are
-// thrown as EvalError inside the evaluator and turned into QueryError by Engine.
+// Evaluation is step by step: Eval(expr, t) computes the value of `expr` at one time. Range
+// functions over a plain range selector are the exception (windows.cpp): their results for every
+// step are computed in one pass on first use (sliding windows, rollups) and handed out per step.
+// Errors are thrown as EvalError inside the evaluator and turned into QueryError by Engine.
 #ifndef GPUWARDEN_PROMQL_EVAL_H_
 #define GPUWARDEN_PROMQL_EVAL_H_
 
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -132,10 +135,15 @@ class Evaluator {
   struct RollupSeries {
     tsdb::Labels labels;
     std::vector<tsdb::Rollup> rollups;
-    std::vector<tsdb::Sample> raw;  // the raw samples of the edges and of windows without rollup
+    // The raw samples of the edges and of windows without a usable rollup, as the querier
+    // handed them out (time-ordered runs, kept alive by `owners`).
+    std::vector<std::span<const tsdb::Sample>> raw;
+    std::vector<std::shared_ptr<const std::vector<tsdb::Sample>>> owners;
   };
   struct RollupPlan {
     bool active = false;  // false: the querier keeps no rollups; the call is evaluated from raw
+    int64_t w0 = 0;       // the rollup windows inside the span: [w0, w0 + nw * 5m)
+    size_t nw = 0;
     std::vector<RollupSeries> series;
   };
   bool TableEligible(const Call& call) const;
@@ -145,6 +153,7 @@ class Evaluator {
   void BuildSlidingTable(const Call& call, StepTable* table);
   void BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table);
   size_t StepCount() const;
+  bool TableFits() const;
   int64_t StepTime(size_t k) const;
 
   tsdb::Querier& querier_;

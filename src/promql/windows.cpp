@@ -23,8 +23,13 @@
 // Rollups. A long window (EngineOptions::rollup_min_range_ms) is split into the complete
 // 5-minute rollup windows inside it and the edges; a rollup is used where it stands exactly for
 // its raw samples (exact, no NaN, finite min/max), raw samples everywhere else. Prepare fetches
-// raw samples only for the edges and for windows without such a rollup (PlanRollups). Used by
-// instant queries and by range queries whose step is at least the rollup window.
+// raw samples only for the edges and for windows without such a rollup (PlanRollups), at most
+// kMaxRawSelects reads per call. Used by instant queries and by range queries whose step is at
+// least the rollup window (below it the edges of the steps cover everything and the sliding path
+// is faster). Per step the windows inside slide like samples do (BuildRollupTable), so a 7-day
+// chart of 1-day windows costs O(windows + steps), not O(steps x windows).
+// A series that has samples in a complete window is expected to have its rollup there (the
+// Querier contract); windows where any series lacks a usable rollup are read raw for all.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -105,6 +110,17 @@ struct Fold {
     if (lo < min) min = lo;
     if (hi > max) max = hi;
   }
+  // Add without the extremes (sum, avg and count do not need them).
+  void AddToSum(double v) {
+    ++count;
+    if (std::isnan(v)) {
+      ++nan;
+    } else if (std::isinf(v)) {
+      ++(v > 0 ? pos_inf : neg_inf);
+    } else {
+      KahanAdd(v, &sum, &comp);
+    }
+  }
   void Add(double v) {
     ++count;
     if (std::isnan(v)) {
@@ -123,6 +139,23 @@ struct Fold {
     count += r.count;
     Extremes(r.min, r.max);
     KahanAdd(r.sum, &sum, &comp);
+  }
+  // Adds (subtracts) another Fold's counts and sum, not its extremes.
+  void AddCounts(const Fold& x) {
+    count += x.count;
+    nan += x.nan;
+    pos_inf += x.pos_inf;
+    neg_inf += x.neg_inf;
+    KahanAdd(x.sum, &sum, &comp);
+    KahanAdd(x.comp, &sum, &comp);
+  }
+  void SubtractCounts(const Fold& x) {
+    count -= x.count;
+    nan -= x.nan;
+    pos_inf -= x.pos_inf;
+    neg_inf -= x.neg_inf;
+    KahanAdd(-x.sum, &sum, &comp);
+    KahanAdd(-x.comp, &sum, &comp);
   }
   double Sum() const {
     if (nan > 0 || (pos_inf > 0 && neg_inf > 0)) return std::numeric_limits<double>::quiet_NaN();
@@ -162,7 +195,14 @@ Vector StepTable::At(size_t step) const {
 
 size_t Evaluator::StepCount() const {
   if (step_ms_ <= 0) return 1;
-  return static_cast<size_t>((end_ms_ - start_ms_) / step_ms_) + 1;
+  // Unsigned: end - start may not fit in int64 (Engine::Range checked end >= start).
+  const uint64_t span = static_cast<uint64_t>(end_ms_) - static_cast<uint64_t>(start_ms_);
+  return static_cast<size_t>(span / static_cast<uint64_t>(step_ms_)) + 1;
+}
+
+bool Evaluator::TableFits() const {
+  // A table has a cell per step and series; more steps than max_samples could never be held.
+  return StepCount() <= options_.max_samples;
 }
 
 int64_t Evaluator::StepTime(size_t k) const {
@@ -170,7 +210,8 @@ int64_t Evaluator::StepTime(size_t k) const {
 }
 
 bool Evaluator::TableEligible(const Call& call) const {
-  return options_.sliding_windows && IsTableFunction(call.func->name) && PlainMatrixArg(call);
+  return options_.sliding_windows && TableFits() && IsTableFunction(call.func->name) &&
+         PlainMatrixArg(call);
 }
 
 bool Evaluator::WantsRollups(const Call& call) const {
@@ -178,6 +219,7 @@ bool Evaluator::WantsRollups(const Call& call) const {
   // With steps under the rollup window the edges of the steps' windows cover everything: the
   // sliding-window path is the faster one there.
   if (step_ms_ > 0 && step_ms_ < tsdb::kRollupWindowMs) return false;
+  if (!TableFits()) return false;
   const MatrixSelector* ms = PlainMatrixArg(call);
   return ms && ms->range_ms >= options_.rollup_min_range_ms;
 }
@@ -249,7 +291,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       const int64_t ref = RefTime(ms.selector->mods, t), mint = ref - ms.range_ms;
       for (; hi < pts.size() && pts[hi].t_ms <= ref; ++hi) {
         const double v = pts[hi].v;
-        if (sums) fold.Add(v);
+        if (sums) fold.AddToSum(v);
         if (extreme && !std::isnan(v)) {
           while (deque.size() > head &&
                  (is_max ? pts[deque.back()].v < v : pts[deque.back()].v > v))
@@ -316,6 +358,8 @@ void Evaluator::PlanRollups(const Call& call) {
   const int64_t w0 = CeilWindow(span_lo);
   const int64_t w_end = FloorWindow(span_hi + 1);  // windows [w0, w_end)
   const size_t nw = w_end > w0 ? static_cast<size_t>((w_end - w0) / tsdb::kRollupWindowMs) : 0;
+  plan.w0 = w0;
+  plan.nw = nw;
   std::vector<uint32_t> usable(nw, 0);
   size_t held = 0;
   for (const tsdb::SeriesRollups& s : rolls) {
@@ -385,7 +429,8 @@ void Evaluator::PlanRollups(const Call& call) {
     if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
     for (const tsdb::SeriesRuns& s : runs) {
       RollupSeries& rs = by_labels[s.labels];
-      for (const auto& run : s.runs) rs.raw.insert(rs.raw.end(), run.begin(), run.end());
+      rs.raw.insert(rs.raw.end(), s.runs.begin(), s.runs.end());
+      rs.owners.insert(rs.owners.end(), s.owners.begin(), s.owners.end());
       held += s.size();
     }
     CheckHeld(held);
@@ -397,44 +442,77 @@ void Evaluator::PlanRollups(const Call& call) {
   }
 }
 
+// Per series: a Fold per rollup window of the span (from its rollup where usable, else from its
+// raw samples), then per step the raw head edge, the windows inside the step's window as a
+// sliding aggregate of those Folds (running sums and counts, monotonic deques of their minima
+// and maxima), and the raw tail edge. O(windows + steps + edge samples) per series.
 void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table) {
   const std::string_view name = call.func->name;
   const MatrixSelector& ms = *PlainMatrixArg(call);
   const size_t n = table->steps;
+  const int64_t win = tsdb::kRollupWindowMs;
   size_t cells = 0;
+  std::vector<Fold> folds(plan.nw);
+  std::vector<size_t> max_q, min_q;  // window indexes, [head, size)
   for (const RollupSeries& s : plan.series) {
     const size_t row = table->labels.size();
     table->labels.push_back(DropName(s.labels));
     table->values.resize((row + 1) * n);
     table->present.resize((row + 1) * n);
-    auto by_time = [](const tsdb::Sample& x, int64_t t) { return x.t_ms < t; };
     // Folds the raw samples in [lo, hi) (stale markers are not part of a range).
-    auto raw = [&](Fold* f, int64_t lo, int64_t hi) {
-      auto it = std::lower_bound(s.raw.begin(), s.raw.end(), lo, by_time);
-      for (; it != s.raw.end() && it->t_ms < hi; ++it)
-        if (!tsdb::IsStaleNaN(it->v)) f->Add(it->v);
+    auto raw = [&s](Fold* f, int64_t lo, int64_t hi) {
+      auto run = std::partition_point(s.raw.begin(), s.raw.end(),
+                                      [lo](const auto& r) { return r.back().t_ms < lo; });
+      for (; run != s.raw.end() && run->front().t_ms < hi; ++run) {
+        auto it = std::partition_point(run->begin(), run->end(),
+                                       [lo](const tsdb::Sample& x) { return x.t_ms < lo; });
+        for (; it != run->end() && it->t_ms < hi; ++it)
+          if (!tsdb::IsStaleNaN(it->v)) f->Add(it->v);
+      }
     };
+    auto r = s.rollups.begin();
+    for (size_t w = 0; w < plan.nw; ++w) {
+      Tick();
+      const int64_t t = plan.w0 + static_cast<int64_t>(w) * win;
+      folds[w] = Fold{};
+      while (r != s.rollups.end() && r->t_ms < t) ++r;
+      if (r != s.rollups.end() && r->t_ms == t && RollupUsable(*r)) {
+        folds[w].AddRollup(*r);
+      } else {
+        raw(&folds[w], t, t + win);
+      }
+    }
+    Fold inner;  // the Folds of windows [lo, hi), without min/max (those come from the deques)
+    size_t lo = 0, hi = 0, max_head = 0, min_head = 0;
+    max_q.clear();
+    min_q.clear();
     for (size_t k = 0; k < n; ++k) {
       const int64_t ref = RefTime(ms.selector->mods, StepTime(k)), mint = ref - ms.range_ms;
-      const int64_t a = CeilWindow(mint), b = FloorWindow(ref + 1);
-      Fold f;
-      if (a >= b) {
-        raw(&f, mint, ref + 1);
-      } else {
-        raw(&f, mint, a);
-        auto r = std::lower_bound(s.rollups.begin(), s.rollups.end(), a,
-                                  [](const tsdb::Rollup& x, int64_t t) { return x.t_ms < t; });
-        for (int64_t w = a; w < b; w += tsdb::kRollupWindowMs) {
-          Tick();
-          while (r != s.rollups.end() && r->t_ms < w) ++r;
-          if (r != s.rollups.end() && r->t_ms == w && RollupUsable(*r)) {
-            f.AddRollup(*r);
-          } else {
-            raw(&f, w, w + tsdb::kRollupWindowMs);
-          }
-        }
-        raw(&f, b, ref + 1);
+      const int64_t a = std::max(CeilWindow(mint), plan.w0);
+      const int64_t b = std::max(FloorWindow(ref + 1), a);
+      const size_t ia = static_cast<size_t>((a - plan.w0) / win);
+      const size_t ib = std::min(static_cast<size_t>((b - plan.w0) / win), plan.nw);
+      for (; hi < ib; ++hi) {
+        const Fold& x = folds[hi];
+        inner.AddCounts(x);
+        if (!x.has_extreme) continue;
+        while (max_q.size() > max_head && folds[max_q.back()].max < x.max) max_q.pop_back();
+        max_q.push_back(hi);
+        while (min_q.size() > min_head && folds[min_q.back()].min > x.min) min_q.pop_back();
+        min_q.push_back(hi);
       }
+      for (; lo < ia && lo < hi; ++lo) {
+        inner.SubtractCounts(folds[lo]);
+      }
+      if (inner.count == 0) inner.sum = inner.comp = 0;  // no rounding carried over
+      while (max_head < max_q.size() && max_q[max_head] < lo) ++max_head;
+      while (min_head < min_q.size() && min_q[min_head] < lo) ++min_head;
+      Fold f;
+      raw(&f, mint, std::min(a, ref + 1));
+      f.AddCounts(inner);
+      if (max_head < max_q.size())
+        f.Extremes(folds[min_q[min_head]].min, folds[max_q[max_head]].max);
+      raw(&f, std::max(b, mint), ref + 1);
       if (f.count == 0) continue;
       table->values[row * n + k] = f.Result(name);
       table->present[row * n + k] = 1;

@@ -141,10 +141,17 @@ TEST(PromqlCompat, AgreesWithPrometheus242) {
   const std::vector<std::string> times = {std::to_string(kStart + 600),
                                           std::to_string(kStart + 1807) + ".5",
                                           std::to_string(kStart + 3540)};
-  const std::vector<std::string> ranges = {"&start=" + std::to_string(kStart + 300) +
-                                               "&end=" + std::to_string(kStart + 3300) + "&step=60",
-                                           "&start=" + std::to_string(kStart + 1000) + "&end=" +
-                                               std::to_string(kStart + 1600) + "&step=15"};
+  const std::vector<std::string> ranges = {
+      "&start=" + std::to_string(kStart + 300) + "&end=" + std::to_string(kStart + 3300) +
+          "&step=60",
+      "&start=" + std::to_string(kStart + 1000) + "&end=" + std::to_string(kStart + 1600) +
+          "&step=15",
+      // Steps of whole rollup windows, past the data's end.
+      "&start=" + std::to_string(kStart + 1000) + "&end=" + std::to_string(kStart + 5500) +
+          "&step=300",
+      // Unaligned steps longer than 5 minutes.
+      "&start=" + std::to_string(kStart + 617) + "&end=" + std::to_string(kStart + 3600) +
+          "&step=420"};
   int asked = 0, disagreements = 0;
   for (const std::string& expr : Expressions()) {
     const bool ordered = expr.rfind("sort", 0) == 0;

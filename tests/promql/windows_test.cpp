@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "promql/engine.h"
+#include "support/process.h"
+#include "tsdb/db.h"
 #include "tsdb/rollup.h"
 
 namespace gw::promql {
@@ -184,17 +186,27 @@ TEST(SlidingWindows, AgreeWithStepByStepOnRandomData) {
 
 TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
   tsdb::MemoryQuerier q;
-  for (int64_t t = 0; t < 3600; ++t) ASSERT_TRUE(q.Append({{"__name__", "x"}}, t * 1000, 1).ok());
+  for (int s = 0; s < 10; ++s)
+    for (int64_t t = 0; t < 400; ++t)
+      ASSERT_TRUE(q.Append({{"__name__", "x"}, {"s", std::to_string(s)}}, t * 1000, 1).ok());
   EngineOptions o;
-  o.max_samples = 100;
-  // Windows of 61 samples fit, but 3600 steps of results held at once do not.
-  QueryResult r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 3599000, 1000);
+  o.max_samples = 1500;
+  // Step by step a step holds 10 windows of 61 samples and the result so far (at most 200
+  // points): it fits. The table holds 10 series x 200 steps at once (as Prometheus, which
+  // evaluates the function over all steps before count(), holds 2,000 samples): refused.
+  const std::string expr = "count(max_over_time(x[1m]))";
+  o.sliding_windows = false;
+  QueryResult r = Engine(o).Range(q, expr, 60000, 259000, 1000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
+  o.sliding_windows = true;
+  r = Engine(o).Range(q, expr, 60000, 259000, 1000);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, QueryError::Kind::kExecution);
-  o.max_samples = 10000;
-  r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 3599000, 1000);
+  o.max_samples = 2500;
+  r = Engine(o).Range(q, expr, 60000, 259000, 1000);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r.value().series.at(0).points.size(), 3540u);
+  EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
 }
 
 // Random queries over rollups and over raw samples; adds the raw samples instant queries read
@@ -275,6 +287,65 @@ TEST(Rollups, LongWindowReadsOnlyTheEdgesRaw) {
   r = Engine().Range(counting, "avg_over_time(x[1h])", at - 86400000 + 3600000, at, 600000);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_LE(counting.raw_selects, 16u);
+}
+
+// The same comparison through the real store: its rollups (written with every flushed block,
+// complete windows only) against step-by-step evaluation over its raw samples. Against a store
+// that keeps no rollups both sides read raw and agree trivially.
+TEST(Rollups, ThroughTheStoreAgreeWithRawEvaluation) {
+  std::mt19937_64 rng(99);
+  tsdb::MemoryQuerier mem;
+  Fill(rng, &mem, 6 * 3600 * 1000, 5000, 0.004);
+  gw::testing::TempDir tmp;
+  tsdb::DBOptions o;
+  o.dir = tmp.path();
+  o.retention_ms = o.rollup_retention_ms = 100LL * 365 * 86400 * 1000;
+  o.block_range_ms = 3600 * 1000;
+  auto db = tsdb::DB::Open(o);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  std::vector<tsdb::SeriesData> all;
+  auto any = tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "__name__", ".+");
+  ASSERT_TRUE(any.ok());
+  ASSERT_TRUE(mem.Select({*any}, 0, INT64_MAX, &all).ok());
+  for (const auto& s : all)
+    for (const auto& x : s.samples) ASSERT_TRUE((*db)->Append(s.labels, x.t_ms, x.v).ok());
+  ASSERT_TRUE((*db)->Flush().ok());
+  {
+    // The store keeps exact rollups for the flushed windows (else this test compares raw to raw).
+    std::vector<tsdb::SeriesRollups> r;
+    bool supported = false;
+    ASSERT_TRUE((*db)
+                    ->NewQuerier()
+                    ->SelectRollups({*any}, kT0, kT0 + 6 * 3600 * 1000, &r, &supported)
+                    .ok());
+    EXPECT_TRUE(supported);
+    ASSERT_FALSE(r.empty());
+    EXPECT_TRUE(r[0].rollups.size() > 10 && r[0].rollups[0].exact);
+  }
+  EngineOptions raw_opts;
+  raw_opts.sliding_windows = raw_opts.rollups = false;
+  const Engine engine, raw(raw_opts);
+  const std::vector<std::string> funcs = {"avg_over_time", "min_over_time", "max_over_time",
+                                          "sum_over_time", "count_over_time"};
+  for (int i = 0; i < 60; ++i) {
+    const std::string f = Pick(rng, funcs);
+    const std::string expr = f + "(" + Pick(rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
+                             Pick(rng, {"1h", "2h", "3h17s", "6h"}) + "]" +
+                             Pick(rng, {"", " offset 7m", " @ end()"}) + ")";
+    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 6 * 3600 * 1000)(rng);
+    const int64_t steps[] = {300000, 437000, 3600000};
+    const int64_t step_ms = steps[std::uniform_int_distribution<int>(0, 2)(rng)];
+    auto querier = (*db)->NewQuerier();
+    const bool instant = i % 2 == 0;
+    const std::string what =
+        expr + (instant ? " instant" : " range") + " at " + std::to_string(start);
+    QueryResult a = instant ? engine.Instant(*querier, expr, start)
+                            : engine.Range(*querier, expr, start, start + 40 * step_ms, step_ms);
+    QueryResult b = instant ? raw.Instant(*querier, expr, start)
+                            : raw.Range(*querier, expr, start, start + 40 * step_ms, step_ms);
+    ExpectSame(a, b, ExactFunction(f), what);
+    if (HasFatalFailure()) return;
+  }
 }
 
 }  // namespace
