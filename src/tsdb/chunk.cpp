@@ -1,3 +1,6 @@
+// tsdb/chunk.cpp — the sample codec (format and encodings: docs/tsdb-format.md §1).
+// Kept as one piece: each encoding's writer and reader sit side by side so a change to one side
+// is seen next to the other; split, the pairs would drift apart.
 #include "tsdb/chunk.h"
 
 #include <algorithm>
