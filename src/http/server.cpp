@@ -426,6 +426,9 @@ struct Server::Impl {
   bool EvictOne();
   void DrainCompletions();
   void HandleCompletion(Conn* c, Completion d);
+  // The earliest deadline the loop must act on (kNever: none), and epoll_wait's timeout for it.
+  Clock::time_point NextDue() const;
+  static int TimeoutMs(Clock::time_point due);
   void Sweep();
   void BeginStop();
   void OnEvent(Conn* c, uint32_t events);
@@ -609,10 +612,12 @@ void Server::Impl::Post(Completion c) {
 
 void Server::Impl::Loop() {
   epoll_event events[256];
-  Clock::time_point next_sweep = Clock::now();
   Clock::time_point stop_deadline = kNever;
   while (true) {
-    int n = epoll_wait(epoll_fd, events, 256, 100);
+    // Sleep until the nearest deadline (a connection's, the paused listener's, the stop's):
+    // an idle server does not wake up at all. Everything else that needs the loop (a worker's
+    // answer, Stop) writes to wake_fd. The cap only bounds the cost of a forgotten wake-up.
+    const int n = epoll_wait(epoll_fd, events, 256, TimeoutMs(std::min(NextDue(), stop_deadline)));
     for (int i = 0; i < n; ++i) {
       const uint64_t id = events[i].data.u64;
       if (id == kListenerId) {
@@ -631,10 +636,7 @@ void Server::Impl::Loop() {
       stop_deadline = After(options.write_timeout_s);
     }
     if (stopping && (conns.empty() || Clock::now() >= stop_deadline)) break;
-    if (Clock::now() >= next_sweep) {
-      Sweep();
-      next_sweep = After(0.05);
-    }
+    if (Clock::now() >= NextDue()) Sweep();
   }
   std::vector<Conn*> left;
   for (auto& [id, conn] : conns) left.push_back(conn.get());
@@ -783,6 +785,23 @@ void Server::Impl::HandleCompletion(Conn* c, Completion d) {
     c->deadline = After(options.write_timeout_s);
     Flush(c);
   }
+}
+
+Clock::time_point Server::Impl::NextDue() const {
+  Clock::time_point due = kNever;
+  if (!listener_registered && listen_fd >= 0 && !stopping) due = accept_paused_until;
+  for (const auto& [id, conn] : conns) due = std::min(due, conn->deadline);
+  return due;
+}
+
+int Server::Impl::TimeoutMs(Clock::time_point due) {
+  constexpr int kCapMs = 60'000;
+  if (due == kNever) return kCapMs;
+  const Clock::time_point now = Clock::now();
+  if (due <= now) return 0;
+  // Rounded up: waking a little after the deadline is fine, before it would spin.
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(due - now).count();
+  return ms >= kCapMs ? kCapMs : static_cast<int>(ms);
 }
 
 void Server::Impl::Sweep() {

@@ -25,8 +25,18 @@ struct DB::SeriesParts {
 
 Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesParts* parts) {
   // The head first, then SQLite: a chunk flushed in between is then seen at least once.
-  Status st = head_.ReadSamples(ref, mint_ms, maxt_ms, &parts->head);
+  int64_t persisted_maxt = INT64_MIN;
+  Status st = head_.ReadSamples(ref, mint_ms, maxt_ms, &parts->head, &persisted_maxt);
   if (!st.ok()) return st;
+  // Nothing persisted reaches the range (the usual case for rules and recent queries): no
+  // SQLite read transaction. Why this cannot miss a sample moving from the head to SQLite: a
+  // Flush commits its transaction first and only then, in Head::DropPersisted, removes the
+  // chunks from the head and raises the series' persisted time, both under the series' lock
+  // that ReadSamples took above. So either the head still held the chunks when we read it (we
+  // have their samples), or the persisted time we got already covers them and we go on to
+  // SQLite, which has them committed. Compact and retention only move or delete persisted
+  // samples, never newer ones; the persisted time starts at the newest one found at open.
+  if (mint_ms > persisted_maxt) return Status::Ok();
   {
     std::lock_guard lock(sql_mu_);
     sqlite3_stmt* s = select_blocks_;

@@ -1,6 +1,7 @@
 #include "tsdb/head.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tsdb/chunk.h"
 
@@ -28,6 +29,7 @@ Status Head::AddSeries(SeriesRef ref, const Labels& labels, int64_t last_t_ms) {
   if (series_.size() <= ref) series_.resize(ref + 1);
   series_[ref] = std::make_unique<MemSeries>();
   series_[ref]->last_t_ms = last_t_ms;
+  series_[ref]->persisted_maxt_ms = last_t_ms;
   index_.Add(ref, labels);
   return Status::Ok();
 }
@@ -42,15 +44,90 @@ Expected<SeriesRef> Head::GetOrCreate(const Labels& labels, bool* created) {
   return ref;
 }
 
+namespace {
+
+template <class T>
+void Put(std::string* out, T v) {
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  out->append(bytes, sizeof v);
+}
+
+template <class T>
+T Get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+void Head::SealTailLocked(MemSeries* s) {
+  if (s->tail.empty()) return;
+  const std::string data = EncodeChunk(s->tail);
+  Put<int64_t>(&s->segments, s->tail.back().t_ms);
+  Put<uint32_t>(&s->segments, static_cast<uint32_t>(s->tail.size()));
+  Put<uint32_t>(&s->segments, static_cast<uint32_t>(data.size()));
+  s->segments += data;
+  s->tail.clear();
+}
+
+Status Head::ReadOpenLocked(const MemSeries& s, int64_t mint_ms, int64_t maxt_ms,
+                            std::vector<Sample>* out) {
+  auto outside = [&](const Sample& smp) { return smp.t_ms < mint_ms || smp.t_ms > maxt_ms; };
+  // Segments follow each other in time: a segment's samples lie in [lo, its maxt], lo being
+  // the open chunk's oldest timestamp for the first and the previous maxt + 1 after that.
+  int64_t lo = s.open_mint_ms;
+  for (size_t pos = 0; pos < s.segments.size() && lo <= maxt_ms;) {
+    const char* h = s.segments.data() + pos;
+    const auto seg_maxt = Get<int64_t>(h);
+    const auto size = Get<uint32_t>(h + 12);
+    const std::string_view data(h + kSegmentHeader, size);
+    pos += kSegmentHeader + size;
+    const bool skip = seg_maxt < mint_ms;
+    const bool whole = lo >= mint_ms && seg_maxt <= maxt_ms;
+    // A later segment exists only if a newer sample was appended, so this does not overflow.
+    if (pos < s.segments.size()) lo = seg_maxt + 1;
+    if (skip) continue;
+    const size_t first = out->size();
+    Status st = DecodeChunk(data, out);
+    if (!st.ok()) return st;
+    if (!whole)
+      out->erase(std::remove_if(out->begin() + static_cast<ptrdiff_t>(first), out->end(), outside),
+                 out->end());
+  }
+  for (const Sample& smp : s.tail)
+    if (!outside(smp)) out->push_back(smp);
+  return Status::Ok();
+}
+
+size_t Head::OpenSamplesInRange(const MemSeries& s, int64_t mint_ms, int64_t maxt_ms) {
+  if (s.open_samples == 0 || s.last_t_ms < mint_ms || s.open_mint_ms > maxt_ms) return 0;
+  return s.open_samples;
+}
+
 void Head::CutLocked(MemSeries* s) {
-  if (s->open.empty()) return;
-  EncodedChunk c;
-  c.mint_ms = s->open.front().t_ms;
-  c.maxt_ms = s->open.back().t_ms;
-  c.num_samples = static_cast<uint32_t>(s->open.size());
-  c.data = EncodeChunk(s->open);
-  s->chunks.push_back(std::move(c));
-  s->open.clear();
+  if (s->open_samples == 0) return;
+  // The writer's scratch (CutAndCollect may run on another thread than Append, hence per
+  // thread); it keeps its capacity, so cuts do not allocate for it in a steady state.
+  thread_local std::vector<Sample> scratch;
+  scratch.clear();
+  scratch.reserve(s->open_samples);
+  Status st = ReadOpenLocked(*s, INT64_MIN, INT64_MAX, &scratch);
+  // The head encoded the segments itself: one that does not decode is a bug, not bad data; its
+  // samples are lost either way, the rest is kept.
+  if (!st.ok()) scratch.clear();
+  if (!scratch.empty()) {
+    EncodedChunk c;
+    c.mint_ms = scratch.front().t_ms;
+    c.maxt_ms = scratch.back().t_ms;
+    c.num_samples = static_cast<uint32_t>(scratch.size());
+    c.data = EncodeChunk(scratch);
+    s->chunks.push_back(std::move(c));
+  }
+  s->segments.clear();
+  s->tail.clear();
+  s->open_samples = 0;
 }
 
 Status Head::Append(SeriesRef ref, int64_t t_ms, double v) {
@@ -61,11 +138,14 @@ Status Head::Append(SeriesRef ref, int64_t t_ms, double v) {
     out_of_order_.fetch_add(1, std::memory_order_relaxed);
     return Error{"tsdb: out of order sample"};
   }
-  if (!s->open.empty() && (s->open.size() >= options_.samples_per_chunk ||
-                           t_ms - s->open.front().t_ms >= options_.chunk_range_ms))
+  if (s->open_samples > 0 && (s->open_samples >= options_.samples_per_chunk ||
+                              t_ms - s->open_mint_ms >= options_.chunk_range_ms))
     CutLocked(s);
-  if (s->open.capacity() == 0) s->open.reserve(options_.samples_per_chunk);
-  s->open.push_back({t_ms, v});
+  if (s->tail.size() >= kSegmentSamples) SealTailLocked(s);
+  if (s->tail.capacity() == 0) s->tail.reserve(kSegmentSamples);
+  if (s->open_samples == 0) s->open_mint_ms = t_ms;
+  s->tail.push_back({t_ms, v});
+  ++s->open_samples;
   s->last_t_ms = t_ms;
   // Only the writer changes the counter: a plain store avoids a locked read-modify-write.
   samples_appended_.store(samples_appended_.load(std::memory_order_relaxed) + 1,
@@ -90,6 +170,8 @@ void Head::DropPersisted(SeriesRef ref, size_t count) {
   if (s == nullptr) return;
   std::lock_guard lock(s->mu);
   count = std::min(count, s->chunks.size());
+  if (count > 0)
+    s->persisted_maxt_ms = std::max(s->persisted_maxt_ms, s->chunks[count - 1].maxt_ms);
   s->chunks.erase(s->chunks.begin(), s->chunks.begin() + static_cast<ptrdiff_t>(count));
 }
 
@@ -115,14 +197,14 @@ Head::MemoryStats Head::memory_stats() const {
   for (const std::unique_ptr<MemSeries>& s : series_) {
     if (s == nullptr) continue;
     std::lock_guard<std::mutex> series_lock(s->mu);
-    out.chunks += s->chunks.size() + (s->open.empty() ? 0 : 1);
+    out.chunks += s->chunks.size() + (s->open_samples == 0 ? 0 : 1);
     if (!s->chunks.empty()) {
       out.min_t_ms = std::min(out.min_t_ms, s->chunks.front().mint_ms);
       out.max_t_ms = std::max(out.max_t_ms, s->chunks.back().maxt_ms);
     }
-    if (!s->open.empty()) {
-      out.min_t_ms = std::min(out.min_t_ms, s->open.front().t_ms);
-      out.max_t_ms = std::max(out.max_t_ms, s->open.back().t_ms);
+    if (s->open_samples > 0) {
+      out.min_t_ms = std::min(out.min_t_ms, s->open_mint_ms);
+      out.max_t_ms = std::max(out.max_t_ms, s->last_t_ms);
     }
   }
   return out;
@@ -137,13 +219,14 @@ int64_t Head::SettledBefore(SeriesRef ref) const {
   if (s == nullptr) return INT64_MIN;
   std::lock_guard lock(s->mu);
   if (!s->chunks.empty()) return s->chunks.front().mint_ms;
-  if (!s->open.empty()) return s->open.front().t_ms;
+  if (s->open_samples > 0) return s->open_mint_ms;
   if (s->last_t_ms == INT64_MIN || s->last_t_ms == INT64_MAX) return s->last_t_ms;
   return s->last_t_ms + 1;
 }
 
-Status Head::ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
-                         std::vector<Sample>* out) const {
+Status Head::ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out,
+                         int64_t* persisted_maxt_ms) const {
+  if (persisted_maxt_ms != nullptr) *persisted_maxt_ms = INT64_MIN;
   MemSeries* s;
   {
     std::shared_lock lock(mu_);
@@ -151,18 +234,28 @@ Status Head::ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
   }
   if (s == nullptr) return Status::Ok();
   std::lock_guard lock(s->mu);
-  std::vector<Sample> decoded;
+  if (persisted_maxt_ms != nullptr) *persisted_maxt_ms = s->persisted_maxt_ms;
+  auto overlaps = [&](const EncodedChunk& c) {
+    return c.maxt_ms >= mint_ms && c.mint_ms <= maxt_ms;
+  };
+  // One allocation at most: every sample of the overlapping chunks is an upper bound.
+  size_t n = OpenSamplesInRange(*s, mint_ms, maxt_ms);
+  for (const EncodedChunk& c : s->chunks)
+    if (overlaps(c)) n += c.num_samples;
+  out->reserve(out->size() + n);
+  auto outside = [&](const Sample& smp) { return smp.t_ms < mint_ms || smp.t_ms > maxt_ms; };
   for (const EncodedChunk& c : s->chunks) {
-    if (c.maxt_ms < mint_ms || c.mint_ms > maxt_ms) continue;
-    decoded.clear();
-    Status st = DecodeChunk(c.data, &decoded);
+    if (!overlaps(c)) continue;
+    // Decoded straight into `out`; the chunk's samples outside the range are cut off again.
+    const size_t first = out->size();
+    Status st = DecodeChunk(c.data, out);
     if (!st.ok()) return st;
-    for (const Sample& smp : decoded)
-      if (smp.t_ms >= mint_ms && smp.t_ms <= maxt_ms) out->push_back(smp);
+    if (c.mint_ms < mint_ms || c.maxt_ms > maxt_ms)
+      out->erase(std::remove_if(out->begin() + static_cast<ptrdiff_t>(first), out->end(), outside),
+                 out->end());
   }
-  for (const Sample& smp : s->open)
-    if (smp.t_ms >= mint_ms && smp.t_ms <= maxt_ms) out->push_back(smp);
-  return Status::Ok();
+  if (OpenSamplesInRange(*s, mint_ms, maxt_ms) == 0) return Status::Ok();
+  return ReadOpenLocked(*s, mint_ms, maxt_ms, out);
 }
 
 }  // namespace gw::tsdb

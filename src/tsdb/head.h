@@ -59,7 +59,8 @@ class Head {
   // Encodes every open chunk (if `cut_open`) and returns, per series, the encoded chunks not yet
   // persisted, oldest first. They stay in the Head (and visible) until DropPersisted.
   std::vector<std::pair<SeriesRef, std::vector<EncodedChunk>>> CutAndCollect(bool cut_open);
-  // Forgets the oldest `count` encoded chunks of `ref` (they are now persisted elsewhere).
+  // Forgets the oldest `count` encoded chunks of `ref` (they are now persisted elsewhere) and
+  // records their newest timestamp as persisted (ReadSamples' `persisted_maxt_ms`).
   void DropPersisted(SeriesRef ref, size_t count);
 
   // ---- Reader side (any thread). ----
@@ -67,9 +68,13 @@ class Head {
   std::vector<SeriesRef> Select(const std::vector<Matcher>& matchers) const;
   // A copy of the labels of `ref`; empty if unknown.
   Labels LabelsOf(SeriesRef ref) const;
-  // Appends the samples of `ref` held in memory with t in [mint_ms, maxt_ms], in time order.
-  Status ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
-                     std::vector<Sample>* out) const;
+  // Appends the samples of `ref` held in memory with t in [mint_ms, maxt_ms], in time order
+  // (`out` grows once, by the samples of the chunks and segments overlapping the range). If
+  // `persisted_maxt_ms` is given it receives, read under the same lock as the samples, the newest
+  // timestamp persisted elsewhere for `ref` (INT64_MIN: none): a sample newer than it that was
+  // appended before this call is among those returned (DB::ReadParts skips SQLite with it).
+  Status ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out,
+                     int64_t* persisted_maxt_ms = nullptr) const;
 
   // A time before which `ref` is settled in memory: every sample of it older than the returned
   // time has left the head (DropPersisted) or was never appended here, and none can still be
@@ -91,14 +96,37 @@ class Head {
   uint64_t out_of_order() const { return out_of_order_.load(std::memory_order_relaxed); }
 
  private:
+  // The open chunk is kept mostly encoded: its samples are appended to `tail` (raw, at most
+  // kSegmentSamples), and every full tail is encoded with the chunk codec into a segment appended
+  // to `segments`. Cutting decodes the segments and encodes the whole chunk once (chunks stay
+  // what the codec makes of all their samples). Raw samples cost 16 B each; an 8-GPU agent has
+  // ~1,000 series, each with up to samples_per_chunk samples open, so raw open chunks were half
+  // of its heap (docs/benchmarks.md, issue 12). Memory per series: the tail's capacity (512 B)
+  // plus a few bytes per encoded sample.
+  // Allocations: `tail` and `segments` keep their capacity across cuts, so the steady state
+  // allocates only inside the codec — once per segment (EncodeChunk's result) and at each cut —
+  // never per sample.
+  static constexpr size_t kSegmentSamples = 32;
+  // Segment header in `segments`: newest timestamp (8 B), sample count (4 B), encoded size
+  // (4 B), then the encoded bytes.
+  static constexpr size_t kSegmentHeader = 16;
   struct MemSeries {
     mutable std::mutex mu;  // guards the fields below; taken by the writer and by readers
     std::vector<EncodedChunk> chunks;
-    std::vector<Sample> open;
+    std::string segments;       // the open chunk's encoded segments, oldest first
+    std::vector<Sample> tail;   // the open chunk's newest samples, not yet in a segment
+    uint32_t open_samples = 0;  // samples in the open chunk (segments + tail)
+    int64_t open_mint_ms = 0;   // its oldest timestamp (when open_samples > 0)
     int64_t last_t_ms = INT64_MIN;
+    int64_t persisted_maxt_ms = INT64_MIN;  // newest timestamp persisted elsewhere
   };
   MemSeries* Find(SeriesRef ref) const;
   void CutLocked(MemSeries* s);
+  static void SealTailLocked(MemSeries* s);
+  // Appends the open chunk's samples with t in [mint_ms, maxt_ms] (all if the range is full).
+  static Status ReadOpenLocked(const MemSeries& s, int64_t mint_ms, int64_t maxt_ms,
+                               std::vector<Sample>* out);
+  static size_t OpenSamplesInRange(const MemSeries& s, int64_t mint_ms, int64_t maxt_ms);
 
   HeadOptions options_;
   mutable std::shared_mutex mu_;  // guards index_ and the shape of series_
