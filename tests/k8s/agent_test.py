@@ -322,7 +322,8 @@ def run_missing_module(agent, agent_proc, missing_module):
     log = agent_proc.output()
     check("module missing: the log says the module was not found and names the path",
           "libgpuwarden-k8s.so (the gRPC client) was not found" in log and missing_module in log
-          and "runs without the Kubernetes source" in log, log[-2000:])
+          and "runs without the Kubernetes source" in log,
+          [line for line in log.splitlines() if "kubernetes:" in line][:3])
 
 
 def run_scenario(agent, agent_proc, kubelet, pods_path, calls_path, hook_log_path, infos):
