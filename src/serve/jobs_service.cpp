@@ -14,7 +14,7 @@
 #include "jobs/gpu_unit.h"
 #include "jobs/slurm_hostlist.h"
 #include "k8s/attribution_source.h"
-#include "k8s/grpc_client.h"
+#include "k8s/grpc_module.h"
 
 namespace gw::serve {
 
@@ -56,8 +56,16 @@ std::unique_ptr<jobs::JobSource> MakeJobSource(const config::Config& config,
     o.interval_s = k.poll_interval_s > 0 ? k.poll_interval_s : config.jobs.poll_interval_s;
     o.timeout_s = k.timeout_s;
     o.pod_list_command = k.pod_list_command;
-    return std::make_unique<k8s::KubernetesPoller>(o, k8s::MakeGrpcPodResourcesApi(k.socket),
-                                                   logger);
+    // The gRPC client is a module (k8s/grpc_module.h): without it the source stays down
+    // (gpuwarden_kubernetes_up 0, the reason in the log) and everything else runs.
+    Expected<std::unique_ptr<k8s::PodResourcesApi>> api = k8s::LoadPodResourcesApi(k.socket);
+    if (!api) {
+      if (logger)
+        logger->Error("kubernetes: " + api.error().message +
+                      "; the agent runs without the Kubernetes source");
+      api = k8s::MakeUnavailablePodResourcesApi(k.socket, api.error().message);
+    }
+    return std::make_unique<k8s::KubernetesPoller>(o, std::move(*api), logger);
   }
   return nullptr;
 }

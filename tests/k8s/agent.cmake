@@ -12,3 +12,10 @@ add_test(NAME k8s_agent_end_to_end
                  --gpuwarden $<TARGET_FILE:gpuwarden>
                  --fake-kubelet $<TARGET_FILE:gw-fake-kubelet>)
 set_tests_properties(k8s_agent_end_to_end PROPERTIES LABELS integration TIMEOUT 300)
+# The same agent when libgpuwarden-k8s.so cannot be found: the error names where it looked,
+# gpuwarden_kubernetes_up is 0, /metrics is served (a few seconds).
+add_test(NAME k8s_agent_missing_module
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_LIST_DIR}/agent_test.py
+                 --gpuwarden $<TARGET_FILE:gpuwarden>
+                 --fake-kubelet $<TARGET_FILE:gw-fake-kubelet> --missing-module)
+set_tests_properties(k8s_agent_missing_module PROPERTIES LABELS integration TIMEOUT 120)

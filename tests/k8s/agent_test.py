@@ -25,7 +25,13 @@ moves and /metrics answers) and recovers by itself.
 
 Processes with pod UIDs (kubepods cgroups) cannot be made here; tests/k8s core tests cover that
 matching with fixture /proc trees.
+
+With --missing-module: the gRPC client module (libgpuwarden-k8s.so, k8s/grpc_module.h) cannot be
+found (GPUWARDEN_K8S_MODULE names a path that does not exist) while the kubelet answers: the agent
+logs an error naming where it looked, reports gpuwarden_kubernetes_up 0 and keeps collecting and
+serving /metrics. The normal run proves the module is found beside the binary (build/bin).
 Usage: agent_test.py --gpuwarden build/bin/gpuwarden --fake-kubelet build/bin/gw-fake-kubelet
+       [--missing-module]
 """
 import argparse
 import json
@@ -187,6 +193,8 @@ def main():
     ap.add_argument("--gpuwarden", required=True)
     ap.add_argument("--fake-kubelet", required=True)
     ap.add_argument("--keep", help="keep the work directory (logs, state, data) here")
+    ap.add_argument("--missing-module", action="store_true",
+                    help="only check an agent whose Kubernetes module cannot be found")
     args = ap.parse_args()
     work = None if args.keep else gwtest.TempDir("gw-k8s-e2e-")
     workdir = args.keep or work.path
@@ -231,13 +239,20 @@ def main():
         gwtest.write(config_path, json.dumps(config))
         hook_log_path = os.path.join(workdir, "reclaim-hook.log")
         env = dict(os.environ, KUBECTL=fake_kubectl, GPUWARDEN_HOOK_LOG=hook_log_path)
+        env.pop("GPUWARDEN_K8S_MODULE", None)
+        missing_module = os.path.join(workdir, "no-such-dir", "libgpuwarden-k8s.so")
+        if args.missing_module:
+            env["GPUWARDEN_K8S_MODULE"] = missing_module
         agent_proc = gwtest.Process(
             [args.gpuwarden, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir",
              os.path.join(workdir, "data"), "--config", config_path, "--simulate",
              os.path.join(SRC, "scenarios/kubernetes.yaml")],
             os.path.join(workdir, "gpuwarden.log"), env=env)
         agent = Agent(port)
-        run_scenario(agent, agent_proc, kubelet, pods_path, calls_path, hook_log_path, infos)
+        if args.missing_module:
+            run_missing_module(agent, agent_proc, missing_module)
+        else:
+            run_scenario(agent, agent_proc, kubelet, pods_path, calls_path, hook_log_path, infos)
     finally:
         if agent_proc:
             agent_proc.stop()
@@ -293,6 +308,22 @@ def collecting_through(agent, label, seconds):
           "fast cycles %s -> %s over %.1f s" % (before and cycles(before),
                                                 after and cycles(after), seconds))
     return after
+
+
+def run_missing_module(agent, agent_proc, missing_module):
+    s = wait_metrics(agent, lambda s: value(s, "gpuwarden_kubernetes_up") is not None and
+                     value(s, "gpuwarden_kubernetes_polls_total") not in (None, 0), 20)
+    check("module missing: /metrics answers with gpuwarden_kubernetes_up 0",
+          s is not None and value(s, "gpuwarden_kubernetes_up") == 0,
+          s and value(s, "gpuwarden_kubernetes_up"))
+    check("module missing: no pods attributed (the kubelet answers, but nothing reads it)",
+          s is not None and not allocations(s), s and allocations(s))
+    collecting_through(agent, "module missing", 2)
+    log = agent_proc.output()
+    check("module missing: the log says the module was not found and names the path",
+          "libgpuwarden-k8s.so (the gRPC client) was not found" in log and missing_module in log
+          and "runs without the Kubernetes source" in log,
+          [line for line in log.splitlines() if "kubernetes:" in line][:3])
 
 
 def run_scenario(agent, agent_proc, kubelet, pods_path, calls_path, hook_log_path, infos):
