@@ -174,14 +174,6 @@ long ThreadCount() {
   return pos == std::string::npos ? 0 : std::atol(text.c_str() + pos);
 }
 
-// promql::Parse, with Prometheus' wording for a query that holds no expression at all (the
-// parser's own says "unexpected end of input").
-Expected<promql::ExprPtr> ParseQuery(const std::string& query) {
-  if (query.find_first_not_of(" \t\r\n") == std::string::npos)
-    return Error{"1:1: parse error: no expression found in input"};
-  return promql::Parse(query);
-}
-
 // HELP text of the exposition formats: `\\` and `\n` escaped (`\"` too in OpenMetrics).
 std::string UnescapeHelp(std::string_view s) {
   std::string out;
@@ -276,7 +268,7 @@ void RegisterStatusRoutes(Server* server, std::shared_ptr<const PromApiOptions> 
 
   // No exemplars are stored; the parameters are still checked as 2.42 checks them.
   Handler exemplars = [](const Request& req, Response& res) {
-    auto expr = ParseQuery(req.param("query"));
+    auto expr = promql::Parse(req.param("query"));
     if (!expr.ok()) {
       Fail(res, "bad_data", expr.error().message);
       return;
@@ -319,7 +311,7 @@ void RegisterStatusRoutes(Server* server, std::shared_ptr<const PromApiOptions> 
   };
 
   Handler format_query = [](const Request& req, Response& res) {
-    auto expr = ParseQuery(req.param("query"));
+    auto expr = promql::Parse(req.param("query"));
     if (!expr.ok()) {
       Fail(res, "bad_data", "invalid parameter \"query\": " + expr.error().message);
       return;

@@ -818,6 +818,9 @@ class Parser {
 }  // namespace
 
 Expected<ExprPtr> Parse(std::string_view query) {
+  // Prometheus answers a query holding no expression at all with this, not an end-of-input error.
+  if (query.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return Error{"1:1: parse error: no expression found in input"};
   return Parser(query).Run();
 }
 

@@ -168,6 +168,8 @@ TEST(ParserTest, Errors) {
       {"sum(x", "1:6: parse error: unclosed left parenthesis"},
       {"x{a=\"b\"", "1:8: parse error: unexpected end of input inside braces"},
       {"x +", "1:4: parse error: unexpected end of input"},
+      {"", "1:1: parse error: no expression found in input"},
+      {" \n ", "1:1: parse error: no expression found in input"},
       {"x y", "1:3: parse error: unexpected identifier \"y\""},
       {"x\n  + * y", "2:5: parse error: unexpected <op:*>"},
       {"\"abc", "1:1: parse error: unterminated quoted string"},
