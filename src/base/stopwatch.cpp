@@ -14,7 +14,8 @@ bool TicksAreCycles() {
 #if defined(__x86_64__)
   static const bool invariant = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+    // The cast: GCC's cpuid.h returns unsigned, clang's int.
+    if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
     if (!__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx)) return false;
     return (edx & (1u << 8)) != 0;  // invariant TSC
   }();
