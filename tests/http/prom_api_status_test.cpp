@@ -246,6 +246,14 @@ TEST_F(StatusApiTest, FormatQueryPrintsTheExpressionAsPrometheusDoes) {
                            "application/x-www-form-urlencoded");
   ASSERT_TRUE(res);
   EXPECT_EQ(json::parse(res->body)["data"], "max without (y) (x)");
+  // Attacked: 100,000 nested parentheses are refused as bad data (the parser's depth limit), and
+  // the server keeps answering.
+  const std::string deep = "query=" + std::string(100000, '(') + "1" + std::string(100000, ')');
+  res = client_->Post("/api/v1/format_query", deep, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["errorType"], "bad_data");
+  EXPECT_EQ(Data("/api/v1/format_query?query=x"), "x");
 }
 
 TEST_F(StatusApiTest, TsdbStatusCountsTheHeadsSeriesAndLabels) {
