@@ -31,8 +31,8 @@ json StatsToJson(const JobGpuStats& s) {
             {"observed_gpu_seconds", s.observed_gpu_seconds},
             {"energy_j", s.energy_j},
             {"power_integral_j", s.power_integral_j},
-            {"util_avg_pct", s.util_avg_pct},
-            {"util_max_pct", s.util_max_pct},
+            {"util_avg", s.util_avg},
+            {"util_max", s.util_max},
             {"memory_peak_bytes", s.memory_peak_bytes},
             {"throttle_s", s.throttle_s},
             {"ecc_corrected", s.ecc_corrected},
@@ -70,8 +70,11 @@ JobGpuStats StatsFromJson(const json& j, const std::string& job_id) {
   s.observed_gpu_seconds = j.value("observed_gpu_seconds", 0.0);
   s.energy_j = j.value("energy_j", 0.0);
   s.power_integral_j = j.value("power_integral_j", 0.0);
-  s.util_avg_pct = j.value("util_avg_pct", 0.0);
-  s.util_max_pct = j.value("util_max_pct", 0.0);
+  // Ratios 0-1; records written before 2026-12 kept percent under "util_avg_pct"/"util_max_pct".
+  s.util_avg =
+      j.contains("util_avg") ? j.value("util_avg", 0.0) : j.value("util_avg_pct", 0.0) / 100;
+  s.util_max =
+      j.contains("util_max") ? j.value("util_max", 0.0) : j.value("util_max_pct", 0.0) / 100;
   s.memory_peak_bytes = j.value("memory_peak_bytes", std::uint64_t{0});
   s.throttle_s = j.value("throttle_s", std::map<std::string, double>{});
   s.ecc_corrected = j.value("ecc_corrected", std::uint64_t{0});
@@ -136,6 +139,27 @@ std::string JobRecordToJson(const JobRecord& r) {
         {"energy_kwh", r.cost->energy_kwh},   {"allocation_cost", r.cost->allocation_cost},
         {"energy_cost", r.cost->energy_cost}, {"idle_allocated_cost", r.cost->idle_allocated_cost},
         {"total_cost", r.cost->Total()}};
+  if (r.outcome) {
+    json evidence = json::array();
+    for (const JobOutcomeEvidence& e : r.outcome->evidence) {
+      json ej = {{"time", e.time}, {"kind", e.kind}, {"value", e.value}, {"detail", e.detail}};
+      if (e.gpu) ej["gpu"] = *e.gpu;
+      evidence.push_back(std::move(ej));
+    }
+    j["outcome"] = {{"outcome", r.outcome->outcome},
+                    {"cause", r.outcome->cause},
+                    {"summary", r.outcome->summary},
+                    {"evidence", std::move(evidence)}};
+  }
+  if (r.throughput) {
+    const JobThroughputRecord& t = *r.throughput;
+    json tj = {
+        {"unit", t.unit}, {"metric", t.metric}, {"total", t.total}, {"avg_per_s", t.avg_per_s}};
+    if (t.per_gpu_hour) tj["per_gpu_hour"] = *t.per_gpu_hour;
+    if (t.per_kwh) tj["per_kwh"] = *t.per_kwh;
+    if (t.per_cost) tj["per_cost"] = *t.per_cost;
+    j["throughput"] = std::move(tj);
+  }
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -171,6 +195,41 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
       cost.energy_cost = c.value("energy_cost", 0.0);
       cost.idle_allocated_cost = c.value("idle_allocated_cost", 0.0);
       r.cost = cost;  // total_cost is derived
+    }
+    if (j.contains("outcome") && j["outcome"].is_object()) {
+      const json& o = j["outcome"];
+      JobOutcomeRecord outcome;
+      outcome.outcome = o.value("outcome", "");
+      outcome.cause = o.value("cause", "");
+      outcome.summary = o.value("summary", "");
+      if (o.contains("evidence") && o["evidence"].is_array()) {
+        for (const json& ej : o["evidence"]) {
+          JobOutcomeEvidence e;
+          e.time = ej.value("time", std::int64_t{0});
+          if (ej.contains("gpu") && ej["gpu"].is_number_unsigned())
+            e.gpu = ej["gpu"].get<unsigned>();
+          e.kind = ej.value("kind", "");
+          e.value = ej.value("value", 0.0);
+          e.detail = ej.value("detail", "");
+          outcome.evidence.push_back(std::move(e));
+        }
+      }
+      r.outcome = std::move(outcome);
+    }
+    if (j.contains("throughput") && j["throughput"].is_object()) {
+      const json& t = j["throughput"];
+      JobThroughputRecord tr;
+      tr.unit = t.value("unit", "");
+      tr.metric = t.value("metric", "");
+      tr.total = t.value("total", 0.0);
+      tr.avg_per_s = t.value("avg_per_s", 0.0);
+      auto optional = [&t](const char* key, std::optional<double>* to) {
+        if (t.contains(key) && t[key].is_number()) *to = t[key].get<double>();
+      };
+      optional("per_gpu_hour", &tr.per_gpu_hour);
+      optional("per_kwh", &tr.per_kwh);
+      optional("per_cost", &tr.per_cost);
+      r.throughput = std::move(tr);
     }
     return r;
   } catch (const json::exception& e) {

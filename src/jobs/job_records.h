@@ -6,7 +6,8 @@
 // state, state_reason, submit_time, eligible_time, start_time, end_time (unix seconds; 0 = never),
 // and when known exit_code, queue_wait_s (start - eligible), submit_wait_s (start - submit), and
 // "gpu": {gpus, start_s, end_s, gpu_seconds, observed_gpu_seconds, energy_j, power_integral_j,
-// util_avg_pct, util_max_pct, memory_peak_bytes, throttle_s {reason: seconds}, ecc_corrected,
+// util_avg, util_max (ratios 0-1; older records: util_avg_pct/util_max_pct in percent, read
+// as ratios), memory_peak_bytes, throttle_s {reason: seconds}, ecc_corrected,
 // ecc_uncorrected, xid_count, idle_gpu_seconds, idle_while_allocated, first_activity_s?,
 // start_latency_s?, sm_active_avg?, sm_active_max?, tensor_active_avg?, tensor_active_max?
 // (GPM ratios 0-1; left out when no GPU of the job reported them), mig? [{gpu, mig_instance,
@@ -15,7 +16,9 @@
 // "gpu_equivalents" the GPUs held counted by share — and when the
 // governance layer priced the job "cost": {currency, allocated_gpu_hours, energy_kwh,
 // allocation_cost, energy_cost, idle_allocated_cost, total_cost} (its final figures:
-// cli/governance_service.h). Readers ignore unknown keys; a record without "cost" (older, or no
+// cli/governance_service.h); "outcome": {outcome, cause, summary, evidence: [{time, gpu?, kind,
+// value, detail}]}; "throughput": {unit, metric, total, avg_per_s, per_gpu_hour?, per_kwh?,
+// per_cost?}. Readers ignore unknown keys; a record without "cost" (older, or no
 // prices) reads with no cost. A torn last line (crash mid-append) is skipped when reading and the
 // next append starts on a fresh line. A job id may appear more than once (a requeued job); `Find`
 // returns the latest.
@@ -69,6 +72,38 @@ struct JobCostRecord {
   double Total() const { return allocation_cost + energy_cost; }
 };
 
+// How a job ended and why (jobs/outcome.h classifies; docs/jobs.md "Outcomes" defines the values).
+// outcome: "completed", "failed", "cancelled", "timeout", "out_of_memory" (host memory, Slurm's
+// OUT_OF_MEMORY), "node_fail", "preempted", "reclaimed" (our governance policy cancelled it),
+// "vanished" (left the scheduler unseen). cause: "none" (completed), "gpu_fault", "gpu_oom",
+// "user", "scheduler", "unknown".
+struct JobOutcomeEvidence {
+  std::int64_t time = 0;        // unix seconds
+  std::optional<unsigned> gpu;  // the GPU it was seen on (NVML index), if any
+  std::string kind;             // "xid", "ecc_uncorrected", "gpu_lost", "memory_full", "exit_code",
+                                // "state", "reclaim", "throttle", ...
+  double value = 0;    // the XID number, the error count, the memory ratio, the exit code...
+  std::string detail;  // one readable sentence
+};
+struct JobOutcomeRecord {
+  std::string outcome;
+  std::string cause;
+  std::string summary;  // one sentence a user reads: "XID 79 (GPU fell off the bus) on GPU 3 ..."
+  std::vector<JobOutcomeEvidence> evidence;
+};
+
+// A training job's own output (a scraped throughput counter tied to the job, docs/jobs.md
+// "Training throughput"), concluded at its end.
+struct JobThroughputRecord {
+  std::string unit;    // "samples", "tokens", "steps"
+  std::string metric;  // the counter it came from
+  double total = 0;    // units produced while the job ran
+  double avg_per_s = 0;
+  std::optional<double> per_gpu_hour;  // total / allocated GPU-hours
+  std::optional<double> per_kwh;       // total / energy (kWh) of its GPUs
+  std::optional<double> per_cost;      // total / total cost (the record's cost currency)
+};
+
 struct JobRecord {
   std::string job_id;
   std::string source;  // "slurm", "kubernetes" (a pod), or "process" (GPUWARDEN_JOB, no scheduler)
@@ -84,10 +119,12 @@ struct JobRecord {
   std::int64_t eligible_time = 0;
   std::int64_t start_time = 0;  // 0: never started (cancelled while pending, rejected)
   std::int64_t end_time = 0;
-  std::optional<std::int64_t> queue_wait_s;   // start - eligible
-  std::optional<std::int64_t> submit_wait_s;  // start - submit
-  std::optional<JobGpuStats> gpu;             // absent when the job never ran on GPUs
-  std::optional<JobCostRecord> cost;          // absent when nobody priced it
+  std::optional<std::int64_t> queue_wait_s;       // start - eligible
+  std::optional<std::int64_t> submit_wait_s;      // start - submit
+  std::optional<JobGpuStats> gpu;                 // absent when the job never ran on GPUs
+  std::optional<JobCostRecord> cost;              // absent when nobody priced it
+  std::optional<JobOutcomeRecord> outcome;        // absent in records written before outcomes
+  std::optional<JobThroughputRecord> throughput;  // absent unless the job exported its output
 };
 
 std::string JobRecordToJson(const JobRecord& record);  // one line, no newline

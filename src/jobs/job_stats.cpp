@@ -62,8 +62,8 @@ void AssignStats(const JobGpuStats& from, JobGpuStats* to) {
   to->observed_gpu_seconds = from.observed_gpu_seconds;
   to->energy_j = from.energy_j;
   to->power_integral_j = from.power_integral_j;
-  to->util_avg_pct = from.util_avg_pct;
-  to->util_max_pct = from.util_max_pct;
+  to->util_avg = from.util_avg;
+  to->util_max = from.util_max;
   to->sm_active_avg = from.sm_active_avg;
   to->sm_active_max = from.sm_active_max;
   to->tensor_active_avg = from.tensor_active_avg;
@@ -197,7 +197,7 @@ void JobStatsTracker::Commit(const Interval& iv, double until_s, Totals* totals,
     s.throttle_s[ReasonKey(bits & (~bits + 1))] += dt;
   // Point readings belong to the job when taken inside its lifetime.
   if (iv.t1 <= until_s) {
-    if (iv.util_known) s.util_max_pct = std::max(s.util_max_pct, iv.util_pct);
+    if (iv.util_known) s.util_max = std::max(s.util_max, iv.util_pct / 100);
     if (Present(iv.sm_active)) Max(&s.sm_active_max, iv.sm_active);
     if (Present(iv.tensor_active)) Max(&s.tensor_active_max, iv.tensor_active);
     s.memory_peak_bytes = std::max(s.memory_peak_bytes, iv.memory);
@@ -267,7 +267,7 @@ void JobStatsTracker::Observe(const CycleInput& cycle) {
 }
 
 void JobStatsTracker::Conclude(const Totals& totals, JobGpuStats* s) {
-  if (totals.util_s > 0) s->util_avg_pct = totals.util_time_pct_s / totals.util_s;
+  if (totals.util_s > 0) s->util_avg = totals.util_time_pct_s / totals.util_s / 100;
   if (totals.sm_s > 0) s->sm_active_avg = totals.sm_time_s / totals.sm_s;
   if (totals.tensor_s > 0) s->tensor_active_avg = totals.tensor_time_s / totals.tensor_s;
   s->idle_while_allocated = !s->first_activity_s.has_value();

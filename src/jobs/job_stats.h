@@ -84,8 +84,8 @@ struct JobGpuStats {
   double observed_gpu_seconds = 0;  // sum of charged sample intervals
   double energy_j = 0;
   double power_integral_j = 0;
-  double util_avg_pct = 0;
-  double util_max_pct = 0;
+  double util_avg = 0;  // SM utilization over the job, ratio 0-1 (NVML's percent / 100)
+  double util_max = 0;
   std::optional<double> sm_active_avg, sm_active_max;          // ratios; absent: no GPM
   std::optional<double> tensor_active_avg, tensor_active_max;  // ratios; absent: no GPM
   std::uint64_t memory_peak_bytes = 0;

@@ -286,8 +286,8 @@ void JobsService::EmitPerJob(TaskFamilySink* sink, double now, const JobLabels& 
           sample(s.energy_j);
           break;
         case kUtilization:
-          sample_with("stat", "avg", s.util_avg_pct / 100);
-          sample_with("stat", "max", s.util_max_pct / 100);
+          sample_with("stat", "avg", s.util_avg);
+          sample_with("stat", "max", s.util_max);
           break;
         case kSmActive:
           if (s.sm_active_avg) sample_with("stat", "avg", *s.sm_active_avg);

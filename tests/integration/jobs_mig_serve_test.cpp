@@ -176,7 +176,7 @@ TEST(JobsMigServe, TheBusyButHollowJobsRecordShowsLowSmActivity) {
   const json record = EndedRecord(agent, "hollow");
   ASSERT_TRUE(record["gpu"].contains("sm_active_avg")) << record.dump();
   EXPECT_LT(record["gpu"]["sm_active_avg"].get<double>(), 0.2);
-  EXPECT_GT(record["gpu"]["util_avg_pct"].get<double>(), 80);
+  EXPECT_GT(record["gpu"]["util_avg"].get<double>(), 0.80);
   std::string out;
   ASSERT_EQ(
       RunCommand({GpuwardenBinary(), "jobs", "show", "hollow", "--data-dir", dir / "data"}, &out),

@@ -58,7 +58,7 @@ TEST(JobStats, EnergyGpuSecondsAndClipping) {
   const double expected = 300 * lifetime + 100 * lifetime + 80 * (180.25 - 109);
   EXPECT_NEAR(s->energy_j, expected, expected * 0.01);
   EXPECT_NEAR(s->energy_j, s->power_integral_j, expected * 0.01);
-  EXPECT_DOUBLE_EQ(s->util_max_pct, 80);
+  EXPECT_DOUBLE_EQ(s->util_max, 0.80);
   EXPECT_EQ(s->memory_peak_bytes, 80u << 20);
   EXPECT_DOUBLE_EQ(s->throttle_s["sw_power_cap"], 1);
   EXPECT_DOUBLE_EQ(s->throttle_s["hw_slowdown"], 1);

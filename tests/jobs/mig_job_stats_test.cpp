@@ -82,7 +82,7 @@ TEST(MigJobStats, AMigInstanceCountsAsItsShareAndAveragesGpmSignals) {
   EXPECT_DOUBLE_EQ(*s->sm_active_max, 0.6);
   ASSERT_TRUE(s->tensor_active_avg.has_value());
   EXPECT_NEAR(*s->tensor_active_avg, 0.4, 1e-9);
-  EXPECT_NEAR(s->util_avg_pct, 90, 1e-9);
+  EXPECT_NEAR(s->util_avg, 0.90, 1e-9);
   EXPECT_NE(GpuUnitsText(*s).find("0/2 0.43 GPU (3g.40gb)"), std::string::npos);
 
   std::optional<JobGpuStats> o = tracker.End("other", 200);
@@ -106,7 +106,7 @@ TEST(MigJobStats, UnknownUtilizationIsNeitherIdleNorInTheAverage) {
   std::optional<JobGpuStats> s = tracker.End("j", 10);
   ASSERT_TRUE(s.has_value());
   EXPECT_NEAR(s->idle_gpu_seconds, 0, 1e-12);
-  EXPECT_NEAR(s->util_avg_pct, 50, 1e-9);  // only the 5 s with a reading
+  EXPECT_NEAR(s->util_avg, 0.50, 1e-9);  // only the 5 s with a reading
   EXPECT_NEAR(s->observed_gpu_seconds, 10, 1e-9);
 }
 
@@ -173,7 +173,7 @@ TEST(MigJobRecords, AnOlderRecordReadsWithGpmFiguresAbsent) {
   EXPECT_FALSE(r->gpu->sm_active_avg.has_value());
   EXPECT_FALSE(r->gpu->tensor_active_avg.has_value());
   EXPECT_DOUBLE_EQ(GpuEquivalents(*r->gpu), 2);
-  EXPECT_DOUBLE_EQ(r->gpu->util_avg_pct, 55);
+  EXPECT_DOUBLE_EQ(r->gpu->util_avg, 0.55);  // an older record, in percent
   // Written again, it says nothing about GPM.
   EXPECT_EQ(JobRecordToJson(*r).find("sm_active"), std::string::npos);
 }

@@ -260,7 +260,7 @@ TEST_F(SlurmIntegration, EndToEndSimulatedGpusAttributionAndRecords) {
   EXPECT_EQ(r.team, "sim-team");
   ASSERT_TRUE(r.gpu.has_value());
   EXPECT_FALSE(r.gpu->idle_while_allocated);
-  EXPECT_GE(r.gpu->util_max_pct, 85);
+  EXPECT_GE(r.gpu->util_max, 0.85);
   EXPECT_GT(r.gpu->energy_j, 0);
   // The energy counter is exact; the power integral is a trapezoid over this loop's samples, taken
   // in real time: on a loaded machine (CI under other builds) the gaps between samples grow to

@@ -238,7 +238,7 @@ TEST_F(SlurmServe, AttributionQueueWaitEnergyIdleRecordsAndOutage) {
                 static_cast<long long>(by_id[id]["queue_wait_s"].get<std::int64_t>()));
     EXPECT_FALSE(gpu["idle_while_allocated"].get<bool>()) << id;
   }
-  EXPECT_GE(by_id[busy]["gpu"]["util_max_pct"].get<double>(), 85);
+  EXPECT_GE(by_id[busy]["gpu"]["util_max"].get<double>(), 0.85);
   EXPECT_TRUE(by_id[idle]["gpu"]["idle_while_allocated"].get<bool>());  // the idle job flagged
   EXPECT_GT(by_id[idle]["gpu"]["idle_gpu_seconds"].get<double>(), 5);
 

@@ -152,7 +152,7 @@ function renderInfo(v, ctx) {
     ? v.processes.map((p) => html`<tr><td class="mono">${p.pid}</td>${inMig ? html`<td>${p.gpu_instance_id ?? '–'}</td>` : ''}<td class="num">${bytes(p.memory_bytes)}</td><td class="num">${p.sm_utilization_ratio === undefined ? '–' : pct(p.sm_utilization_ratio)}</td></tr>`)
     : html`<tr><td colspan="3" class="muted">No compute process.</td></tr>`;
   const jobs = v.jobs.length
-    ? v.jobs.map((j) => html`<tr><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td><td>${j.team}</td><td class="num">${duration(ctx.now - j.start_time)}</td><td class="num">${j.gpu ? `${Math.round(j.gpu.util_avg_pct)} %` : '–'}</td></tr>`)
+    ? v.jobs.map((j) => html`<tr><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td><td>${j.team}</td><td class="num">${duration(ctx.now - j.start_time)}</td><td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td></tr>`)
     : html`<tr><td colspan="5" class="muted">No job holds this GPU.</td></tr>`;
   render(st.els.tables, html`<div class="two">
     <div class="card tablewrap"><table><thead><tr><th>Health</th><th>Problem</th><th>What to do</th></tr></thead><tbody>${health}${alerts}</tbody></table></div>

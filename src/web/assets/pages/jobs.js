@@ -2,7 +2,7 @@
 // /api/gw/v1/queue, longest wait first, and the wait percentiles of the jobs that started), and
 // finished with their statistics, filterable by team and text.
 import { getJson, histogramQuantile, scrape } from '../api.js';
-import { ago, bytes, clock, clockSeconds, count, duration, html, render } from '../format.js';
+import { ago, bytes, clock, clockSeconds, count, duration, html, pct, render } from '../format.js';
 
 const FULL_REFRESH_S = 10;
 let st = null;
@@ -26,7 +26,7 @@ function runningRow(j, now) {
     <td>${j.user || '–'}</td><td>${j.team}</td><td>${j.partition || '–'}</td>
     <td>${(j.gpu?.gpus || []).map((g) => html`<a href="#/gpu/${g}">${g}</a> `)}</td>
     <td class="num">${duration(now - j.start_time)}</td>
-    <td class="num">${j.gpu ? `${Math.round(j.gpu.util_avg_pct)} % / ${Math.round(j.gpu.util_max_pct)} %` : '–'}</td>
+    <td class="num">${j.gpu ? `${pct(j.gpu.util_avg)} / ${pct(j.gpu.util_max)}` : '–'}</td>
     <td class="num">${j.gpu ? bytes(j.gpu.memory_peak_bytes) : '–'}</td>
     <td class="num">${j.gpu ? `${(j.gpu.energy_j / 3.6e6).toFixed(2)} kWh` : '–'}</td>
     <td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}${j.gpu?.idle_while_allocated ? html` <span class="chip warning">idle</span>` : ''}</td>
@@ -43,7 +43,7 @@ function finishedRow(j, now) {
     <td class="num">${j.start_time ? duration(j.end_time - j.start_time) : '–'}</td>
     <td class="num">${j.queue_wait_s === undefined ? '–' : duration(j.queue_wait_s)}</td>
     <td class="num">${gpuHours(j).toFixed(2)}</td>
-    <td class="num">${j.gpu ? `${Math.round(j.gpu.util_avg_pct)} %` : '–'}</td>
+    <td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td>
     <td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}</td>
     <td class="num">${j.gpu ? `${(j.gpu.energy_j / 3.6e6).toFixed(2)} kWh` : '–'}</td>
     <td class="num">${j.gpu ? `${count(j.gpu.ecc_uncorrected)} / ${count(j.gpu.xid_count)}` : '–'}</td></tr>`;
