@@ -125,8 +125,9 @@ std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
     if (r.gpu) {
       out += PadRight(Fmt("%.2f", r.gpu->gpu_seconds / 3600), 7) + " " +
              PadRight(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
-             PadRight(Fmt("%.0f%%", 100 * r.gpu->util_avg) + "/" + Fmt("%.0f%%", 100 * r.gpu->util_max),
-                      13) +
+             PadRight(
+                 Fmt("%.0f%%", 100 * r.gpu->util_avg) + "/" + Fmt("%.0f%%", 100 * r.gpu->util_max),
+                 13) +
              " " + PadRight(Ratio(r.gpu->sm_active_avg), 7) + " " +
              PadRight(Ratio(r.gpu->tensor_active_avg), 7) + " " +
              PadRight(Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30)), 10);
@@ -181,7 +182,8 @@ std::string JobDetail(const jobs::JobRecord& r) {
   line("GPU-hours", Fmt("%.3f", g.gpu_seconds / 3600));
   line("energy", Fmt("%.1f kJ", g.energy_j / 1000) +
                      Fmt(" (power integral %.1f kJ)", g.power_integral_j / 1000));
-  line("SM utilization", Fmt("avg %.1f%%", 100 * g.util_avg) + Fmt(", max %.1f%%", 100 * g.util_max));
+  line("SM utilization",
+       Fmt("avg %.1f%%", 100 * g.util_avg) + Fmt(", max %.1f%%", 100 * g.util_max));
   // GPM (Hopper and newer): how much of the SMs and tensor cores the work used — a job can keep
   // utilization near 100% with a tiny share of either.
   auto avg_max = [](const std::optional<double>& avg, const std::optional<double>& max) {
