@@ -2,15 +2,24 @@
 #
 #   cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... -DCOMPILER=... -P build_info.cmake
 #
-# Asks git for the commit, branch and the commit's date ("unknown" outside a checkout or without
-# git) and rewrites OUTPUT only when its text changes, so an unchanged checkout rebuilds nothing.
+# Asks git for the commit, branch and the commit's date (or reads them from .build-info in an
+# exported tree; "unknown" outside a checkout or without git) and rewrites OUTPUT only when its text changes, so an unchanged checkout rebuilds nothing.
 # The date is the commit's, never the clock's: identical sources give an identical object.
 
 set(revision "unknown")
 set(branch "unknown")
 set(date "unknown")
 find_program(GIT_PROGRAM git)
-if(GIT_PROGRAM)
+if(EXISTS ${SOURCE_DIR}/.build-info)
+  # A tree exported from git (scripts/package.sh) has no .git; it carries its commit in
+  # .build-info, one "key=value" per line (revision, branch, date).
+  file(STRINGS ${SOURCE_DIR}/.build-info stamp)
+  foreach(line IN LISTS stamp)
+    if(line MATCHES "^(revision|branch|date)=(.+)$")
+      set(${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
+elseif(GIT_PROGRAM)
   execute_process(COMMAND ${GIT_PROGRAM} -C ${SOURCE_DIR} rev-parse HEAD
                   OUTPUT_VARIABLE out RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE
                   ERROR_QUIET)

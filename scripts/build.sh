@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds gpuwarden. Usage: scripts/build.sh [release|asan]   (default release)
+# Builds gpuwarden. Usage: scripts/build.sh [release|asan|demo]   (default release)
 #   release -> build/      RelWithDebInfo, with tests and benchmarks
 #   asan    -> build-asan/ Debug with AddressSanitizer + UndefinedBehaviorSanitizer
+#   demo    -> build-demo/ RelWithDebInfo, only what scripts/demo.sh runs: the agent, the simulated
+#              driver and the demo's workloads (no tests, no benchmarks, no Kubernetes module)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-release}"
@@ -16,13 +18,22 @@ case "$kind" in
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build build -j "$jobs"
     ;;
+  demo)
+    cmake -S . -B build-demo -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_BUILD_TESTS=OFF \
+      -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF >/dev/null
+    targets=(gpuwarden nvml-sim gw-inference-sim)
+    if [ -f src/sim/training/CMakeLists.txt ]; then
+      targets+=(gw-training-sim)
+    fi
+    cmake --build build-demo -j "$jobs" --target "${targets[@]}"
+    ;;
   asan)
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON \
       -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF >/dev/null
     cmake --build build-asan -j "$jobs"
     ;;
   *)
-    echo "usage: $0 [release|asan]" >&2
+    echo "usage: $0 [release|asan|demo]" >&2
     exit 2
     ;;
 esac

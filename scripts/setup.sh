@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# Installs every Debian package that building, testing and running the demo need.
-# Idempotent: when everything is present it returns without touching apt.
+# Installs the Debian packages gpuwarden needs. Idempotent: when everything is present it
+# returns without touching apt.
+#   bash scripts/setup.sh         everything: building, the whole test suite, the demo
+#   bash scripts/setup.sh demo    only what building and running the demo needs (scripts/demo.sh)
 set -euo pipefail
+mode="${1:-all}"
 
-PACKAGES=(
-  # toolchain
-  g++ cmake ninja-build ccache pkg-config git clang-format
-  # libFuzzer targets (scripts/fuzz.sh): clang 14 and its sanitizer/fuzzer runtimes
-  clang libclang-rt-14-dev
-  # libraries
+# Building gpuwarden and running it (the demo): the toolchain and the libraries (gRPC and protobuf
+# with their code generators for the kubelet's pod-resources API, src/k8s/).
+DEMO_PACKAGES=(
+  g++ cmake ninja-build ccache pkg-config git python3
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev zlib1g-dev
-  # the kubelet's pod-resources API (src/k8s/): gRPC and protobuf, and their code generators
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+)
+
+PACKAGES=(
+  "${DEMO_PACKAGES[@]}"
+  # toolchain
+  clang-format
+  # libFuzzer targets (scripts/fuzz.sh): clang 14 and its sanitizer/fuzzer runtimes
+  clang libclang-rt-14-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl python3 python3-yaml
   # strict HTML5 parsing of `gpuwarden report` output (tests/report)
@@ -25,7 +33,16 @@ PACKAGES=(
   tmux
   # the web console's browser tests (tests/web) drive Debian's chromium, never a downloaded one
   chromium
+  # the Debian packages (scripts/package.sh, tests/dist): dpkg-buildpackage with debhelper,
+  # lintian, and man to check the generated man page
+  dpkg-dev debhelper fakeroot lintian man-db
 )
+if [ "$mode" = demo ]; then
+  PACKAGES=("${DEMO_PACKAGES[@]}")
+elif [ "$mode" != all ]; then
+  echo "usage: $0 [demo]" >&2
+  exit 2
+fi
 
 # The browser tests' npm packages (tests/web/package-lock.json: playwright-core), from the npm
 # registry with `npm ci`, when what is installed differs from the lock file. No browser download.
@@ -45,12 +62,14 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-command -v npm >/dev/null || missing+=(nodejs npm)
-# kubectl for the deploy kit's manifest check (tests/deploy): Debian's kubernetes-client, unless a
-# kubectl from another package is already there (the two conflict on /usr/bin/kubectl).
-command -v kubectl >/dev/null || missing+=(kubernetes-client)
+if [ "$mode" = all ]; then
+  command -v npm >/dev/null || missing+=(nodejs npm)
+  # kubectl for the deploy kit's manifest check (tests/deploy): Debian's kubernetes-client, unless
+  # a kubectl from another package is already there (the two conflict on /usr/bin/kubectl).
+  command -v kubectl >/dev/null || missing+=(kubernetes-client)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
-  install_web_test_packages
+  [ "$mode" = all ] && install_web_test_packages
   exit 0
 fi
 
@@ -66,4 +85,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-install_web_test_packages
+if [ "$mode" = all ]; then install_web_test_packages; fi

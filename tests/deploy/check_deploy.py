@@ -134,12 +134,22 @@ def check_systemd(gpuwarden):
     try:
         with open(unit) as f:
             text = f.read()
-        if "ExecStart=/usr/local/bin/gpuwarden serve" not in text:
-            problem("%s: ExecStart does not run /usr/local/bin/gpuwarden serve" % unit)
+        if "ExecStart=/usr/bin/gpuwarden serve" not in text:
+            problem("%s: ExecStart does not run /usr/bin/gpuwarden serve" % unit)
         copy = os.path.join(tmp, "gpuwarden.service")
         with open(copy, "w") as f:
-            f.write(text.replace("/usr/local/bin/gpuwarden", os.path.abspath(gpuwarden)))
-        r = run(["systemd-analyze", "verify", copy])
+            f.write(text.replace("/usr/bin/gpuwarden", os.path.abspath(gpuwarden)))
+        # Documentation=man:gpuwarden(1): systemd-analyze runs man on it; the page is generated
+        # beside the build (src/dist/gpuwarden.1), not installed on this machine.
+        page = os.path.join(os.path.dirname(os.path.abspath(gpuwarden)), "..", "src", "dist", "gpuwarden.1")
+        env = dict(os.environ)
+        if os.path.exists(page):
+            os.makedirs(os.path.join(tmp, "man", "man1"))
+            shutil.copy(page, os.path.join(tmp, "man", "man1", "gpuwarden.1"))
+            env["MANPATH"] = os.path.join(tmp, "man")
+        else:
+            problem("%s: no generated man page for Documentation=man:gpuwarden(1)" % page)
+        r = run(["systemd-analyze", "verify", copy], env=env)
         out = (r.stdout + r.stderr).strip()
         if r.returncode != 0 or "gpuwarden.service" in out:
             problem("systemd-analyze verify: rc %d: %s" % (r.returncode, out))
