@@ -1,14 +1,15 @@
 // The Notifier: one queue and one sender thread per target.
-#include <httplib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 
+#include "http/client.h"
 #include "notify/notify.h"
 #include "notify/queue.h"
 
@@ -31,28 +32,6 @@ bool SplitUrl(const std::string& url, std::string* base, std::string* path) {
   *base = url.substr(0, path_start);
   *path = path_start == std::string::npos ? "" : url.substr(path_start);
   return base->size() > scheme_end + 3;
-}
-
-// One line for a request that got no HTTP reply, worded for an operator.
-std::string TransportError(httplib::Error error, double timeout_s) {
-  switch (error) {
-    case httplib::Error::Connection:
-      return "connection refused or unreachable";
-    case httplib::Error::ConnectionTimeout:
-      return "connect timed out after " + FormatSeconds(timeout_s);
-    case httplib::Error::Read:
-      return "no reply (read failed or timed out after " + FormatSeconds(timeout_s) + ")";
-    case httplib::Error::Write:
-      return "sending the request failed";
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    case httplib::Error::SSLServerVerification:
-      return "TLS certificate verification failed";
-    case httplib::Error::SSLLoadingCerts:
-      return "cannot load the CA certificates";
-    default:
-      return httplib::to_string(error);
-  }
 }
 
 }  // namespace
@@ -242,25 +221,26 @@ class Notifier::TargetQueue {
     std::string body = target_.kind == Target::kAlertmanager
                            ? EncodeAlertmanagerV2(alerts)
                            : EncodeWebhook(alerts, target_.external_url, NowMs());
-    httplib::Client client(base_);
-    double timeout_s = target_.timeout_s > 0 ? target_.timeout_s : options_.timeout_s;
-    auto secs = static_cast<time_t>(timeout_s);
-    auto usecs = static_cast<time_t>((timeout_s - static_cast<double>(secs)) * 1e6);
-    client.set_connection_timeout(secs, usecs);
-    client.set_read_timeout(secs, usecs);
-    client.set_write_timeout(secs, usecs);
-    if (!target_.basic_auth_user.empty()) {
-      client.set_basic_auth(target_.basic_auth_user.c_str(), target_.basic_auth_password.c_str());
+    if (!client_) {
+      http::PostClientOptions o;
+      o.headers = {{"User-Agent", "gpuwarden"}};
+      o.basic_auth_user = target_.basic_auth_user;
+      o.basic_auth_password = target_.basic_auth_password;
+      o.bearer_token = target_.bearer_token;
+      o.ca_file = target_.ca_file;
+      o.insecure_skip_verify = target_.insecure_skip_verify;
+      o.timeout_s = target_.timeout_s > 0 ? target_.timeout_s : options_.timeout_s;
+      auto client = http::PostClient::Create(base_ + path_, std::move(o));
+      if (!client.ok()) {
+        *error = client.error().message;
+        *permanent = true;
+        return false;
+      }
+      client_ = std::move(*client);
     }
-    if (!target_.bearer_token.empty()) {
-      client.set_bearer_token_auth(target_.bearer_token.c_str());
-    }
-    if (!target_.ca_file.empty()) client.set_ca_cert_path(target_.ca_file.c_str());
-    client.enable_server_certificate_verification(!target_.insecure_skip_verify);
-    httplib::Headers headers = {{"User-Agent", "gpuwarden"}};
-    auto res = client.Post(path_.c_str(), headers, body, "application/json");
-    if (!res) {
-      *error = TransportError(res.error(), timeout_s);
+    auto res = client_->Post(body, "application/json");
+    if (!res.ok()) {
+      *error = res.error().message;
       return false;
     }
     if (res->status >= 200 && res->status < 300) return true;
@@ -276,6 +256,7 @@ class Notifier::TargetQueue {
   const Options& options_;
   Logger* logger_;
   std::string base_, path_, file_path_;
+  std::unique_ptr<http::PostClient> client_;  // kept alive between deliveries
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

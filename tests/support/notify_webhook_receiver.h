@@ -26,6 +26,7 @@ class WebhookReceiver {
  public:
   struct Request {
     std::string path, body, content_type, authorization;
+    httplib::Headers headers;  // all of them
   };
 
   // Plain HTTP on `port` (0: a free one).
@@ -72,7 +73,7 @@ class WebhookReceiver {
       {
         std::lock_guard<std::mutex> lock(mu_);
         requests_.push_back({req.path, req.body, req.get_header_value("Content-Type"),
-                             req.get_header_value("Authorization")});
+                             req.get_header_value("Authorization"), req.headers});
       }
       res.status = status;
       res.set_content(status < 300 ? "" : "simulated failure\n", "text/plain");
