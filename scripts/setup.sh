@@ -13,6 +13,8 @@ DEMO_PACKAGES=(
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # remote write's compression (src/remote/)
+  libsnappy-dev
 )
 
 PACKAGES=(
@@ -25,8 +27,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev openssl procps curl python3 python3-yaml
   # strict HTML5 parsing of `gpuwarden report` output (tests/report)
   python3-html5lib
-  # real peers the tests meet: Prometheus 2.42 and promtool, Alertmanager 0.25
-  prometheus prometheus-alertmanager
+  # real peers the tests meet: Prometheus 2.42 and promtool, Alertmanager 0.25, VictoriaMetrics
+  # 1.79 (a remote-write receiver, tests/remote)
+  prometheus prometheus-alertmanager victoria-metrics
   # Slurm 22.05 with munge (the task-layer tests start their own on loopback)
   slurmctld slurmd slurm-client munge
   # a terminal for the interactive `gpuwarden top` test (tests/top/)
