@@ -5,7 +5,7 @@
 // /api/gw/v1/findings?job=, /api/gw/v1/reclaim?job=.
 import { chart, getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
-import { ago, bytes, celsius, clock, duration, html, money, pct, plural, render, watts } from '../format.js';
+import { bytes, celsius, clock, duration, html, money, pct, plural, render, watts } from '../format.js';
 import { activeSince, alertHref, gpuList, gpuLink, teamLink } from './links.js';
 import { findingCard } from './findings.js';
 import { loadReclaim, reclaimCard } from './governance.js';
