@@ -1,0 +1,77 @@
+// Links between the console's layers: a GPU, a job, a team, an alert, a finding, a reclaim
+// decision each has its page, and every page names the others through these helpers so that a
+// name on screen is always a way to its page.
+import { html } from '../format.js';
+
+const enc = encodeURIComponent;
+
+export const gpuHref = (gpu) => `#/gpu/${enc(gpu)}`;
+export const jobHref = (id) => `#/job/${enc(id)}`;
+export const teamHref = (name) => `#/team/${enc(name)}`;
+
+// Links, or "–" when the value is absent.
+export function gpuLink(gpu, text) {
+  if (gpu === undefined || gpu === null || gpu === '') return '–';
+  return html`<a href="${gpuHref(gpu)}" data-link="gpu">${text ?? `GPU ${gpu}`}</a>`;
+}
+export function jobLink(id, text) {
+  if (!id) return '–';
+  return html`<a href="${jobHref(id)}" data-link="job">${text || id}</a>`;
+}
+export function teamLink(name, text) {
+  if (!name) return '–';
+  return html`<a href="${teamHref(name)}" data-link="team">${text || name}</a>`;
+}
+export function gpuList(gpus) {
+  if (!gpus || !gpus.length) return '–';
+  return html`${gpus.map((g, i) => html`${i ? ', ' : ''}${gpuLink(g, String(g))}`)}`;
+}
+
+// An alert's subject as links: its GPU, job and team (labels gpu, job_id, team).
+export function alertSubject(a) {
+  const l = a.labels || {};
+  const parts = [];
+  if (l.gpu !== undefined) parts.push(gpuLink(l.gpu));
+  if (l.job_id) parts.push(html`job ${jobLink(l.job_id)}`);
+  if (l.team) parts.push(html`team ${teamLink(l.team)}`);
+  if (l.target) parts.push(html`target ${l.target}`);
+  if (l.partition && !l.job_id) parts.push(html`partition ${l.partition}`);
+  return parts.length ? html`${parts.map((p, i) => html`${i ? ' · ' : ''}${p}`)}` : '–';
+}
+
+// The alerts page with one alert's row in view.
+export const alertHref = (name) => `#/alerts?alert=${enc(name)}`;
+export const findingHref = (id) => `#/findings?id=${enc(id)}`;
+
+// When an alert became active / started firing, in Unix seconds (activeAt is RFC 3339).
+export function activeSince(a) {
+  const t = Date.parse(a.activeAt);
+  return Number.isNaN(t) ? undefined : t / 1000;
+}
+
+// The time span a page shows, from its URL (the console's contract: `range=15m|1h|6h|24h|7d` for a
+// live window ending now, or `from=<unix s>&to=<unix s>`): {start, end, live, label}.
+export const RANGES = [['15m', 900], ['1h', 3600], ['6h', 21600], ['24h', 86400], ['7d', 604800]];
+export function spanOf(query, now, defaultS) {
+  const from = Number(query.get('from'));
+  const to = Number(query.get('to'));
+  if (query.get('from') && query.get('to') && Number.isFinite(from) && Number.isFinite(to) && to > from) {
+    return { start: from, end: to, live: false, label: 'custom' };
+  }
+  const r = RANGES.find(([name]) => name === query.get('range'));
+  const s = r ? r[1] : defaultS;
+  return { start: now - s, end: now, live: true, label: r ? r[0] : undefined };
+}
+
+// The chart page of one PromQL expression over [start, end].
+export function queryHref(expr, start, end, title) {
+  const p = new URLSearchParams({ expr });
+  if (end) {
+    // An instant or a short span is shown with the half hour before it, for context.
+    const from = start && end - start >= 600 ? start : end - 1800;
+    p.set('from', String(Math.floor(from)));
+    p.set('to', String(Math.ceil(end + 60)));
+  }
+  if (title) p.set('title', title);
+  return `#/query?${p}`;
+}
