@@ -193,6 +193,7 @@ test('console layout, phone menu, time axis, alert episodes and time ranges', as
       const { page } = await open(context, agent, '#/gpu/3?range=1h', DESKTOP);
       await chartsReady(page);
       const [[start, end]] = await chartRanges(page);
+      await page.locator('.chart:not([hidden]) canvas').first().scrollIntoViewIfNeeded();
       const canvas = await page.locator('.chart:not([hidden]) canvas').first().boundingBox();
       const y = canvas.y + canvas.height / 2;
       await page.mouse.move(canvas.x + 64 + (canvas.width - 76) * 0.5, y);
