@@ -41,9 +41,9 @@
 namespace gw::web {
 
 struct ConsoleOptions {
-  std::string version;      // gpuwarden's, shown in the console's footer
-  QuerierFactory queriers;  // the store; empty: the agent keeps no history
-  NowMs now_ms;             // time of the latest snapshot (simulated time under --simulate)
+  std::string version;          // gpuwarden's, shown in the console's footer
+  QuerierFactory queriers;      // the store; empty: the agent keeps no history
+  NowMs now_ms;                 // time of the latest snapshot (simulated time under --simulate)
   double rule_interval_s = 15;  // rules.evaluation_interval
 };
 
