@@ -9,9 +9,10 @@
 //
 // Drag-to-zoom: a drag across the plot dispatches a cancelable `zoom` event on chart.el
 // (detail: {from, to}, Unix seconds); unless a listener cancels it, the chart sets that absolute
-// range in the URL (timerange.js setRange), which the page's range toolbar follows.
+// range in the URL (timerange.js setRange), which the page's range toolbar follows. Charts offer
+// it while the page has a range toolbar, or always with opts.zoomable (then listen to `zoom`).
 import { clockSeconds, esc } from './format.js';
-import { setRange } from './timerange.js';
+import { rangeFollowed, setRange } from './timerange.js';
 
 // Tick spacings (seconds) the time axis may use, the finest that leaves room for its labels.
 const TICK_STEPS_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
@@ -93,7 +94,7 @@ function tickTimes(start, end, tick) {
 
 export class TimeChart {
   // opts: {title, format: (v) => text, axis: (v) => text, yMin, yMax, minSpan (least y range),
-  //        integer, height}
+  //        integer, height, zoomable}
   constructor(parent, opts) {
     this.opts = opts;
     this.el = document.createElement('section');
@@ -119,7 +120,7 @@ export class TimeChart {
     });
     this.canvas.addEventListener('pointerleave', () => (this.onHover ? this.onHover(null) : this.hover(null)));
     this.canvas.addEventListener('pointerdown', (e) => {
-      if (e.button !== 0 || !this.data || this.bucketAt(e.offsetX) === null) return;
+      if (e.button !== 0 || !this.data || this.bucketAt(e.offsetX) === null || !(this.opts.zoomable || rangeFollowed())) return;
       this.drag = { x0: e.offsetX, x1: e.offsetX };
       this.canvas.setPointerCapture(e.pointerId);
     });
@@ -149,7 +150,7 @@ export class TimeChart {
     for (const b of this.bands()) if (b.label && !keys.has(b.label)) keys.set(b.label, b.color);
     legend.innerHTML = data.lines.map((l) => `<span><i style="background:${l.color}"></i>${esc(l.label)}</span>`).join('') +
       (data.hlines || []).map((l) => `<span class="dash"><i style="border-color:${l.color}"></i>${esc(l.label)}</span>`).join('') +
-      [...keys].map(([label, color]) => `<span class="bandkey"><i style="background:${solid(color)}"></i>⚑ ${esc(label)}</span>`).join('');
+      [...keys].map(([label, color]) => `<span class="bandkey"><i style="background:${solid(color)}"></i>${esc(label)}</span>`).join('');
     const any = data.lines.some((l) => l.avg.some((v) => v !== null));
     this.el.querySelector('.nodata').hidden = any;
     this.el.dataset.empty = any ? 'false' : 'true';
@@ -206,8 +207,8 @@ export class TimeChart {
       return `<div><i style="background:${l.color}"></i>${esc(l.label)} <b>${esc(fmt(l.avg[i]))}</b>${spread}</div>`;
     });
     const t = d.start + (i + 0.5) * d.step;
-    const active = [...new Set(this.bands().filter((b) => b.label && b.start <= t && t < b.end).map((b) => b.label))];
-    const bandRows = active.map((label) => `<div class="bandrow">⚑ ${esc(label)}</div>`);
+    const active = new Map(this.bands().filter((b) => b.label && b.start <= t && t < b.end).map((b) => [b.label, b.color]));
+    const bandRows = [...active].map(([label, color]) => `<div class="bandrow"><i style="background:${solid(color)}"></i>${esc(label)}</div>`);
     this.tip.innerHTML = `<div class="t">${clockSeconds(t)}</div>${rows.join('') || '<div>no sample</div>'}${bandRows.join('')}`;
     this.tip.hidden = false;
     const { left, pw } = this.layout(this.canvas.clientWidth, this.canvas.clientHeight);

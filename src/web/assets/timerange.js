@@ -13,7 +13,9 @@
 //       why, so a mistyped link still shows data.
 //   setRange({name} | {from, to})
 //       writes the range into the URL (history.pushState: Back undoes a zoom) and tells every
-//       toolbar (a 'gw-range' event on window). Charts call it on drag-to-zoom (chart.js).
+//       toolbar (a 'gw-range' event on window). Charts call it on drag-to-zoom (chart.js), which
+//       they offer only while a toolbar is on the page (rangeFollowed()): a page whose charts
+//       follow the URL's range shows a toolbar.
 //   rangeToolbar(parent, onChange) -> {range(now), destroy()}
 //       appends the range controls to `parent`: the live ranges, from/to inputs for an absolute
 //       range, "live" to return to a live window, and the label of what is shown. onChange(range)
@@ -87,6 +89,10 @@ function urlWith(next) {
   return `${path}${text ? `?${text}` : ''}`;
 }
 
+// How many toolbars are on the page: a chart offers drag-to-zoom only where one follows the URL.
+let toolbars = 0;
+export function rangeFollowed() { return toolbars > 0; }
+
 export function setRange(next) {
   const url = urlWith(next);
   if (url === location.hash) return;
@@ -144,17 +150,25 @@ export function rangeToolbar(parent, onChange) {
     form.querySelectorAll('input').forEach((i) => i.blur());
     setRange({ from, to });
   });
+  let live = true;
+  const detach = () => {
+    if (!live) return;
+    live = false;
+    toolbars--;
+    window.removeEventListener('gw-range', changed);
+  };
   const changed = () => {
-    if (!el.isConnected) { window.removeEventListener('gw-range', changed); return; }
+    if (!el.isConnected) { detach(); return; }
     onChange(paint());
   };
   window.addEventListener('gw-range', changed);
+  toolbars++;
   paint();
   return {
     range(now) {
       lastNow = now;
       return paint();
     },
-    destroy() { window.removeEventListener('gw-range', changed); el.remove(); },
+    destroy() { detach(); el.remove(); },
   };
 }
