@@ -20,6 +20,15 @@ function hostJob(workload, gpus, job, team) {
   });
 }
 
+// scripts/demo-sim.sh's configuration (its `cat >"$work/gpuwarden.yaml" <<YAML` block), with the
+// inference service's port: the same prices, quotas, reclaim policy and scrape target.
+function demoConfig(port) {
+  const script = readFileSync(join(root, 'scripts/demo-sim.sh'), 'utf8');
+  const m = /<<YAML\n([\s\S]*?)\nYAML\n/.exec(script);
+  if (!m) throw new Error('scripts/demo-sim.sh has no <<YAML block with the demo configuration');
+  return `${m[1].replaceAll('$port', port)}\n`;
+}
+
 export async function startDemoFleet(binary, { minutes = 40, log = () => {} } = {}) {
   const work = mkdtempSync(join(tmpdir(), 'gw-demo-fleet-'));
   const stateDir = join(work, 'state');
@@ -36,28 +45,7 @@ export async function startDemoFleet(binary, { minutes = 40, log = () => {} } = 
   };
   try {
     llm = await InferenceService.start(binary, { gpu: 5, stateDir });
-    writeFileSync(join(work, 'gpuwarden.yaml'), `jobs:
-  idle_window: 10m
-governance:
-  reclaim:
-    - {idle_for: 10m, grace: 5m, action: dry-run}
-  quotas:
-    research: {gpus: 3}
-    product: {gpus: 2}
-    analytics: {gpu_hours: 4, period: 1d}
-  prices:
-    gpu_hour: {H100: 2.99, A100: 1.79, H200: 3.59, L40S: 0.99, default: 1.50}
-    energy_kwh: 0.15
-    currency: USD
-scrape:
-  targets:
-    - name: llm
-      url: '${llm.url}'
-      interval: 5s
-      gpus: [5]
-      outputs: 'inference_requests_total{code=~"2.."}'
-      output_unit: request
-`);
+    writeFileSync(join(work, 'gpuwarden.yaml'), demoConfig(new URL(llm.url).port));
     children.push(hostJob('training', '0,1,2,3', 'llm-pretrain', 'research'));
     children.push(hostJob('idle_allocated', '7', 'notebook-alice', 'analytics'));
     agent = await Agent.start(binary, ['--simulate', join(work, 'demo.yaml'), '--sim-clock', 'stepped', '--config', join(work, 'gpuwarden.yaml')],
