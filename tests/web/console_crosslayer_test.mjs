@@ -136,7 +136,9 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
       const decision = page.locator('.reclaim tr[data-stage="action"][data-action="dry-run"]');
       assert.equal(await decision.count(), 1);
       assert.match(await decision.innerText(), /dry-run/);
-      assert.match(await page.locator('.reclaim').innerText(), /policy: .*10m/);
+      assert.match(await page.locator('.reclaim').innerText(), /idle 10m → notice, grace 5m → dry-run/);
+      // Only this job's decisions (GET /api/gw/v1/reclaim?job=).
+      assert.deepEqual([...new Set(await page.locator('.reclaim tbody tr[data-job]').evaluateAll((trs) => trs.map((tr) => tr.dataset.job)))], ['notebook-7']);
       await shoot(page, 'xl-job');
       // Its GPU.
       await page.locator('.pagehead .gpus a[data-link="gpu"]').first().click();
@@ -223,7 +225,9 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
       assert.equal(await p.locator('tr[data-team="research"]').getAttribute('data-over'), 'true');
       const bar = await p.locator('tr[data-team="research"] .quota-bar .bar > span').boundingBox();
       assert.ok(bar.width > 40, `quota bar ${bar.width} px wide`);
-      assert.match(await p.locator('tr[data-team="research"] .quota-bar').innerText(), /4 \/ 3 GPUs/);
+      const research = (await agent.json('/api/gw/v1/teams')).data.teams.find((x) => x.team === 'research');
+      assert.ok(research.allocated_gpus > 3, JSON.stringify(research));
+      assert.equal(await p.locator('tr[data-team="research"] .quota-bar .val').innerText(), `${research.allocated_gpus} / 3 GPUs`);
       assert.match(await p.locator('tr[data-team="analytics"]').innerText(), /\/ 4 GPU-h/);
       assert.match(await p.locator('tr[data-team="research"] td.cost').innerText(), /USD/);
       const fits = await p.locator('.teams-table').evaluate((t) => t.closest('.card').getBoundingClientRect().right <= document.documentElement.clientWidth);

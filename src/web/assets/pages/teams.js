@@ -146,6 +146,7 @@ export default {
     drawServices();
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (ctx.now - st.servicesAt >= REFRESH_S || ctx.now < st.servicesAt) loadServices(ctx.now);
     if (ctx.now - st.at >= REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
