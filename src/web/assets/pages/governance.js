@@ -3,7 +3,7 @@
 // failed) with the policy that fired and the evidence. Used by the GPU, job, team and reclaim pages.
 import { getJson } from '../api.js';
 import { clock, duration, html, pct } from '../format.js';
-import { gpuLink, jobLink, teamLink } from './links.js';
+import { gpuLink, jobLink, period, teamLink } from './links.js';
 
 // ?job=, ?team=, ?gpu= (one at most), newest decisions first.
 export function loadReclaim(filter = {}, limit = 100) {
@@ -57,9 +57,8 @@ export function noticeRows(notices, now) {
 }
 
 // A policy as a sentence: "partition=*,team=*: idle 10m → notice, grace 5m → dry-run".
-const whole = (s) => (s > 0 && s % 3600 === 0 ? `${s / 3600}h` : s > 0 && s % 60 === 0 ? `${s / 60}m` : duration(s));
 export function policyText(p) {
-  return html`<span class="policy">${p.policy}: idle ${whole(p.idle_for_s)}${p.memory && p.memory !== 'any' ? ` (memory ${p.memory})` : ''} → notice, grace ${whole(p.grace_s)} → ${p.action}</span>`;
+  return html`<span class="policy">${p.policy}: idle ${period(p.idle_for_s)}${p.memory && p.memory !== 'any' ? ` (memory ${p.memory})` : ''} → notice, grace ${period(p.grace_s)} → ${p.action}</span>`;
 }
 
 // A card: the open notices and the decisions of one subject; `what` names it ("this GPU", …).

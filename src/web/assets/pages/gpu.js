@@ -145,11 +145,9 @@ function renderInfo(v, ctx) {
       kpi('XID errors', count(v.xids), v.xids ? 'warning' : ''),
     ]);
   }
-  // Health problems and the alerts about this GPU or the jobs on it: what, and what to do.
-  const holders = new Set(v.jobs.map((j) => j.job_id));
-  const jobAlerts = ctx.alerts.filter((a) => a.state !== 'inactive' && a.labels.gpu === undefined && a.labels.job_id && holders.has(a.labels.job_id));
+  // Health problems and the alerts about this GPU or the jobs on it (gpuView): what, and what to do.
   const health = v.health.map((h) => html`<tr data-health="${h.severity}"><td><span class="pill ${h.severity}">${h.severity}</span></td><td>${h.problem}</td><td class="todo">${h.action || '–'}</td><td class="num muted">now</td></tr>`);
-  const alerts = [...v.firing, ...v.pending, ...jobAlerts].map((a) => {
+  const alerts = [...v.firing, ...v.pending].map((a) => {
     const since = activeSince(a);
     const todo = a.annotations.runbook || a.annotations.description || '';
     return html`<tr data-alert="${a.labels.alertname}"><td><span class="pill ${a.state === 'pending' ? 'pending' : a.labels.severity || a.state}">${a.state === 'pending' ? 'pending' : a.labels.severity || a.state}</span></td>
