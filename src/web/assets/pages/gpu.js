@@ -3,12 +3,12 @@
 // datacenter GPUs the profiling signals (GPM) next to utilization with a warning when the GPU is
 // busy but hollow, its MIG instances and its NVLink links.
 import { chart, gpuView, GPM_SIGNALS, HOLLOW_SM_ACTIVE, HOLLOW_UTILIZATION, SLOWDOWN_REASONS } from '../api.js';
-import { TimeChart } from '../chart.js';
+import { episodeGap, episodes, TimeChart } from '../chart.js';
 import { ago, bytes, celsius, clock, count, duration, html, mhz, pct, render, si, watts } from '../format.js';
+import { rangeToolbar } from '../timerange.js';
 import { activeSince, alertHref, alertSubject, jobLink, teamLink } from './links.js';
 import { loadReclaim, reclaimCard } from './governance.js';
 
-const RANGES = [['15m', 900], ['1h', 3600], ['6h', 21600], ['24h', 86400], ['7d', 604800]];
 const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf', '#ff7b72', '#8b949e'];
 const LEVEL_RGBA = { info: 'rgba(68,147,248,0.07)', warning: 'rgba(210,153,34,0.16)', critical: 'rgba(248,81,73,0.16)' };
 const ALERT_RGBA = { firing: 'rgba(248,81,73,0.22)', pending: 'rgba(210,153,34,0.18)' };
@@ -60,11 +60,6 @@ const CHARTS = [
 
 let st = null;
 
-function rangeOf(query) {
-  const r = RANGES.find(([name]) => name === query.get('range'));
-  return r ? r[1] : 3600;
-}
-
 // Bucket runs where `values[i] > 0`, as [from, to] index pairs.
 function runs(values) {
   const out = [];
@@ -78,7 +73,7 @@ function runs(values) {
   return out;
 }
 
-function lanes(throttle, alerts) {
+function lanes(throttle, alerts, gapS) {
   const out = [];
   for (const s of throttle.series) {
     const info = SLOWDOWN_REASONS[s.labels.reason];
@@ -87,7 +82,7 @@ function lanes(throttle, alerts) {
     if (r.length) out.push({ label: info.label, kind: 'throttle', level: info.level, runs: r, color: LEVEL_RGBA[info.level].replace(/0\.\d+\)$/, '0.85)') });
   }
   for (const s of alerts.series) {
-    const r = runs(s.max);
+    const r = episodes(s.max, alerts.step, gapS);
     if (r.length) out.push({ label: `${s.labels.alertname} (${s.labels.alertstate})`, kind: 'alert', state: s.labels.alertstate, runs: r, color: s.labels.alertstate === 'firing' ? '#f85149' : '#d29922' });
   }
   return out;
@@ -122,15 +117,7 @@ function renderInfo(v, ctx) {
   const tMargin = v.slowdownC && m.gpu_temperature_celsius !== undefined ? v.slowdownC - m.gpu_temperature_celsius : undefined;
   render(st.els.head, html`<div><a href="#/fleet">← Fleet</a><h1>GPU ${v.index} · ${v.name} <span class="pill ${v.state}">${v.state}</span></h1>
     <div class="ident"><span>UUID <b class="mono">${v.uuid}</b></span><span>serial <b>${v.serial || '–'}</b></span><span>PCI <b class="mono">${v.pci || '–'}</b></span>
-    <span>driver <b>${ctx.snapshot.driver_version || '–'}</b></span>${v.jobs.map((j) => html`<span>job <b>${jobLink(j.job_id, j.name || j.job_id)}</b> · team <b>${teamLink(j.team)}</b></span>`)}</div></div>
-    <div class="toolbar"><div class="seg">${RANGES.map(([name, s]) => html`<button type="button" data-range="${name}" class="${s === st.range ? 'on' : ''}">${name}</button>`)}</div></div>`);
-  st.els.head.querySelectorAll('[data-range]').forEach((b) => b.addEventListener('click', () => {
-    st.range = RANGES.find(([n]) => n === b.dataset.range)[1];
-    history.replaceState(null, '', `#/gpu/${st.index}?range=${b.dataset.range}`);
-    st.fetchedAt = -Infinity;
-    renderInfo(v, ctx);
-    refreshCharts(ctx);
-  }));
+    <span>driver <b>${ctx.snapshot.driver_version || '–'}</b></span>${v.jobs.map((j) => html`<span>job <b>${jobLink(j.job_id, j.name || j.job_id)}</b> · team <b>${teamLink(j.team)}</b></span>`)}</div></div>`);
   if (v.lost) {
     render(st.els.kpis, kpi('State', 'lost', 'critical'));
   } else {
@@ -279,9 +266,10 @@ async function refreshCharts(ctx) {
   const token = (st.token = (st.token || 0) + 1);
   const width = st.els.charts.clientWidth > 900 ? (st.els.charts.clientWidth - 16) / 2 : st.els.charts.clientWidth;
   const points = Math.max(60, Math.min(1200, Math.round((width - 70) / 60) * 60));
-  const step = st.range / points;
-  const end = Math.ceil(ctx.now / step) * step;
-  const start = end - st.range;
+  const r = st.bar.range(ctx.now);
+  const step = (r.end - r.start) / points;
+  const end = r.live ? Math.ceil(r.end / step) * step : r.end;
+  const start = end - (r.end - r.start);
   const metrics = [...new Set(CHARTS.flatMap((c) => c.lines.map((l) => l.metric)))];
   const q = { gpu: st.index, start, end, points };
   // The alerts about this GPU and about the jobs holding it (a job's alerts carry no gpu label).
@@ -292,13 +280,13 @@ async function refreshCharts(ctx) {
   const alerts = { ...allAlerts, series: allAlerts.series.filter((s) => s.labels.gpu === st.index || (s.labels.gpu === undefined && holders.has(s.labels.job_id))) };
   st.fetchedAt = ctx.now;
   const data = Object.fromEntries(metrics.map((name, i) => [name, results[i]]));
-  const laneList = lanes(throttle, alerts);
+  const laneList = lanes(throttle, alerts, episodeGap(ctx.info.rule_interval_s));
   render(st.els.timeline, html`<header><h3>Throttling and alerts</h3></header>${timeline(laneList, { start, end, step, points })}`);
   const bands = [];
   for (const l of laneList) {
     if (l.kind === 'alert' && l.state !== 'firing') continue;  // pending ones: timeline only
     const color = l.kind === 'alert' ? ALERT_RGBA[l.state] : LEVEL_RGBA[l.level];
-    for (const [from, to] of l.runs) bands.push({ from, to, color });
+    for (const [from, to] of l.runs) bands.push({ from, to, color, label: l.label });
   }
   const v = st.view;
   for (const c of st.charts) {
@@ -325,19 +313,20 @@ function notFound(ctx) {
   const n = ctx.snapshot.gpus.length;
   render(st.els.head, html`<div><a href="#/fleet">← Fleet</a><h1>GPU ${st.index}</h1></div>`);
   render(st.els.kpis, html`<div class="card empty" data-notfound="gpu"><b>No GPU ${st.index} on this node</b>${n ? html`This node has GPUs ${ctx.snapshot.gpus.map((g, i) => html`${i ? ', ' : ''}<a href="#/gpu/${g.index}">${g.index}</a>`)}.` : 'This node lists no GPU.'} Back to the <a href="#/fleet">fleet</a>.</div>`);
-  for (const el of [st.els.timeline, st.els.tables, st.els.gpm, st.els.dc, st.els.tablesTitle]) { render(el, ''); el.hidden = true; }
+  for (const el of [st.els.timeline, st.els.range, st.els.tables, st.els.gpm, st.els.dc, st.els.tablesTitle]) { render(el, ''); el.hidden = true; }
 }
 
 export default {
   title: (route) => `GPU ${route.args[0] ?? ''}`,
   mount(root, ctx) {
-    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><section class="gpm card" hidden></section><div class="dc two" hidden></div><div class="timeline card" hidden></div>
+    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><section class="gpm card" hidden></section><div class="dc two" hidden></div><div class="range"></div><div class="timeline card" hidden></div>
       <div class="charts"></div><h2 class="tables-title" hidden>Health, jobs and processes</h2><div class="tables"></div>`;
     st = {
-      index: ctx.route.args[0] || '0', range: rangeOf(ctx.route.query), fetchedAt: -Infinity, charts: [], view: null, reclaim: null, reclaimAt: -Infinity,
-      els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), gpm: root.querySelector('.gpm'), dc: root.querySelector('.dc'), timeline: root.querySelector('.timeline'),
+      index: ctx.route.args[0] || '0', fetchedAt: -Infinity, charts: [], view: null, reclaim: null, reclaimAt: -Infinity,
+      els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), gpm: root.querySelector('.gpm'), dc: root.querySelector('.dc'), timeline: root.querySelector('.timeline'), range: root.querySelector('.range'),
         charts: root.querySelector('.charts'), tables: root.querySelector('.tables'), tablesTitle: root.querySelector('.tables-title') },
     };
+    st.bar = rangeToolbar(st.els.range, () => { st.fetchedAt = -Infinity; refreshCharts(ctx); });
   },
   async update(ctx) {
     if (!st) return;  // unmounted while a refresh was under way
@@ -345,6 +334,7 @@ export default {
     if (!g) { notFound(ctx); return; }
     makeCharts();
     st.els.timeline.hidden = false;
+    st.els.range.hidden = false;
     st.els.tablesTitle.hidden = false;
     st.els.tables.hidden = false;
     if (ctx.now - st.reclaimAt >= 10 || ctx.now < st.reclaimAt) {
@@ -356,9 +346,10 @@ export default {
     }
     st.view = gpuView(g, ctx.alerts, ctx.jobs);
     renderInfo(st.view, ctx);
-    const every = Math.max(2, st.range / 360);
+    const r = st.bar.range(ctx.now);
+    const every = r.live ? Math.max(2, (r.end - r.start) / 360) : Infinity;
     if (ctx.now - st.fetchedAt >= every || ctx.now < st.fetchedAt) await refreshCharts(ctx);
   },
   redraw() { st?.charts.forEach((c) => c.chart.draw()); },
-  unmount() { st?.charts.forEach((c) => c.chart.destroy()); st = null; },
+  unmount() { st?.charts.forEach((c) => c.chart.destroy()); st?.bar.destroy(); st = null; },
 };
