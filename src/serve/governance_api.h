@@ -3,7 +3,7 @@
 // /api/gw/v1/reclaim (policies, noticed jobs, the notices still in their grace period, idle GPUs,
 // the latest decisions; `?limit=N`, 1-1000, default 100; `?job=ID`, `?team=NAME`, `?gpu=INDEX`
 // keep the decisions and notices of that job, team or GPU). Both answer
-// {"status":"success","data":...} (docs/metrics.md lists the fields). Everything comes from
+// {"status":"success","data":...} (docs/configuration.md lists the fields). Everything comes from
 // memory (the state and the decisions log's recent lines): no disk read per request.
 //
 //   RegisterGovernanceRoutes(server, [&] { lock; return TeamsJson(state); },

@@ -5,13 +5,12 @@
 // the pages in Debian's chromium at 1600×1000 and 420×900. Run by ctest (label "browser"):
 //   node tests/web/console_crosslayer_test.mjs BUILD/bin/gpuwarden OUTPUT_DIR
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
 import { duration } from '../../src/web/assets/format.js';
-import { Agent, launchBrowser, simMachineEnv, sleep } from './support.mjs';
+import { Agent, hostJob, launchBrowser, sleep, waitForRunningJobs } from './support.mjs';
 
 const [binary, outDir] = process.argv.slice(2);
 if (!binary || !outDir) {
@@ -22,13 +21,6 @@ mkdirSync(outDir, { recursive: true });
 const here = new URL('.', import.meta.url).pathname;
 const WIDE = { width: 1600, height: 1000 };
 const PHONE = { width: 420, height: 900 };
-
-function hostJob(workload, gpus, job, team) {
-  return spawn('sleep', ['900'], {
-    stdio: 'ignore',
-    env: { PATH: process.env.PATH, ...simMachineEnv(), GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
-  });
-}
 
 // "1h 2m", "3m 4s", "5s", "2d 1h" (format.js duration) back to seconds.
 function seconds(text) {
@@ -65,9 +57,9 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
     '  quotas:', '    research: {gpus: 3}', '    analytics: {gpu_hours: 4, period: 1d}',
     '  prices:', '    gpu_hour: {H100: 2.99, A100: 1.79, H200: 3.59, L40S: 0.99, default: 1.50}', '    energy_kwh: 0.15', '    currency: USD', ''].join('\n'));
   const jobs = [
-    hostJob('training', '0,1,2,3', 'llm-pretrain', 'research'),
-    hostJob('idle_allocated', '7', 'notebook-7', 'analytics'),
-    hostJob('inference', '6', 'eval-sweep', 'research'),
+    hostJob('training', '0,1,2,3', 'llm-pretrain', 'research', 900),
+    hostJob('idle_allocated', '7', 'notebook-7', 'analytics', 900),
+    hostJob('inference', '6', 'eval-sweep', 'research', 900),
   ];
   let agent;
   try {
@@ -79,13 +71,7 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
   let browser;
   const errors = [];
   try {
-    let running = [];
-    for (let i = 0; i < 100 && running.length < 3; i++) {
-      await sleep(100);
-      await agent.advance(10);
-      running = (await agent.json('/api/gw/v1/jobs?running=1')).data.jobs;
-    }
-    assert.ok(running.length >= 3, `jobs seen: ${JSON.stringify(running.map((j) => j.job_id))}\n${agent.log}`);
+    await waitForRunningJobs(agent, 3);
     browser = await launchBrowser(WIDE);
     const ctx = browser.context;
 
@@ -136,13 +122,17 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
       const decision = page.locator('.reclaim tr[data-stage="action"][data-action="dry-run"]');
       assert.equal(await decision.count(), 1);
       assert.match(await decision.innerText(), /dry-run/);
-      assert.match(await page.locator('.reclaim').innerText(), /policy: .*10m/);
+      assert.match(await page.locator('.reclaim').innerText(), /idle 10m → notice, grace 5m → dry-run/);
+      // Only this job's decisions (GET /api/gw/v1/reclaim?job=).
+      assert.deepEqual([...new Set(await page.locator('.reclaim tbody tr[data-job]').evaluateAll((trs) => trs.map((tr) => tr.dataset.job)))], ['notebook-7']);
       await shoot(page, 'xl-job');
       // Its GPU.
       await page.locator('.pagehead .gpus a[data-link="gpu"]').first().click();
       await page.waitForFunction(() => location.hash === '#/gpu/7');
       await page.waitForSelector('.reclaim tr[data-stage="action"][data-action="dry-run"]');
       assert.match(await page.locator('.pagehead').innerText(), /notebook-7/);
+      // A warning about the job on it is not contradicted by an "ok" GPU.
+      assert.equal(await page.locator('h1 .pill').textContent(), 'warning');
       // The job's alert is on its GPU's page, with what to do (the runbook), not a time.
       const todo = page.locator('.gpu-problems tr[data-alert="GpuJobHoldingGpusIdle"] td.todo');
       assert.match(await todo.innerText(), /Check the job's own output/);
@@ -223,7 +213,9 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
       assert.equal(await p.locator('tr[data-team="research"]').getAttribute('data-over'), 'true');
       const bar = await p.locator('tr[data-team="research"] .quota-bar .bar > span').boundingBox();
       assert.ok(bar.width > 40, `quota bar ${bar.width} px wide`);
-      assert.match(await p.locator('tr[data-team="research"] .quota-bar').innerText(), /4 \/ 3 GPUs/);
+      const research = (await agent.json('/api/gw/v1/teams')).data.teams.find((x) => x.team === 'research');
+      assert.ok(research.allocated_gpus > 3, JSON.stringify(research));
+      assert.equal(await p.locator('tr[data-team="research"] .quota-bar .val').innerText(), `${research.allocated_gpus} / 3 GPUs`);
       assert.match(await p.locator('tr[data-team="analytics"]').innerText(), /\/ 4 GPU-h/);
       assert.match(await p.locator('tr[data-team="research"] td.cost').innerText(), /USD/);
       const fits = await p.locator('.teams-table').evaluate((t) => t.closest('.card').getBoundingClientRect().right <= document.documentElement.clientWidth);

@@ -121,6 +121,7 @@ export default {
     st = { range: 21600, histAt: -Infinity, forOf: {}, want: ctx.route.query.get('alert'), els: Object.fromEntries(['kpis', 'firing', 'pending', 'ranges', 'history', 'rules'].map((c) => [c, root.querySelector(`.${c}`)])) };
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (!st.rangesDrawn) { st.rangesDrawn = true; drawRanges(ctx); }
     const firing = ctx.alerts.filter((a) => a.state === 'firing');
     const pending = ctx.alerts.filter((a) => a.state === 'pending');

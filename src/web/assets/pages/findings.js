@@ -18,12 +18,16 @@ export function evidenceValue(e) {
   if (v === null || v === undefined || Number.isNaN(v)) return '–';
   const u = e.unit || '';
   const n = (x, d = 2) => Number(x).toLocaleString('en-US', { maximumFractionDigits: d });
+  // The units of diagnose's evidence (src/diagnose/diagnose.cpp FormatValue).
   if (u === 'ratio') return `${n(v * 100, 1)}\u00a0%`;
-  if (u === 'seconds') return duration(v);
+  if (u === 'seconds') return v < 1 ? `${n(v * 1000, 0)}\u00a0ms` : duration(v);
   if (u === 'bytes') return `${n(v / 2 ** 30, 1)}\u00a0GiB`;
   if (u === 'celsius') return `${n(v, 1)}\u00a0°C`;
   if (u === 'watts') return `${n(v, 0)}\u00a0W`;
-  return u ? `${n(v)}\u00a0${u}` : n(v);
+  if (u === 'hertz') return `${n(v / 1e6, 0)}\u00a0MHz`;
+  if (u === 'per_hour') return `${n(v, 1)}/h`;
+  if (u === 'per_second') return `${n(v, 3)}/s`;
+  return u ? `${n(v)}\u00a0${u.replace(/_/g, ' ')}` : n(v);
 }
 
 // One evidence line: what, its value, over which span, and the PromQL behind it as a chart link.
@@ -116,6 +120,7 @@ export default {
     st = { at: -Infinity, el: root.querySelector('.body'), r: null };
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (!st.r || ctx.now - st.at >= 5 || ctx.now < st.at) {
       st.at = ctx.now;
       const r = await getJson('/api/gw/v1/findings');

@@ -3,7 +3,7 @@
 // failed) with the policy that fired and the evidence. Used by the GPU, job, team and reclaim pages.
 import { getJson } from '../api.js';
 import { clock, duration, html, pct } from '../format.js';
-import { gpuLink, jobLink, teamLink } from './links.js';
+import { gpuLink, jobLink, period, teamLink } from './links.js';
 
 // ?job=, ?team=, ?gpu= (one at most), newest decisions first.
 export function loadReclaim(filter = {}, limit = 100) {
@@ -56,13 +56,18 @@ export function noticeRows(notices, now) {
   });
 }
 
+// A policy as a sentence: "partition=*,team=*: idle 10m → notice, grace 5m → dry-run".
+export function policyText(p) {
+  return html`<span class="policy">${p.policy}: idle ${period(p.idle_for_s)}${p.memory && p.memory !== 'any' ? ` (memory ${p.memory})` : ''} → notice, grace ${period(p.grace_s)} → ${p.action}</span>`;
+}
+
 // A card: the open notices and the decisions of one subject; `what` names it ("this GPU", …).
 export function reclaimCard(r, now, { what, showJob = true } = {}) {
   if (!r) return html`<section class="card reclaim"><header><h3>Reclaim</h3></header><p class="muted">Reading the reclaim loop…</p></section>`;
   if (r.missing || r.error) return html`<section class="card reclaim"><header><h3>Reclaim</h3></header><p class="muted">${r.error ? `The reclaim loop could not be read: ${r.error}` : 'This agent has no reclaim API.'}</p></section>`;
   const d = r.data;
   const policies = d.policies.length
-    ? html`${d.policies.map((p, i) => html`${i ? '; ' : ''}<span class="policy">${p.policy}</span>`)}`
+    ? html`${d.policies.map((p, i) => html`${i ? '; ' : ''}${policyText(p)}`)}`
     : 'no reclaim policy is configured (governance.reclaim): idle GPUs are reported, never reclaimed';
   return html`<section class="card reclaim" data-decisions="${d.decisions.length}" data-notices="${d.notices?.length || 0}"><header><h3>Reclaim</h3><small class="muted"><a href="#/reclaim">every decision</a></small></header>
     <p class="muted">Policies: ${policies}.</p>

@@ -132,16 +132,14 @@ function renderInfo(v, ctx) {
       kpi('XID errors', count(v.xids), v.xids ? 'warning' : ''),
     ]);
   }
-  // Health problems and the alerts about this GPU or the jobs on it: what, and what to do.
-  const holders = new Set(v.jobs.map((j) => j.job_id));
-  const jobAlerts = ctx.alerts.filter((a) => a.state !== 'inactive' && a.labels.gpu === undefined && a.labels.job_id && holders.has(a.labels.job_id));
+  // Health problems and the alerts about this GPU or the jobs on it (gpuView): what, and what to do.
   const health = v.health.map((h) => html`<tr data-health="${h.severity}"><td><span class="pill ${h.severity}">${h.severity}</span></td><td>${h.problem}</td><td class="todo">${h.action || '–'}</td><td class="num muted">now</td></tr>`);
-  const alerts = [...v.firing, ...v.pending, ...jobAlerts].map((a) => {
+  const alerts = [...v.firing, ...v.pending].map((a) => {
     const since = activeSince(a);
     const todo = a.annotations.runbook || a.annotations.description || '';
     return html`<tr data-alert="${a.labels.alertname}"><td><span class="pill ${a.state === 'pending' ? 'pending' : a.labels.severity || a.state}">${a.state === 'pending' ? 'pending' : a.labels.severity || a.state}</span></td>
       <td><a href="${alertHref(a.labels.alertname)}"><b>${a.labels.alertname}</b></a><br><small>${a.annotations.summary}</small><br><small class="muted">${alertSubject(a)}</small></td>
-      <td class="todo">${todo ? html`<details><summary>${todo.split(/(?<=\.)\s/)[0].slice(0, 160)}</summary><div class="more">${todo}</div></details>` : '–'}</td>
+      <td class="todo">${todo.length > 160 ? html`<details><summary>${todo.slice(0, 150).replace(/\s+\S*$/, '')}…</summary><div class="more">${todo}</div></details>` : todo || '–'}</td>
       <td class="num muted">${since ? ago(since, ctx.now) : '–'}</td></tr>`;
   });
   const problems = health.length + alerts.length ? [...health, ...alerts] : html`<tr><td colspan="4" class="muted">No health problem and no alert.</td></tr>`;
@@ -278,8 +276,8 @@ async function refreshCharts(ctx) {
   const holders = new Set((st.view?.jobs || []).map((j) => j.job_id));
   const [throttle, allAlerts, ...results] = await Promise.all([
     chart('gpu_clock_event_active', q), chart('ALERTS', { start, end, points }), ...metrics.map((name) => chart(name, q))]);
-  const alerts = { ...allAlerts, series: allAlerts.series.filter((s) => s.labels.gpu === st.index || (s.labels.gpu === undefined && holders.has(s.labels.job_id))) };
   if (!st || token !== st.token) return;  // a newer refresh or another page took over
+  const alerts = { ...allAlerts, series: allAlerts.series.filter((s) => s.labels.gpu === st.index || (s.labels.gpu === undefined && holders.has(s.labels.job_id))) };
   st.fetchedAt = ctx.now;
   const data = Object.fromEntries(metrics.map((name, i) => [name, results[i]]));
   const laneList = lanes(throttle, alerts, episodeGap(ctx.info.rule_interval_s));
@@ -331,6 +329,7 @@ export default {
     st.bar = rangeToolbar(st.els.range, () => { st.fetchedAt = -Infinity; refreshCharts(ctx); });
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     const g = ctx.snapshot.gpus.find((x) => String(x.index) === st.index);
     if (!g) { notFound(ctx); return; }
     makeCharts();

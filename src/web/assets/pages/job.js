@@ -54,10 +54,10 @@ function kpi(label, value, level = '', sub = '') {
   return html`<div class="kpi card ${level}"><div class="label">${label}</div><div class="value">${value}</div>${sub ? html`<div class="sub">${sub}</div>` : ''}</div>`;
 }
 
-function alertsTable(list, now) {
+function alertsTable(list, now, gpus) {
   return html`<div class="scroll-x"><table class="job-alerts"><thead><tr><th>Severity</th><th>Alert</th><th>GPU</th><th class="num">Active for</th></tr></thead><tbody>
     ${list.length ? list.map((a) => html`<tr data-alert="${a.labels.alertname}"><td><span class="pill ${a.state === 'pending' ? 'pending' : a.labels.severity}">${a.labels.severity || a.state}</span></td>
-      <td><a href="${alertHref(a.labels.alertname)}">${a.labels.alertname}</a><br><small>${a.annotations.summary || ''}</small></td><td>${gpuLink(a.labels.gpu)}</td>
+      <td><a href="${alertHref(a.labels.alertname)}">${a.labels.alertname}</a><br><small>${a.annotations.summary || ''}</small></td><td>${a.labels.gpu !== undefined ? gpuLink(a.labels.gpu) : gpuList(gpus)}</td>
       <td class="num">${activeSince(a) ? duration(now - activeSince(a)) : '–'}</td></tr>`) : html`<tr><td colspan="4" class="muted">No alert is active about this job or its GPUs.</td></tr>`}</tbody></table></div>`;
 }
 
@@ -96,7 +96,7 @@ function draw(ctx) {
   const mine = ctx.alerts.filter((a) => a.labels.job_id === j.job_id || (running && a.labels.gpu !== undefined && gpus.includes(Number(a.labels.gpu))));
   const findings = (st.findings?.data?.findings || []).filter((f) => f.active !== false);
   render(st.els.body, html`${outcomeCard(j.outcome)}${throughputCard(j.throughput, currency)}
-    <div class="two"><section class="card"><header><h3>Alerts</h3></header>${alertsTable(mine, now)}</section>
+    <div class="two"><section class="card"><header><h3>Alerts</h3></header>${alertsTable(mine, now, gpus)}</section>
     <section class="card job-findings"><header><h3>Findings</h3><small class="muted"><a href="#/findings">every finding</a></small></header>
       ${st.findings?.missing ? html`<p class="muted">This agent has no findings service.</p>` : findings.length ? findings.map((f) => findingCard(f, now)) : html`<p class="muted">No finding about this job.</p>`}</section></div>
     ${reclaimCard(st.reclaim, now, { what: 'this job', showJob: false })}
@@ -140,6 +140,7 @@ export default {
     }
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (!st.rec || ctx.now - st.at >= REFRESH_S || ctx.now < st.at) {
       st.at = ctx.now;
       const id = encodeURIComponent(st.id);

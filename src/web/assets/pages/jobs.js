@@ -194,6 +194,7 @@ export default {
       els: Object.fromEntries(['filters', 'kpis', 'running', 'queued', 'finished'].map((c) => [c, root.querySelector(`.${c}`)])) };
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (ctx.now - st.at >= FULL_REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
       const [all, queue, series] = await Promise.all([

@@ -1,7 +1,7 @@
 // Links between the console's layers: a GPU, a job, a team, an alert, a finding, a reclaim
 // decision each has its page, and every page names the others through these helpers so that a
 // name on screen is always a way to its page.
-import { html } from '../format.js';
+import { duration, html } from '../format.js';
 
 const enc = encodeURIComponent;
 
@@ -74,4 +74,12 @@ export function queryHref(expr, start, end, title) {
   }
   if (title) p.set('title', title);
   return `#/query?${p}`;
+}
+
+// A configured period or threshold in whole units where it has them: 600 -> "10m", 86400 -> "1d".
+export function period(s) {
+  if (s > 0 && s % 86400 === 0) return `${s / 86400}d`;
+  if (s > 0 && s % 3600 === 0) return `${s / 3600}h`;
+  if (s > 0 && s % 60 === 0) return `${s / 60}m`;
+  return duration(s);
 }

@@ -21,6 +21,7 @@ export default {
     st.chart = new TimeChart(st.els.chart, { title: ctx.route.query.get('title') || 'Query', format: fmt });
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (st.done) return;
     st.done = true;
     const { start, end } = spanOf(ctx.route.query, ctx.now, 3600);

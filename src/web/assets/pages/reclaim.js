@@ -2,7 +2,7 @@
 // period, the GPUs idle now, and every recent decision (dry-run or acted) with its evidence.
 import { duration, html, render } from '../format.js';
 import { gpuLink } from './links.js';
-import { decisionsTable, loadReclaim, noticeRows } from './governance.js';
+import { decisionsTable, loadReclaim, noticeRows, policyText } from './governance.js';
 
 const REFRESH_S = 5;
 let st = null;
@@ -21,7 +21,7 @@ function draw(ctx) {
   render(st.el, html`<div class="kpis">${[k('Policies', d.policies.length), k('In grace period', (d.notices || []).length, 'warning'), k('Idle GPUs now', d.idle_gpus.length, 'warning'),
     k('Dry-run decisions', dry, 'warning'), k('Actions', acted, 'critical')]}</div>
     <h2>Policies</h2>
-    <div class="card">${d.policies.length ? html`<ul class="policies">${d.policies.map((p) => html`<li><b class="policy">${p.policy}</b> <small class="muted">(idle for ${duration(p.idle_for_s)}, grace ${duration(p.grace_s)}, memory ${p.memory}, action ${p.action})</small></li>`)}</ul>`
+    <div class="card">${d.policies.length ? html`<ul class="policies">${d.policies.map((p) => html`<li>${policyText(p)}</li>`)}</ul>`
     : html`<p class="muted">No reclaim policy is configured (governance.reclaim): idle GPUs are reported, never reclaimed.</p>`}</div>
     <h2>Notices in their grace period</h2>
     <div class="card notices">${(d.notices || []).length ? noticeRows(d.notices, now) : html`<p class="muted">No job is in a grace period.</p>`}</div>
@@ -40,6 +40,7 @@ export default {
     st = { at: -Infinity, r: null, el: root.querySelector('.body') };
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (!st.r || ctx.now - st.at >= REFRESH_S || ctx.now < st.at) {
       st.at = ctx.now;
       const r = await loadReclaim({}, 200);

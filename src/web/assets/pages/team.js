@@ -6,7 +6,7 @@
 import { chart, getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
 import { count, duration, html, money, pct, plural, render } from '../format.js';
-import { activeSince, alertHref, gpuList, gpuLink, jobLink } from './links.js';
+import { activeSince, alertHref, gpuList, gpuLink, jobLink, period, spanOf } from './links.js';
 import { findingCard } from './findings.js';
 import { loadReclaim, reclaimCard } from './governance.js';
 import { stateLevel } from './job.js';
@@ -62,7 +62,7 @@ function draw(ctx) {
     kpi('GPUs held', t ? html`${count(t.allocated_gpus)}${q?.gpus ? html`<small> / ${count(q.gpus)} quota</small>` : ''}` : '–', q?.over_quota ? 'critical' : '',
       q?.gpus ? quotaBar(t.allocated_gpus, q.gpus, `${count(t.allocated_gpus)} / ${count(q.gpus)} GPUs`) : 'no GPU quota'),
     kpi('GPU-hours this period', q?.gpu_hours ? html`${q.period_allocated_gpu_hours.toFixed(1)}<small> / ${count(q.gpu_hours)}</small>` : '–', '',
-      q?.gpu_hours ? quotaBar(q.period_allocated_gpu_hours, q.gpu_hours, `${q.period_allocated_gpu_hours.toFixed(1)} / ${count(q.gpu_hours)} GPU-h per ${duration(q.period_s)}`) : 'no GPU-hour quota'),
+      q?.gpu_hours ? quotaBar(q.period_allocated_gpu_hours, q.gpu_hours, `${q.period_allocated_gpu_hours.toFixed(1)} / ${count(q.gpu_hours)} GPU-h per ${period(q.period_s)}`) : 'no GPU-hour quota'),
     kpi('Cost', t ? money(t.cost.total_cost, currency) : '–', '', t ? `${t.cost.allocated_gpu_hours.toFixed(1)} GPU-h · ${t.cost.energy_kwh.toFixed(1)} kWh` : ''),
     kpi('Idle cost', t ? money(t.cost.idle_allocated_cost, currency) : '–', t && t.idle_ratio > 0.3 ? 'warning' : '', t ? `idle ${pct(t.idle_ratio)} of allocated time` : ''),
     kpi('Efficiency', t ? pct(t.cost.efficiency) : '–', '', 'used / allocated GPU-hours'),
@@ -83,10 +83,13 @@ function draw(ctx) {
 
 async function refreshChart(ctx) {
   if (!ctx.info.history || st.missing) { st.els.box.hidden = true; return; }
+  // The range in the URL (range=6h, or from=…&to=…), six hours by default.
+  const span = spanOf(ctx.route.query, ctx.now, WINDOW_S);
   const points = 180;
-  const step = WINDOW_S / points;
-  const end = Math.ceil(ctx.now / step) * step;
-  const start = end - WINDOW_S;
+  const step = (span.end - span.start) / points;
+  const end = span.live ? Math.ceil(span.end / step) * step : span.end;
+  const start = end - step * points;
+  st.els.box.querySelector('h2').textContent = `Usage against quota, ${span.live ? `last ${span.label || '6h'}` : 'the chosen span'}`;
   const [held, quota, used] = await Promise.all(['gpu_team_allocated_gpus', 'gpu_team_quota_gpus', 'gpu_team_used_gpus'].map((m) => chart(m, { start, end, points })));
   if (!st) return;
   st.chartAt = ctx.now;
@@ -115,6 +118,7 @@ export default {
     st.els.box.hidden = true;
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (!st.teams || ctx.now - st.at >= REFRESH_S || ctx.now < st.at) {
       st.at = ctx.now;
       const n = encodeURIComponent(st.name);

@@ -7,7 +7,7 @@
 // for: the teams paint first, the services table fills in when its answer comes.
 import { getJson, scrape } from '../api.js';
 import { count, duration, html, money, plural, render } from '../format.js';
-import { gpuList, teamLink } from './links.js';
+import { gpuList, period, teamLink } from './links.js';
 import { quotaBar } from './team.js';
 
 const REFRESH_S = 10;
@@ -66,7 +66,7 @@ function draw(ctx) {
     const held = g ? Math.max(e.held, g.allocated_gpus) : e.held;
     const over = (quota !== undefined && held > quota) || Boolean(q?.over_quota);
     const quotaCells = !hasQuota ? '' : html`<td class="quota">${quota === undefined ? html`<span class="muted">–</span>` : quotaBar(held, quota, `${count(held)} / ${count(quota)} GPUs`)}</td>
-      <td class="quota">${q?.gpu_hours ? quotaBar(q.period_allocated_gpu_hours, q.gpu_hours, `${q.period_allocated_gpu_hours.toFixed(1)} / ${count(q.gpu_hours)} GPU-h per ${duration(q.period_s)}`) : html`<span class="muted">–</span>`}</td>`;
+      <td class="quota">${q?.gpu_hours ? quotaBar(q.period_allocated_gpu_hours, q.gpu_hours, `${q.period_allocated_gpu_hours.toFixed(1)} / ${count(q.gpu_hours)} GPU-h per ${period(q.period_s)}`) : html`<span class="muted">–</span>`}</td>`;
     return html`<tr data-team="${e.name}" data-over="${over}" class="${over ? 'over-quota' : ''}"><td>${teamLink(e.name)}${over ? html` <span class="chip critical">over quota</span>` : ''}</td><td class="num">${held}</td>${quotaCells}<td class="num">${e.running}</td>
       <td class="num">${util === undefined ? '–' : `${Math.round(util * 100)} %`}</td>
       <td class="num">${e.idleNow ? html`<span class="chip warning">${e.idleNow} idle</span>` : '0'}</td>
@@ -146,6 +146,7 @@ export default {
     drawServices();
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (ctx.now - st.servicesAt >= REFRESH_S || ctx.now < st.servicesAt) loadServices(ctx.now);
     if (ctx.now - st.at >= REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
