@@ -5,20 +5,12 @@
 // quotas and a dry-run reclaim policy. startDemoFleet() advances simulated time by `minutes`
 // (GPU 3's cooling failure runs from 20 to 32 min, its alerts with it) and returns
 // {agent, work, stop()}; stop() ends every process it started, by PID.
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, InferenceService, simMachineEnv, sleep } from './support.mjs';
+import { Agent, hostJob, InferenceService, waitForRunningJobs } from './support.mjs';
 
 const root = new URL('../..', import.meta.url).pathname;
-
-function hostJob(workload, gpus, job, team) {
-  return spawn('sleep', ['3600'], {
-    stdio: 'ignore',
-    env: { PATH: process.env.PATH, ...simMachineEnv(), GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
-  });
-}
 
 // scripts/demo-sim.sh's configuration (its `cat >"$work/gpuwarden.yaml" <<YAML` block), with the
 // inference service's port: the same prices, quotas, reclaim policy and scrape target.
@@ -46,19 +38,11 @@ export async function startDemoFleet(binary, { minutes = 40, log = () => {} } = 
   try {
     llm = await InferenceService.start(binary, { gpu: 5, stateDir });
     writeFileSync(join(work, 'gpuwarden.yaml'), demoConfig(new URL(llm.url).port));
-    children.push(hostJob('training', '0,1,2,3', 'llm-pretrain', 'research'));
-    children.push(hostJob('idle_allocated', '7', 'notebook-alice', 'analytics'));
+    children.push(hostJob('training', '0,1,2,3', 'llm-pretrain', 'research', 3600));
+    children.push(hostJob('idle_allocated', '7', 'notebook-alice', 'analytics', 3600));
     agent = await Agent.start(binary, ['--simulate', join(work, 'demo.yaml'), '--sim-clock', 'stepped', '--config', join(work, 'gpuwarden.yaml')],
       { env: { GPUWARDEN_SIM_STATE_DIR: stateDir } });
-    // The simulator sees the processes on its next scan (real time), the collector on its next
-    // slow cycle (simulated time).
-    let running = [];
-    for (let i = 0; i < 100 && running.length < 2; i++) {
-      await sleep(100);
-      await agent.advance(10);
-      running = (await agent.json('/api/gw/v1/jobs?running=1')).data.jobs;
-    }
-    if (running.length < 2) throw new Error(`the demo's jobs did not start: ${JSON.stringify(running)}\n${agent.log}`);
+    await waitForRunningJobs(agent, 2);
     for (let t = 0; t < minutes * 60; t += 120) {
       await agent.advance(120);
       if (t % 600 === 0) log(`simulated ${t / 60} min`);
