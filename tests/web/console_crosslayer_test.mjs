@@ -189,6 +189,16 @@ test('cross-layer navigation, reclaim, findings, and the defects of the demo', a
       await page.close();
     });
 
+    // --- Fleet: the reclaim loop is one line among the problems; a job's alert links to its job.
+    await t.test('fleet: reclaim line and job alerts linked', async () => {
+      const p = await open(ctx, agent, '#/fleet', errors);
+      await p.waitForSelector('.problems .reclaim-row a[href="#/reclaim"]');
+      assert.match(await p.locator('.problems .reclaim-row').innerText(), /dry-run decision .* notebook-7/);
+      assert.ok(await p.locator('.problems a[href="#/job/notebook-7"]').count() >= 1, 'the job alert does not link to its job');
+      assert.equal(await p.locator('.tile[data-gpu="7"]').getAttribute('data-state'), 'warning');
+      await p.close();
+    });
+
     // --- Processes on the GPU page: the snapshot's fields, "–" where absent.
     await t.test('processes: the snapshot\'s fields, "–" where absent', async () => {
       const p = await open(ctx, agent, '#/gpu/7', errors);

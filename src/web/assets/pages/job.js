@@ -5,10 +5,11 @@
 // /api/gw/v1/findings?job=, /api/gw/v1/reclaim?job=.
 import { chart, getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
-import { bytes, celsius, clock, duration, html, money, pct, plural, render, watts } from '../format.js';
-import { activeSince, alertHref, gpuList, gpuLink, teamLink } from './links.js';
+import { bytes, celsius, clock, duration, esc, html, money, pct, plural, render, watts } from '../format.js';
+import { activeSince, alertHref, gpuList, gpuLink, jobHref, teamLink } from './links.js';
 import { findingCard } from './findings.js';
 import { loadReclaim, reclaimCard } from './governance.js';
+import { hashQuery, rangeFromQuery, rangeLabel } from '../timerange.js';
 
 const REFRESH_S = 10;
 const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf', '#ff7b72', '#8b949e'];
@@ -110,8 +111,18 @@ async function refreshCharts(ctx) {
   if (!gpus.length || !isSet(j.start_time)) { st.els.box.hidden = true; return; }
   st.els.box.hidden = false;
   const running = j.state === 'RUNNING';
+  // The job's lifetime, unless the URL names a span (from/to: a chart's drag-to-zoom).
   let start = j.start_time;
   let end = running || !isSet(j.end_time) ? ctx.now : j.end_time;
+  const q = hashQuery();
+  let zoomed = false;
+  if (q.has('from') && q.has('to')) {
+    const r = rangeFromQuery(q, ctx.now);
+    if (!r.error) ({ start, end } = r);
+    zoomed = !r.error;
+  }
+  st.els.box.querySelector('h2').innerHTML = zoomed
+    ? `Its GPUs, ${esc(rangeLabel(start, end))} <small><a href="${jobHref(j.job_id)}">its whole lifetime</a></small>` : 'Its GPUs over its lifetime';
   if (end - start < 300) start = end - 300;  // a short job: at least five minutes drawn
   const points = 240;
   const step = (end - start) / points;
@@ -133,6 +144,9 @@ export default {
     st = { id: ctx.route.args[0] || '', at: -Infinity, chartsAt: -Infinity, rec: null, findings: null, reclaim: null, charts: [],
       els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), charts: root.querySelector('.charts'), box: root.querySelector('.chartsbox'), body: root.querySelector('.body') } };
     st.els.box.hidden = true;
+    // A chart's drag-to-zoom writes from/to into the URL (timerange.js): draw that span.
+    st.onRange = () => refreshCharts(ctx);
+    window.addEventListener('gw-range', st.onRange);
     for (const c of CHARTS) {
       const tc = new TimeChart(st.els.charts, { title: c.title, format: c.format, yMin: c.yMin, yMax: c.yMax });
       st.charts.push(tc);
@@ -156,5 +170,10 @@ export default {
     draw(ctx);
   },
   redraw() { st?.charts.forEach((c) => c.draw()); },
-  unmount() { st?.charts.forEach((c) => c.destroy()); st = null; },
+  unmount() {
+    if (!st) return;
+    st.charts.forEach((c) => c.destroy());
+    window.removeEventListener('gw-range', st.onRange);
+    st = null;
+  },
 };

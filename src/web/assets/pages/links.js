@@ -49,20 +49,6 @@ export function activeSince(a) {
   return Number.isNaN(t) ? undefined : t / 1000;
 }
 
-// The time span a page shows, from its URL (the console's contract: `range=15m|1h|6h|24h|7d` for a
-// live window ending now, or `from=<unix s>&to=<unix s>`): {start, end, live, label}.
-export const RANGES = [['15m', 900], ['1h', 3600], ['6h', 21600], ['24h', 86400], ['7d', 604800]];
-export function spanOf(query, now, defaultS) {
-  const from = Number(query.get('from'));
-  const to = Number(query.get('to'));
-  if (query.get('from') && query.get('to') && Number.isFinite(from) && Number.isFinite(to) && to > from) {
-    return { start: from, end: to, live: false, label: 'custom' };
-  }
-  const r = RANGES.find(([name]) => name === query.get('range'));
-  const s = r ? r[1] : defaultS;
-  return { start: now - s, end: now, live: true, label: r ? r[0] : undefined };
-}
-
 // The chart page of one PromQL expression over [start, end].
 export function queryHref(expr, start, end, title) {
   const p = new URLSearchParams({ expr });

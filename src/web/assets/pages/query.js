@@ -4,7 +4,7 @@
 import { getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
 import { clock, html, render } from '../format.js';
-import { spanOf } from './links.js';
+import { rangeFromQuery } from '../timerange.js';
 
 const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf', '#ff7b72', '#8b949e'];
 const POINTS = 240;
@@ -24,7 +24,7 @@ export default {
     if (!st) return;  // unmounted while a refresh was under way
     if (st.done) return;
     st.done = true;
-    const { start, end } = spanOf(ctx.route.query, ctx.now, 3600);
+    const { start, end } = rangeFromQuery(ctx.route.query, ctx.now);
     render(st.els.head, html`<div><h1>${ctx.route.query.get('title') || 'Query'}</h1>
       <div class="sub"><code class="promql">${st.expr || '(no expression)'}</code></div><div class="sub">${clock(start, true)} – ${clock(end, true)}</div></div>`);
     if (!st.expr) { render(st.els.note, html`<div class="card empty"><b>No expression</b>This page draws the PromQL given as <code>expr</code>.</div>`); return; }

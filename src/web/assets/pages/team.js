@@ -6,13 +6,13 @@
 import { chart, getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
 import { count, duration, html, money, pct, plural, render } from '../format.js';
-import { activeSince, alertHref, gpuList, gpuLink, jobLink, period, spanOf } from './links.js';
+import { activeSince, alertHref, gpuList, gpuLink, jobLink, period } from './links.js';
+import { rangeToolbar } from '../timerange.js';
 import { findingCard } from './findings.js';
 import { loadReclaim, reclaimCard } from './governance.js';
 import { stateLevel } from './job.js';
 
 const REFRESH_S = 10;
-const WINDOW_S = 6 * 3600;
 let st = null;
 
 function kpi(label, value, level = '', sub = '') {
@@ -83,13 +83,12 @@ function draw(ctx) {
 
 async function refreshChart(ctx) {
   if (!ctx.info.history || st.missing) { st.els.box.hidden = true; return; }
-  // The range in the URL (range=6h, or from=…&to=…), six hours by default.
-  const span = spanOf(ctx.route.query, ctx.now, WINDOW_S);
+  // The range in the URL (the toolbar: range=1h…7d, or from/to, a chart's drag-to-zoom).
+  const span = st.bar.range(ctx.now);
   const points = 180;
   const step = (span.end - span.start) / points;
   const end = span.live ? Math.ceil(span.end / step) * step : span.end;
   const start = end - step * points;
-  st.els.box.querySelector('h2').textContent = `Usage against quota, ${span.live ? `last ${span.label || '6h'}` : 'the chosen span'}`;
   const [held, quota, used] = await Promise.all(['gpu_team_allocated_gpus', 'gpu_team_quota_gpus', 'gpu_team_used_gpus'].map((m) => chart(m, { start, end, points })));
   if (!st) return;
   st.chartAt = ctx.now;
@@ -111,9 +110,10 @@ async function refreshChart(ctx) {
 export default {
   title: (route) => `Team ${route.args[0] ?? ''}`,
   mount(root, ctx) {
-    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><div class="chartsbox"><h2>Usage against quota, last 6 hours</h2><div class="charts team-charts"></div></div><div class="body team-body"></div>`;
+    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><div class="chartsbox"><h2>Usage against quota</h2><div class="range"></div><div class="charts team-charts"></div></div><div class="body team-body"></div>`;
     st = { name: ctx.route.args[0] || '', at: -Infinity, chartAt: -Infinity,
       els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), box: root.querySelector('.chartsbox'), charts: root.querySelector('.charts'), body: root.querySelector('.body') } };
+    st.bar = rangeToolbar(root.querySelector('.range'), () => { st.chartAt = -Infinity; refreshChart(ctx); });
     st.chart = new TimeChart(st.els.charts, { title: 'GPUs held, used and quota', format: (v) => v.toLocaleString('en-US', { maximumFractionDigits: 2 }), yMin: 0 });
     st.els.box.hidden = true;
   },
@@ -128,8 +128,9 @@ export default {
       Object.assign(st, { teams, jobs, findings, reclaim });
     }
     draw(ctx);
-    if (ctx.now - st.chartAt >= 30 || ctx.now < st.chartAt) await refreshChart(ctx);
+    const live = st.bar.range(ctx.now).live;
+    if (st.chartAt === -Infinity || (live && (ctx.now - st.chartAt >= 30 || ctx.now < st.chartAt))) await refreshChart(ctx);
   },
   redraw() { st?.chart.draw(); },
-  unmount() { st?.chart.destroy(); st = null; },
+  unmount() { st?.chart.destroy(); st?.bar.destroy(); st = null; },
 };
