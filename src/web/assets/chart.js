@@ -9,10 +9,9 @@
 //
 // Drag-to-zoom: a drag across the plot dispatches a cancelable `zoom` event on chart.el
 // (detail: {from, to}, Unix seconds); unless a listener cancels it, the chart sets that absolute
-// range in the URL (timerange.js setRange), which the page's range toolbar follows. Charts offer
-// it while the page has a range toolbar, or always with opts.zoomable (then listen to `zoom`).
+// range in the URL (timerange.js setRange), which the page's range toolbar follows.
 import { clockSeconds, esc } from './format.js';
-import { rangeFollowed, setRange } from './timerange.js';
+import { setRange } from './timerange.js';
 
 // Tick spacings (seconds) the time axis may use, the finest that leaves room for its labels.
 const TICK_STEPS_S = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
@@ -94,7 +93,7 @@ function tickTimes(start, end, tick) {
 
 export class TimeChart {
   // opts: {title, format: (v) => text, axis: (v) => text, yMin, yMax, minSpan (least y range),
-  //        integer, height, zoomable}
+  //        integer, height}
   constructor(parent, opts) {
     this.opts = opts;
     this.el = document.createElement('section');
@@ -120,7 +119,7 @@ export class TimeChart {
     });
     this.canvas.addEventListener('pointerleave', () => (this.onHover ? this.onHover(null) : this.hover(null)));
     this.canvas.addEventListener('pointerdown', (e) => {
-      if (e.button !== 0 || !this.data || this.bucketAt(e.offsetX) === null || !(this.opts.zoomable || rangeFollowed())) return;
+      if (e.button !== 0 || !this.data || this.bucketAt(e.offsetX) === null) return;
       this.drag = { x0: e.offsetX, x1: e.offsetX };
       this.canvas.setPointerCapture(e.pointerId);
     });

@@ -13,9 +13,8 @@
 //       why, so a mistyped link still shows data.
 //   setRange({name} | {from, to})
 //       writes the range into the URL (history.pushState: Back undoes a zoom) and tells every
-//       toolbar (a 'gw-range' event on window). Charts call it on drag-to-zoom (chart.js), which
-//       they offer only while a toolbar is on the page (rangeFollowed()): a page whose charts
-//       follow the URL's range shows a toolbar.
+//       toolbar (a 'gw-range' event on window; a page without a toolbar may listen to it too).
+//       Charts call it on drag-to-zoom (chart.js).
 //   rangeToolbar(parent, onChange) -> {range(now), destroy()}
 //       appends the range controls to `parent`: the live ranges, from/to inputs for an absolute
 //       range, "live" to return to a live window, and the label of what is shown. onChange(range)
@@ -89,10 +88,6 @@ function urlWith(next) {
   return `${path}${text ? `?${text}` : ''}`;
 }
 
-// How many toolbars are on the page: a chart offers drag-to-zoom only where one follows the URL.
-let toolbars = 0;
-export function rangeFollowed() { return toolbars > 0; }
-
 export function setRange(next) {
   const url = urlWith(next);
   if (url === location.hash) return;
@@ -150,19 +145,12 @@ export function rangeToolbar(parent, onChange) {
     form.querySelectorAll('input').forEach((i) => i.blur());
     setRange({ from, to });
   });
-  let live = true;
-  const detach = () => {
-    if (!live) return;
-    live = false;
-    toolbars--;
-    window.removeEventListener('gw-range', changed);
-  };
+  const detach = () => window.removeEventListener('gw-range', changed);
   const changed = () => {
     if (!el.isConnected) { detach(); return; }
     onChange(paint());
   };
   window.addEventListener('gw-range', changed);
-  toolbars++;
   paint();
   return {
     range(now) {
