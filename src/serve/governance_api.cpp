@@ -4,6 +4,7 @@
 #include "jobs/gpu_unit.h"
 
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -112,7 +113,23 @@ std::string TeamsJson(const GovernanceState& state) {
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string ReclaimJson(const GovernanceState& state, const DecisionsLog& log, std::size_t limit) {
+namespace {
+
+// Whether decision `d` (a parsed decisions-log line) is of the queried job, team and GPU.
+bool Matches(const nlohmann::json& d, const ReclaimQuery& q) {
+  if (!q.job.empty() && d.value("job_id", "") != q.job) return false;
+  if (!q.team.empty() && d.value("team", "") != q.team) return false;
+  if (!q.gpu) return true;
+  const nlohmann::json& evidence = d.value("evidence", nlohmann::json::object());
+  for (const nlohmann::json& g : evidence.value("gpus", nlohmann::json::array()))
+    if (g.value("gpu", -1LL) == static_cast<long long>(*q.gpu)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string ReclaimJson(const GovernanceState& state, const DecisionsLog& log,
+                        const ReclaimQuery& query) {
   nlohmann::json policies = nlohmann::json::array();
   for (const governance::ReclaimPolicy& p : state.reclaim.policies())
     policies.push_back({{"policy", p.Describe()},
@@ -120,12 +137,39 @@ std::string ReclaimJson(const GovernanceState& state, const DecisionsLog& log, s
                         {"grace_s", p.grace_s},
                         {"memory", MemoryFilterName(p.memory)},
                         {"action", ReclaimActionName(p.action)}});
+  // Every decision the log keeps in memory (1000, newest first), parsed once: the listed ones and
+  // the open notices.
   nlohmann::json decisions = nlohmann::json::array();
-  for (const std::string& line : log.Recent(limit))
-    decisions.push_back(nlohmann::json::parse(line));
+  std::map<std::string, nlohmann::json> latest;  // job id -> its newest decision
+  for (const std::string& line : log.Recent(1000)) {
+    nlohmann::json d = nlohmann::json::parse(line, nullptr, false);
+    if (d.is_discarded() || !d.is_object()) continue;
+    const std::string job = d.value("job_id", "");
+    if (!latest.count(job)) latest[job] = d;
+    if (decisions.size() < query.limit && Matches(d, query)) decisions.push_back(std::move(d));
+  }
+  // A notice is open while it is the job's latest decision and the job still holds its GPUs.
+  nlohmann::json notices = nlohmann::json::array();
+  for (const auto& [job, d] : latest) {
+    if (d.value("stage", "") != "notice" || !state.usage.jobs().count(job) || !Matches(d, query))
+      continue;
+    const nlohmann::json& evidence = d.value("evidence", nlohmann::json::object());
+    const double grace_s = evidence.value("grace_s", 0.0);
+    const double at = d.value("time", 0.0);
+    notices.push_back({{"job_id", job},
+                       {"job_name", d.value("job_name", "")},
+                       {"user", d.value("user", "")},
+                       {"team", d.value("team", "")},
+                       {"policy", d.value("policy", "")},
+                       {"noticed_at", at},
+                       {"grace_s", grace_s},
+                       {"grace_ends_at", at + grace_s},
+                       {"evidence", evidence}});
+  }
   nlohmann::json idle = nlohmann::json::array();
   for (const auto& [unit, g] : state.idle.gpus()) {
     if (!g.idle) continue;
+    if (query.gpu && jobs::UnitGpu(unit) != *query.gpu) continue;
     idle.push_back({{"gpu", jobs::UnitGpu(unit)},
                     {"uuid", g.uuid},
                     {"idle_s", state.idle.StreakS(unit, state.last_now_s)},
@@ -136,31 +180,44 @@ std::string ReclaimJson(const GovernanceState& state, const DecisionsLog& log, s
       idle.back()["share"] = g.share;
     }
   }
-  nlohmann::json data = {{"policies", policies},
-                         {"noticed_jobs", state.reclaim.noticed()},
-                         {"idle_gpus", idle},
-                         {"decisions_log", log.path()},
-                         {"decisions", decisions}};
+  nlohmann::json data = {
+      {"time", state.last_now_s > 0 ? nlohmann::json(state.last_now_s) : nullptr},
+      {"policies", policies},
+      {"noticed_jobs", state.reclaim.noticed()},
+      {"notices", notices},
+      {"idle_gpus", idle},
+      {"decisions_log", log.path()},
+      {"decisions", decisions}};
   return nlohmann::json{{"status", "success"}, {"data", data}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void RegisterGovernanceRoutes(http::Server* server, std::function<std::string()> teams,
-                              std::function<std::string(std::size_t limit)> reclaim) {
+                              std::function<std::string(const ReclaimQuery&)> reclaim) {
   server->Get("/api/gw/v1/teams", [teams](const http::Request&, http::Response& res) {
     res.body = teams();
     res.content_type = "application/json";
   });
   server->Get("/api/gw/v1/reclaim", [reclaim](const http::Request& req, http::Response& res) {
-    std::size_t limit = 100;
+    ReclaimQuery query;
     if (const std::string l = req.param("limit"); !l.empty()) {
       char* end = nullptr;
       const long long v = std::strtoll(l.c_str(), &end, 10);
       if (end == l.c_str() || *end != '\0' || v <= 0 || v > 1000)
         return http::WriteApiError(res, 400, "bad_data", "limit: expected 1-1000, got '" + l + "'");
-      limit = static_cast<std::size_t>(v);
+      query.limit = static_cast<std::size_t>(v);
     }
-    res.body = reclaim(limit);
+    if (const std::string g = req.param("gpu"); !g.empty()) {
+      char* end = nullptr;
+      const long long v = std::strtoll(g.c_str(), &end, 10);
+      if (end == g.c_str() || *end != '\0' || v < 0 || v > 65535)
+        return http::WriteApiError(res, 400, "bad_data",
+                                   "gpu: expected a GPU index, got '" + g + "'");
+      query.gpu = static_cast<unsigned>(v);
+    }
+    query.job = req.param("job");
+    query.team = req.param("team");
+    res.body = reclaim(query);
     res.content_type = "application/json";
   });
 }

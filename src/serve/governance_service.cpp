@@ -145,9 +145,9 @@ std::string GovernanceService::TeamsJson() const {
   return serve::TeamsJson(state_);
 }
 
-std::string GovernanceService::ReclaimJson(std::size_t limit) const {
+std::string GovernanceService::ReclaimJson(const ReclaimQuery& query) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return serve::ReclaimJson(state_, decisions_, limit);
+  return serve::ReclaimJson(state_, decisions_, query);
 }
 
 std::optional<jobs::JobCostRecord> GovernanceService::FinalJobCost(
@@ -159,7 +159,7 @@ std::optional<jobs::JobCostRecord> GovernanceService::FinalJobCost(
 void GovernanceService::RegisterRoutes(http::Server* server) {
   RegisterGovernanceRoutes(
       server, [this] { return TeamsJson(); },
-      [this](std::size_t limit) { return ReclaimJson(limit); });
+      [this](const ReclaimQuery& q) { return ReclaimJson(q); });
 }
 
 }  // namespace gw::serve

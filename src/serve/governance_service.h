@@ -50,6 +50,7 @@
 #include "collect/snapshot.h"
 #include "config/config.h"
 #include "jobs/job_records.h"
+#include "serve/governance_api.h"
 #include "serve/governance_checkpoint.h"
 #include "serve/governance_commands.h"
 #include "serve/governance_cycle.h"
@@ -85,10 +86,12 @@ class GovernanceService : public Service {
 
   void RenderMetrics(collect::Format format, std::string* out) override;
 
-  // GET /api/gw/v1/teams and GET /api/gw/v1/reclaim (?limit=N decisions, newest first).
+  // GET /api/gw/v1/teams and GET /api/gw/v1/reclaim (?limit=N decisions, newest first; ?job=,
+  // ?team=, ?gpu= filters: serve/governance_api.h).
   void RegisterRoutes(http::Server* server) override;
   std::string TeamsJson() const;
-  std::string ReclaimJson(std::size_t limit) const;
+  std::string ReclaimJson(const ReclaimQuery& query) const;
+  std::string ReclaimJson(std::size_t limit) const { return ReclaimJson(ReclaimQuery{limit}); }
 
   // A job's cost so far (running) or final (ended; the latest run), for its record
   // (JobsService::SetJobCostLookup): nullopt for a job never seen holding GPUs. Any thread.

@@ -379,6 +379,7 @@ class HttpService : public Service {
     // The web console at / (web/console.h); its charts read the store.
     web::ConsoleOptions console;
     console.version = version_;
+    console.rule_interval_s = config_.rules.evaluation_interval_s;
     if (store) console.queriers = [store] { return store->NewQuerier(); };
     console.now_ms = [agent = agent_] {
       return static_cast<int64_t>(agent->collector().Latest()->taken_unix_seconds * 1000);

@@ -83,6 +83,8 @@ void RegisterConsole(http::Server* server, ConsoleOptions options) {
   state->console_json += history ? "true" : "false";
   state->console_json += ",\"ui_version\":";
   AppendJsonString(&state->console_json, state->assets.version());
+  state->console_json += ",\"rule_interval_s\":";
+  AppendJsonNumber(&state->console_json, options.rule_interval_s);
   state->console_json += "}}";
 
   server->Get("/", [state](const http::Request& req, http::Response& res) {

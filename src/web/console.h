@@ -16,7 +16,9 @@
 //                              server gzips them for clients that accept it.
 //   GET /api/gw/v1/console     what the console needs to know about this agent:
 //                              {"status":"success","data":{"version":"...","history":true,
-//                               "ui_version":"v-..."}}
+//                               "ui_version":"v-...","rule_interval_s":15}}
+//                              (rule_interval_s: how often alert rules are evaluated; the
+//                              charts join evaluations of one alert into episodes with it)
 //   GET /api/gw/v1/chart       server-side downsampled history for charts (chart.h); only with
 //                              history.
 // The pages read everything else from the agent's existing endpoints (/api/snapshot,
@@ -39,9 +41,10 @@
 namespace gw::web {
 
 struct ConsoleOptions {
-  std::string version;      // gpuwarden's, shown in the console's footer
-  QuerierFactory queriers;  // the store; empty: the agent keeps no history
-  NowMs now_ms;             // time of the latest snapshot (simulated time under --simulate)
+  std::string version;          // gpuwarden's, shown in the console's footer
+  QuerierFactory queriers;      // the store; empty: the agent keeps no history
+  NowMs now_ms;                 // time of the latest snapshot (simulated time under --simulate)
+  double rule_interval_s = 15;  // rules.evaluation_interval
 };
 
 // Registers the routes above on `server` (before Start).

@@ -229,6 +229,55 @@ TEST(GovernanceService, AFailedCommandIsReportedAndNeverRetried) {
   jobs.Stop();
 }
 
+// GET /api/gw/v1/reclaim for one job, team or GPU (the console's job, team and GPU pages), and the
+// notices still in their grace period with the time it ends; all from memory.
+TEST(GovernanceService, ReclaimApiFiltersByJobTeamAndGpuAndListsOpenNotices) {
+  Fixture f(RunningJob("5", "0") + "," + RunningJob("6", "1"), "exit 0\n");
+  JobsService jobs(f.config, &f.log, JobsServiceOptions{"/nonexistent", "n1"});
+  jobs.Start();
+  ASSERT_TRUE(WaitFor([&] { return jobs.SlurmJobs().size() == 2; }, 10));
+  GovernanceService gov(f.config, &jobs, nullptr, &f.log);
+  gov.Start();
+  auto step = [&](int t) {
+    collect::Snapshot s = Snap(kT0 + t, 0.0);  // GPU 0 (job 5) idle, GPU 1 (job 6) busy
+    jobs.OnSnapshot(s);
+    gov.OnSnapshot(s, static_cast<int64_t>((kT0 + t) * 1000));
+  };
+  for (int t = 0; t <= 12; ++t) step(t);
+  auto get = [&](ReclaimQuery q) { return nlohmann::json::parse(gov.ReclaimJson(q))["data"]; };
+  nlohmann::json all = get({});
+  EXPECT_DOUBLE_EQ(all["time"].get<double>(), kT0 + 12);
+  ASSERT_EQ(all["decisions"].size(), 1u) << all.dump();
+  EXPECT_EQ(all["decisions"][0]["stage"], "notice");
+  ASSERT_EQ(all["notices"].size(), 1u) << all.dump();
+  const nlohmann::json& n = all["notices"][0];
+  EXPECT_EQ(n["job_id"], "5");
+  EXPECT_EQ(n["team"], "unassigned");
+  EXPECT_DOUBLE_EQ(n["noticed_at"].get<double>(), kT0 + 10);
+  EXPECT_DOUBLE_EQ(n["grace_ends_at"].get<double>(), kT0 + 15);
+  EXPECT_EQ(n["evidence"]["gpus"][0]["gpu"], 0);
+
+  EXPECT_EQ(get({100, "5", "", {}})["decisions"].size(), 1u);
+  EXPECT_EQ(get({100, "6", "", {}})["decisions"].size(), 0u);
+  EXPECT_EQ(get({100, "6", "", {}})["notices"].size(), 0u);
+  EXPECT_EQ(get({100, "", "unassigned", {}})["notices"].size(), 1u);
+  EXPECT_EQ(get({100, "", "physics", {}})["decisions"].size(), 0u);
+  EXPECT_EQ(get({100, "", "", 0u})["decisions"].size(), 1u);
+  EXPECT_EQ(get({100, "", "", 1u})["decisions"].size(), 0u);
+  EXPECT_EQ(get({100, "", "", 1u})["idle_gpus"].size(), 0u);
+  EXPECT_EQ(get({100, "", "", 0u})["idle_gpus"].size(), 1u);
+
+  // The grace period ends: the action is taken and the notice is no longer open.
+  for (int t = 13; t <= 16; ++t) step(t);
+  ASSERT_TRUE(WaitFor([&] { return get({}).at("decisions").size() == 3; }, 10));
+  nlohmann::json after = get({100, "5", "", {}});
+  EXPECT_EQ(after["notices"].size(), 0u) << after.dump();
+  EXPECT_EQ(after["decisions"][0]["stage"], "done");
+  EXPECT_EQ(get({1, "", "", {}})["decisions"].size(), 1u);
+  gov.Stop();
+  jobs.Stop();
+}
+
 // The cost totals and reclaim counters survive a restart (STORAGE_PATH/governance/usage.json);
 // an unreadable checkpoint is set aside and the figures start from zero.
 TEST(GovernanceService, RunningTotalsSurviveARestartAndABadCheckpointIsSetAside) {

@@ -5,13 +5,12 @@
 // a simulated inference service (gw-inference-sim, beside the binary) as a priced scrape target,
 // for the Teams page's Services table.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
 import { count, duration, money } from '../../src/web/assets/format.js';
-import { Agent, InferenceService, launchBrowser, simMachineEnv, sleep } from './support.mjs';
+import { Agent, hostJob, InferenceService, launchBrowser, sleep, waitForRunningJobs } from './support.mjs';
 
 const [binary, outDir] = process.argv.slice(2);
 if (!binary || !outDir) {
@@ -59,14 +58,6 @@ function squeueAnswer(node, now) {
   ] });
 }
 
-// A real process on this machine that the simulator runs as a job on `gpus`.
-function hostJob(workload, gpus, job, team) {
-  return spawn('sleep', ['600'], {
-    stdio: 'ignore',
-    env: { PATH: process.env.PATH, ...simMachineEnv(), GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
-  });
-}
-
 test('every page loads without console errors and shows the simulated fleet', async () => {
   const work = mkdtempSync(join(tmpdir(), 'gw-web-demo-'));
   const squeueNow = Math.floor(Date.now() / 1000);
@@ -96,15 +87,7 @@ test('every page loads without console errors and shows the simulated fleet', as
   }
   let browser;
   try {
-    // The simulator sees the processes on its next scan (real time); the collector lists them on
-    // its next slow cycle (simulated time).
-    let running = [];
-    for (let i = 0; i < 100 && running.length < 4; i++) {
-      await sleep(100);
-      await agent.advance(10);
-      running = (await agent.json('/api/gw/v1/jobs?running=1')).data.jobs;
-    }
-    assert.ok(running.length >= 4, `jobs seen: ${JSON.stringify(running.map((j) => j.job_id))}\n${agent.log}`);
+    await waitForRunningJobs(agent, 4);
     // 12 simulated minutes, then the evaluation ends (a finished record), then on to 27 minutes:
     // GPU 3's cooling degrades from 20 min (SW thermal slowdown).
     for (let t = 0; t < 720; t += 240) await agent.advance(240);

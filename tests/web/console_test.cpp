@@ -26,6 +26,7 @@ class ConsoleTest : public ::testing::Test {
     server_ = std::move(*server);
     ConsoleOptions console;
     console.version = "1.2.3<test>";
+    console.rule_interval_s = 30;
     if (with_history) {
       console.queriers = [] {
         auto q = std::make_unique<tsdb::MemoryQuerier>();
@@ -127,6 +128,7 @@ TEST_F(ConsoleTest, ConsoleInfoSaysWhetherThereIsHistory) {
   json j = json::parse(res->body);
   EXPECT_EQ(j["data"]["version"], "1.2.3<test>");
   EXPECT_EQ(j["data"]["history"], false);
+  EXPECT_EQ(j["data"]["rule_interval_s"], 30);  // the charts' episode gap follows it
   EXPECT_EQ(Get("/api/gw/v1/chart?metric=gpu_power_watts")->status, 404);  // no store, no charts
 }
 

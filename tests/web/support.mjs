@@ -129,3 +129,26 @@ export class InferenceService {
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A real process on this machine (`sleep`) that the simulator runs as job `job` of team `team`
+// on `gpus` ("0,1") with the simulated `workload` (docs/scenarios.md, host_processes).
+export function hostJob(workload, gpus, job, team, seconds = 600) {
+  return spawn('sleep', [String(seconds)], {
+    stdio: 'ignore',
+    env: { PATH: process.env.PATH, ...simMachineEnv(), GPUWARDEN_SIM_WORKLOAD: workload, CUDA_VISIBLE_DEVICES: gpus, GPUWARDEN_JOB: job, GPUWARDEN_TEAM: team },
+  });
+}
+
+// Steps simulated time until the agent lists at least `n` running jobs (the simulator sees host
+// processes on its next scan, in real time; the collector lists them on its next slow cycle, in
+// simulated time); returns them, or throws naming the ones it saw.
+export async function waitForRunningJobs(agent, n) {
+  let running = [];
+  for (let i = 0; i < 100 && running.length < n; i++) {
+    await sleep(100);
+    await agent.advance(10);
+    running = (await agent.json('/api/gw/v1/jobs?running=1')).data.jobs;
+  }
+  if (running.length < n) throw new Error(`jobs seen: ${JSON.stringify(running.map((j) => j.job_id))}\n${agent.log}`);
+  return running;
+}

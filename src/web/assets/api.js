@@ -71,8 +71,12 @@ export function gpuView(gpu, alerts, jobs) {
   }
   const pick = (name, label, value) => (labelled[name] || []).find((s) => s.labels[label] === value)?.value;
   const index = String(gpu.index);
-  const firing = alerts.filter((a) => a.labels.gpu === index && a.state === 'firing');
-  const pending = alerts.filter((a) => a.labels.gpu === index && a.state === 'pending');
+  const holders = jobs.filter((j) => j.gpu && (j.gpu.gpus || []).includes(gpu.index));
+  // Alerts about this GPU, and about a job holding it (a job's alerts carry no gpu label).
+  const held = new Set(holders.map((j) => j.job_id));
+  const about = (a) => a.labels.gpu === index || (a.labels.gpu === undefined && a.labels.job_id !== undefined && held.has(a.labels.job_id));
+  const firing = alerts.filter((a) => about(a) && a.state === 'firing');
+  const pending = alerts.filter((a) => about(a) && a.state === 'pending');
   const throttles = (labelled.gpu_clock_event_active || [])
     .filter((s) => s.value > 0 && SLOWDOWN_REASONS[s.labels.reason])
     .map((s) => ({ reason: s.labels.reason, ...SLOWDOWN_REASONS[s.labels.reason] }));
@@ -81,7 +85,6 @@ export function gpuView(gpu, alerts, jobs) {
     .filter((s) => s.labels.scope === 'volatile')
     .reduce((acc, s) => ({ ...acc, [s.labels.type]: s.value }), {});
   const xids = Object.values(gpu.xid_counts || {}).reduce((a, b) => a + b, 0);
-  const holders = jobs.filter((j) => j.gpu && (j.gpu.gpus || []).includes(gpu.index));
   const lost = gpu.lost || !gpu.up;
   let state = 'ok';
   if (lost) state = 'lost';

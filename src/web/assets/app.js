@@ -1,6 +1,7 @@
-// The console's shell: hash routes (#/fleet, #/gpu/3, #/jobs, #/teams, #/alerts, #/findings), the
-// data every page shares (the snapshot, the alerts, the running jobs), refreshed every
-// REFRESH_MS without reloading, and the navigation bar's live state.
+// The console's shell: hash routes (#/fleet, #/gpu/3, #/jobs, #/job/<id>, #/teams, #/team/<name>,
+// #/alerts, #/findings, #/reclaim, #/query?expr=…; anything else: a not-found page), the data
+// every page shares (the snapshot, the alerts, the running jobs), refreshed every REFRESH_MS
+// without reloading, and the navigation bar's live state.
 import { getJson } from './api.js';
 import { clockSeconds, esc } from './format.js';
 import fleet from './pages/fleet.js';
@@ -9,9 +10,16 @@ import jobs from './pages/jobs.js';
 import teams from './pages/teams.js';
 import alerts from './pages/alerts.js';
 import findings from './pages/findings.js';
+import job from './pages/job.js';
+import team from './pages/team.js';
+import reclaim from './pages/reclaim.js';
+import query from './pages/query.js';
+import notfound from './pages/notfound.js';
 
 const REFRESH_MS = 2000;
-const PAGES = { fleet, gpu, jobs, teams, alerts, findings };
+const PAGES = { fleet, gpu, jobs, job, teams, team, alerts, findings, reclaim, query, notfound };
+// The navigation entry a page belongs under.
+const NAV_OF = { gpu: 'fleet', job: 'jobs', team: 'teams', reclaim: 'teams', query: 'alerts' };
 
 const ctx = { info: null, snapshot: null, alerts: [], jobs: [], now: 0, route: null, error: null };
 let current = null;
@@ -19,9 +27,14 @@ let painted = false;
 let timer = null;
 
 function parseRoute() {
-  const [path, q] = (location.hash.replace(/^#\/?/, '') || 'fleet').split('?');
-  const [name, ...args] = path.split('/');
-  return { name: PAGES[name] ? name : 'fleet', args, query: new URLSearchParams(q || '') };
+  const hash = location.hash.replace(/^#\/?/, '');
+  const at = hash.indexOf('?');
+  const path = at < 0 ? hash : hash.slice(0, at);
+  const q = at < 0 ? '' : hash.slice(at + 1);
+  const [name, ...rest] = (path || 'fleet').split('/');
+  const args = rest.map((a) => { try { return decodeURIComponent(a); } catch (e) { return a; } });
+  const known = Object.prototype.hasOwnProperty.call(PAGES, name) && name !== 'notfound';
+  return { name: known ? name : 'notfound', args, query: new URLSearchParams(q), path: path || 'fleet' };
 }
 
 async function loadShared() {
@@ -64,7 +77,7 @@ function updateChrome() {
   const worst = ['critical', 'warning'].find((sev) => firing.some((a) => a.labels.severity === sev)) || 'info';
   badge.className = `badge ${worst}`;
   document.querySelectorAll('nav [data-nav]').forEach((a) => {
-    const on = a.dataset.nav === ctx.route.name || (ctx.route.name === 'gpu' && a.dataset.nav === 'fleet');
+    const on = a.dataset.nav === ctx.route.name || a.dataset.nav === NAV_OF[ctx.route.name];
     a.classList.toggle('active', on);
     if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
@@ -89,7 +102,14 @@ async function tick() {
 }
 
 async function route() {
-  ctx.route = parseRoute();
+  const next = parseRoute();
+  // A page that keeps its state in the URL (filters, sorting) rewrites its own query: no remount.
+  if (current && ctx.route && next.path === ctx.route.path && current.page.query) {
+    ctx.route = next;
+    current.page.query(ctx);
+    return;
+  }
+  ctx.route = next;
   if (current) current.page.unmount?.();
   const root = document.getElementById('main');
   root.innerHTML = '';

@@ -3,12 +3,15 @@
 // job/team, alerts), problems first in a list above.
 import { chart, gpuView } from '../api.js';
 import { sparkline } from '../chart.js';
-import { bytes, celsius, html, pct, render, severityRank, watts } from '../format.js';
+import { bytes, celsius, clock, html, pct, render, severityRank, watts } from '../format.js';
+import { gpuHref, jobHref, teamHref } from './links.js';
+import { decisionWhat, loadReclaim } from './governance.js';
 
 const SPARK_WINDOW_S = 900;
 const SPARK_REFRESH_S = 10;
 let els = null;
 let spark = { at: 0, byGpu: {} };
+let reclaimState = { at: -Infinity, r: null };
 
 const levelOf = (a) => ({ critical: 'critical', warning: 'warning' })[a.labels.severity] || 'info';
 
@@ -70,27 +73,40 @@ function tile(v, ctx) {
 function problems(views, ctx) {
   const rows = [];
   for (const v of views) {
-    if (v.lost) rows.push({ level: 'lost', gpu: v.index, text: `GPU ${v.index} is lost`, detail: v.health.map((h) => h.problem).join('; ') });
+    if (v.lost) rows.push({ level: 'lost', href: gpuHref(v.index), text: `GPU ${v.index} is lost`, detail: v.health.map((h) => h.problem).join('; ') });
   }
   const firing = ctx.alerts.filter((a) => a.state === 'firing')
     .sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0));
   for (const a of firing) {
     if (levelOf(a) === 'info') continue;  // on the tiles and the alerts page, not a problem
-    rows.push({ level: levelOf(a), gpu: a.labels.gpu, text: a.annotations.summary || a.labels.alertname, detail: a.labels.alertname });
+    const l = a.labels;
+    const href = l.gpu !== undefined ? gpuHref(l.gpu) : l.job_id ? jobHref(l.job_id) : l.team ? teamHref(l.team) : undefined;
+    rows.push({ level: levelOf(a), href, text: a.annotations.summary || a.labels.alertname, detail: a.labels.alertname });
   }
   for (const v of views) {
     for (const h of v.health) {
-      if (h.severity === 'critical' && !v.lost) rows.push({ level: 'critical', gpu: v.index, text: `GPU ${v.index}: ${h.problem}`, detail: h.action });
+      if (h.severity === 'critical' && !v.lost) rows.push({ level: 'critical', href: gpuHref(v.index), text: `GPU ${v.index}: ${h.problem}`, detail: h.action });
     }
   }
+  const reclaim = reclaimRow();
   if (!rows.length) {
     const pending = ctx.alerts.filter((a) => a.state === 'pending').length;
     const info = firing.length;
-    return html`<div class="row"><span class="pill ok">healthy</span><span class="what">All ${views.length} GPUs answer NVML and no warning or critical alert is firing${info || pending ? html` · <a href="#/alerts">${info ? `${info} informational` : ''}${info && pending ? ', ' : ''}${pending ? `${pending} pending` : ''}</a>` : ''}.</span></div>`;
+    return html`<div class="row"><span class="pill ok">healthy</span><span class="what">All ${views.length} GPUs answer NVML and no warning or critical alert is firing${info || pending ? html` · <a href="#/alerts">${info ? `${info} informational` : ''}${info && pending ? ', ' : ''}${pending ? `${pending} pending` : ''}</a>` : ''}.</span></div>${reclaim}`;
   }
   return rows.slice(0, 8).map((r) => html`<div class="row"><span class="pill ${r.level}">${r.level}</span>
-    <span class="what">${r.gpu !== undefined ? html`<a href="#/gpu/${r.gpu}">${r.text}</a>` : r.text} <small>${r.detail}</small></span></div>`)
-    .concat(rows.length > 8 ? [html`<div class="row"><a href="#/alerts">${rows.length - 8} more…</a></div>`] : []);
+    <span class="what">${r.href ? html`<a href="${r.href}">${r.text}</a>` : r.text} <small>${r.detail}</small></span></div>`)
+    .concat(rows.length > 8 ? [html`<div class="row"><a href="#/alerts">${rows.length - 8} more…</a></div>`] : [], [reclaim]);
+}
+
+// The reclaim loop in one line when it has something to say: jobs in their grace period and the
+// latest decision, linked to the reclaim page.
+function reclaimRow() {
+  const d = reclaimState.r?.data;
+  if (!d || (!d.decisions.length && !(d.notices || []).length)) return '';
+  const last = d.decisions[0];
+  const notices = (d.notices || []).length;
+  return html`<div class="row reclaim-row"><span class="pill warning">reclaim</span><span class="what"><a href="#/reclaim">${notices ? `${notices} job${notices > 1 ? 's' : ''} noticed idle, in the grace period` : 'No job in a grace period'}${last ? ` · latest decision ${clock(last.time)}: ${decisionWhat(last)} for job ${last.job_name || last.job_id}` : ''}</a></span></div>`;
 }
 
 function kpis(views, ctx) {
@@ -140,6 +156,14 @@ export default {
     render(els.sub, html`${views.length} GPUs · driver ${s.driver_version || '–'} · CUDA ${s.cuda_driver_version || '–'} · NVML ${s.nvml_version || '–'}`);
     render(els.kpis, kpis(views, ctx));
     render(els.problems, problems(views, ctx));
+    if (ctx.now - reclaimState.at >= 10 || ctx.now < reclaimState.at) {
+      // Not waited for: the reclaim line joins the problems when its answer comes.
+      reclaimState.at = ctx.now;
+      loadReclaim({}, 1).then((r) => {
+        reclaimState.r = r;
+        if (els && r.data && (r.data.decisions.length || (r.data.notices || []).length)) render(els.problems, problems(views, ctx));
+      });
+    }
     if (!views.length) {
       render(els.tiles, html`<div class="card empty"><b>No GPU on this node</b>${s.nvml_up ? 'NVML answered but listed no device.' : s.nvml_error}</div>`);
       return;
@@ -150,5 +174,5 @@ export default {
     drawSparks();
   },
   redraw() { if (els) drawSparks(); },
-  unmount() { els = null; spark = { at: 0, byGpu: {} }; },
+  unmount() { els = null; spark = { at: 0, byGpu: {} }; reclaimState = { at: -Infinity, r: null }; },
 };

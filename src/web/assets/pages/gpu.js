@@ -3,10 +3,12 @@
 // datacenter GPUs the profiling signals (GPM) next to utilization with a warning when the GPU is
 // busy but hollow, its MIG instances and its NVLink links.
 import { chart, gpuView, GPM_SIGNALS, HOLLOW_SM_ACTIVE, HOLLOW_UTILIZATION, SLOWDOWN_REASONS } from '../api.js';
-import { TimeChart } from '../chart.js';
+import { episodeGap, episodes, TimeChart } from '../chart.js';
 import { ago, bytes, celsius, clock, count, duration, html, mhz, pct, render, si, watts } from '../format.js';
+import { rangeToolbar } from '../timerange.js';
+import { activeSince, alertHref, alertSubject, jobLink, teamLink } from './links.js';
+import { loadReclaim, reclaimCard } from './governance.js';
 
-const RANGES = [['15m', 900], ['1h', 3600], ['6h', 21600], ['24h', 86400], ['7d', 604800]];
 const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf', '#ff7b72', '#8b949e'];
 const LEVEL_RGBA = { info: 'rgba(68,147,248,0.07)', warning: 'rgba(210,153,34,0.16)', critical: 'rgba(248,81,73,0.16)' };
 const ALERT_RGBA = { firing: 'rgba(248,81,73,0.22)', pending: 'rgba(210,153,34,0.18)' };
@@ -58,11 +60,6 @@ const CHARTS = [
 
 let st = null;
 
-function rangeOf(query) {
-  const r = RANGES.find(([name]) => name === query.get('range'));
-  return r ? r[1] : 3600;
-}
-
 // Bucket runs where `values[i] > 0`, as [from, to] index pairs.
 function runs(values) {
   const out = [];
@@ -76,7 +73,7 @@ function runs(values) {
   return out;
 }
 
-function lanes(throttle, alerts) {
+function lanes(throttle, alerts, gapS) {
   const out = [];
   for (const s of throttle.series) {
     const info = SLOWDOWN_REASONS[s.labels.reason];
@@ -85,14 +82,14 @@ function lanes(throttle, alerts) {
     if (r.length) out.push({ label: info.label, kind: 'throttle', level: info.level, runs: r, color: LEVEL_RGBA[info.level].replace(/0\.\d+\)$/, '0.85)') });
   }
   for (const s of alerts.series) {
-    const r = runs(s.max);
+    const r = episodes(s.max, alerts.step, gapS);
     if (r.length) out.push({ label: `${s.labels.alertname} (${s.labels.alertstate})`, kind: 'alert', state: s.labels.alertstate, runs: r, color: s.labels.alertstate === 'firing' ? '#f85149' : '#d29922' });
   }
   return out;
 }
 
 function timeline(lanesList, d) {
-  if (!lanesList.length) return html`<div class="muted">No throttling and no alert on this GPU in this range.</div>`;
+  if (!lanesList.length) return html`<div class="muted">No throttling and no alert about this GPU or its jobs in this range.</div>`;
   const pctOf = (i) => ((i / d.points) * 100).toFixed(2);
   return html`${lanesList.map((l) => html`<div class="lane" data-kind="${l.kind}"><span>${l.kind === 'alert' ? '⚑ ' : ''}${l.label}</span><div class="track">${l.runs.map(([a, b]) => html`<span style="left:${pctOf(a)}%;width:${pctOf(b + 1 - a)}%;background:${l.color}" title="${clock(d.start + a * d.step)}–${clock(d.start + (b + 1) * d.step)}"></span>`)}</div></div>`)}
     <div class="axis"><div></div><div><span>${clock(d.start, true)}</span><span>${clock((d.start + d.end) / 2)}</span><span>${clock(d.end)}</span></div></div>`;
@@ -120,15 +117,7 @@ function renderInfo(v, ctx) {
   const tMargin = v.slowdownC && m.gpu_temperature_celsius !== undefined ? v.slowdownC - m.gpu_temperature_celsius : undefined;
   render(st.els.head, html`<div><a href="#/fleet">← Fleet</a><h1>GPU ${v.index} · ${v.name} <span class="pill ${v.state}">${v.state}</span></h1>
     <div class="ident"><span>UUID <b class="mono">${v.uuid}</b></span><span>serial <b>${v.serial || '–'}</b></span><span>PCI <b class="mono">${v.pci || '–'}</b></span>
-    <span>driver <b>${ctx.snapshot.driver_version || '–'}</b></span>${v.jobs[0] ? html`<span>job <b><a href="#/jobs">${v.jobs[0].name || v.jobs[0].job_id}</a></b> · team <b>${v.jobs[0].team}</b></span>` : ''}</div></div>
-    <div class="toolbar"><div class="seg">${RANGES.map(([name, s]) => html`<button type="button" data-range="${name}" class="${s === st.range ? 'on' : ''}">${name}</button>`)}</div></div>`);
-  st.els.head.querySelectorAll('[data-range]').forEach((b) => b.addEventListener('click', () => {
-    st.range = RANGES.find(([n]) => n === b.dataset.range)[1];
-    history.replaceState(null, '', `#/gpu/${st.index}?range=${b.dataset.range}`);
-    st.fetchedAt = -Infinity;
-    renderInfo(v, ctx);
-    refreshCharts(ctx);
-  }));
+    <span>driver <b>${ctx.snapshot.driver_version || '–'}</b></span>${v.jobs.map((j) => html`<span>job <b>${jobLink(j.job_id, j.name || j.job_id)}</b> · team <b>${teamLink(j.team)}</b></span>`)}</div></div>`);
   if (v.lost) {
     render(st.els.kpis, kpi('State', 'lost', 'critical'));
   } else {
@@ -143,21 +132,33 @@ function renderInfo(v, ctx) {
       kpi('XID errors', count(v.xids), v.xids ? 'warning' : ''),
     ]);
   }
-  const health = v.health.length
-    ? v.health.map((h) => html`<tr><td><span class="pill ${h.severity}">${h.severity}</span></td><td>${h.problem}</td><td class="muted">${h.action}</td></tr>`)
-    : html`<tr><td colspan="3" class="muted">No health problem.</td></tr>`;
-  const alerts = [...v.firing, ...v.pending].map((a) => html`<tr><td><span class="pill ${a.state}">${a.state}</span></td><td><b>${a.labels.alertname}</b><br><small>${a.annotations.summary}</small></td><td class="muted">${ago(Date.parse(a.activeAt) / 1000, ctx.now)}</td></tr>`);
+  // Health problems and the alerts about this GPU or the jobs on it (gpuView): what, and what to do.
+  const health = v.health.map((h) => html`<tr data-health="${h.severity}"><td><span class="pill ${h.severity}">${h.severity}</span></td><td>${h.problem}</td><td class="todo">${h.action || '–'}</td><td class="num muted">now</td></tr>`);
+  const alerts = [...v.firing, ...v.pending].map((a) => {
+    const since = activeSince(a);
+    const todo = a.annotations.runbook || a.annotations.description || '';
+    return html`<tr data-alert="${a.labels.alertname}"><td><span class="pill ${a.state === 'pending' ? 'pending' : a.labels.severity || a.state}">${a.state === 'pending' ? 'pending' : a.labels.severity || a.state}</span></td>
+      <td><a href="${alertHref(a.labels.alertname)}"><b>${a.labels.alertname}</b></a><br><small>${a.annotations.summary}</small><br><small class="muted">${alertSubject(a)}</small></td>
+      <td class="todo">${todo.length > 160 ? html`<details><summary>${todo.slice(0, 150).replace(/\s+\S*$/, '')}…</summary><div class="more">${todo}</div></details>` : todo || '–'}</td>
+      <td class="num muted">${since ? ago(since, ctx.now) : '–'}</td></tr>`;
+  });
+  const problems = health.length + alerts.length ? [...health, ...alerts] : html`<tr><td colspan="4" class="muted">No health problem and no alert.</td></tr>`;
   const inMig = v.processes.some((p) => p.gpu_instance_id !== undefined);
+  const dash = (x) => (x === undefined || x === null || x === '' ? '–' : x);
   const procs = v.processes.length
-    ? v.processes.map((p) => html`<tr><td class="mono">${p.pid}</td>${inMig ? html`<td>${p.gpu_instance_id ?? '–'}</td>` : ''}<td class="num">${bytes(p.memory_bytes)}</td><td class="num">${p.sm_utilization_ratio === undefined ? '–' : pct(p.sm_utilization_ratio)}</td></tr>`)
-    : html`<tr><td colspan="3" class="muted">No compute process.</td></tr>`;
+    ? v.processes.map((p) => html`<tr data-pid="${p.pid}"><td class="mono">${p.pid}</td><td>${dash(p.name)}</td><td>${dash(p.user)}</td>
+      <td class="cmd"><span class="mono" title="${p.command || ''}">${dash(p.command)}</span></td>${inMig ? html`<td>${p.gpu_instance_id ?? '–'}</td>` : ''}
+      <td class="num">${bytes(p.memory_bytes)}</td><td class="num">${p.sm_utilization_ratio === undefined ? '–' : pct(p.sm_utilization_ratio)}</td>
+      <td class="num">${p.host_cpu_ratio === undefined ? '–' : `${p.host_cpu_ratio.toLocaleString('en-US', { maximumFractionDigits: 2 })} cores`}</td><td class="num">${p.host_memory_bytes === undefined ? '–' : bytes(p.host_memory_bytes)}</td>
+      <td>${p.job_id ? jobLink(p.job_id) : '–'}</td></tr>`)
+    : html`<tr><td colspan="${inMig ? 10 : 9}" class="muted">No compute process.</td></tr>`;
   const jobs = v.jobs.length
-    ? v.jobs.map((j) => html`<tr><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td><td>${j.team}</td><td class="num">${duration(ctx.now - j.start_time)}</td><td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td></tr>`)
+    ? v.jobs.map((j) => html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td class="num">${j.start_time ? duration(ctx.now - j.start_time) : '–'}</td><td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td></tr>`)
     : html`<tr><td colspan="5" class="muted">No job holds this GPU.</td></tr>`;
-  render(st.els.tables, html`<div class="two">
-    <div class="card tablewrap"><table><thead><tr><th>Health</th><th>Problem</th><th>What to do</th></tr></thead><tbody>${health}${alerts}</tbody></table></div>
-    <div class="card tablewrap"><table><thead><tr><th>Job</th><th>User</th><th>Team</th><th class="num">Running</th><th class="num">Util avg</th></tr></thead><tbody>${jobs}</tbody></table>
-    <table><thead><tr><th>Process</th>${inMig ? html`<th>MIG instance</th>` : ''}<th class="num">Memory</th><th class="num">SM util</th></tr></thead><tbody>${procs}</tbody></table></div></div>`);
+  render(st.els.tables, html`<div class="card problems-card"><div class="scroll-x"><table class="gpu-problems"><thead><tr><th>Severity</th><th>Problem</th><th>What to do</th><th class="num">Since</th></tr></thead><tbody>${problems}</tbody></table></div></div>
+    <div class="card"><div class="scroll-x"><table class="gpu-jobs"><thead><tr><th>Job</th><th>User</th><th>Team</th><th class="num">Running</th><th class="num">Util avg</th></tr></thead><tbody>${jobs}</tbody></table></div></div>
+    <div class="card"><div class="scroll-x"><table class="gpu-processes"><thead><tr><th>PID</th><th>Name</th><th>User</th><th>Command</th>${inMig ? html`<th>MIG instance</th>` : ''}<th class="num">GPU memory</th><th class="num">SM use</th><th class="num">Host CPU</th><th class="num">Host memory</th><th>Job</th></tr></thead><tbody>${procs}</tbody></table></div></div>
+    ${reclaimCard(st.reclaim, ctx.now, { what: 'this GPU' })}`);
   renderProfiling(v);
   renderDatacenter(v);
 }
@@ -217,7 +218,7 @@ function migCard(v) {
         <td class="procs">${procs || html`<span class="muted">none</span>`}</td><td class="num sm">${pct(sm)}</td></tr>`;
     })
     : html`<tr><td colspan="6" class="muted">MIG is on but no instance is configured.</td></tr>`;
-  return html`<section class="card mig tablewrap"><header><h3>MIG instances</h3><span class="pill ${v.migCurrent === 1 ? 'info' : 'ok'}">MIG ${MIG_STATE(v.migCurrent)}</span>${change}</header>
+  return html`<section class="card mig scroll-x"><header><h3>MIG instances</h3><span class="pill ${v.migCurrent === 1 ? 'info' : 'ok'}">MIG ${MIG_STATE(v.migCurrent)}</span>${change}</header>
     <table><thead><tr><th class="num">Instance</th><th>Profile</th><th class="uuid">MIG UUID</th><th>Memory</th><th>Processes</th><th class="num">SM active</th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
@@ -245,7 +246,7 @@ function nvlinkCard(v) {
     <div class="links">${boxes}</div>
     <div class="facts"><span>throughput <b>${si(v.m.gpu_nvlink_transmit_bytes_per_second, 'B/s')}</b> out · <b>${si(v.m.gpu_nvlink_receive_bytes_per_second, 'B/s')}</b> in</span>
     ${errors.length ? html`<span>errors since the driver loaded: ${errors}</span>` : ''}</div>
-    <details><summary>Per-link counters</summary><div class="tablewrap"><table><thead><tr><th class="num">Link</th><th>State</th><th class="num">Replay</th><th class="num">Recovery</th><th class="num">CRC</th><th class="num">TX</th><th class="num">RX</th></tr></thead><tbody>${perLink}</tbody></table></div></details></section>`;
+    <details><summary>Per-link counters</summary><div class="scroll-x"><table><thead><tr><th class="num">Link</th><th>State</th><th class="num">Replay</th><th class="num">Recovery</th><th class="num">CRC</th><th class="num">TX</th><th class="num">RX</th></tr></thead><tbody>${perLink}</tbody></table></div></details></section>`;
 }
 
 function renderDatacenter(v) {
@@ -265,23 +266,27 @@ async function refreshCharts(ctx) {
   const token = (st.token = (st.token || 0) + 1);
   const width = st.els.charts.clientWidth > 900 ? (st.els.charts.clientWidth - 16) / 2 : st.els.charts.clientWidth;
   const points = Math.max(60, Math.min(1200, Math.round((width - 70) / 60) * 60));
-  const step = st.range / points;
-  const end = Math.ceil(ctx.now / step) * step;
-  const start = end - st.range;
+  const r = st.bar.range(ctx.now);
+  const step = (r.end - r.start) / points;
+  const end = r.live ? Math.ceil(r.end / step) * step : r.end;
+  const start = end - (r.end - r.start);
   const metrics = [...new Set(CHARTS.flatMap((c) => c.lines.map((l) => l.metric)))];
   const q = { gpu: st.index, start, end, points };
-  const [throttle, alerts, ...results] = await Promise.all([
-    chart('gpu_clock_event_active', q), chart('ALERTS', q), ...metrics.map((name) => chart(name, q))]);
+  // The alerts about this GPU and about the jobs holding it (a job's alerts carry no gpu label).
+  const holders = new Set((st.view?.jobs || []).map((j) => j.job_id));
+  const [throttle, allAlerts, ...results] = await Promise.all([
+    chart('gpu_clock_event_active', q), chart('ALERTS', { start, end, points }), ...metrics.map((name) => chart(name, q))]);
   if (!st || token !== st.token) return;  // a newer refresh or another page took over
+  const alerts = { ...allAlerts, series: allAlerts.series.filter((s) => s.labels.gpu === st.index || (s.labels.gpu === undefined && holders.has(s.labels.job_id))) };
   st.fetchedAt = ctx.now;
   const data = Object.fromEntries(metrics.map((name, i) => [name, results[i]]));
-  const laneList = lanes(throttle, alerts);
+  const laneList = lanes(throttle, alerts, episodeGap(ctx.info.rule_interval_s));
   render(st.els.timeline, html`<header><h3>Throttling and alerts</h3></header>${timeline(laneList, { start, end, step, points })}`);
   const bands = [];
   for (const l of laneList) {
     if (l.kind === 'alert' && l.state !== 'firing') continue;  // pending ones: timeline only
     const color = l.kind === 'alert' ? ALERT_RGBA[l.state] : LEVEL_RGBA[l.level];
-    for (const [from, to] of l.runs) bands.push({ from, to, color });
+    for (const [from, to] of l.runs) bands.push({ from, to, color, label: l.label });
   }
   const v = st.view;
   for (const c of st.charts) {
@@ -293,34 +298,58 @@ async function refreshCharts(ctx) {
   }
 }
 
+function makeCharts() {
+  if (st.charts.length) return;
+  for (const spec of CHARTS) {
+    const c = new TimeChart(st.els.charts, { title: spec.title, format: spec.format, axis: spec.axis, integer: spec.integer, yMin: spec.yMin, yMax: spec.yMax, minSpan: spec.minSpan });
+    st.charts.push({ spec, chart: c });
+    c.onHover = (i) => st.charts.forEach((o) => o.chart.hover(i));
+  }
+}
+
+function notFound(ctx) {
+  st.charts.forEach((c) => c.chart.destroy());
+  st.charts = [];
+  const n = ctx.snapshot.gpus.length;
+  render(st.els.head, html`<div><a href="#/fleet">← Fleet</a><h1>GPU ${st.index}</h1></div>`);
+  render(st.els.kpis, html`<div class="card empty" data-notfound="gpu"><b>No GPU ${st.index} on this node</b>${n ? html`This node has GPUs ${ctx.snapshot.gpus.map((g, i) => html`${i ? ', ' : ''}<a href="#/gpu/${g.index}">${g.index}</a>`)}.` : 'This node lists no GPU.'} Back to the <a href="#/fleet">fleet</a>.</div>`);
+  for (const el of [st.els.timeline, st.els.range, st.els.tables, st.els.gpm, st.els.dc, st.els.tablesTitle]) { render(el, ''); el.hidden = true; }
+}
+
 export default {
   title: (route) => `GPU ${route.args[0] ?? ''}`,
   mount(root, ctx) {
-    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><section class="gpm card" hidden></section><div class="dc two" hidden></div><div class="timeline card"></div>
-      <div class="charts"></div><h2>Health, jobs and processes</h2><div class="tables"></div>`;
+    root.innerHTML = `<div class="pagehead"></div><div class="kpis detail"></div><section class="gpm card" hidden></section><div class="dc two" hidden></div><div class="range"></div><div class="timeline card" hidden></div>
+      <div class="charts"></div><h2 class="tables-title" hidden>Health, jobs and processes</h2><div class="tables"></div>`;
     st = {
-      index: ctx.route.args[0] || '0', range: rangeOf(ctx.route.query), fetchedAt: -Infinity, charts: [], view: null,
-      els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), gpm: root.querySelector('.gpm'), dc: root.querySelector('.dc'), timeline: root.querySelector('.timeline'),
-        charts: root.querySelector('.charts'), tables: root.querySelector('.tables') },
+      index: ctx.route.args[0] || '0', fetchedAt: -Infinity, charts: [], view: null, reclaim: null, reclaimAt: -Infinity,
+      els: { head: root.querySelector('.pagehead'), kpis: root.querySelector('.kpis'), gpm: root.querySelector('.gpm'), dc: root.querySelector('.dc'), timeline: root.querySelector('.timeline'), range: root.querySelector('.range'),
+        charts: root.querySelector('.charts'), tables: root.querySelector('.tables'), tablesTitle: root.querySelector('.tables-title') },
     };
-    for (const spec of CHARTS) {
-      const c = new TimeChart(st.els.charts, { title: spec.title, format: spec.format, axis: spec.axis, integer: spec.integer, yMin: spec.yMin, yMax: spec.yMax, minSpan: spec.minSpan });
-      st.charts.push({ spec, chart: c });
-      c.onHover = (i) => st.charts.forEach((o) => o.chart.hover(i));
-    }
+    st.bar = rangeToolbar(st.els.range, () => { st.fetchedAt = -Infinity; refreshCharts(ctx); });
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     const g = ctx.snapshot.gpus.find((x) => String(x.index) === st.index);
-    if (!g) {
-      render(st.els.head, html`<div><a href="#/fleet">← Fleet</a><h1>GPU ${st.index}</h1></div>`);
-      render(st.els.kpis, html`<div class="card empty"><b>No GPU ${st.index} on this node</b>The snapshot lists GPUs 0–${ctx.snapshot.gpus.length - 1}.</div>`);
-      return;
+    if (!g) { notFound(ctx); return; }
+    makeCharts();
+    st.els.timeline.hidden = false;
+    st.els.range.hidden = false;
+    st.els.tablesTitle.hidden = false;
+    st.els.tables.hidden = false;
+    if (ctx.now - st.reclaimAt >= 10 || ctx.now < st.reclaimAt) {
+      st.reclaimAt = ctx.now;
+      const mine = st;
+      const r = await loadReclaim({ gpu: st.index }, 50);
+      if (st !== mine) return;
+      st.reclaim = r;
     }
     st.view = gpuView(g, ctx.alerts, ctx.jobs);
     renderInfo(st.view, ctx);
-    const every = Math.max(2, st.range / 360);
+    const r = st.bar.range(ctx.now);
+    const every = r.live ? Math.max(2, (r.end - r.start) / 360) : Infinity;
     if (ctx.now - st.fetchedAt >= every || ctx.now < st.fetchedAt) await refreshCharts(ctx);
   },
   redraw() { st?.charts.forEach((c) => c.chart.draw()); },
-  unmount() { st?.charts.forEach((c) => c.chart.destroy()); st = null; },
+  unmount() { st?.charts.forEach((c) => c.chart.destroy()); st?.bar.destroy(); st = null; },
 };

@@ -1,8 +1,11 @@
 // Jobs: running (with live per-job GPU statistics), queued (Slurm's pending jobs from
 // /api/gw/v1/queue, longest wait first, and the wait percentiles of the jobs that started), and
-// finished with their statistics, filterable by team and text.
+// finished with their statistics and cost, filterable by team and text and sortable by any column
+// (both kept in the URL: #/jobs?team=…&q=…&sort=<column>&dir=asc|desc).
 import { getJson, histogramQuantile, scrape } from '../api.js';
-import { ago, bytes, clock, clockSeconds, count, duration, html, pct, render } from '../format.js';
+import { ago, bytes, clock, clockSeconds, count, duration, html, money, pct, render } from '../format.js';
+import { gpuList, jobLink, teamLink } from './links.js';
+import { stateLevel } from './job.js';
 
 const FULL_REFRESH_S = 10;
 let st = null;
@@ -14,21 +17,32 @@ function topThrottle(j) {
   return t ? `${t[0].replace(/_/g, ' ')} ${duration(t[1])}` : '';
 }
 
-function stateLevel(state) {
-  if (['RUNNING', 'COMPLETED', 'ENDED'].includes(state)) return 'ok';
-  if (['PENDING', 'CANCELLED', 'PREEMPTED', 'VANISHED'].includes(state)) return 'warning';
-  return 'critical';  // FAILED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL, ...
-}
+
+const costOf = (j) => (j.cost ? j.cost.total_cost : undefined);
+const costText = (j) => (j.cost ? money(j.cost.total_cost, j.cost.currency) : '–');
+
+// Columns: [title, sort key (or none), value to sort by]. A title ending in a space is numeric.
+const RUNNING_COLUMNS = [
+  ['Job', 'job', (j) => j.name || j.job_id], ['User', 'user', (j) => j.user || ''], ['Team', 'team', (j) => j.team], ['Partition', 'partition', (j) => j.partition || ''],
+  ['GPUs', 'gpus', (j) => (j.gpu?.gpus || []).length], ['Running ', 'ran', (j) => j.start_time || Infinity, true], ['Util avg / max ', 'util', (j) => j.gpu?.util_avg],
+  ['Memory peak ', 'memory', (j) => j.gpu?.memory_peak_bytes], ['Energy ', 'energy', (j) => j.gpu?.energy_j], ['Cost ', 'cost', costOf],
+  ['Idle ', 'idle', (j) => idleRatio(j)], ['Slowed by', null]];
+const FINISHED_COLUMNS = [
+  ['Job', 'job', (j) => j.name || j.job_id], ['User', 'user', (j) => j.user || ''], ['Team', 'team', (j) => j.team], ['State', 'state', (j) => j.state],
+  ['Ended ', 'ended', (j) => j.end_time || 0], ['Ran ', 'ran', (j) => (j.start_time ? j.end_time - j.start_time : undefined)], ['Queued ', 'queued', (j) => j.queue_wait_s],
+  ['GPU-hours ', 'gpuh', gpuHours], ['Util avg ', 'util', (j) => j.gpu?.util_avg], ['Idle ', 'idle', (j) => idleRatio(j)],
+  ['Energy ', 'energy', (j) => j.gpu?.energy_j], ['Cost ', 'cost', costOf], ['ECC / XID ', null]];
 
 function runningRow(j, now) {
   const idle = idleRatio(j);
-  return html`<tr data-job="${j.job_id}"><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small> <small>${j.source}</small></td>
-    <td>${j.user || '–'}</td><td>${j.team}</td><td>${j.partition || '–'}</td>
-    <td>${(j.gpu?.gpus || []).map((g) => html`<a href="#/gpu/${g}">${g}</a> `)}</td>
-    <td class="num">${duration(now - j.start_time)}</td>
+  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small> <small>${j.source}</small></td>
+    <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td>${j.partition || '–'}</td>
+    <td>${gpuList(j.gpu?.gpus)}</td>
+    <td class="num">${j.start_time ? duration(now - j.start_time) : '–'}</td>
     <td class="num">${j.gpu ? `${pct(j.gpu.util_avg)} / ${pct(j.gpu.util_max)}` : '–'}</td>
     <td class="num">${j.gpu ? bytes(j.gpu.memory_peak_bytes) : '–'}</td>
     <td class="num">${j.gpu ? `${(j.gpu.energy_j / 3.6e6).toFixed(2)} kWh` : '–'}</td>
+    <td class="num cost">${costText(j)}</td>
     <td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}${j.gpu?.idle_while_allocated ? html` <span class="chip warning">idle</span>` : ''}</td>
     <td><small>${topThrottle(j)}</small></td></tr>`;
 }
@@ -36,9 +50,9 @@ function runningRow(j, now) {
 function finishedRow(j, now) {
   const idle = idleRatio(j);
   const exit = j.exit_code === undefined ? '' : ` (exit ${j.exit_code})`;
-  return html`<tr data-job="${j.job_id}"><td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td>
-    <td>${j.user || '–'}</td><td>${j.team}</td>
-    <td><span class="pill ${stateLevel(j.state)}">${j.state}</span><small>${exit}</small></td>
+  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small></td>
+    <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td>
+    <td><span class="pill ${stateLevel(j.state)}">${j.state}</span><small>${exit}</small>${j.outcome ? html`<br><small>${j.outcome.outcome.replace(/_/g, ' ')}</small>` : ''}</td>
     <td class="num">${ago(j.end_time, now)}</td>
     <td class="num">${j.start_time ? duration(j.end_time - j.start_time) : '–'}</td>
     <td class="num">${j.queue_wait_s === undefined ? '–' : duration(j.queue_wait_s)}</td>
@@ -46,6 +60,7 @@ function finishedRow(j, now) {
     <td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td>
     <td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}</td>
     <td class="num">${j.gpu ? `${(j.gpu.energy_j / 3.6e6).toFixed(2)} kWh` : '–'}</td>
+    <td class="num cost">${costText(j)}</td>
     <td class="num">${j.gpu ? `${count(j.gpu.ecc_uncorrected)} / ${count(j.gpu.xid_count)}` : '–'}</td></tr>`;
 }
 
@@ -64,7 +79,7 @@ function queuedRow(j) {
   return html`<tr data-job="${j.job_id}" data-wait="${j.wait_s}" data-position="${j.position}">
     <td class="num">${j.position}</td>
     <td><b>${j.name || j.job_id}</b><br><small class="mono">${j.job_id}</small></td>
-    <td>${j.user || '–'}</td><td>${j.team}</td><td>${j.partition || '–'}</td>
+    <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td>${j.partition || '–'}</td>
     <td class="num">${j.gpus}</td>
     <td class="num">${when(j.submit_time, j.polled_at)}</td><td class="num">${eligible}</td>
     <td class="num"><b>${j.eligible ? duration(j.wait_s) : '–'}</b>${j.start_estimate ? html`<br><small>start ≈ ${when(j.start_estimate, j.polled_at)}</small>` : ''}</td>
@@ -92,8 +107,39 @@ function drawQueue(keep) {
 }
 
 function table(head, rows, empty) {
-  return html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
-    <tbody>${rows.length ? rows : html`<tr><td colspan="${head.length}" class="muted">${empty}</td></tr>`}</tbody></table></div>`;
+  return html`<div class="card"><div class="scroll-x"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
+    <tbody>${rows.length ? rows : html`<tr><td colspan="${head.length}" class="muted">${empty}</td></tr>`}</tbody></table></div></div>`;
+}
+
+// A table whose column headers sort it (the sort is the page's, in the URL).
+function sortable(columns, list, row, empty) {
+  const col = columns.find((c) => c[1] && c[1] === st.sort);
+  const sorted = col ? [...list].sort((a, b) => {
+    const x = col[2](a);
+    const y = col[2](b);
+    const missing = (x === undefined || x === null) - (y === undefined || y === null);
+    if (missing) return missing;  // absent values last either way
+    const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+    return (st.dir === 'asc' ? c : -c) * (col[3] ? -1 : 1);
+  }) : list;
+  const th = (c) => {
+    const on = col && c === col;
+    const arrow = on ? (st.dir === 'asc' ? ' ▲' : ' ▼') : '';
+    return c[1] ? html`<th class="${c[0].endsWith(' ') ? 'num' : ''}" aria-sort="${on ? (st.dir === 'asc' ? 'ascending' : 'descending') : 'none'}"><button type="button" class="sort" data-sort="${c[1]}">${c[0].trim()}${arrow}</button></th>`
+      : html`<th class="${c[0].endsWith(' ') ? 'num' : ''}">${c[0].trim()}</th>`;
+  };
+  return html`<div class="card"><div class="scroll-x"><table><thead><tr>${columns.map(th)}</tr></thead>
+    <tbody>${sorted.length ? sorted.map(row) : html`<tr><td colspan="${columns.length}" class="muted">${empty}</td></tr>`}</tbody></table></div></div>`;
+}
+
+// The filters and sort in the URL (replaceState: no reload, no history entry per keystroke).
+function saveQuery() {
+  const p = new URLSearchParams();
+  if (st.team) p.set('team', st.team);
+  if (st.text) p.set('q', st.text);
+  if (st.sort) { p.set('sort', st.sort); p.set('dir', st.dir); }
+  const q = p.toString();
+  history.replaceState(null, '', `#/jobs${q ? `?${q}` : ''}`);
 }
 
 function draw(ctx) {
@@ -120,27 +166,35 @@ function draw(ctx) {
     st.filtersDrawn = true;
     render(st.els.filters, html`<select aria-label="team"><option value="">every team</option>${teams.map((t) => html`<option ${t === team ? 'selected' : ''}>${t}</option>`)}</select>
       <input type="search" placeholder="filter jobs, users…" value="${st.text}" aria-label="filter">`);
-    st.els.filters.querySelector('select').addEventListener('change', (e) => { st.team = e.target.value; draw(ctx); });
-    st.els.filters.querySelector('input').addEventListener('input', (e) => { st.text = e.target.value; draw(ctx); });
+    st.els.filters.querySelector('select').addEventListener('change', (e) => { st.team = e.target.value; saveQuery(); draw(ctx); });
+    st.els.filters.querySelector('input').addEventListener('input', (e) => { st.text = e.target.value; saveQuery(); draw(ctx); });
   }
-  render(st.els.running, table(['Job', 'User', 'Team', 'Partition', 'GPUs', 'Running ', 'Util avg / max ', 'Memory peak ', 'Energy ', 'Idle ', 'Slowed by'],
-    running.map((j) => runningRow(j, ctx.now)),
+  render(st.els.running, sortable(RUNNING_COLUMNS, running, (j) => runningRow(j, ctx.now),
     'No job is running on this node. Jobs come from Slurm (jobs.scheduler: slurm) or from processes started with GPUWARDEN_JOB=<name>.'));
   render(st.els.queued, drawQueue(keep));
-  render(st.els.finished, table(['Job', 'User', 'Team', 'State', 'Ended ', 'Ran ', 'Queued ', 'GPU-hours ', 'Util avg ', 'Idle ', 'Energy ', 'ECC / XID '],
-    finished.slice(0, 200).map((j) => finishedRow(j, ctx.now)), 'No finished job on record.'));
+  render(st.els.finished, sortable(FINISHED_COLUMNS, finished.slice(0, 200), (j) => finishedRow(j, ctx.now), 'No finished job on record.'));
+  for (const b of [...st.els.running.querySelectorAll('button.sort'), ...st.els.finished.querySelectorAll('button.sort')]) {
+    b.addEventListener('click', () => {
+      st.dir = st.sort === b.dataset.sort && st.dir === 'desc' ? 'asc' : 'desc';
+      st.sort = b.dataset.sort;
+      saveQuery();
+      draw(ctx);
+    });
+  }
 }
 
 export default {
   title: () => 'Jobs',
-  mount(root) {
+  mount(root, ctx) {
     root.innerHTML = `<div class="pagehead"><div><h1>Jobs</h1><div class="sub">Who holds the GPUs and what they get out of them</div></div><div class="filters"></div></div>
       <div class="kpis"></div><h2>Running</h2><div class="running"></div><h2>Queued</h2><div class="queued"></div>
       <h2>Finished</h2><div class="finished"></div>`;
-    st = { all: [], at: -Infinity, team: '', text: '', slurm: false, pending: 0,
+    const q = ctx.route.query;
+    st = { all: [], at: -Infinity, team: q.get('team') || '', text: q.get('q') || '', sort: q.get('sort') || '', dir: q.get('dir') === 'asc' ? 'asc' : 'desc', slurm: false, pending: 0,
       els: Object.fromEntries(['filters', 'kpis', 'running', 'queued', 'finished'].map((c) => [c, root.querySelector(`.${c}`)])) };
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (ctx.now - st.at >= FULL_REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
       const [all, queue, series] = await Promise.all([

@@ -1,11 +1,14 @@
 // Teams: GPUs each team holds now (gpu_allocation_info and the running jobs), what they got out
-// of them (utilization, idle ratio, GPU-hours, energy over the jobs on record), and, where the
-// agent exports them on /metrics, quota (gpu_team_quota_gpus) and cost (gpu_cost_*) series.
+// of them (utilization, idle ratio, GPU-hours, energy over the jobs on record), their quotas (GPUs
+// held at once and GPU-hours per period) and their cost and idle cost (/api/gw/v1/teams, with its
+// currency); each team links to its page.
 // Below, the services (/api/gw/v1/services): what each scraped application target's GPUs cost
 // and what one output (request, token, ...) cost over the last hour. That request is not waited
 // for: the teams paint first, the services table fills in when its answer comes.
 import { getJson, scrape } from '../api.js';
 import { count, duration, html, money, plural, render } from '../format.js';
+import { gpuList, period, teamLink } from './links.js';
+import { quotaBar } from './team.js';
 
 const REFRESH_S = 10;
 let st = null;
@@ -43,32 +46,37 @@ function summarize(jobs, allocated, quota, snapshot) {
 }
 
 function draw(ctx) {
+  const gov = st.gov?.data;
+  const byName = Object.fromEntries((gov?.teams || []).map((t) => [t.team, t]));
+  for (const t of gov?.teams || []) if (t.quota?.gpus && st.quota[t.team] === undefined) st.quota[t.team] = t.quota.gpus;
   const teams = summarize(st.jobs, st.allocated, st.quota, ctx.snapshot);
-  const costNames = [...new Set(st.cost.map((r) => r.name))].sort();
-  const costOf = (team, name) => st.cost.filter((r) => r.name === name && (r.labels.team || 'unassigned') === team)
-    .reduce((a, r) => a + r.value, 0);
-  const hasQuota = Object.keys(st.quota).length > 0;
+  for (const name of Object.keys(byName)) if (!teams.find((t) => t.name === name)) teams.push(summarize([], { [name]: 0 }, {}, ctx.snapshot)[0]);
+  const currency = gov?.currency;
+  const hasQuota = Object.keys(st.quota).length > 0 || (gov?.teams || []).some((t) => t.quota);
   if (!teams.length) {
     render(st.els.body, html`<div class="card empty"><b>No team has used a GPU on this agent yet</b>Teams come from teams.accounts / teams.users in the configuration, or from GPUWARDEN_TEAM in a job's environment.</div>`);
     return;
   }
   const rows = teams.map((e) => {
+    const g = byName[e.name];
     const util = e.utilNow.length ? e.utilNow.reduce((a, b) => a + b, 0) / e.utilNow.length : undefined;
     const idle = e.gpuHours > 0 ? e.idleHours / e.gpuHours : undefined;
     const quota = st.quota[e.name];
-    const over = quota !== undefined && e.held > quota;
-    const quotaCell = !hasQuota ? '' : quota === undefined ? html`<td class="num muted">–</td>`
-      : html`<td class="num"><div class="meter"><span class="name"></span><span class="bar"><span class="${over ? 'critical' : ''}" style="width:${Math.min(100, (e.held / Math.max(quota, 1e-9)) * 100).toFixed(1)}%"></span></span><span class="val">${e.held} / ${count(quota)}</span></div></td>`;
-    return html`<tr data-team="${e.name}"><td><b>${e.name}</b></td><td class="num">${e.held}</td>${quotaCell}<td class="num">${e.running}</td>
+    const q = g?.quota;
+    const held = g ? Math.max(e.held, g.allocated_gpus) : e.held;
+    const over = (quota !== undefined && held > quota) || Boolean(q?.over_quota);
+    const quotaCells = !hasQuota ? '' : html`<td class="quota">${quota === undefined ? html`<span class="muted">–</span>` : quotaBar(held, quota, `${count(held)} / ${count(quota)} GPUs`)}</td>
+      <td class="quota">${q?.gpu_hours ? quotaBar(q.period_allocated_gpu_hours, q.gpu_hours, `${q.period_allocated_gpu_hours.toFixed(1)} / ${count(q.gpu_hours)} GPU-h per ${period(q.period_s)}`) : html`<span class="muted">–</span>`}</td>`;
+    return html`<tr data-team="${e.name}" data-over="${over}" class="${over ? 'over-quota' : ''}"><td>${teamLink(e.name)}${over ? html` <span class="chip critical">over quota</span>` : ''}</td><td class="num">${held}</td>${quotaCells}<td class="num">${e.running}</td>
       <td class="num">${util === undefined ? '–' : `${Math.round(util * 100)} %`}</td>
       <td class="num">${e.idleNow ? html`<span class="chip warning">${e.idleNow} idle</span>` : '0'}</td>
       <td class="num">${e.gpuHours.toFixed(1)}</td><td class="num">${idle === undefined ? '–' : `${Math.round(idle * 100)} %`}</td>
       <td class="num">${e.energyKwh.toFixed(2)}</td><td class="num">${e.finished}</td>
-      ${costNames.map((n) => html`<td class="num">${costOf(e.name, n).toLocaleString('en-US', { maximumFractionDigits: 2 })}</td>`)}</tr>`;
+      <td class="num cost">${g && currency ? money(g.cost.total_cost, currency) : '–'}</td><td class="num idle-cost">${g && currency ? money(g.cost.idle_allocated_cost, currency) : '–'}</td></tr>`;
   });
-  const head = ['Team', 'GPUs held ', ...(hasQuota ? ['Quota '] : []), 'Jobs running ', 'Util now ', 'Idle now ', 'GPU-hours ', 'Idle ratio ', 'Energy kWh ', 'Jobs finished ', ...costNames.map((n) => `${n.replace(/^gpu_cost_/, 'cost ').replace(/_/g, ' ')} `)];
-  render(st.els.body, html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div>
-    <p class="muted">GPU-hours, idle ratio and energy add up the jobs on record (running and finished). ${hasQuota ? '' : 'No quota is exported on this agent (gpu_team_quota_gpus). '}${costNames.length ? '' : 'No cost series is exported on this agent (gpu_cost_*).'}</p>`);
+  const head = ['Team', 'GPUs held ', ...(hasQuota ? ['GPU quota', 'GPU-hour quota'] : []), 'Jobs running ', 'Util now ', 'Idle now ', 'GPU-hours ', 'Idle ratio ', 'Energy kWh ', 'Jobs finished ', 'Cost ', 'Idle cost '];
+  render(st.els.body, html`<div class="card"><div class="scroll-x"><table class="teams-table"><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></div>
+    <p class="muted">GPU-hours, idle ratio and energy add up the jobs on record (running and finished); cost and idle cost are the agent's running totals${currency ? ` in ${currency}` : ''} (governance.prices). ${hasQuota ? '' : 'No quota is configured (governance.quotas). '}Reclaim notices and decisions: <a href="#/reclaim">reclaim</a>.</p>`);
 }
 
 // Why a service has no cost per output now: what is missing, in the operator's words.
@@ -85,7 +93,7 @@ function serviceRow(s, currency) {
   const per1k = s.cost_per_1k_outputs;
   return html`<tr data-target="${s.target}" data-cost="${s.cost}" data-cost-per-1k="${per1k === null ? '' : per1k}">
     <td><b>${s.target}</b>${s.outputs_selector ? html`<br><small class="mono">${s.outputs_selector}</small>` : ''}</td>
-    <td>${s.gpus.length ? s.gpus.map((g) => html`<a href="#/gpu/${g}">${g}</a> `) : '–'}</td>
+    <td>${gpuList(s.gpus)}</td>
     <td class="num cost">${money(s.cost, currency)}<br><small>${s.gpu_hours.toFixed(2)} GPU-h · ${s.energy_kwh.toFixed(2)} kWh</small></td>
     <td class="num outputs">${s.outputs === null ? '–' : html`${count(s.outputs)} <small>${units}</small>`}</td>
     <td class="num">${perSecond === undefined ? '–' : perSecond.toLocaleString('en-US', { maximumFractionDigits: 1 })}</td>
@@ -107,8 +115,8 @@ function drawServices() {
   } else {
     const d = r.data;
     const head = ['Target', 'GPUs', 'Cost so far ', 'Outputs ', 'Outputs/s ', `Cost per 1k outputs (last ${d.window_seconds === 3600 ? 'hour' : duration(d.window_seconds)}) `];
-    content = html`<div class="card tablewrap"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
-      <tbody>${d.services.map((s) => serviceRow(s, d.currency))}</tbody></table></div>
+    content = html`<div class="card"><div class="scroll-x"><table><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead>
+      <tbody>${d.services.map((s) => serviceRow(s, d.currency))}</tbody></table></div></div>
       <p class="muted">Cost: the allocation and energy of each target's GPUs (governance.prices, ${d.currency}), kept across restarts; outputs as the target counts them (scrape.targets[].outputs).</p>`;
   }
   render(st.els.services, content);
@@ -133,24 +141,26 @@ export default {
   mount(root) {
     root.innerHTML = `<div class="pagehead"><div><h1>Teams</h1><div class="sub">GPU usage by team: held now, used well, quota and cost</div></div></div><div class="body"></div>
       <h2>Services</h2><div class="services"></div>`;
-    st = { at: -Infinity, jobs: [], allocated: {}, quota: {}, cost: [], services: null, servicesAt: -Infinity, servicesLoading: false,
+    st = { at: -Infinity, jobs: [], allocated: {}, quota: {}, gov: null, services: null, servicesAt: -Infinity, servicesLoading: false,
       els: { body: root.querySelector('.body'), services: root.querySelector('.services') } };
     drawServices();
   },
   async update(ctx) {
+    if (!st) return;  // unmounted while a refresh was under way
     if (ctx.now - st.servicesAt >= REFRESH_S || ctx.now < st.servicesAt) loadServices(ctx.now);
     if (ctx.now - st.at >= REFRESH_S || ctx.now < st.at || st.at === -Infinity) {
       const at = ctx.now;
-      const [jobs, series] = await Promise.all([
+      const [jobs, series, gov] = await Promise.all([
         getJson('/api/gw/v1/jobs?since=7d'),
-        scrape((n) => n === 'gpu_allocation_info' || n === 'gpu_team_quota_gpus' || n.startsWith('gpu_cost_')),
+        scrape((n) => n === 'gpu_allocation_info' || n === 'gpu_team_quota_gpus'),
+        getJson('/api/gw/v1/teams'),
       ]);
       if (!st) return;
       st.at = at;
+      st.gov = gov;
       st.jobs = jobs.data ? jobs.data.jobs : ctx.jobs;
       st.allocated = byTeam(series.filter((s) => s.name === 'gpu_allocation_info'));
       st.quota = byTeam(series.filter((s) => s.name === 'gpu_team_quota_gpus'));
-      st.cost = series.filter((s) => s.name.startsWith('gpu_cost_') && s.labels.team !== undefined);
     }
     draw(ctx);
   },
