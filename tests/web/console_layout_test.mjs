@@ -189,6 +189,26 @@ test('console layout, phone menu, time axis, alert episodes and time ranges', as
       await page.close();
     });
 
+    await test('the alerts page history is one run per episode too', async () => {
+      const info = (await agent.json('/api/gw/v1/console')).data;
+      const { page } = await open(context, agent, '#/alerts', DESKTOP);
+      await page.waitForSelector('.timeline .lane', { timeout: 20000 });
+      const now = (await agent.json('/api/snapshot')).taken_at;
+      const truth = await alertEpisodes(agent, 3, now - 21600, now + 1, info.rule_interval_s);
+      assert.ok(Object.keys(truth).length >= 1, JSON.stringify(truth));
+      const lanes = await page.locator('.timeline .lane').evaluateAll((els) => els.map((e) => ({
+        label: e.querySelector('span').childNodes[0].textContent.trim(),
+        state: (e.querySelector('small') || {}).textContent,
+        runs: e.querySelectorAll('.track span').length,
+      })));
+      for (const [name, eps] of Object.entries(truth)) {
+        const lane = lanes.find((l) => l.label === `${name} · GPU 3` && l.state === 'firing');
+        assert.ok(lane, `no firing lane for ${name} on GPU 3 among ${JSON.stringify(lanes)}`);
+        assert.equal(lane.runs, eps.length, `${name}: ${lane.runs} runs for ${eps.length} episode(s)`);
+      }
+      await page.close();
+    });
+
     await test('drag-to-zoom sets from/to in the URL and the charts follow; the range survives a reload', async () => {
       const { page } = await open(context, agent, '#/gpu/3?range=1h', DESKTOP);
       await chartsReady(page);

@@ -1,6 +1,7 @@
 // Alerts: firing and pending now (/api/v1/alerts), their history on a time axis (the ALERTS series
 // in the store, downsampled by /api/gw/v1/chart), and the health of the rules that raise them.
 import { chart, getJson } from '../api.js';
+import { episodeGap, episodes } from '../chart.js';
 import { ago, clock, duration, html, render, severityRank } from '../format.js';
 import { activeSince, alertSubject } from './links.js';
 
@@ -46,13 +47,9 @@ function history(d, ctx) {
   const lanes = [];
   const events = [];
   for (const s of d.series) {
-    const runs = [];
-    let from = -1;
-    s.max.forEach((v, i) => {
-      const on = v !== null && v > 0;
-      if (on && from < 0) from = i;
-      if ((!on || i === s.max.length - 1) && from >= 0) { runs.push([from, on ? i : i - 1]); from = -1; }
-    });
+    // One run per episode: buckets of one episode that the downsampling left empty (an alert
+    // evaluated every 15 s seen at a 60 s step) do not split it (chart.js episodes()).
+    const runs = episodes(s.max, d.step, episodeGap(ctx.info && ctx.info.rule_interval_s));
     if (!runs.length) continue;
     const who = s.labels.gpu !== undefined ? ` · GPU ${s.labels.gpu}` : '';
     lanes.push({ label: `${s.labels.alertname}${who}`, state: s.labels.alertstate, runs });
