@@ -9,6 +9,7 @@
 
 #include "diagnose/business.h"
 #include "diagnose/checks.h"
+#include "promql/parser.h"
 
 namespace gw::diagnose {
 
@@ -343,6 +344,10 @@ std::optional<DataExtent> FindDataExtent(tsdb::Querier& querier, const promql::E
     const int64_t ms = (span_ms + kBuckets - 1) / kBuckets;
     return std::max<int64_t>(1000, (ms + 999) / 1000 * 1000);  // whole seconds
   };
+  std::vector<tsdb::Matcher> selector_matchers;
+  if (auto parsed = promql::Parse(selector);
+      parsed.ok() && (*parsed)->kind == promql::ExprKind::kVectorSelector)
+    selector_matchers = static_cast<const promql::VectorSelector&>(**parsed).matchers;
   int64_t bucket = bucket_for(end_ms - start_ms);
   auto first_level = buckets_with_data(start_ms, end_ms, bucket);
   if (!first_level || first_level->empty()) return std::nullopt;
@@ -355,6 +360,17 @@ std::optional<DataExtent> FindDataExtent(tsdb::Querier& querier, const promql::E
       t = first ? level->front() : level->back();
       width = finer;
     }
+    // The exact sample within the last one-second bucket (t - width, t].
+    std::vector<tsdb::SeriesData> series;
+    if (!selector_matchers.empty() &&
+        querier.Select(selector_matchers, t - width + 1, t, &series).ok()) {
+      int64_t found = first ? INT64_MAX : INT64_MIN;
+      for (const tsdb::SeriesData& sd : series)
+        for (const tsdb::Sample& p : sd.samples)
+          if (!tsdb::IsStaleNaN(p.v))
+            found = first ? std::min(found, p.t_ms) : std::max(found, p.t_ms);
+      if (found != INT64_MAX && found != INT64_MIN) return found;
+    }
     return first ? t - width + 1 : t;  // the bucket (t - width, t]
   };
   DataExtent e;
@@ -366,7 +382,12 @@ std::optional<DataExtent> FindDataExtent(tsdb::Querier& querier, const promql::E
 
 std::string CoverageText(double window_s, int64_t data_start_ms, int64_t data_end_ms) {
   const double data_s = double(data_end_ms - data_start_ms) / 1000;
-  const std::string window = FormatDuration(window_s);
+  // A window as people ask for it: "1y", "7d", else "90m", "1h30m".
+  const auto whole = static_cast<long long>(std::llround(window_s));
+  const std::string window = whole > 0 && whole % (365 * 86400) == 0
+                                 ? std::to_string(whole / (365 * 86400)) + "y"
+                             : whole > 0 && whole % 86400 == 0 ? std::to_string(whole / 86400) + "d"
+                                                               : FormatDuration(window_s);
   if (data_end_ms <= 0) return "the last " + window + " (no data in it)";
   // Coverage within a minute or 2 % of the window reads as the whole window.
   if (data_s >= window_s - std::max(60.0, 0.02 * window_s)) return "the last " + window;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -207,7 +208,10 @@ TEST_F(FourMinutes, AYearAskedOfFourMinutesHasDurationsFromTheData) {
   Result r =
       Gpuwarden({"diagnose", "--data-dir", data(), "--time", *end_, "--since", "1y"}, dir_->path());
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(Has(r.out, "Findings over the 4m of data in the last 1y")) << r.out;
+  // Four minutes recorded: samples from 0 to 3m45s (one every 15 s).
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("Findings over the (3m45s|4m) of data in the "
+                                                  "last 1y up to ")))
+      << r.out;
   EXPECT_TRUE(Has(r.out, "power cap")) << r.out;
   // Every held time is within the four minutes.
   const std::regex held(R"(\(held ([0-9hms]+)\))");
@@ -280,19 +284,31 @@ TEST(Cli, JobsTableFitsItsContentAndJobsShowRendersOutcomeAndThroughput) {
   ASSERT_TRUE((*store)->Append(b).ok());
   Result r = Gpuwarden({"jobs", "--data-dir", cwd / "data"}, cwd.path());
   ASSERT_EQ(r.code, 0) << r.err;
-  // Header and rows: every column starts at the same character in each line.
+  // Header and rows: each left-aligned column starts at the same character in every line, after
+  // two spaces (no cell runs into the next). "…" is one character: counted as one here.
+  std::string shown = std::regex_replace(r.out, std::regex("…"), "~");
   std::vector<std::string> lines;
-  for (size_t p = 0, n; (n = r.out.find('\n', p)) != std::string::npos; p = n + 1)
-    lines.push_back(r.out.substr(p, n - p));
+  for (size_t p = 0, n; (n = shown.find('\n', p)) != std::string::npos; p = n + 1)
+    lines.push_back(shown.substr(p, n - p));
   ASSERT_EQ(lines.size(), 3u) << r.out;
-  for (const char* column : {"USER", "TEAM", "STATE", "ENERGY", "MEM PEAK"}) {
+  const std::vector<std::pair<const char*, std::vector<const char*>>> starts = {
+      {"USER", {"bartholomew-lon~", "ann"}},
+      {"TEAM", {"research-platform-ml", "research-platform-ml"}},
+      {"STATE", {"COMPLETED", "COMPLETED"}},
+      {"GPUS", {"0,1", "0,1"}},
+      {"OUTCOME", {"failed (gpu_fault)", "-"}}};
+  for (const auto& [column, cells] : starts) {
     const size_t at = lines[0].find(column);
     ASSERT_NE(at, std::string::npos) << column;
     for (size_t i = 1; i < lines.size(); ++i) {
-      // The character before each column is a space in every row (no cell runs into the next).
       EXPECT_EQ(lines[i].substr(at - 2, 2), "  ") << column << "\n" << r.out;
+      EXPECT_EQ(lines[i].compare(at, std::strlen(cells[i - 1]), cells[i - 1]), 0) << column << "\n"
+                                                                                  << r.out;
     }
   }
+  // Right-aligned numbers end where their header ends.
+  const size_t energy_end = lines[0].find("ENERGY") + 6;
+  EXPECT_EQ(lines[1].substr(energy_end - 8, 8), "2.50 kWh") << r.out;
   EXPECT_TRUE(Has(r.out, "k8s-ns/llama-finetune-job-worker-0")) << r.out;  // under the cap: whole
   EXPECT_TRUE(Has(r.out, "bartholomew-lon…")) << r.out;                    // over it: cut
   EXPECT_TRUE(Has(r.out, "2.50 kWh")) << r.out;
