@@ -328,7 +328,8 @@ std::optional<DataExtent> FindDataExtent(tsdb::Querier& querier, const promql::E
   // ends (t) whose (t - bucket, t] holds samples, in time order.
   auto buckets_with_data = [&](int64_t lo, int64_t hi,
                                int64_t bucket_ms) -> std::optional<std::vector<int64_t>> {
-    const int64_t n = std::max<int64_t>(1, (hi - lo + bucket_ms - 1) / bucket_ms);
+    // Enough buckets that (hi - n × bucket, hi] holds lo itself.
+    const int64_t n = (hi - lo) / bucket_ms + 1;
     const std::string q =
         "sum(count_over_time(" + selector + "[" + PromDuration(double(bucket_ms) / 1000) + "]))";
     promql::QueryResult r = engine.Range(querier, q, hi - (n - 1) * bucket_ms, hi, bucket_ms);
@@ -418,8 +419,11 @@ Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engin
       out.gpus.insert(out.gpus.end(), values.begin(), values.end());
   }
   const double span_s = std::max(0.0, double(end_ms - start_ms) / 1000);
-  // About 120 steps over the data, never finer than 15 s (a Prometheus scrape).
+  // About 120 steps over the data, never finer than 15 s (a Prometheus scrape), the last one at
+  // the end of the data.
   const double step_s = std::max(15.0, std::round(span_s / 120));
+  const auto step_ms = static_cast<int64_t>(step_s * 1000);
+  start_ms = end_ms - (end_ms - start_ms) / step_ms * step_ms;
   out.step_s = step_s;
   const double w = std::max(300.0, 2 * step_s);
   const double long_w = std::max(w, std::min(options.window_s, 6 * 3600.0));
@@ -429,7 +433,7 @@ Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engin
   ctx.options = &options;
   ctx.end_ms = end_ms;
   ctx.start_ms = start_ms;
-  ctx.step_ms = static_cast<int64_t>(step_s * 1000);
+  ctx.step_ms = step_ms;
   ctx.vars = ThresholdVars(options.thresholds);
   ctx.vars["w"] = PromDuration(w);
   ctx.vars["long"] = PromDuration(long_w);
