@@ -240,9 +240,11 @@ void RunCheck(RunContext& ctx, const Check& check) {
                               "): " + r.error().message);
     return;
   }
-  // The span checked: the data present in the window (Diagnose).
-  const double window_s = std::max(double(ctx.step_ms), double(ctx.end_ms - ctx.start_ms)) / 1000;
-  const double required = std::min(check.min_held_s, check.min_held_fraction * window_s);
+  // How long a condition must hold scales with the window asked for (a short --since can still
+  // find things); a held time can be no longer than the data present in it (Diagnose).
+  const double required =
+      std::min(check.min_held_s, check.min_held_fraction * ctx.options->window_s);
+  const double data_s = std::max(double(ctx.step_ms), double(ctx.end_ms - ctx.start_ms)) / 1000;
   const double step_s = double(ctx.step_ms) / 1000;
   for (const promql::Series& series : r.value().series) {
     if (series.points.empty()) continue;
@@ -256,7 +258,7 @@ void RunCheck(RunContext& ctx, const Check& check) {
       }
       held_s = double(longest) * step_s;
     }
-    held_s = std::min(held_s, window_s);  // n steps cover the window's both ends
+    held_s = std::min(held_s, data_s);  // n steps cover the data's both ends
     if (held_s < required) continue;
     Finding f;
     f.kind = check.kind;
