@@ -43,6 +43,13 @@ json Processes(const std::vector<collect::ProcessSample>& processes) {
     PutPresent(pj, "memory_bytes", p.memory_bytes);
     PutPresent(pj, "sm_utilization_ratio", p.sm_utilization_ratio);
     if (p.gpu_instance_id != collect::kNoMigInstance) pj["gpu_instance_id"] = p.gpu_instance_id;
+    if (p.details) {
+      if (!p.details->name.empty()) pj["name"] = p.details->name;
+      if (!p.details->user.empty()) pj["user"] = p.details->user;
+      if (!p.details->command.empty()) pj["command"] = p.details->command;
+    }
+    PutPresent(pj, "host_cpu_ratio", p.host_cpu_ratio);
+    PutPresent(pj, "host_memory_bytes", p.host_memory_bytes);
     procs.push_back(std::move(pj));
   }
   return procs;

@@ -27,7 +27,21 @@ TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
     EXPECT_EQ(got.lost, want.lost);
     EXPECT_EQ(got.throttle, want.throttle);
     EXPECT_EQ(got.xids, want.xids);
-    EXPECT_EQ(got.process_text, want.process_text);
+    // Every process with its details and host figures.
+    std::vector<ProcessView> want_procs, got_procs;
+    AppendProcessViews(snap->gpus[i], {}, &want_procs);
+    AppendProcessViews((*parsed)->gpus[i], {}, &got_procs);
+    ASSERT_EQ(got_procs.size(), want_procs.size());
+    for (size_t k = 0; k < want_procs.size(); ++k) {
+      EXPECT_EQ(got_procs[k].pid, want_procs[k].pid);
+      EXPECT_EQ(got_procs[k].name, want_procs[k].name);
+      EXPECT_EQ(got_procs[k].user, want_procs[k].user);
+      EXPECT_EQ(got_procs[k].command, want_procs[k].command);
+      EXPECT_DOUBLE_EQ(got_procs[k].memory_bytes, want_procs[k].memory_bytes);
+      EXPECT_DOUBLE_EQ(got_procs[k].sm_ratio, want_procs[k].sm_ratio);
+      EXPECT_DOUBLE_EQ(got_procs[k].cpu_ratio, want_procs[k].cpu_ratio);
+      EXPECT_DOUBLE_EQ(got_procs[k].host_memory_bytes, want_procs[k].host_memory_bytes);
+    }
     EXPECT_EQ(std::isnan(got.power_w), std::isnan(want.power_w));
     if (!std::isnan(want.power_w)) {
       EXPECT_DOUBLE_EQ(got.power_w, want.power_w);
