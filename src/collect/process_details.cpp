@@ -50,6 +50,19 @@ long long StatusUid(std::string_view status) {
   return ec == std::errc() ? uid : -1;
 }
 
+// VmRSS from status text ("VmRSS:\t  1724 kB"), bytes; NaN if absent (a kernel thread).
+double StatusRssBytes(std::string_view status) {
+  size_t at = status.find("\nVmRSS:");
+  if (at == std::string_view::npos) return kAbsent;
+  std::string_view rest = status.substr(at + 7);
+  size_t begin = rest.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return kAbsent;
+  rest.remove_prefix(begin);
+  uint64_t kib = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
+  return ec == std::errc() ? static_cast<double>(kib) * 1024 : kAbsent;
+}
+
 std::string UserName(long long uid) {
   if (uid < 0) return "";
   passwd pw{};
@@ -178,7 +191,15 @@ void ProcessEnricher::Refresh(double now_s, unsigned pid) {
     e.cpu_ratio = static_cast<double>(cpu - e.cpu_ticks) / ticks_per_s_ / (now_s - e.cpu_at_s);
   e.cpu_ticks = cpu;
   e.cpu_at_s = now_s;
-  e.rss_bytes = static_cast<double>(st.rss_pages) * page_bytes_;
+  // Resident memory as status' VmRSS says it: exact, where stat's rss field (an approximate
+  // per-CPU counter on recent kernels) can lag by a hundred kilobytes.
+  char status[4096];
+  std::snprintf(path, sizeof path, "%s/%u/status", options_.proc_root.c_str(), pid);
+  ssize_t got = ReadSmall(path, status + 1, sizeof status - 1);
+  status[0] = '\n';
+  e.rss_bytes =
+      got > 0 ? StatusRssBytes(std::string_view(status, static_cast<size_t>(got) + 1)) : kAbsent;
+  if (IsAbsent(e.rss_bytes)) e.rss_bytes = static_cast<double>(st.rss_pages) * page_bytes_;
 }
 
 void ProcessEnricher::Fill(ProcessSample& sample) const {

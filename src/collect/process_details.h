@@ -8,7 +8,8 @@
 // For each pid NVML lists (on a GPU or a MIG instance), at most every `interval_s`:
 //   <root>/<pid>/stat     start time (field 22: with the pid, the cache key), utime + stime (14,
 //                         15: the CPU used, turned into cores by the change between two reads over
-//                         the real time between them) and rss (24, pages)
+//                         the real time between them)
+//   <root>/<pid>/status   VmRSS (resident memory; stat's rss field 24 where status has none)
 //   once per pid and start time: <root>/<pid>/comm (name), status "Uid:" (user, through
 //                         getpwuid_r), cmdline (the command, arguments joined by spaces, cut at
 //                         kCommandBytes)

@@ -171,8 +171,8 @@ int FrameRenderer::BlockHeight(const GpuView& gpu) const {
 
 void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter& line) {
   // The fullest header that fits: level 0 says everything; each level drops or shortens one
-  // thing (the driver, the date, the queue's words, the sort labels, the title) — never the
-  // source, the GPU count or the time.
+  // thing (the driver, the date, the queue's words, the sort labels, the title, then the queue
+  // and the title altogether) — never the source, the GPU count or the time.
   char date[40] = "", clock[24] = "";
   if (frame.taken_unix_seconds > 0) {
     std::time_t t = static_cast<std::time_t>(frame.taken_unix_seconds);
@@ -185,9 +185,11 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter
   FormatWait(frame.queue.longest_wait_s, wait, sizeof wait);
   char text[640];
   for (int level = 0;; ++level) {
-    const bool last = level >= 5;
-    int n = std::snprintf(text, sizeof text, "%s | %s", level >= 5 ? "gw top" : "gpuwarden top",
-                          frame.source.c_str());
+    const bool last = level >= 7;
+    int n = level >= 7 ? std::snprintf(text, sizeof text, "%s", frame.source.c_str())
+            : level >= 5
+                ? std::snprintf(text, sizeof text, "gw top | %s", frame.source.c_str())
+                : std::snprintf(text, sizeof text, "gpuwarden top | %s", frame.source.c_str());
     auto add = [&](const char* format, auto... args) {
       if (n >= 0 && static_cast<size_t>(n) < sizeof text)
         n += std::snprintf(text + n, sizeof text - static_cast<size_t>(n), format, args...);
@@ -198,7 +200,7 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter
         add(" | driver %s", frame.driver_version.c_str());
       if (frame.taken_unix_seconds > 0) add(" | %s", level < 2 ? date : clock);
     }
-    if (frame.queue.shown) {
+    if (frame.queue.shown && level < 6) {
       if (level < 3)
         add(" | queued %zu, longest wait %s%s", frame.queue.jobs, frame.queue.jobs ? wait : "-",
             frame.queue.up ? "" : " (Slurm not answering)");
@@ -220,7 +222,7 @@ void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter
     const int shown = std::min<int>(n, static_cast<int>(sizeof text) - 1);
     if (!last && shown > width_) continue;
     std::string_view all(text, static_cast<size_t>(shown));
-    const size_t title = all.find(" | ");
+    const size_t title = level >= 7 ? 0 : all.find(" | ");
     line.Style(kBold);
     line.Text(all.substr(0, title));
     line.Unstyle();
@@ -448,8 +450,13 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
 void FrameRenderer::CompactRow(const GpuView& g, bool selected, LineWriter& line) {
   Severity worst = Severity::kInfo;
   const bool marked = Worst(g, &worst);
-  if (marked) line.Style(SeverityColour(worst));
-  if (selected && line.screen()) line.Style(kReverse);
+  // The row's own style (its problem's colour, reverse when selected), taken up again after each
+  // figure with a colour of its own.
+  auto row_style = [&] {
+    if (marked) line.Style(SeverityColour(worst));
+    if (selected && line.screen()) line.Style(kReverse);
+  };
+  row_style();
   line.Text(selected ? ">" : " ");
   line.Text(Mark(g));
   line.Format("GPU %-2.0f ", g.index);
@@ -476,8 +483,7 @@ void FrameRenderer::CompactRow(const GpuView& g, bool selected, LineWriter& line
     line.Style(i == 0 ? kGreen : LimitColour(r));
     for (int b = 0; b < filled; ++b) line.Text("|");
     line.Unstyle();
-    if (marked) line.Style(SeverityColour(worst));
-    if (selected && line.screen()) line.Style(kReverse);
+    row_style();
     for (int b = filled; b < bar; ++b) line.Text(" ");
     line.Text("]");
     if (IsAbsent(ratios[i]))
@@ -487,8 +493,7 @@ void FrameRenderer::CompactRow(const GpuView& g, bool selected, LineWriter& line
     if (i == 0 && sm_cols > 0) {
       const int at = line.col();
       SmAfterUtilization(g, line);
-      if (marked) line.Style(SeverityColour(worst));
-      if (selected && line.screen()) line.Style(kReverse);
+      row_style();
       line.PadTo(at + sm_cols);
     }
   }
@@ -499,6 +504,7 @@ void FrameRenderer::CompactRow(const GpuView& g, bool selected, LineWriter& line
   else
     line.Format(" %4.0fW", g.power_w);
   line.Unstyle();
+  row_style();
   const double temp = Ratio(g.temperature_c, g.slowdown_c);
   if (!IsAbsent(temp)) line.Style(LimitColour(temp));
   if (IsAbsent(g.temperature_c))
@@ -506,10 +512,12 @@ void FrameRenderer::CompactRow(const GpuView& g, bool selected, LineWriter& line
   else
     line.Format(" %3.0fC", g.temperature_c);
   line.Unstyle();
+  row_style();
   if (!g.firing_alerts.empty()) {
     line.Style(SeverityColour(g.alert_worst));
     line.Format(" A%.0f", static_cast<double>(g.firing_alerts.size()));
     line.Unstyle();
+    row_style();
   }
   if (!g.holder.job.empty() && line.remaining() > 8) {
     line.Text("  job ");

@@ -145,6 +145,7 @@ TEST(ProcessEnricher, AReusedPidIsReadAfreshAndAGonePidForgotten) {
   EXPECT_EQ(gpus[0].processes[0].details->command, "python3 train.py");
   EXPECT_EQ(gpus[0].processes[0].details->user, "root");  // uid 0
   EXPECT_EQ(enricher.detail_reads(), 2u);
+  // The fake status has no VmRSS: stat's rss (10 pages).
   EXPECT_DOUBLE_EQ(gpus[0].processes[0].host_memory_bytes, 10.0 * sysconf(_SC_PAGESIZE));
 
   // Before the interval: nothing is read, what is known is copied.

@@ -523,7 +523,9 @@ TEST(TopInteractive, MemoryBarsAreYellowFrom80AndRedFrom95Percent) {
   ASSERT_TRUE(WaitFor(
       [&] {
         screen = tmux.Screen();
-        return screen.find(" 85%") != std::string::npos && screen.find(" 99%") != std::string::npos;
+        // 69,325 and 80,743 MiB of 79.6 GiB.
+        return screen.find("67.7/80G") != std::string::npos &&
+               screen.find("78.9/80G") != std::string::npos;
       },
       60))
       << screen;

@@ -10,6 +10,26 @@
 namespace gw::top {
 namespace {
 
+// The task layer's job of a process travels as its "job_id" and lands in top's process row.
+TEST(TopSnapshotJson, AProcessCarriesItsJob) {
+  auto snap = TestSnapshot();
+  const std::map<unsigned, std::string> jobs = {{4242, "train-7"}};
+  const std::string body = serve::SnapshotJson(*snap, &jobs);
+  auto parsed = ParseSnapshotJson(body, nullptr);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  std::vector<ProcessView> rows;
+  AppendProcessViews((*parsed)->gpus[1], {}, &rows);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].job, "train-7");
+  EXPECT_EQ(rows[0].name, "python3");
+  EXPECT_EQ(rows[1].job, "");  // not attributed: no key
+  EXPECT_EQ(serve::SnapshotJson(*snap).find("job_id"), std::string::npos);
+  // A local view's attributions name the job where the details do not.
+  rows.clear();
+  AppendProcessViews(snap->gpus[1], {{4243, "eval-3"}}, &rows);
+  EXPECT_EQ(rows[1].job, "eval-3");
+}
+
 TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
   auto snap = TestSnapshot();
   std::map<unsigned, std::vector<collect::HealthProblem>> health;
