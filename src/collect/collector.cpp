@@ -21,6 +21,7 @@
 
 #include "base/stopwatch.h"
 #include "collect/gpu_reader.h"
+#include "collect/process_details.h"
 
 namespace gw::collect {
 
@@ -63,6 +64,7 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
   // ---- owned by the active worker --------------------------------------------------------
   std::vector<GpuReader> gpus;
   CollectorStats stats;
+  std::unique_ptr<ProcessEnricher> enricher;  // null with process_details off
   // Time inside NVML per call, in base/stopwatch.h ticks; turned into stats' seconds on publish.
   std::array<uint64_t, kCallCount> call_ticks{}, call_max_ticks{};
   std::array<uint64_t, kCallCount> call_ticks_published{};  // already in seconds_total
@@ -391,6 +393,13 @@ struct Collector::Impl : CallGuard, std::enable_shared_from_this<Collector::Impl
     s.taken_unix_seconds = options.stepped ? sim_start_unix + now : options.clock->NowSeconds();
     s.gpus.resize(gpus.size());
     for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i] = gpus[i].snapshot();
+    if (options.process_details && !gpus.empty()) {
+      if (!enricher)
+        enricher = std::make_unique<ProcessEnricher>(
+            ProcessEnricherOptions{options.proc_root, options.process_details_interval_s},
+            library ? &library->api() : nullptr);
+      enricher->Apply(SteadySeconds(), s.gpus);
+    }
     {
       std::lock_guard<std::mutex> lock(xid_mu);
       for (size_t i = 0; i < gpus.size(); ++i) s.gpus[i].xid_counts = xids[i];

@@ -42,6 +42,12 @@ struct CollectorOptions {
   double memory_peak_interval_s = 0.25;  // 0 disables the sub-sampler
   double call_timeout_s = 5.0;           // watchdog: a call slower than this is "hung"
   bool per_process_metrics = false;      // per-pid series (cardinality: opt-in)
+  // Each GPU process's name, user, command line, host CPU and memory (collect/process_details.h),
+  // read from `proc_root` at most every `process_details_interval_s`. false: pid and GPU figures
+  // only.
+  bool process_details = true;
+  double process_details_interval_s = 2.0;
+  std::string proc_root = "/proc";
   // Per-link NVLink error counters and rates on /metrics and in the store (18 links × 5 series
   // per GPU on an HGX board: opt-in). gpu_nvlink_link_up is always there.
   bool nvlink_link_metrics = false;

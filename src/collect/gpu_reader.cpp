@@ -295,7 +295,9 @@ void GpuReader::ReadProcesses() {
   Set(Slot::kProcesses, static_cast<double>(process_scratch_.size()));
   Set(Slot::kProcessesMemory, total_known ? total : kAbsent);
 
-  if (!options_.per_process_metrics || snap_.processes.empty()) return;
+  // Per-process SM utilization is always read (top and the console show it); only its /metrics
+  // series wait for per_process_metrics (collect/exposition.h).
+  if (snap_.processes.empty()) return;
   auto util = Read(Call::kProcessUtilization, [&] {
     return device_.ProcessUtilization(process_util_since_us_, &process_util_scratch_);
   });

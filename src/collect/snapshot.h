@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,11 +28,27 @@ inline bool IsAbsent(double v) {
 
 inline constexpr unsigned kNoMigInstance = 0xFFFFFFFFu;  // NVML_MIG_NO_INSTANCE
 
+// Who a GPU process is, for people (collect/process_details.h fills it). Shared and never changed
+// once published, so that copying a snapshot copies a pointer, not the strings.
+struct ProcessDetails {
+  std::string name;  // /proc/<pid>/comm, else the driver's (nvmlSystemGetProcessName); "" unknown
+  std::string user;  // the owner's user name (the uid as text without one); "" unknown
+  std::string command;  // /proc/<pid>/cmdline, arguments joined by spaces, cut at 256 bytes
+  // The job the task layer attributed it to: never set by the collector; a snapshot read back
+  // from an agent's JSON (top --url) carries the agent's "job_id".
+  std::string job_id;
+};
+
 struct ProcessSample {
   unsigned pid = 0;
   double memory_bytes = kAbsent;
   double sm_utilization_ratio = kAbsent;
   unsigned gpu_instance_id = kNoMigInstance;  // the MIG instance it runs in, if any
+  // Filled by the collector's process details (collect/process_details.h); null / absent where
+  // unknown (not read yet, or the pid is not in this machine's /proc).
+  std::shared_ptr<const ProcessDetails> details;
+  double host_cpu_ratio = kAbsent;     // host CPU cores it used lately (1.0 = one whole core)
+  double host_memory_bytes = kAbsent;  // resident set size
 };
 
 // Profiling signals from NVML GPM (docs/metrics.md, "Profiling"), per GPU and per MIG instance.

@@ -328,6 +328,7 @@ typedef struct {
   X(nvmlSystemGetNVMLVersion, (char* version, unsigned int length))                                \
   X(nvmlSystemGetCudaDriverVersion_v2, (int* cudaDriverVersion))                                   \
   X(nvmlSystemGetCudaDriverVersion, (int* cudaDriverVersion))                                      \
+  X(nvmlSystemGetProcessName, (unsigned int pid, char* name, unsigned int length))                 \
   X(nvmlDeviceGetCount_v2, (unsigned int* deviceCount))                                            \
   X(nvmlDeviceGetCount, (unsigned int* deviceCount))                                               \
   X(nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device))                     \

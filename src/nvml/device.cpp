@@ -499,6 +499,16 @@ Result<std::string> System::DriverVersion() const {
   return std::string(buffer);
 }
 
+Result<bool> System::ProcessName(unsigned pid, char* out, unsigned size) const {
+  if (api_->nvmlSystemGetProcessName == nullptr) return Result<bool>::Fail(kMissing);
+  if (out == nullptr || size == 0) return Result<bool>::Fail(NVML_ERROR_INVALID_ARGUMENT);
+  out[0] = '\0';
+  nvmlReturn_t rc = api_->nvmlSystemGetProcessName(pid, out, size);
+  out[size - 1] = '\0';
+  if (rc != NVML_SUCCESS) return Result<bool>::Fail(rc);
+  return true;
+}
+
 Result<std::string> System::NvmlVersion() const {
   if (api_->nvmlSystemGetNVMLVersion == nullptr) return Result<std::string>::Fail(kMissing);
   char buffer[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE + 1] = {0};

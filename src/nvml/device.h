@@ -191,7 +191,9 @@ class System {
   explicit System(const Api* api) : api_(api) {}
   Result<std::string> DriverVersion() const;
   Result<std::string> NvmlVersion() const;
-  Result<int> CudaDriverVersion() const;               // e.g. 12040 = 12.4
+  Result<int> CudaDriverVersion() const;  // e.g. 12040 = 12.4
+  // nvmlSystemGetProcessName into `out` (cut to size - 1 bytes, NUL-terminated); no allocation.
+  Result<bool> ProcessName(unsigned pid, char* out, unsigned size) const;
   Result<unsigned> DeviceCount() const;                // _v2 → v1
   Result<Device> DeviceByIndex(unsigned index) const;  // _v2 → v1
 

@@ -35,7 +35,8 @@ void PutPresent(json& j, const char* key, double value) {
   if (!IsAbsent(value)) j[key] = value;
 }
 
-json Processes(const std::vector<collect::ProcessSample>& processes) {
+json Processes(const std::vector<collect::ProcessSample>& processes,
+               const std::map<unsigned, std::string>* job_of_pid) {
   json procs = json::array();
   for (const auto& p : processes) {
     json pj;
@@ -43,12 +44,24 @@ json Processes(const std::vector<collect::ProcessSample>& processes) {
     PutPresent(pj, "memory_bytes", p.memory_bytes);
     PutPresent(pj, "sm_utilization_ratio", p.sm_utilization_ratio);
     if (p.gpu_instance_id != collect::kNoMigInstance) pj["gpu_instance_id"] = p.gpu_instance_id;
+    if (p.details) {
+      if (!p.details->name.empty()) pj["name"] = p.details->name;
+      if (!p.details->user.empty()) pj["user"] = p.details->user;
+      if (!p.details->command.empty()) pj["command"] = p.details->command;
+    }
+    PutPresent(pj, "host_cpu_ratio", p.host_cpu_ratio);
+    PutPresent(pj, "host_memory_bytes", p.host_memory_bytes);
+    std::string_view job = p.details ? std::string_view(p.details->job_id) : std::string_view();
+    if (job_of_pid != nullptr)
+      if (auto it = job_of_pid->find(p.pid); it != job_of_pid->end()) job = it->second;
+    if (!job.empty()) pj["job_id"] = job;
     procs.push_back(std::move(pj));
   }
   return procs;
 }
 
-json MigInstance(const collect::MigInstanceSnapshot& m) {
+json MigInstance(const collect::MigInstanceSnapshot& m,
+                 const std::map<unsigned, std::string>* job_of_pid) {
   json j;
   j["gpu_instance_id"] = m.gpu_instance_id;
   j["compute_instance_id"] = m.compute_instance_id;
@@ -66,7 +79,7 @@ json MigInstance(const collect::MigInstanceSnapshot& m) {
       metrics["gpu_mig_" + SlotKey(collect::GpmSlot(signal)).substr(4)] = v;
   }
   j["metrics"] = std::move(metrics);
-  j["processes"] = Processes(m.processes);
+  j["processes"] = Processes(m.processes, job_of_pid);
   return j;
 }
 
@@ -84,7 +97,8 @@ json NvLink(const collect::NvLinkSnapshot& l) {
 
 }  // namespace
 
-std::string SnapshotJson(const collect::Snapshot& snap) {
+std::string SnapshotJson(const collect::Snapshot& snap,
+                         const std::map<unsigned, std::string>* job_of_pid) {
   const collect::CollectorStats& st = snap.stats;
   json root;
   root["nvml_up"] = st.nvml_up;
@@ -116,9 +130,9 @@ std::string SnapshotJson(const collect::Snapshot& snap) {
     json xids = json::object();
     for (const auto& [xid, count] : g.xid_counts) xids[std::to_string(xid)] = count;
     j["xid_counts"] = xids;
-    j["processes"] = Processes(g.processes);
+    j["processes"] = Processes(g.processes, job_of_pid);
     json mig = json::array();
-    for (const auto& m : g.mig) mig.push_back(MigInstance(m));
+    for (const auto& m : g.mig) mig.push_back(MigInstance(m, job_of_pid));
     j["mig"] = std::move(mig);
     json links = json::array();
     for (const auto& l : g.nvlinks) links.push_back(NvLink(l));

@@ -10,13 +10,18 @@
 #ifndef GPUWARDEN_SERVE_SNAPSHOT_JSON_H_
 #define GPUWARDEN_SERVE_SNAPSHOT_JSON_H_
 
+#include <map>
 #include <string>
 
 #include "collect/snapshot.h"
 
 namespace gw::serve {
 
-std::string SnapshotJson(const collect::Snapshot& snapshot);
+// `job_of_pid` (optional): the task layer's job of each process it attributed, written as the
+// process's "job_id" (a process's details may carry one too, e.g. a snapshot read back from an
+// agent).
+std::string SnapshotJson(const collect::Snapshot& snapshot,
+                         const std::map<unsigned, std::string>* job_of_pid = nullptr);
 
 }  // namespace gw::serve
 

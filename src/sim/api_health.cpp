@@ -1,6 +1,7 @@
 // libnvml-sim.so, part 3: ECC, retired pages, row remapping, PCIe, NVLink, processes and field
 // values.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "sim/api_internal.h"
@@ -35,10 +36,16 @@ nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, void* infos,
   return WithDeviceOrMig(device, function, [&](DeviceCall& c) -> nvmlReturn_t {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     std::vector<const gw::sim::ProcessSpec*> running = c.device->RunningProcesses();
-    if (c.mig != nullptr)
-      std::erase_if(running, [&](const gw::sim::ProcessSpec* p) {
-        return c.device->InstanceOf(*p) != c.mig_slot;
-      });
+    std::vector<double> held = c.device->RunningProcessMemoryMib();
+    if (c.mig != nullptr) {
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < running.size(); ++i) {
+        if (c.device->InstanceOf(*running[i]) != c.mig_slot) continue;
+        running[kept] = running[i];
+        held[kept++] = held[i];
+      }
+      running.resize(kept);
+    }
     const auto n = static_cast<unsigned>(running.size());
     if (n == 0) {
       *count = 0;
@@ -58,7 +65,7 @@ nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, void* infos,
       std::memset(entry, 0, stride);
       const unsigned pid = running[i]->pid;
       const unsigned long long used =
-          static_cast<unsigned long long>(running[i]->memory_mib * static_cast<double>(kMiB));
+          static_cast<unsigned long long>(held[i] * static_cast<double>(kMiB));
       std::memcpy(entry + 0, &pid, sizeof pid);
       std::memcpy(entry + 8, &used, sizeof used);
       if (!v1_layout) {
@@ -207,6 +214,42 @@ gw::sim::NvLinkErrors LinkErrors(const DeviceCall& c, unsigned link) {
   request.latencyUsec = 0;
   request.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
   return request;
+}
+
+// Splits the GPU's `total_pct` among `running` in whole percent that add up to it: a process with
+// its own figure (`fixed`, the scenario's sm_util/mem_util) gets it — scaled down when those
+// alone exceed the total — and the others share the rest equally.
+template <class Fixed>
+std::vector<unsigned> Shares(const std::vector<const gw::sim::ProcessSpec*>& running,
+                             double total_pct, Fixed fixed) {
+  const long total = std::lround(std::clamp(total_pct, 0.0, 100.0));
+  double asked = 0;
+  std::size_t free_count = 0;
+  for (const gw::sim::ProcessSpec* p : running) {
+    if (auto f = fixed(*p))
+      asked += std::max(0.0, *f);
+    else
+      ++free_count;
+  }
+  const double scale = asked > static_cast<double>(total) ? static_cast<double>(total) / asked : 1;
+  const double rest = std::max(0.0, static_cast<double>(total) - asked * scale);
+  std::vector<unsigned> out(running.size());
+  long given = 0;
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const auto f = fixed(*running[i]);
+    const double share = f ? std::max(0.0, *f) * scale
+                           : rest / static_cast<double>(std::max<std::size_t>(1, free_count));
+    out[i] = static_cast<unsigned>(std::floor(share));
+    given += static_cast<long>(out[i]);
+  }
+  // Whole percent lost to rounding down go to the first process without a figure of its own
+  // (else the first), so the shares add up to the total (or to the fixed figures, when they ask
+  // for less and no process shares the rest).
+  const long target = free_count > 0 ? total : std::lround(asked * scale);
+  std::size_t first = 0;
+  while (first < running.size() && free_count > 0 && fixed(*running[first])) ++first;
+  if (first < out.size() && given < target) out[first] += static_cast<unsigned>(target - given);
+  return out;
 }
 
 }  // namespace
@@ -381,7 +424,8 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned 
 }
 
 // One sample per running process (the latest step), if newer than lastSeenTimeStamp. SM and
-// memory shares are the scenario's sm_util/mem_util, else an equal split of the GPU's.
+// memory shares are the scenario's sm_util/mem_util, else an equal split of what is left of the
+// GPU's; they add up to the GPU's utilization (Shares).
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              nvmlProcessUtilizationSample_t* utilization,
                                              unsigned int* processSamplesCount,
@@ -400,15 +444,16 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
       return NVML_ERROR_INSUFFICIENT_SIZE;
     }
     const gw::sim::StepSample& s = c.device->latest();
+    const std::vector<unsigned> sm =
+        Shares(running, s.util_pct, [](const gw::sim::ProcessSpec& p) { return p.sm_util_pct; });
+    const std::vector<unsigned> mem = Shares(
+        running, s.mem_util_pct, [](const gw::sim::ProcessSpec& p) { return p.mem_util_pct; });
     for (unsigned i = 0; i < n; ++i) {
-      const gw::sim::ProcessSpec& p = *running[i];
       nvmlProcessUtilizationSample_t& out = utilization[i];
-      out.pid = p.pid;
+      out.pid = running[i]->pid;
       out.timeStamp = c.timestamp_us;
-      out.smUtil =
-          static_cast<unsigned>(p.sm_util_pct.value_or(s.util_pct / static_cast<double>(n)));
-      out.memUtil =
-          static_cast<unsigned>(p.mem_util_pct.value_or(s.mem_util_pct / static_cast<double>(n)));
+      out.smUtil = sm[i];
+      out.memUtil = mem[i];
       out.encUtil = s.enc_util_pct / n;
       out.decUtil = s.dec_util_pct / n;
     }

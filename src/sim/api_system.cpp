@@ -411,6 +411,21 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {
   return CudaDriverVersion(v);
 }
 
+// The name of a process running on one of the fleet's GPUs: the scenario's `name` for a scenario
+// process, `comm` for a host process (sim/host_processes.h). A pid on no GPU: NOT_FOUND (the real
+// driver names any process of the machine; gpuwarden asks only about GPU processes).
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name, unsigned int length) {
+  Library& lib = TheLibrary();
+  std::lock_guard<std::mutex> lock(lib.mu);
+  if (lib.fleet == nullptr) return NVML_ERROR_UNINITIALIZED;
+  if (gw::sim::api::Missing(lib, "nvmlSystemGetProcessName")) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (name == nullptr || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned i = 0; i < lib.fleet->device_count(); ++i)
+    for (const gw::sim::ProcessSpec* p : lib.fleet->DeviceInfo(i).RunningProcesses())
+      if (p->pid == pid) return gw::sim::api::CopyString(p->name, name, length);
+  return NVML_ERROR_NOT_FOUND;
+}
+
 // ---- enumeration
 // ----------------------------------------------------------------------------------
 

@@ -237,8 +237,10 @@ std::uint64_t Device::instance_total_memory_bytes(std::size_t slot) const {
 
 std::uint64_t Device::instance_used_memory_bytes(std::size_t slot) const {
   double mib = 0;
-  for (const ProcessSpec* p : RunningProcesses())
-    if (InstanceOf(*p) == static_cast<int>(slot)) mib += p->memory_mib;
+  const std::vector<const ProcessSpec*> running = RunningProcesses();
+  const std::vector<double> held = RunningProcessMemoryMib();
+  for (std::size_t i = 0; i < running.size(); ++i)
+    if (InstanceOf(*running[i]) == static_cast<int>(slot)) mib += held[i];
   return std::min(instance_total_memory_bytes(slot),
                   static_cast<std::uint64_t>(mib * static_cast<double>(kMiB)));
 }
@@ -276,6 +278,18 @@ std::vector<const ProcessSpec*> Device::RunningProcesses() const {
   return running;
 }
 
+std::vector<double> Device::RunningProcessMemoryMib() const {
+  const std::vector<const ProcessSpec*> running = RunningProcesses();
+  std::vector<double> mib(running.size());
+  double room = static_cast<double>(total_memory_bytes() - reserved_memory_bytes()) /
+                static_cast<double>(kMiB);
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    mib[i] = std::clamp(running[i]->memory_mib, 0.0, room);
+    room -= mib[i];
+  }
+  return mib;
+}
+
 void Device::SetHostProcesses(std::vector<ProcessSpec> processes,
                               std::optional<WorkloadSegment> workload) {
   host_processes_ = std::move(processes);
@@ -291,7 +305,7 @@ std::uint64_t Device::reserved_memory_bytes() const {
 
 std::uint64_t Device::used_memory_bytes() const {
   double mib = activity_.extra_memory_mib;
-  for (const ProcessSpec* p : RunningProcesses()) mib += p->memory_mib;
+  for (double process_mib : RunningProcessMemoryMib()) mib += process_mib;
   const std::uint64_t usable = total_memory_bytes() - reserved_memory_bytes();
   return std::min(usable, static_cast<std::uint64_t>(mib * static_cast<double>(kMiB)));
 }

@@ -91,6 +91,11 @@ class Device {
   std::uint64_t reserved_memory_bytes() const;
   // Processes alive at the last step: the scenario's in scenario order, then host processes.
   std::vector<const ProcessSpec*> RunningProcesses() const;
+  // The device memory each of RunningProcesses() holds (MiB, same order): what it asks for, as far
+  // as the card's usable memory still has room after the processes before it. A host process
+  // joining a GPU that a scenario process already fills gets what is left (0 when nothing is), so
+  // the processes' memory never adds up to more than the card and used_memory_bytes() covers it.
+  std::vector<double> RunningProcessMemoryMib() const;
 
   // ---- profiling counters, NVLink and MIG ----
   const GpmCounters& gpm_counters() const { return gpm_; }

@@ -25,20 +25,6 @@ std::string Throttle(const collect::GpuSnapshot& gpu, bool* throttled) {
   return out;
 }
 
-std::string Processes(const collect::GpuSnapshot& gpu) {
-  std::string out;
-  for (const collect::ProcessSample& p : gpu.processes) {
-    if (!out.empty()) out += ", ";
-    out += "pid " + std::to_string(p.pid);
-    if (!IsAbsent(p.memory_bytes)) {
-      char buffer[32];
-      std::snprintf(buffer, sizeof buffer, " %.1f GiB", p.memory_bytes / kGiB);
-      out += buffer;
-    }
-  }
-  return out;
-}
-
 // The sum of the values present; NaN when none is.
 double SumPresent(std::initializer_list<double> values) {
   double sum = collect::kAbsent;
@@ -97,7 +83,6 @@ GpuView ViewOf(const collect::GpuSnapshot& gpu) {
   }
   v.throttle = Throttle(gpu, &v.throttled);
   v.processes = gpu.processes.size();
-  v.process_text = Processes(gpu);
   v.sm_active = gpu.value(Slot::kSmActive);
   v.sm_occupancy = gpu.value(Slot::kSmOccupancy);
   v.tensor_active = gpu.value(Slot::kTensorAny);
@@ -120,6 +105,54 @@ GpuView ViewOf(const collect::GpuSnapshot& gpu) {
   NvLinks(gpu, v);
   return v;
 }
+
+void AppendProcessViews(const collect::GpuSnapshot& gpu,
+                        const std::map<unsigned, std::string>& jobs,
+                        std::vector<ProcessView>* out) {
+  const size_t first = out->size();
+  auto add = [&](const collect::ProcessSample& p, unsigned instance) {
+    for (size_t i = first; i < out->size(); ++i)
+      if ((*out)[i].pid == p.pid) return;  // on the GPU's list and its instance's
+    ProcessView v;
+    v.gpu = gpu.identity.index;
+    v.gpu_instance_id = instance;
+    v.pid = p.pid;
+    if (p.details) {
+      v.name = p.details->name;
+      v.user = p.details->user;
+      v.command = p.details->command;
+      v.job = p.details->job_id;
+    }
+    if (v.job.empty())
+      if (auto j = jobs.find(p.pid); j != jobs.end()) v.job = j->second;
+    v.memory_bytes = p.memory_bytes;
+    v.sm_ratio = p.sm_utilization_ratio;
+    v.cpu_ratio = p.host_cpu_ratio;
+    v.host_memory_bytes = p.host_memory_bytes;
+    out->push_back(std::move(v));
+  };
+  for (const collect::ProcessSample& p : gpu.processes) add(p, p.gpu_instance_id);
+  for (const collect::MigInstanceSnapshot& m : gpu.mig)
+    for (const collect::ProcessSample& p : m.processes) add(p, m.gpu_instance_id);
+}
+
+namespace {
+
+collect::Severity AlertSeverity(const std::string& severity) {
+  return severity == "critical"  ? collect::Severity::kCritical
+         : severity == "warning" ? collect::Severity::kWarning
+                                 : collect::Severity::kInfo;
+}
+
+float HistoryValue(double ratio) {
+  return IsAbsent(ratio) ? -1.0f : static_cast<float>(ratio);
+}
+
+double RatioOf(double v, double limit) {
+  return IsAbsent(v) || IsAbsent(limit) || limit <= 0 ? collect::kAbsent : v / limit;
+}
+
+}  // namespace
 
 std::shared_ptr<const Frame> FrameBuilder::Build(const Reading& reading) {
   auto frame = std::make_shared<Frame>();
@@ -149,16 +182,33 @@ std::shared_ptr<const Frame> FrameBuilder::Build(const Reading& reading) {
         v.worst = p.severity;
       v.has_problem = true;
     }
-    Ring& ring = history_[v.uuid.empty() ? std::to_string(v.index) : v.uuid];
-    ring.values[ring.next] = IsAbsent(v.util) ? -1.0f : static_cast<float>(v.util);
+    const std::string label = std::to_string(v.index);
+    for (size_t i = 0; i < reading.alerts.size(); ++i) {
+      const AlertView& a = reading.alerts[i];
+      if (a.state != "firing" || a.gpu != label) continue;
+      const collect::Severity severity = AlertSeverity(a.severity);
+      if (v.firing_alerts.empty() || static_cast<int>(severity) > static_cast<int>(v.alert_worst))
+        v.alert_worst = severity;
+      v.firing_alerts.push_back(i);
+    }
+    Ring& ring = history_[v.uuid.empty() ? label : v.uuid];
+    ring.util[ring.next] = HistoryValue(v.util);
+    ring.memory[ring.next] = HistoryValue(RatioOf(v.memory_used_bytes, v.memory_total_bytes));
+    ring.power[ring.next] = HistoryValue(RatioOf(v.power_w, v.power_limit_w));
+    ring.temperature[ring.next] = HistoryValue(RatioOf(v.temperature_c, v.slowdown_c));
     ring.next = (ring.next + 1) % kHistoryLength;
     if (ring.count < kHistoryLength) ++ring.count;
     v.history_count = ring.count;
     // Oldest first, right-aligned: the newest sample is history[kHistoryLength - 1].
     for (size_t i = 0; i < ring.count; ++i) {
       size_t from = (ring.next + kHistoryLength - ring.count + i) % kHistoryLength;
-      v.history[kHistoryLength - ring.count + i] = ring.values[from];
+      size_t to = kHistoryLength - ring.count + i;
+      v.history[to] = ring.util[from];
+      v.memory_history[to] = ring.memory[from];
+      v.power_history[to] = ring.power[from];
+      v.temperature_history[to] = ring.temperature[from];
     }
+    AppendProcessViews(gpu, reading.process_jobs, &frame->processes);
     frame->gpus.push_back(std::move(v));
   }
   last_ = frame;

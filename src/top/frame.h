@@ -2,8 +2,9 @@
 //
 // A `Reading` is what a source (top/sources.h) got in one poll: the snapshot, who holds each GPU,
 // the alerts. `FrameBuilder` turns readings into `Frame`s: it decodes everything a person reads
-// (throttle reasons, ECC/XID counts, health problems, job/team) and keeps each GPU's utilization
-// history for the sparkline, so that drawing a frame (top/render.h) only formats numbers and
+// (throttle reasons, ECC/XID counts, health problems, job/team, firing alerts per GPU, the process
+// table's rows) and keeps each GPU's utilization, memory, power and temperature history for the
+// sparklines, so that drawing a frame (top/render.h) only formats numbers and
 // copies text. A Frame never changes once built; the UI holds a shared_ptr<const Frame>.
 //
 // Threading: a FrameBuilder belongs to one thread (the poller's). Frames may be read from any.
@@ -78,6 +79,9 @@ struct Reading {
   std::string jobs_note;
   QueueSummary queue;
   std::vector<ServiceView> services;  // empty: the agent has none (or no services API)
+  // The job of each GPU process by pid, as a local view attributes it from /proc (a remote
+  // snapshot carries its own per-process "job_id").
+  std::map<unsigned, std::string> process_jobs;
 };
 
 // Busy but hollow: utilization at least kHollowUtilization while SM active stays under
@@ -94,6 +98,18 @@ struct MigView {
   double memory_used_bytes = collect::kAbsent, memory_total_bytes = collect::kAbsent;
   double sm_active = collect::kAbsent;  // the instance's own (GPM), ratio
   size_t processes = 0;
+};
+
+// One GPU process as the process table shows it. Numbers are NaN where unknown, text "".
+struct ProcessView {
+  unsigned gpu = 0;                                    // GPU index
+  unsigned gpu_instance_id = collect::kNoMigInstance;  // its MIG instance, if any
+  unsigned pid = 0;
+  std::string name, user, command, job;
+  double memory_bytes = collect::kAbsent;       // device memory
+  double sm_ratio = collect::kAbsent;           // its share of the GPU's SMs (0..1)
+  double cpu_ratio = collect::kAbsent;          // host CPU cores used (1.0 = one core)
+  double host_memory_bytes = collect::kAbsent;  // resident set size
 };
 
 struct GpuView {
@@ -115,7 +131,6 @@ struct GpuView {
   std::string throttle;  // "power cap, HW slowdown", "idle", or "" (running free)
   bool throttled = false;
   size_t processes = 0;
-  std::string process_text;  // "pid 31337 70.0 GiB, pid 4242 1.2 GiB", "" if none
   // Profiling (GPM), ratios; NaN where the GPU has none (older GPUs, drivers without GPM).
   double sm_active = collect::kAbsent, sm_occupancy = collect::kAbsent;
   double tensor_active = collect::kAbsent, dram_active = collect::kAbsent;
@@ -133,8 +148,17 @@ struct GpuView {
   std::vector<collect::HealthProblem> problems;  // most severe first
   bool has_problem = false;
   collect::Severity worst = collect::Severity::kInfo;  // of `problems` when has_problem
-  // Utilization history, oldest first; the last `history_count` entries of `history` are valid.
+  // The frame's firing alerts about this GPU (their gpu label is its index): positions in
+  // Frame::alerts, and the most severe of them ("critical" > "warning" > anything else).
+  std::vector<size_t> firing_alerts;
+  collect::Severity alert_worst = collect::Severity::kInfo;
+  // Histories, oldest first; the last `history_count` entries of each are valid; -1 = no
+  // reading. `history` is the utilization (ratio); memory, power and temperature are ratios of
+  // their limits (total memory, enforced power limit, slowdown threshold).
   std::array<float, kHistoryLength> history{};
+  std::array<float, kHistoryLength> memory_history{};
+  std::array<float, kHistoryLength> power_history{};
+  std::array<float, kHistoryLength> temperature_history{};
   size_t history_count = 0;
 };
 
@@ -146,6 +170,8 @@ struct Frame {
   double taken_unix_seconds = 0;
   uint64_t generation = 0;
   std::vector<GpuView> gpus;  // in the snapshot's order (by index)
+  // Every GPU's processes (a MIG instance's included), GPU by GPU in the snapshot's order.
+  std::vector<ProcessView> processes;
   std::vector<AlertView> alerts;
   std::string alerts_note, jobs_note;
   QueueSummary queue;
@@ -158,14 +184,14 @@ class FrameBuilder {
  public:
   explicit FrameBuilder(std::string source) : source_(std::move(source)) {}
 
-  // A frame from a fresh reading; appends each GPU's utilization to its history (by UUID).
+  // A frame from a fresh reading; appends each GPU's readings to its history (by UUID).
   std::shared_ptr<const Frame> Build(const Reading& reading);
   // The previous frame with `error` set (the data is kept, the history does not move).
   std::shared_ptr<const Frame> Failed(const std::string& error);
 
  private:
   struct Ring {
-    std::array<float, kHistoryLength> values{};
+    std::array<float, kHistoryLength> util{}, memory{}, power{}, temperature{};
     size_t next = 0, count = 0;
   };
   std::string source_;
@@ -175,6 +201,10 @@ class FrameBuilder {
 
 // The GPU view of one snapshot entry (no history, no holder); exposed for tests.
 GpuView ViewOf(const collect::GpuSnapshot& gpu);
+// The process rows of one GPU (its MIG instances' included, each pid once); `jobs` names a
+// process's job where its details do not.
+void AppendProcessViews(const collect::GpuSnapshot& gpu,
+                        const std::map<unsigned, std::string>& jobs, std::vector<ProcessView>* out);
 
 }  // namespace gw::top
 

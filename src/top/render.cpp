@@ -35,9 +35,54 @@ std::string_view OrElse(const std::string& text, std::string_view fallback) {
   return text.empty() ? fallback : std::string_view(text);
 }
 
+// The worse of a GPU's health problems and the alerts firing about it; false when it has none.
+bool Worst(const GpuView& g, Severity* worst) {
+  bool any = false;
+  if (g.has_problem) {
+    *worst = g.worst;
+    any = true;
+  }
+  if (!g.firing_alerts.empty() &&
+      (!any || static_cast<int>(g.alert_worst) > static_cast<int>(*worst))) {
+    *worst = g.alert_worst;
+    any = true;
+  }
+  return any;
+}
+
 const char* Mark(const GpuView& g) {
-  if (!g.has_problem) return "  ";
-  return g.worst == Severity::kCritical ? "!!" : g.worst == Severity::kWarning ? "! " : "  ";
+  Severity worst = Severity::kInfo;
+  if (!Worst(g, &worst)) return "  ";
+  return worst == Severity::kCritical ? "!!" : worst == Severity::kWarning ? "! " : "  ";
+}
+
+// The colour of a bar filled to `r` of its limit: green below 80 %, yellow from 80 %, red from
+// 95 % (the thresholds the help text gives).
+const char* LimitColour(double r) {
+  return r >= 0.95 ? kRed : r >= 0.8 ? kYellow : kGreen;
+}
+
+// `name` without a leading "NVIDIA " (the one-line rows have no room for it).
+std::string_view ShortName(const std::string& name) {
+  std::string_view n = name;
+  if (n.rfind("NVIDIA ", 0) == 0) n.remove_prefix(7);
+  return n;
+}
+
+// The last `cols` samples of `history` (`count` valid) as a sparkline.
+void Spark(const std::array<float, kHistoryLength>& history, size_t count, int cols,
+           LineWriter& line) {
+  const auto& levels = line.screen() ? kSparkUnicode : kSparkAscii;
+  cols = std::min<int>(cols, static_cast<int>(kHistoryLength));
+  for (int i = 0; i < cols; ++i) {
+    float v = history[kHistoryLength - static_cast<size_t>(cols) + static_cast<size_t>(i)];
+    size_t age = static_cast<size_t>(cols - i);
+    if (age > count || v < 0) {
+      line.Text(levels[0]);
+      continue;
+    }
+    line.Text(levels[1 + std::clamp(static_cast<int>(v * 7.999f), 0, 7)]);
+  }
 }
 
 // A wait as "2d 3h", "1h 05m", "4m 09s" or "12s", into `out` (no allocation).
@@ -99,9 +144,11 @@ const std::vector<size_t>& FrameRenderer::Order(const Frame& frame, SortKey key)
       case SortKey::kTemperature:
         v = g.temperature_c;
         break;
-      case SortKey::kProblems:
+      case SortKey::kProblems: {
         if (g.lost) return 10;
-        return g.has_problem ? 1 + static_cast<int>(g.worst) : 0;
+        Severity worst = Severity::kInfo;
+        return Worst(g, &worst) ? 1 + static_cast<int>(worst) : 0;
+      }
     }
     return IsAbsent(v) ? -1 : v;
   };
@@ -123,38 +170,64 @@ int FrameRenderer::BlockHeight(const GpuView& gpu) const {
 }
 
 void FrameRenderer::Header(const Frame& frame, const ViewState& view, LineWriter& line) {
-  line.Style(kBold);
-  line.Text("gpuwarden top");
-  line.Unstyle();
-  line.Text(" | ");
-  line.Text(frame.source);
-  if (frame.nvml_up) {
-    char buffer[96];
-    std::snprintf(buffer, sizeof buffer, " | %zu GPU(s)", frame.gpus.size());
-    line.Text(buffer);
-    if (!frame.driver_version.empty()) {
-      line.Text(" | driver ");
-      line.Text(frame.driver_version);
-    }
-    if (frame.taken_unix_seconds > 0) {
-      std::time_t t = static_cast<std::time_t>(frame.taken_unix_seconds);
-      std::tm tm{};
-      gmtime_r(&t, &tm);
-      std::strftime(buffer, sizeof buffer, " | %Y-%m-%d %H:%M:%SZ", &tm);
-      line.Text(buffer);
-    }
+  // The fullest header that fits: level 0 says everything; each level drops or shortens one
+  // thing (the driver, the date, the queue's words, the sort labels, the title, then the queue
+  // and the title altogether) — never the source, the GPU count or the time.
+  char date[40] = "", clock[24] = "";
+  if (frame.taken_unix_seconds > 0) {
+    std::time_t t = static_cast<std::time_t>(frame.taken_unix_seconds);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%SZ", &tm);
+    std::strftime(clock, sizeof clock, "%H:%M:%SZ", &tm);
   }
-  if (frame.queue.shown) {
-    char wait[32];
-    FormatWait(frame.queue.longest_wait_s, wait, sizeof wait);
-    char buffer[96];
-    std::snprintf(buffer, sizeof buffer, " | queued %zu, longest wait %s%s", frame.queue.jobs,
-                  frame.queue.jobs ? wait : "-", frame.queue.up ? "" : " (Slurm not answering)");
-    line.Text(buffer);
-  }
-  if (line.screen()) {
-    line.Text(" | sort: ");
-    line.Text(SortName(view.sort));
+  char wait[32];
+  FormatWait(frame.queue.longest_wait_s, wait, sizeof wait);
+  char text[640];
+  for (int level = 0;; ++level) {
+    const bool last = level >= 7;
+    int n = level >= 7 ? std::snprintf(text, sizeof text, "%s", frame.source.c_str())
+            : level >= 5
+                ? std::snprintf(text, sizeof text, "gw top | %s", frame.source.c_str())
+                : std::snprintf(text, sizeof text, "gpuwarden top | %s", frame.source.c_str());
+    auto add = [&](const char* format, auto... args) {
+      if (n >= 0 && static_cast<size_t>(n) < sizeof text)
+        n += std::snprintf(text + n, sizeof text - static_cast<size_t>(n), format, args...);
+    };
+    if (frame.nvml_up) {
+      add(" | %zu GPU%s", frame.gpus.size(), frame.gpus.size() == 1 ? "" : "s");
+      if (level < 1 && !frame.driver_version.empty())
+        add(" | driver %s", frame.driver_version.c_str());
+      if (frame.taken_unix_seconds > 0) add(" | %s", level < 2 ? date : clock);
+    }
+    if (frame.queue.shown && level < 6) {
+      if (level < 3)
+        add(" | queued %zu, longest wait %s%s", frame.queue.jobs, frame.queue.jobs ? wait : "-",
+            frame.queue.up ? "" : " (Slurm not answering)");
+      else
+        add(" | q %zu/%s%s", frame.queue.jobs, frame.queue.jobs ? wait : "-",
+            frame.queue.up ? "" : "?");
+    }
+    if (line.screen()) {
+      const std::string_view sort = SortName(view.sort);
+      const std::string_view procs = ProcessSortName(view.process_sort);
+      if (level < 4)
+        add(" | sort: %.*s, procs: %.*s", static_cast<int>(sort.size()), sort.data(),
+            static_cast<int>(procs.size()), procs.data());
+      else
+        add(" | %.*s/%.*s", static_cast<int>(sort.size()), sort.data(),
+            static_cast<int>(procs.size()), procs.data());
+    }
+    if (n < 0) n = 0;
+    const int shown = std::min<int>(n, static_cast<int>(sizeof text) - 1);
+    if (!last && shown > width_) continue;
+    std::string_view all(text, static_cast<size_t>(shown));
+    const size_t title = level >= 7 ? 0 : all.find(" | ");
+    line.Style(kBold);
+    line.Text(all.substr(0, title));
+    line.Unstyle();
+    if (title != std::string_view::npos) line.Text(all.substr(title));
+    break;
   }
   line.End();
   Services(frame, line);
@@ -237,8 +310,10 @@ void FrameRenderer::Services(const Frame& frame, LineWriter& line) {
 }
 
 void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) {
-  // Title: selection, problem mark, index, name, state, holder.
-  if (g.has_problem) line.Style(SeverityColour(g.worst));
+  // Title: selection, problem mark, index, name, state, holder, alerts firing.
+  Severity worst = Severity::kInfo;
+  const bool marked = Worst(g, &worst);
+  if (marked) line.Style(SeverityColour(worst));
   if (selected && line.screen()) line.Style(kReverse);
   line.Text(selected ? ">" : " ");
   line.Text(Mark(g));
@@ -267,6 +342,13 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     line.Text("  user ");
     line.Text(g.holder.user);
   }
+  if (!g.firing_alerts.empty()) {
+    line.Unstyle();
+    line.Style(SeverityColour(g.alert_worst));
+    line.Format("  %.0f alert", static_cast<double>(g.firing_alerts.size()));
+    line.Text(g.firing_alerts.size() == 1 ? " firing" : "s firing");
+    line.Unstyle();
+  }
   line.End();
 
   // Bars: utilization, memory, power against its limit, temperature against slowdown, and SM
@@ -282,7 +364,7 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     bool warn;  // colours against the limit (power, temperature)
   } items[5] = {
       {"util", g.util, false},
-      {"mem ", Ratio(g.memory_used_bytes, g.memory_total_bytes), false},
+      {"mem ", Ratio(g.memory_used_bytes, g.memory_total_bytes), true},
       {"pwr ", Ratio(g.power_w, g.power_limit_w), true},
       {"temp", Ratio(g.temperature_c, g.slowdown_c), true},
       {"sm  ", g.sm_active, false},
@@ -294,15 +376,11 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
     line.Text(" [");
     double r = IsAbsent(it.ratio) ? 0 : std::clamp(it.ratio, 0.0, 1.0);
     int filled = static_cast<int>(std::lround(r * bar));
-    const char* colour = i == 4 && g.hollow ? kYellow
-                         : !it.warn         ? kGreen
-                         : r >= 0.95        ? kRed
-                         : r >= 0.8         ? kYellow
-                                            : kGreen;
+    const char* colour = i == 4 && g.hollow ? kYellow : !it.warn ? kGreen : LimitColour(r);
     line.Style(colour);
     for (int b = 0; b < filled; ++b) line.Text("|");
     line.Unstyle();
-    if (g.has_problem) line.Style(SeverityColour(g.worst));
+    if (marked) line.Style(SeverityColour(worst));
     for (int b = filled; b < bar; ++b) line.Text(" ");
     line.Text("] ");
     char value[32];
@@ -362,23 +440,152 @@ void FrameRenderer::GpuBlock(const GpuView& g, bool selected, LineWriter& line) 
   if (spark >= 8) {
     line.Text("  ");
     line.Style(kCyan);
-    const auto& levels = line.screen() ? kSparkUnicode : kSparkAscii;
-    for (int i = 0; i < spark; ++i) {
-      float v = g.history[kHistoryLength - spark + i];
-      size_t age = static_cast<size_t>(spark - i);
-      if (age > g.history_count || v < 0) {
-        line.Text(levels[0]);
-        continue;
-      }
-      line.Text(levels[1 + std::clamp(static_cast<int>(v * 7.999f), 0, 7)]);
-    }
+    Spark(g.history, g.history_count, spark, line);
     line.Unstyle();
   }
   line.End();
   for (const MigView& m : g.mig) MigRow(m, line);
 }
 
-void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
+void FrameRenderer::CompactRow(const GpuView& g, bool selected, LineWriter& line) {
+  Severity worst = Severity::kInfo;
+  const bool marked = Worst(g, &worst);
+  // The row's own style (its problem's colour, reverse when selected), taken up again after each
+  // figure with a colour of its own.
+  auto row_style = [&] {
+    if (marked) line.Style(SeverityColour(worst));
+    if (selected && line.screen()) line.Style(kReverse);
+  };
+  row_style();
+  line.Text(selected ? ">" : " ");
+  line.Text(Mark(g));
+  line.Format("GPU %-2.0f ", g.index);
+  // The name gets what the figures leave: "util [..] 99% mem [..] 88% 699W  71C A2".
+  const int name_cols = std::clamp(width_ - 66, 10, 24);
+  const int start = line.col();
+  const std::string_view name = ShortName(g.name);
+  line.Text(name.substr(0, static_cast<size_t>(name_cols)));
+  line.PadTo(start + name_cols + 1);
+  if (g.lost) {
+    line.Text("LOST: fell off the bus; XIDs: ");
+    line.Text(OrElse(g.xids, "none"));
+    line.End();
+    return;
+  }
+  // SM active (GPM) follows the utilization figure where some GPU of the frame has it.
+  const int sm_cols = frame_has_sm_ ? 7 : 0;
+  const int bar = std::clamp((width_ - line.col() - 38 - sm_cols) / 2, 3, 30);
+  const double ratios[2] = {g.util, Ratio(g.memory_used_bytes, g.memory_total_bytes)};
+  for (int i = 0; i < 2; ++i) {
+    line.Text(i == 0 ? "util [" : " mem [");
+    const double r = IsAbsent(ratios[i]) ? 0 : std::clamp(ratios[i], 0.0, 1.0);
+    const int filled = static_cast<int>(std::lround(r * bar));
+    line.Style(i == 0 ? kGreen : LimitColour(r));
+    for (int b = 0; b < filled; ++b) line.Text("|");
+    line.Unstyle();
+    row_style();
+    for (int b = filled; b < bar; ++b) line.Text(" ");
+    line.Text("]");
+    if (IsAbsent(ratios[i]))
+      line.Text("    -");
+    else
+      line.Format("%4.0f%%", ratios[i] * 100);
+    if (i == 0 && sm_cols > 0) {
+      const int at = line.col();
+      SmAfterUtilization(g, line);
+      row_style();
+      line.PadTo(at + sm_cols);
+    }
+  }
+  const double power = Ratio(g.power_w, g.power_limit_w);
+  if (!IsAbsent(power)) line.Style(LimitColour(power));
+  if (IsAbsent(g.power_w))
+    line.Text("     -");
+  else
+    line.Format(" %4.0fW", g.power_w);
+  line.Unstyle();
+  row_style();
+  const double temp = Ratio(g.temperature_c, g.slowdown_c);
+  if (!IsAbsent(temp)) line.Style(LimitColour(temp));
+  if (IsAbsent(g.temperature_c))
+    line.Text("    -");
+  else
+    line.Format(" %3.0fC", g.temperature_c);
+  line.Unstyle();
+  row_style();
+  if (!g.firing_alerts.empty()) {
+    line.Style(SeverityColour(g.alert_worst));
+    line.Format(" A%.0f", static_cast<double>(g.firing_alerts.size()));
+    line.Unstyle();
+    row_style();
+  }
+  if (!g.holder.job.empty() && line.remaining() > 8) {
+    line.Text("  job ");
+    line.Text(g.holder.job);
+  }
+  line.End();
+  // The selected GPU's MIG instances under its row.
+  if (selected)
+    for (const MigView& m : g.mig) MigRow(m, line);
+}
+
+int FrameRenderer::GpuList(const Frame& frame, const std::vector<size_t>& order, size_t selected,
+                           int budget, LineWriter& line) {
+  const int before = line.lines();
+  int full = 0;
+  for (size_t pos : order) full += BlockHeight(frame.gpus[pos]);
+  // Blocks when every GPU's fits, else one line per GPU; scrolled when even those do not fit.
+  const bool compact = full > budget;
+  int compact_total = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    compact_total += 1 + (i == selected ? static_cast<int>(frame.gpus[order[i]].mig.size()) : 0);
+  auto height = [&](size_t i) {
+    const GpuView& g = frame.gpus[order[i]];
+    if (!compact) return BlockHeight(g);
+    return 1 + (i == selected ? static_cast<int>(g.mig.size()) : 0);
+  };
+  const int total = compact ? compact_total : full;
+  const int rows = total > budget ? std::max(1, budget - 1) : budget;  // a line for the hint
+  size_t first = 0;
+  for (;;) {
+    int used = 0;
+    size_t last = first;
+    while (last < order.size() && used + height(last) <= rows) used += height(last++);
+    if (selected < last || first == selected) break;
+    ++first;
+  }
+  int used = 0;
+  size_t shown_end = first;
+  for (size_t i = first; i < order.size(); ++i) {
+    if (used + height(i) > rows && i != first) break;
+    used += height(i);
+    shown_end = i + 1;
+    if (compact)
+      CompactRow(frame.gpus[order[i]], i == selected, line);
+    else
+      GpuBlock(frame.gpus[order[i]], i == selected, line);
+  }
+  const size_t below = order.size() - shown_end;
+  if (first > 0 || below > 0) {
+    line.Style(kDim);
+    line.Text("  ");
+    if (below > 0) {
+      line.Text(line.screen() ? "↓ " : "v ");
+      line.Format("%.0f more", static_cast<double>(below));
+    }
+    if (first > 0) {
+      line.Text(below > 0 ? ", " : "");
+      line.Text(line.screen() ? "↑ " : "^ ");
+      line.Format("%.0f above", static_cast<double>(first));
+    }
+    line.Text(" (j/k)");
+    line.Unstyle();
+    line.End();
+  }
+  return line.lines() - before;
+}
+
+void FrameRenderer::Detail(const Frame& frame, const GpuView& g, LineWriter& line) {
   line.Style(kBold);
   line.Format("GPU %.0f", g.index);
   line.Unstyle();
@@ -390,13 +597,26 @@ void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
     line.Text(" team ");
     line.Text(OrElse(g.holder.team, "-"));
   }
+  line.Format("  processes: %.0f", static_cast<double>(g.processes));
   line.End();
-  line.Text("  processes: ");
-  line.Text(OrElse(g.process_text, "none"));
-  line.End();
-  DatacenterDetail(g, line);
-  if (g.problems.empty()) {
-    line.Text("  no problems found");
+  for (size_t i : g.firing_alerts) {
+    const AlertView& a = frame.alerts[i];
+    line.Text("  ");
+    line.Style(a.severity == "critical" ? kRed : a.severity == "warning" ? kYellow : kCyan);
+    line.Text("[FIRING ");
+    line.Text(OrElse(a.severity, "-"));
+    line.Text("] ");
+    line.Text(a.name);
+    line.Unstyle();
+    if (!a.summary.empty()) {
+      line.Text(": ");
+      line.Text(a.summary);
+    }
+    line.End();
+  }
+  if (g.problems.empty() && g.firing_alerts.empty()) {
+    line.Text(frame.alerts_note.empty() ? "  no problems found, no alerts firing"
+                                        : "  no problems found");
     line.End();
   }
   for (const collect::HealthProblem& p : g.problems) {
@@ -412,6 +632,46 @@ void FrameRenderer::Detail(const GpuView& g, LineWriter& line) {
       line.Text(p.action);
     }
     line.End();
+  }
+  DatacenterDetail(g, line);
+}
+
+void FrameRenderer::History(const GpuView& g, LineWriter& line) {
+  // Two sparklines a line, each "label spark value" in half the width.
+  const int half = (width_ - 2) / 2;
+  const int spark = std::max(4, half - 13);
+  struct Item {
+    const char* label;
+    const std::array<float, kHistoryLength>* history;
+    double now;    // the value shown after the sparkline
+    double ratio;  // against its limit, for the colour
+    const char* format;
+    bool warn;
+  } items[4] = {
+      {"util ", &g.history, IsAbsent(g.util) ? g.util : g.util * 100, g.util, "%4.0f%%", false},
+      {"mem  ", &g.memory_history, g.memory_used_bytes / kGiB,
+       Ratio(g.memory_used_bytes, g.memory_total_bytes), "%5.1fG", true},
+      {"pwr  ", &g.power_history, g.power_w, Ratio(g.power_w, g.power_limit_w), "%5.0fW", true},
+      {"temp ", &g.temperature_history, g.temperature_c, Ratio(g.temperature_c, g.slowdown_c),
+       "%4.0fC", true},
+  };
+  for (int i = 0; i < 4; ++i) {
+    const Item& it = items[i];
+    if (i % 2 == 0) line.Text("  ");
+    line.Text(it.label);
+    line.Style(kCyan);
+    Spark(*it.history, g.history_count, spark, line);
+    line.Unstyle();
+    if (it.warn && !IsAbsent(it.ratio)) line.Style(LimitColour(it.ratio));
+    if (IsAbsent(it.now))
+      line.Text("     -");
+    else
+      line.Format(it.format, it.now);
+    line.Unstyle();
+    if (i % 2 == 1)
+      line.End();
+    else
+      line.PadTo(2 + half);
   }
 }
 
@@ -495,18 +755,25 @@ void FrameRenderer::Help(LineWriter& line) {
   static constexpr std::string_view kLines[] = {
       "Keys",
       "  q, Ctrl-C        quit",
-      "  j, Down          select the next GPU",
+      "  j, Down          select the next GPU (the list scrolls)",
       "  k, Up            select the previous GPU",
-      "  s                sort by index, utilization, memory, power, temperature, problems",
+      "  s                sort GPUs by index, utilization, memory, power, temperature, problems",
+      "  o                sort processes by gpu mem, sm, cpu, host mem, pid, user, command",
+      "  /                filter processes by text (name, command, user, job, pid);",
+      "                   Enter keeps the filter, Esc clears it",
       "  h, ?             this help (any key returns)",
       "",
       "Reading the screen",
-      "  !! / ! before a GPU: it has a critical / warning health problem (red / yellow)",
-      "  pwr is against the enforced power limit, temp against the GPU's slowdown threshold",
-      "  bars turn yellow from 80 % and red from 95 % of their limit",
+      "  !! / ! before a GPU: a critical / warning health problem or alert (red / yellow);",
+      "      \"2 alerts firing\" (A2 on a one-line row): alerts about it that fire now",
+      "  mem is against total memory, pwr against the enforced power limit, temp against",
+      "      the GPU's slowdown threshold: yellow from 80 %, red from 95 %; util stays green",
       "  throttle: why the clocks are held down (idle and clock settings are not throttling)",
       "  ecc: volatile corrected/uncorrected errors since the last reset; xid: code x count",
-      "  the sparkline is the GPU's utilization, one column per refresh, newest on the right",
+      "  sparklines: one column per refresh, newest on the right; under the selected GPU,",
+      "      its utilization, memory, power and temperature over the last minutes",
+      "  processes: GPU, pid, user, GPU memory, SM share, host CPU (100 % = one core),",
+      "      host memory (RSS), command; the selected GPU's are bold, the sort column has ▼",
       "  sm: SM active (GPM): how much of the chip worked; util only says a kernel",
       "      ran. Yellow when util >= 80 % and SM active < 25 %: busy but hollow",
       "  mig rows: MIG instances (id, profile, memory, SM active, processes, UUID)",
@@ -524,6 +791,7 @@ const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& vi
   frame_has_sm_ = std::any_of(frame.gpus.begin(), frame.gpus.end(),
                               [](const GpuView& g) { return !IsAbsent(g.sm_active); });
   const bool screen = options.screen && options.height > 0;
+  selected_index_ = ~0u;
   out_.clear();
   if (screen) out_.append("\x1b[H");
   const int height = screen ? std::max(5, options.height) : 0;
@@ -535,6 +803,8 @@ const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& vi
     for (size_t pos : order) GpuBlock(frame.gpus[pos], false, line);
     line.End();
     Problems(frame, line);
+    line.End();
+    ProcessTable(frame, view, frame.processes.size(), line);
     line.End();
     Alerts(frame, frame.alerts.size(), line);
     if (!frame.jobs_note.empty()) {
@@ -552,44 +822,50 @@ const std::string& FrameRenderer::Render(const Frame& frame, const ViewState& vi
     for (size_t i = 0; i < order.size(); ++i)
       if (frame.gpus[order[i]].index == view.selected_gpu) selected = i;
     const GpuView& sel = frame.gpus[order[selected]];
-    // Budget: the detail and the alerts get their lines first, the GPU list the rest.
-    const int detail = DetailHeight(sel);
-    const int alerts =
-        frame.alerts_note.empty() ? 1 + std::min<int>(static_cast<int>(frame.alerts.size()), 4) : 1;
-    const int body = height - 1 - line.lines();
-    const int list = std::max(BlockHeight(sel), body - std::min(detail, 6) - alerts - 2);
-    // Scroll so that the selected GPU's block is inside the list's lines.
-    size_t first = 0;
-    for (;;) {
-      int used = 0;
-      size_t last = first;
-      while (last < order.size() && used + BlockHeight(frame.gpus[order[last]]) <= list)
-        used += BlockHeight(frame.gpus[order[last++]]);
-      if (selected < last || first == selected) break;
-      ++first;
-    }
-    int used = 0;
-    for (size_t i = first; i < order.size(); ++i) {
-      const GpuView& g = frame.gpus[order[i]];
-      if (used + BlockHeight(g) > list) break;
-      used += BlockHeight(g);
-      GpuBlock(g, i == selected, line);
-    }
-    line.End();
-    const int limit_before_alerts = height - 1 - alerts - 1;
-    line.set_max_lines(std::min(height - 1, std::max(line.lines() + 1, limit_before_alerts)));
-    Detail(sel, line);
+    selected_index_ = sel.index;
+    // Lines between the header and the key line, shared out: the parts under the GPU list get
+    // their least first (detail, history, a few process rows, the alerts' line), the list what
+    // is left; what the list does not use goes to the process rows and the alerts.
+    const int avail = height - 1 - line.lines();
+    const size_t processes = ProcessOrder(frame, view).size();
+    const int filter_line = !view.filter.empty() || view.editing_filter ? 1 : 0;
+    const int detail_want = DetailHeight(frame, sel);
+    const int history = avail >= 17 ? 2 : 0;
+    const int procs_min =
+        filter_line + 1 + std::min<int>(std::max<int>(1, static_cast<int>(processes)), 3);
+    const int alerts_min = 1;
+    const int detail_min = std::min(detail_want, 3);
+    const int list_budget = std::max(1, avail - detail_min - history - procs_min - alerts_min);
+    GpuList(frame, order, selected, list_budget, line);
+    int left = height - 1 - line.lines();
+    const int procs_want = filter_line + 1 + std::max<int>(1, static_cast<int>(processes));
+    const int detail_lines =
+        std::max(std::min(detail_want, left - history - procs_min - alerts_min), std::min(1, left));
+    line.set_max_lines(line.lines() + detail_lines);
+    Detail(frame, sel, line);
     line.set_max_lines(height - 1);
-    line.End();
-    Alerts(frame, static_cast<size_t>(std::max(0, height - 2 - line.lines())), line);
+    left = height - 1 - line.lines();
+    if (history > 0 && left >= history + procs_min + alerts_min) History(sel, line);
+    left = height - 1 - line.lines();
+    // The process rows first (one line stays for the alerts), then the alerts.
+    const int procs_lines = std::clamp(left - alerts_min, 0, procs_want);
+    if (procs_lines > filter_line + 1) {
+      line.set_max_lines(line.lines() + procs_lines);
+      ProcessTable(frame, view, static_cast<size_t>(procs_lines - filter_line - 1), line);
+      line.set_max_lines(height - 1);
+    }
+    if (line.lines() < height - 1)
+      Alerts(frame, static_cast<size_t>(std::max(0, height - 2 - line.lines())), line);
   }
   // Blank lines down to the key line, which sits on the last row.
   while (line.lines() < height - 1) line.End();
   line.set_max_lines(height);
   line.Style(kReverse);
-  line.Text(" q quit  j/k select  s sort: ");
-  line.Text(SortName(view.sort));
-  line.Text("  h help ");
+  if (view.editing_filter) {
+    line.Text(" filter: type text, Enter keeps it, Esc clears it ");
+  } else {
+    line.Text(" q quit  j/k select  s sort  o procs sort  / filter  h help ");
+  }
   line.Unstyle();
   line.End();
   return out_;

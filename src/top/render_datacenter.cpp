@@ -38,10 +38,13 @@ int FrameRenderer::BarsPerLine() const {
   return width_ >= 120 ? 4 : width_ >= 70 ? 2 : 1;
 }
 
-int FrameRenderer::DetailHeight(const GpuView& gpu) const {
+// The selected GPU's detail: its title, its firing alerts and problems (or the line saying there
+// are none), then the datacenter lines.
+int FrameRenderer::DetailHeight(const Frame&, const GpuView& gpu) const {
   int extra = !IsAbsent(gpu.sm_active) + gpu.hollow + (gpu.nvlinks > 0) +
               (gpu.mig_current == 1 || gpu.mig_pending == 1);
-  return 2 + std::max<int>(1, static_cast<int>(gpu.problems.size())) + extra;
+  return 1 + std::max<int>(1, static_cast<int>(gpu.problems.size() + gpu.firing_alerts.size())) +
+         extra;
 }
 
 // " sm 41%" after the utilization figure, where SM active has no bar of its own.

@@ -60,7 +60,16 @@ std::vector<collect::ProcessSample> ParseProcesses(const json& g) {
     s.memory_bytes = p.value("memory_bytes", collect::kAbsent);
     s.sm_utilization_ratio = p.value("sm_utilization_ratio", collect::kAbsent);
     s.gpu_instance_id = p.value("gpu_instance_id", collect::kNoMigInstance);
-    out.push_back(s);
+    s.host_cpu_ratio = p.value("host_cpu_ratio", collect::kAbsent);
+    s.host_memory_bytes = p.value("host_memory_bytes", collect::kAbsent);
+    collect::ProcessDetails d;
+    d.name = p.value("name", std::string());
+    d.user = p.value("user", std::string());
+    d.command = p.value("command", std::string());
+    d.job_id = p.value("job_id", std::string());
+    if (!d.name.empty() || !d.user.empty() || !d.command.empty() || !d.job_id.empty())
+      s.details = std::make_shared<const collect::ProcessDetails>(std::move(d));
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -297,6 +306,7 @@ Expected<Reading> LocalSource::Read() {
   for (const jobs::GpuProcessRef& ref : refs) {
     auto a = attributor_.Attribute(ref.pid, ref.gpu_uuid);
     if (!a.ok()) continue;  // exited meanwhile, or a simulated pid with no process behind it
+    if (!a->job_id.empty()) r.process_jobs[static_cast<unsigned>(ref.pid)] = a->job_id;
     GpuHolder& h = r.holders[index_of[ref.gpu_uuid]];
     h.job = JoinItem(h.job, a->job_id);
     h.user = JoinItem(h.user, a->user);

@@ -49,6 +49,15 @@ std::vector<Key> DecodeKeys(std::string_view bytes) {
       case 's':
         keys.push_back(Key::kSort);
         break;
+      case 'o':
+        keys.push_back(Key::kProcessSort);
+        break;
+      case '/':
+        keys.push_back(Key::kFilter);
+        break;
+      case '\x1b':
+        keys.push_back(Key::kEscape);  // a lone Esc (sequences were taken above)
+        break;
       case 'h':
       case '?':
         keys.push_back(Key::kHelp);
@@ -102,7 +111,7 @@ void Terminal::Restore() {
   }
 }
 
-std::vector<Key> Terminal::ReadKeys(bool* eof) {
+std::string Terminal::ReadInput(bool* eof) {
   *eof = false;
   char buffer[64];
   ssize_t n = read(0, buffer, sizeof buffer);
@@ -112,7 +121,11 @@ std::vector<Key> Terminal::ReadKeys(bool* eof) {
     return {};
   }
   if (n < 0) return {};
-  return DecodeKeys(std::string_view(buffer, static_cast<size_t>(n)));
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+std::vector<Key> Terminal::ReadKeys(bool* eof) {
+  return DecodeKeys(ReadInput(eof));
 }
 
 int Terminal::TakeSignal() {

@@ -3,7 +3,7 @@
 //
 //   auto term = Terminal::Open();           // fails unless stdin and stdout are terminals
 //   poll({term->input_fd(), term->signal_fd(), ...});
-//   for (Key k : term->ReadKeys()) ...;     // q, j/k, arrows, s, h
+//   for (Key k : term->ReadKeys()) ...;     // q, j/k, arrows, s, o, /, Esc, h
 //   switch (term->TakeSignal()) { case SIGWINCH: ...; case SIGINT: case SIGTERM: ... }
 //   term->Write(screen);                     // one write per frame
 //   // ~Terminal (or Restore) leaves the alternate screen, shows the cursor, restores the modes
@@ -29,7 +29,7 @@
 
 namespace gw::top {
 
-enum class Key { kQuit, kUp, kDown, kSort, kHelp, kOther };
+enum class Key { kQuit, kUp, kDown, kSort, kProcessSort, kFilter, kEscape, kHelp, kOther };
 
 // Decodes the bytes a terminal sent (keys, arrow escape sequences) into keys; exposed for tests.
 std::vector<Key> DecodeKeys(std::string_view bytes);
@@ -45,6 +45,8 @@ class Terminal {
   int signal_fd() const { return pipe_[0]; }
   // The keys waiting on stdin (none if nothing is there). `eof` is set when stdin closed.
   std::vector<Key> ReadKeys(bool* eof);
+  // The bytes waiting on stdin, undecoded (typing a filter); `eof` as for ReadKeys.
+  std::string ReadInput(bool* eof);
   // The next signal caught (SIGWINCH, SIGINT, SIGTERM), 0 if none is pending.
   int TakeSignal();
   void Size(int* width, int* height) const;

@@ -37,6 +37,37 @@ void MoveSelection(FrameRenderer* renderer, const Frame& frame, ViewState* view,
   view->selected_gpu = frame.gpus[order[pos]].index;
 }
 
+// Typing into the process filter (the / prompt): printable characters add to it, Backspace
+// takes one off, Enter keeps it and closes the prompt, Esc clears it and closes the prompt.
+// Escape sequences (arrows) are ignored. Returns the bytes it took (up to the one that closed
+// the prompt).
+size_t EditFilter(std::string_view input, ViewState* view) {
+  for (size_t i = 0; i < input.size(); ++i) {
+    const char c = input[i];
+    if (c == '\x1b') {
+      if (i + 1 < input.size() && (input[i + 1] == '[' || input[i + 1] == 'O')) {
+        i += 2;  // an arrow or function key: skip its sequence
+        while (i < input.size() && !(input[i] >= '@' && input[i] <= '~')) ++i;
+        continue;
+      }
+      view->filter.clear();
+      view->editing_filter = false;
+      return i + 1;
+    }
+    if (c == '\r' || c == '\n') {
+      view->editing_filter = false;
+      return i + 1;
+    }
+    if (c == 0x7f || c == 0x08) {
+      if (!view->filter.empty()) view->filter.pop_back();
+      continue;
+    }
+    if (static_cast<unsigned char>(c) >= 0x20 && view->filter.size() < 64)
+      view->filter.push_back(c);
+  }
+  return input.size();
+}
+
 // The screen before the first frame (NVML initializing, the agent not answered yet).
 std::string Waiting(const std::string& source, int width) {
   std::string text = "gpuwarden top | waiting for the first reading from " + source + " ...";
@@ -98,7 +129,21 @@ int Interactive(Poller* poller, const std::string& source, std::vector<std::stri
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       bool eof = false;
-      for (Key key : term.ReadKeys(&eof)) {
+      const std::string input = term.ReadInput(&eof);
+      // One key at a time: after '/' the rest of what was typed goes to the filter.
+      for (size_t at = 0; at < input.size() && running;) {
+        const std::string_view rest = std::string_view(input).substr(at);
+        if (view.editing_filter) {
+          at += EditFilter(rest, &view);
+          dirty = true;
+          continue;
+        }
+        const size_t length =
+            rest.size() >= 3 && rest[0] == '\x1b' && (rest[1] == '[' || rest[1] == 'O') ? 3 : 1;
+        at += length;
+        const std::vector<Key> keys = DecodeKeys(rest.substr(0, length));
+        if (keys.empty()) continue;
+        const Key key = keys.front();
         dirty = true;
         if (view.help && key != Key::kQuit) {
           view.help = false;
@@ -116,6 +161,15 @@ int Interactive(Poller* poller, const std::string& source, std::vector<std::stri
             break;
           case Key::kSort:
             view.sort = NextSort(view.sort);
+            break;
+          case Key::kProcessSort:
+            view.process_sort = NextProcessSort(view.process_sort);
+            break;
+          case Key::kFilter:
+            view.editing_filter = true;
+            break;
+          case Key::kEscape:
+            view.filter.clear();
             break;
           case Key::kHelp:
             view.help = true;

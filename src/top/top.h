@@ -7,7 +7,9 @@
 //   gpuwarden top --once [--width 120]         one plain frame on stdout, for scripts
 //   gpuwarden top --once --simulate power-cap --sim-time 90s   a stepped fault scenario at 90 s
 //
-// Interactive keys: q quit, j/k or the arrows select a GPU, s cycles the sort order, h help.
+// Interactive keys: q quit, j/k or the arrows select a GPU, s cycles the GPUs' sort order, o the
+// process table's sort column, / opens a text filter of the process table (Enter keeps it, Esc
+// clears it; Esc outside the prompt clears it too), h help.
 // The screen is redrawn in place on each refresh, key and terminal resize; q, Ctrl-C and SIGTERM
 // leave the alternate screen and restore the terminal's modes. When stdout is not a terminal,
 // top prints one plain frame as with --once.

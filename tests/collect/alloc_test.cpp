@@ -11,7 +11,9 @@
 #include <memory>
 
 #include "collect/gpu_reader.h"
+#include "collect/process_details.h"
 #include "nvml/library.h"
+#include "support/process.h"
 #include "top/alloc_count.h"
 
 namespace gw::collect {
@@ -80,6 +82,8 @@ Probe RunCycles(const std::string& scenario, double warmup_s, double seconds) {
   for (unsigned i = 0; i < system.DeviceCount().value_or(0); ++i)
     readers.emplace_back(i, system.DeviceByIndex(i).value(), i, options, &guard);
   std::vector<GpuSnapshot> published(readers.size());
+  // Process details as the collector adds them at each publish (read at every cycle here).
+  ProcessEnricher enricher({.proc_root = "/proc", .interval_s = 0}, &api);
   const double total = warmup_s + seconds;
   for (int t = 0; t <= static_cast<int>(total); ++t) {
     g_counting = t > warmup_s;
@@ -89,6 +93,7 @@ Probe RunCycles(const std::string& scenario, double warmup_s, double seconds) {
       r.FastCycle(t);
     }
     for (size_t i = 0; i < readers.size(); ++i) published[i] = readers[i].snapshot();
+    enricher.Apply(t, published);
     Pause();
     g_counting = false;
     library->api().nvmlSimAdvance(1000);
@@ -125,6 +130,32 @@ TEST(CollectAllocations, NvLinkFieldValuesDoNotAllocate) {
   EXPECT_EQ(p.nvlinks, 8u * 18);
   EXPECT_TRUE(p.gpm_values);
   EXPECT_EQ(p.allocations, 0);
+}
+
+// Live processes on this machine (their stat read at every Apply, CPU and memory recomputed):
+// once their details are known, refreshing them allocates nothing.
+TEST(CollectAllocations, ProcessDetailsOfLiveProcessesDoNotAllocate) {
+  gw::testing::TempDir dir;
+  gw::testing::Process a({"sleep", "60"}, dir / "a.log");
+  gw::testing::Process b({"sh", "-c", "sleep 60; :"}, dir / "b.log");
+  ASSERT_TRUE(a.started() && b.started());
+  std::vector<GpuSnapshot> gpus(2);
+  for (pid_t pid : {a.pid(), b.pid()}) {
+    ProcessSample p;
+    p.pid = static_cast<unsigned>(pid);
+    gpus[0].processes.push_back(p);
+    gpus[1].processes.push_back(p);  // on two GPUs: read once per pass
+  }
+  ProcessEnricher enricher({.proc_root = "/proc", .interval_s = 0}, nullptr);
+  enricher.Apply(1, gpus);
+  enricher.Apply(2, gpus);
+  top::StartCountingAllocations();
+  for (int t = 3; t < 10; ++t) enricher.Apply(t, gpus);
+  EXPECT_EQ(top::StopCountingAllocations(), 0);
+  ASSERT_NE(gpus[1].processes[1].details, nullptr);
+  EXPECT_EQ(gpus[1].processes[1].details->name, "sh");
+  EXPECT_GT(gpus[0].processes[0].host_memory_bytes, 0);
+  EXPECT_EQ(enricher.detail_reads(), 2u);
 }
 
 }  // namespace

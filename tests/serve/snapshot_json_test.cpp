@@ -10,6 +10,7 @@
 
 #include "cli/snapshot_view.h"
 #include "top/datacenter_snapshot.h"
+#include "top/test_frames.h"
 
 namespace gw::serve {
 namespace {
@@ -84,8 +85,34 @@ TEST_F(SnapshotJsonTest, MigInstancesCarryProfileMemoryProcessesAndTheirOwnProfi
   // The GPU's own process list names the instance; a process outside MIG has no such key.
   EXPECT_EQ(gpu["processes"][0]["gpu_instance_id"].get<unsigned>(), 1u);
   const json plain = json::parse(SnapshotJson(*top::TestSnapshot()))["gpus"][1]["processes"];
-  ASSERT_EQ(plain.size(), 1u);
+  ASSERT_EQ(plain.size(), 2u);
   EXPECT_FALSE(plain[0].contains("gpu_instance_id")) << plain.dump();
+}
+
+// Who each process is (collect/process_details.h) under the contract's keys; what is unknown is
+// left out.
+TEST_F(SnapshotJsonTest, ProcessesCarryTheirDetailsAndHostFigures) {
+  const json procs = json::parse(SnapshotJson(*top::TestSnapshot()))["gpus"][1]["processes"];
+  ASSERT_EQ(procs.size(), 2u);
+  EXPECT_EQ(procs[0]["pid"], 4242);
+  EXPECT_EQ(procs[0]["name"], "python3");
+  EXPECT_EQ(procs[0]["user"], "alice");
+  EXPECT_EQ(procs[0]["command"], "python3 train.py --epochs 90");
+  EXPECT_DOUBLE_EQ(procs[0]["host_cpu_ratio"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(procs[0]["host_memory_bytes"].get<double>(), 6.0 * (1 << 30));
+  EXPECT_DOUBLE_EQ(procs[0]["sm_utilization_ratio"].get<double>(), 0.83);
+  EXPECT_FALSE(procs[0].contains("job_id"));
+  EXPECT_FALSE(procs[1].contains("command")) << procs[1].dump();  // its command line is unknown
+  // A process with nothing known beyond NVML's figures: pid and memory only.
+  const json mig = Gpu(0)["processes"][0];
+  for (const char* key : {"name", "user", "command", "host_cpu_ratio", "host_memory_bytes"})
+    EXPECT_FALSE(mig.contains(key)) << key << " " << mig.dump();
+  // The task layer's job, where it attributed one.
+  const std::map<unsigned, std::string> jobs = {{4243, "eval-3"}};
+  const json with_jobs =
+      json::parse(SnapshotJson(*top::TestSnapshot(), &jobs))["gpus"][1]["processes"];
+  EXPECT_EQ(with_jobs[1]["job_id"], "eval-3");
+  EXPECT_FALSE(with_jobs[0].contains("job_id"));
 }
 
 TEST_F(SnapshotJsonTest, NvLinksCarryStateErrorsAndThroughput) {

@@ -116,5 +116,86 @@ TEST_F(HostProcessTest, OffByDefault) {
   EXPECT_FALSE(Lists(0, training.pid()));
 }
 
+// A GPU a scenario process nearly fills (70 GiB of an H100's 79.4 usable) and a host process
+// that asks for 30 GiB more: the host process gets what is left, so the processes' memory never
+// adds up to more than the card and the GPU's used memory covers them (issue 17: GPU 0 of the
+// demo listed 70 + 30 GiB on a 79.6 GiB card).
+TEST_F(HostProcessTest, AHostProcessOnAFullGpuGetsWhatIsLeft) {
+  WriteFile(
+      dir_ / "full.yaml",
+      "name: full\nclock: stepped\nhost_processes: true\nhost_scan_interval: 50ms\n"
+      "gpus:\n  - model: H100\n    workload:\n      - {type: training}\n"
+      "    processes:\n      - {pid: 31337, name: \"python3 train.py\", memory_mib: 71680}\n");
+  Start(dir_ / "full.yaml");
+  Process training(
+      {"/usr/bin/env", "GPUWARDEN_SIM_WORKLOAD=training", "CUDA_VISIBLE_DEVICES=0", "sleep", "60"},
+      dir_ / "training.log");
+  ASSERT_TRUE(training.started());
+  ASSERT_TRUE(WaitFor([&] { return Lists(0, training.pid()); }, 20));
+  Advance(2'000);
+  nvmlMemory_v2_t m{};
+  m.version = nvmlMemory_v2;
+  ASSERT_EQ(nvml.nvmlDeviceGetMemoryInfo_v2(Gpu(0), &m), NVML_SUCCESS);
+  unsigned count = 8;
+  std::vector<nvmlProcessInfo_v2_t> infos(count);
+  ASSERT_EQ(nvml.nvmlDeviceGetComputeRunningProcesses_v2(Gpu(0), &count, infos.data()),
+            NVML_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  unsigned long long sum = 0;
+  for (unsigned i = 0; i < count; ++i) sum += infos[i].usedGpuMemory;
+  EXPECT_EQ(infos[0].pid, 31337u);
+  EXPECT_EQ(infos[0].usedGpuMemory, 71680ULL << 20);  // the scenario's process keeps its own
+  EXPECT_EQ(infos[1].pid, static_cast<unsigned>(training.pid()));
+  EXPECT_GT(infos[1].usedGpuMemory, 0u);
+  EXPECT_LT(infos[1].usedGpuMemory, 30ULL << 30);  // less than a training process asks for
+  EXPECT_LE(sum, m.total - m.reserved);
+  EXPECT_GE(m.used, sum);
+  EXPECT_LE(m.used, m.total);
+}
+
+// nvmlSystemGetProcessName names a scenario process by the scenario's name and a host process by
+// its comm; nvmlDeviceGetProcessUtilization splits the GPU's utilization so that the shares add up
+// to it, a process with its own sm_util keeping it.
+TEST_F(HostProcessTest, ProcessesHaveNamesAndUtilizationSharesThatAddUp) {
+  WriteFile(dir_ / "names.yaml",
+            "name: names\nclock: stepped\nhost_processes: true\nhost_scan_interval: 50ms\n"
+            "gpus:\n  - model: A100-80GB\n    workload:\n      - {type: training, util: 90}\n"
+            "    processes:\n      - {pid: 41000, name: \"tritonserver\", memory_mib: 20000, "
+            "sm_util: 50}\n      - {pid: 41001, name: \"python3 train.py\", memory_mib: 10000}\n");
+  Start(dir_ / "names.yaml");
+  Process host(
+      {"/usr/bin/env", "GPUWARDEN_SIM_WORKLOAD=training", "CUDA_VISIBLE_DEVICES=0", "sleep", "60"},
+      dir_ / "host.log");
+  ASSERT_TRUE(host.started());
+  ASSERT_TRUE(WaitFor([&] { return Lists(0, host.pid()); }, 20));
+  Advance(3'000);
+  char name[64] = "";
+  ASSERT_EQ(nvml.nvmlSystemGetProcessName(41000, name, sizeof name), NVML_SUCCESS);
+  EXPECT_STREQ(name, "tritonserver");
+  ASSERT_EQ(nvml.nvmlSystemGetProcessName(41001, name, sizeof name), NVML_SUCCESS);
+  EXPECT_STREQ(name, "python3 train.py");
+  ASSERT_EQ(nvml.nvmlSystemGetProcessName(static_cast<unsigned>(host.pid()), name, sizeof name),
+            NVML_SUCCESS);
+  EXPECT_STREQ(name, "sleep");  // its comm
+  EXPECT_EQ(nvml.nvmlSystemGetProcessName(41000, name, 4), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(nvml.nvmlSystemGetProcessName(999999999, name, sizeof name), NVML_ERROR_NOT_FOUND);
+
+  std::vector<nvmlProcessUtilizationSample_t> samples(8);
+  unsigned count = 8;
+  ASSERT_EQ(nvml.nvmlDeviceGetProcessUtilization(Gpu(0), samples.data(), &count, 0), NVML_SUCCESS);
+  ASSERT_EQ(count, 3u);
+  const unsigned util = Util(0);
+  ASSERT_GT(util, 50u);
+  unsigned sum = 0;
+  for (unsigned i = 0; i < count; ++i) sum += samples[i].smUtil;
+  EXPECT_EQ(sum, util);
+  EXPECT_EQ(samples[0].pid, 41000u);
+  EXPECT_EQ(samples[0].smUtil, 50u);
+  // The other two share the rest (within the one percent rounding gives the first).
+  EXPECT_LE(samples[1].smUtil > samples[2].smUtil ? samples[1].smUtil - samples[2].smUtil
+                                                  : samples[2].smUtil - samples[1].smUtil,
+            1u);
+}
+
 }  // namespace
 }  // namespace gw::sim::testing

@@ -379,5 +379,256 @@ TEST_P(TopSignal, RestoresTheTerminal) {
 
 INSTANTIATE_TEST_SUITE_P(Signals, TopSignal, ::testing::Values("SIGINT", "SIGTERM"));
 
+// ---- issue 17: what a person sees at 80x24 and 160x50 ------------------------------------
+
+// Runs `top_args` in a tmux window of w x h; the Tmux stays up until the test ends.
+void StartTop(const Tmux& tmux, const std::string& top_args, int w, int h) {
+  const std::string script = "'" + GpuwardenBinary() + "' top " + top_args + "; sleep 60";
+  ASSERT_EQ(tmux.Run({"new-session", "-d", "-s", "top", "-x", std::to_string(w), "-y",
+                      std::to_string(h), "sh", "-c", script}),
+            0);
+}
+
+std::string ScreenWithEscapes(const Tmux& tmux) {
+  std::string out;
+  tmux.Run({"capture-pane", "-e", "-p", "-t", "top"}, &out);
+  return out;
+}
+
+std::vector<std::string> ScreenLines(const std::string& screen) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < screen.size()) {
+    size_t end = screen.find('\n', start);
+    if (end == std::string::npos) end = screen.size();
+    lines.push_back(screen.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// Columns of a captured line (UTF-8 sequences count one).
+size_t Columns(const std::string& line) {
+  size_t cols = 0;
+  for (unsigned char c : line) cols += (c & 0xC0) != 0x80;
+  return cols;
+}
+
+// The demo's eight GPUs at 80x24: one line each, all there; a header that is shortened, not cut;
+// the process table with the scenario's names, sorted by GPU memory; o re-sorts, / filters.
+TEST(TopInteractive, At80x24TheDemoFitsAndItsProcessesSortAndFilter) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  Tmux tmux(dir);
+  StartTop(tmux, "--simulate demo --refresh 300ms", 80, 24);
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return screen.find("GPU 7 ") != std::string::npos &&
+               screen.find("spark-rapids") != std::string::npos;
+      },
+      60))
+      << screen;
+  std::vector<std::string> lines = ScreenLines(screen);
+  ASSERT_EQ(lines.size(), 24u) << screen;
+  for (const std::string& l : lines) EXPECT_LE(Columns(l), 80u) << l;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NE(LineWith(screen, "GPU " + std::to_string(i) + " ").find("util ["), std::string::npos)
+        << i << "\n"
+        << screen;
+  EXPECT_EQ(screen.find("more (j/k)"), std::string::npos) << screen;
+  // The header: shortened to fit, ending with the sort orders.
+  EXPECT_NE(lines[0].find("simulated 'demo' | 8 GPUs"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("index/gpu mem"), std::string::npos) << lines[0];
+  // Processes by GPU memory: the H200's 96 GiB Spark job first, named as the scenario names it.
+  const size_t table = screen.find("GPU-MEM▼");
+  ASSERT_NE(table, std::string::npos) << screen;
+  const std::string first_row = ScreenLines(screen.substr(table))[1];
+  EXPECT_NE(first_row.find("52000"), std::string::npos) << screen;
+  EXPECT_NE(first_row.find("96.0G"), std::string::npos) << first_row;
+  EXPECT_NE(first_row.find("spark-rapids"), std::string::npos) << first_row;
+  EXPECT_NE(first_row.find("%"), std::string::npos) << first_row;  // its SM share
+
+  // o: sorted by SM share; the header row marks the column.
+  tmux.Run({"send-keys", "-t", "top", "o"});
+  ASSERT_TRUE(WaitFor([&] { return tmux.Screen().find(" SM▼") != std::string::npos; }, 20))
+      << tmux.Screen();
+  // /triton Enter: only the two tritonservers.
+  tmux.Run({"send-keys", "-t", "top", "/triton", "Enter"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return screen.find("filter: triton  2 of 8 processes") != std::string::npos;
+      },
+      20))
+      << screen;
+  EXPECT_NE(screen.find("41000"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("41001"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("spark-rapids"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("jupyter-kernel"), std::string::npos) << screen;
+  // Keys work again after Enter; Esc clears the filter.
+  tmux.Run({"send-keys", "-t", "top", "Escape"});
+  ASSERT_TRUE(WaitFor([&] { return tmux.Screen().find("spark-rapids") != std::string::npos; }, 20))
+      << tmux.Screen();
+  tmux.Run({"send-keys", "-t", "top", "q"});
+}
+
+// Sixteen GPUs at 80x24 do not fit: the list scrolls with the selection and says how many GPUs
+// are above and below.
+TEST(TopInteractive, At80x24SixteenGpusScrollWithAHint) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  WriteFile(dir / "sixteen.yaml",
+            "name: sixteen\nseed: 1\ngpus:\n  - model: H100\n    count: 16\n    workload:\n"
+            "      - {type: training}\n");
+  Tmux tmux(dir);
+  StartTop(tmux, "--simulate " + (dir / "sixteen.yaml") + " --refresh 300ms", 80, 24);
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return std::regex_search(screen, std::regex("↓ [0-9]+ more \\(j/k\\)"));
+      },
+      60))
+      << screen;
+  EXPECT_EQ(screen.find("GPU 15 "), std::string::npos) << screen;
+  for (int i = 0; i < 15; ++i) tmux.Run({"send-keys", "-t", "top", "j"});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return LineWith(screen, "GPU 15 ").find(">") != std::string::npos;
+      },
+      20))
+      << screen;
+  EXPECT_TRUE(std::regex_search(screen, std::regex("↑ [0-9]+ above \\(j/k\\)"))) << screen;
+  EXPECT_EQ(screen.find("GPU 0 "), std::string::npos) << screen;
+  tmux.Run({"send-keys", "-t", "top", "q"});
+}
+
+// The memory bar against the thresholds the help gives: 85 % used is yellow, 99 % red.
+TEST(TopInteractive, MemoryBarsAreYellowFrom80AndRedFrom95Percent) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  // H100: 81,559 MiB total (579 reserved). 85 % and 99 % of the total.
+  WriteFile(dir / "memory.yaml",
+            "name: memory\nseed: 1\ngpus:\n"
+            "  - model: H100\n    workload:\n      - {type: training}\n"
+            "    processes:\n      - {pid: 4194401, name: fits, memory_mib: 69325}\n"
+            "  - model: H100\n    workload:\n      - {type: training}\n"
+            "    processes:\n      - {pid: 4194402, name: full, memory_mib: 80743}\n");
+  Tmux tmux(dir);
+  StartTop(tmux, "--simulate " + (dir / "memory.yaml") + " --refresh 300ms", 80, 24);
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        // 69,325 and 80,743 MiB of 79.6 GiB.
+        return screen.find("67.7/80G") != std::string::npos &&
+               screen.find("78.9/80G") != std::string::npos;
+      },
+      60))
+      << screen;
+  const std::string colours = ScreenWithEscapes(tmux);
+  // The filling of each GPU's memory bar (the block's "mem  [" on its bars line).
+  auto bar_colour = [&](int gpu) {
+    const size_t block = colours.find("GPU " + std::to_string(gpu) + " NVIDIA");
+    const size_t bar = colours.find("mem  [", block);
+    if (block == std::string::npos || bar == std::string::npos) return std::string();
+    return colours.substr(bar + 6, colours.find('|', bar) - bar - 6);
+  };
+  EXPECT_NE(bar_colour(0).find("33m"), std::string::npos) << bar_colour(0) << "\n" << colours;
+  EXPECT_NE(bar_colour(1).find("31m"), std::string::npos) << bar_colour(1) << "\n" << colours;
+  EXPECT_EQ(bar_colour(0).find("32m"), std::string::npos) << bar_colour(0);
+  tmux.Run({"send-keys", "-t", "top", "q"});
+}
+
+// An agent whose GPU 1 fell off the bus (GpuFellOffBus fires): top --url marks the GPU's row
+// and, once it is selected, lists the alert in its detail — at 80x24 and at 160x50.
+TEST(TopInteractive, FiringAlertsMarkTheGpuAndFillItsDetail) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  WriteFile(dir / "faults.yaml", kFaultHost);
+  WriteFile(dir / "gpuwarden.yaml", "rules:\n  evaluation_interval: 15s\n");
+  AgentProcess agent({"--simulate", dir / "faults.yaml", "--sim-clock", "stepped", "--config",
+                      dir / "gpuwarden.yaml"});
+  ASSERT_NE(agent.port(), 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        agent.Advance(10);
+        json j = json::parse(agent.Get("/api/v1/alerts").body, nullptr, false);
+        if (!j.is_object()) return false;
+        for (const json& a : j["data"]["alerts"])
+          if (a["labels"].value("alertname", "") == "GpuFellOffBus" &&
+              a.value("state", "") == "firing")
+            return true;
+        return false;
+      },
+      90))
+      << agent.Log();
+  const std::string url = "http://127.0.0.1:" + std::to_string(agent.port());
+  for (auto [w, h] : {std::pair{80, 24}, std::pair{160, 50}}) {
+    SCOPED_TRACE(std::to_string(w) + "x" + std::to_string(h));
+    Tmux tmux(dir);
+    StartTop(tmux, "--url " + url + " --refresh 300ms", w, h);
+    std::string screen;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          screen = tmux.Screen();
+          return screen.find("GPU 1 ") != std::string::npos &&
+                 screen.find("q quit") != std::string::npos;
+        },
+        60))
+        << screen;
+    const std::string row = LineWith(screen, "GPU 1 ");
+    EXPECT_NE(row.find("!!GPU 1"), std::string::npos) << screen;
+    tmux.Run({"send-keys", "-t", "top", "j"});
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          screen = tmux.Screen();
+          return LineWith(screen, "GPU 1 ").find(">") != std::string::npos;
+        },
+        20))
+        << screen;
+    EXPECT_NE(screen.find("[FIRING critical] GpuFellOffBus"), std::string::npos) << screen;
+    EXPECT_EQ(screen.find("no problems found"), std::string::npos) << screen;
+    tmux.Run({"send-keys", "-t", "top", "q"});
+    tmux.Run({"kill-server"});
+  }
+}
+
+// 160x50: every GPU as a block with all its bars, the selected GPU's history, the process table
+// with every demo process, the alerts' line and the keys.
+TEST(TopInteractive, At160x50EveryPartHasItsPlace) {
+  if (!Tmux::Available()) GTEST_SKIP() << "no tmux (scripts/setup.sh installs it)";
+  TempDir dir;
+  Tmux tmux(dir);
+  StartTop(tmux, "--simulate demo --refresh 300ms", 160, 50);
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        screen = tmux.Screen();
+        return screen.find("jupyter-kernel") != std::string::npos &&
+               screen.find("GPU 7 NVIDIA") != std::string::npos;
+      },
+      60))
+      << screen;
+  std::vector<std::string> lines = ScreenLines(screen);
+  ASSERT_EQ(lines.size(), 50u) << screen;
+  for (const std::string& l : lines) EXPECT_LE(Columns(l), 160u) << l;
+  EXPECT_NE(lines[0].find("driver "), std::string::npos) << lines[0];
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NE(LineWith(screen, "GPU " + std::to_string(i) + " NVIDIA").size(), 0u) << i;
+  EXPECT_NE(screen.find("temp ["), std::string::npos) << screen;
+  // The selected GPU's history: two lines, each starting with its first sparkline's label.
+  EXPECT_TRUE(std::regex_search(screen, std::regex("\n  util .+%.+mem  .+G"))) << screen;
+  EXPECT_TRUE(std::regex_search(screen, std::regex("\n  pwr  .+W.+temp .+C"))) << screen;
+  for (const char* name : {"python3 train.py", "tritonserver", "spark-rapids", "jupyter-kernel"})
+    EXPECT_NE(screen.find(name), std::string::npos) << name << "\n" << screen;
+  EXPECT_NE(screen.find("Alerts:"), std::string::npos) << screen;
+  EXPECT_NE(lines.back().find("q quit"), std::string::npos) << lines.back();
+  tmux.Run({"send-keys", "-t", "top", "q"});
+}
+
 }  // namespace
 }  // namespace gw::testing

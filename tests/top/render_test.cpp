@@ -179,7 +179,8 @@ TEST_F(TopRender, ScreenIsExactlyTheTerminalsSize) {
   const std::string text = renderer_.Render(*frame, view, o);
   EXPECT_NE(LineWith(text, "GPU 1 NVIDIA", "\r\n").find(">"), std::string::npos) << text;
   EXPECT_EQ(LineWith(text, "GPU 0 NVIDIA", "\r\n").find(">"), std::string::npos);
-  EXPECT_NE(text.find("processes: pid 4242 30.0 GiB"), std::string::npos) << text;
+  EXPECT_NE(LineWith(text, "4242", "\r\n").find("python3 train.py --epochs 90"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("sort: index"), std::string::npos);
 }
 
@@ -190,11 +191,13 @@ TEST_F(TopRender, ScrollsToTheSelectedGpu) {
   view.selected_gpu = 15;
   const std::string text = renderer_.Render(*frame, view, o);
   EXPECT_NE(LineWith(text, "GPU 15 ", "\r\n").find(">"), std::string::npos) << text;
-  EXPECT_EQ(text.find("GPU 0 NVIDIA"), std::string::npos);  // scrolled past
+  EXPECT_EQ(text.find("GPU 0 "), std::string::npos);  // scrolled past
+  EXPECT_NE(Visible(text).find("above (j/k)"), std::string::npos) << text;
   view.selected_gpu = 0;
   const std::string top = renderer_.Render(*frame, view, o);
-  EXPECT_NE(top.find("GPU 0 NVIDIA"), std::string::npos);
-  EXPECT_EQ(top.find("GPU 15 NVIDIA"), std::string::npos);
+  EXPECT_NE(top.find("GPU 0 "), std::string::npos);
+  EXPECT_EQ(top.find("GPU 15 "), std::string::npos);
+  EXPECT_NE(Visible(top).find("more (j/k)"), std::string::npos) << top;
 }
 
 TEST_F(TopRender, SortsByTheChosenKey) {
@@ -447,7 +450,7 @@ TEST_F(TopRenderDatacenter, NvLinkStateIsOnTheGpuLineAndTheDetailNamesDownLinks)
     EXPECT_NE(Visible(screen).find("busy but hollow: utilization 99% but SM active 4%"),
               std::string::npos)
         << screen;
-    EXPECT_NE(LineWith(screen, "GPU 1 NVIDIA", "\r\n").find(">"), std::string::npos);
+    EXPECT_NE(LineWith(screen, "GPU 1 ", "\r\n").find(">"), std::string::npos);
     EXPECT_NE(screen.find(w >= kSmBarWidth ? "\x1b[33m  4%" : "\x1b[33m sm  4%"), std::string::npos)
         << screen;
   }
@@ -487,10 +490,270 @@ TEST_F(TopRenderDatacenter, SteadyStateRenderingDoesNotAllocate) {
 }
 
 TEST(TopKeys, DecodesLettersAndArrows) {
-  std::vector<Key> keys = DecodeKeys("jk\x1b[A\x1b[B\x1bOBqs?hx");
-  std::vector<Key> want = {Key::kDown, Key::kUp,   Key::kUp,   Key::kDown, Key::kDown,
-                           Key::kQuit, Key::kSort, Key::kHelp, Key::kHelp, Key::kOther};
+  std::vector<Key> keys = DecodeKeys("jk\x1b[A\x1b[B\x1bOBqs?hxo/\x1b");
+  std::vector<Key> want = {Key::kDown,        Key::kUp,     Key::kUp,    Key::kDown, Key::kDown,
+                           Key::kQuit,        Key::kSort,   Key::kHelp,  Key::kHelp, Key::kOther,
+                           Key::kProcessSort, Key::kFilter, Key::kEscape};
   EXPECT_EQ(keys, want);
+}
+
+// ---- issue 17: colours, alerts, the 80x24 layout, the header, processes, history ----------
+
+// The screen line (escape codes kept) whose visible text starts with `prefix`.
+std::string LineStarting(const std::string& screen, const std::string& prefix) {
+  for (const std::string& l : Lines(screen, "\r\n"))
+    if (Visible(l).rfind(prefix, 0) == 0) return l;
+  return "";
+}
+
+// The bar of `label` ("mem  [") on the screen line that has it: the colour code its filling
+// starts with.
+std::string BarColour(const std::string& screen, const std::string& label) {
+  const std::string line = LineWith(screen, label, "\r\n");
+  const size_t at = line.find(label);
+  if (at == std::string::npos) return "";
+  const size_t code = at + label.size();
+  const size_t end = line.find('m', code);
+  return end == std::string::npos ? "" : line.substr(code, end - code + 1);
+}
+
+TEST_F(TopRender, TheMemoryBarTurnsYellowFrom80AndRedFrom95Percent) {
+  for (auto [used_gib, colour] :
+       {std::pair{40.0, "\x1b[32m"}, std::pair{68.0, "\x1b[33m"}, std::pair{79.2, "\x1b[1;31m"}}) {
+    SCOPED_TRACE(used_gib);
+    Reading r;
+    auto snap = TestSnapshot();
+    snap->gpus.resize(1);
+    snap->gpus[0].values[static_cast<size_t>(collect::Slot::kMemoryUsed)] = used_gib * (1 << 30);
+    r.snapshot = snap;
+    auto frame = FrameBuilder("test").Build(r);
+    // Blocks (120 columns) and one-line rows (80x24 with many GPUs use them) alike.
+    const std::string wide = renderer_.Render(*frame, ViewState{}, RenderOptions{120, 40, true});
+    EXPECT_EQ(BarColour(wide, "mem  ["), colour) << wide;
+    for (int i = 0; i < 15; ++i) snap->gpus.push_back(TestGpu(1 + i, 0.5, 50));
+    auto many = FrameBuilder("test").Build(r);
+    const std::string narrow = renderer_.Render(*many, ViewState{}, RenderOptions{80, 24, true});
+    EXPECT_EQ(BarColour(narrow, " mem ["), colour) << narrow;
+    // The history panel's memory figure has the same colour.
+    EXPECT_NE(LineStarting(wide, "  util ").find(std::string(colour) + " "), std::string::npos)
+        << wide;
+  }
+}
+
+TEST_F(TopRender, FiringAlertsMarkTheirGpuAndFillItsDetail) {
+  Reading r = TestReading();
+  // GPU 0 has no health problem; two alerts fire about it, one is only pending.
+  r.alerts.push_back({"GpuMemoryNearlyFull", "warning", "firing", "0", "GPU 0 memory 99% used"});
+  r.alerts.push_back({"GpuJobIdle", "critical", "firing", "0", "job holds GPU 0 and does nothing"});
+  r.alerts.push_back({"GpuHot", "warning", "pending", "0", "GPU 0 warms up"});
+  auto frame = FrameBuilder("test").Build(r);
+  ASSERT_EQ(frame->gpus[0].firing_alerts.size(), 2u);
+  ViewState view;  // GPU 0 selected
+  const std::string screen = renderer_.Render(*frame, view, RenderOptions{120, 50, true});
+  const std::string title = Visible(LineWith(screen, "GPU 0 NVIDIA", "\r\n"));
+  EXPECT_EQ(title.rfind(">!!GPU 0", 0), 0u) << title;  // the worse alert: critical
+  EXPECT_NE(title.find("2 alerts firing"), std::string::npos) << title;
+  EXPECT_EQ(LineWith(screen, "GPU 0 NVIDIA", "\r\n").rfind("\x1b[1;31m", 0), 0u);
+  const std::string visible = Visible(screen);
+  EXPECT_EQ(visible.find("no problems found"), std::string::npos) << visible;
+  EXPECT_NE(visible.find("  [FIRING warning] GpuMemoryNearlyFull: GPU 0 memory 99% used"),
+            std::string::npos)
+      << visible;
+  EXPECT_NE(visible.find("  [FIRING critical] GpuJobIdle"), std::string::npos) << visible;
+  EXPECT_EQ(visible.find("[FIRING warning] GpuHot"), std::string::npos) << visible;
+  // Sorting by problems puts it right after the lost GPU.
+  EXPECT_EQ(frame->gpus[renderer_.Order(*frame, SortKey::kProblems)[1]].index, 0u);
+  // A one-line row says how many fire.
+  Reading many = r;
+  auto snap = TestSnapshot(12);
+  many.snapshot = snap;
+  auto big = FrameBuilder("test").Build(many);
+  const std::string rows = Visible(renderer_.Render(*big, view, RenderOptions{80, 24, true}));
+  EXPECT_NE(LineWith(rows, "GPU 0 ").find(" A2"), std::string::npos) << rows;
+  // A GPU without alerts or problems says so.
+  view.selected_gpu = 4;
+  const std::string calm = Visible(renderer_.Render(*big, view, RenderOptions{120, 60, true}));
+  EXPECT_NE(calm.find("no problems found, no alerts firing"), std::string::npos) << calm;
+}
+
+// Eight GPUs on an 80x24 terminal: one line each, all of them, no GPU cut; sixteen: the list
+// scrolls and says how many are left out.
+TEST_F(TopRender, EightGpusFitAn80x24ScreenAndMoreScrollWithAHint) {
+  for (unsigned extra : {4u, 12u}) {
+    SCOPED_TRACE(extra);
+    auto frame = Build(extra);
+    const std::string screen = renderer_.Render(*frame, ViewState{}, RenderOptions{80, 24, true});
+    std::vector<std::string> lines = Lines(screen.substr(3), "\r\n");
+    ASSERT_EQ(lines.size(), 24u);
+    for (const std::string& l : lines) EXPECT_LE(Columns(l), 80) << l;
+    const std::string visible = Visible(screen);
+    size_t shown = 0;
+    for (unsigned i = 0; i < 4 + extra; ++i)
+      shown += LineWith(visible, "GPU " + std::to_string(i) + " ").empty() ? 0 : 1;
+    if (extra == 4) {
+      EXPECT_EQ(shown, 8u) << visible;
+      EXPECT_EQ(visible.find("more (j/k)"), std::string::npos) << visible;
+    } else {
+      EXPECT_LT(shown, 16u);
+      EXPECT_NE(visible.find("↓ " + std::to_string(16 - shown) + " more (j/k)"), std::string::npos)
+          << visible;
+    }
+    // The parts under the list are there too: the detail, the process table, the alerts.
+    EXPECT_NE(visible.find("GPU 0 GPU-00000000"), std::string::npos) << visible;
+    EXPECT_NE(visible.find("GPU-MEM"), std::string::npos) << visible;
+    EXPECT_NE(visible.find("Alerts: 1 firing"), std::string::npos) << visible;
+  }
+}
+
+TEST_F(TopRender, TheHeaderShortensInsteadOfBeingCut) {
+  Reading r = TestReading();
+  r.queue = QueueSummary{true, false, 3, 3720};
+  FrameBuilder builder("http://gpu-node-17.example.org:9966");
+  auto frame = builder.Build(r);
+  for (int width : {80, 100, 132, 200}) {
+    SCOPED_TRACE(width);
+    const std::string screen =
+        renderer_.Render(*frame, ViewState{}, RenderOptions{width, 30, true});
+    const std::string header = Visible(Lines(screen.substr(3), "\r\n")[0]);
+    EXPECT_LE(Columns(header), width) << header;
+    // Whatever the width: the source, the GPU count, the time and the sort orders; the queue
+    // in words, in brief, or (80 columns, with this long a source) not at all.
+    EXPECT_NE(header.find("http://gpu-node-17.example.org:9966 | 4 GPUs"), std::string::npos)
+        << header;
+    EXPECT_NE(header.find("22:14:50Z"), std::string::npos) << header;
+    if (width >= 200) {
+      EXPECT_NE(header.find("queued 3, longest wait 1h 02m (Slurm not answering)"),
+                std::string::npos)
+          << header;
+    } else if (width >= 100) {
+      EXPECT_NE(header.find("q 3/1h 02m?"), std::string::npos) << header;
+    } else {
+      EXPECT_EQ(header.find("q 3"), std::string::npos) << header;
+    }
+    EXPECT_TRUE(header.find("sort: index, procs: gpu mem") != std::string::npos ||
+                header.find("index/gpu mem") != std::string::npos)
+        << header;
+    if (width >= 200) {
+      EXPECT_NE(header.find("driver 550.127.08 | 2023-11-14 22:14:50Z"), std::string::npos)
+          << header;
+    }
+  }
+}
+
+TEST_F(TopRender, TheProcessTableNamesSortsAndFilters) {
+  auto frame = Build();
+  ASSERT_EQ(frame->processes.size(), 3u);
+  ViewState view;
+  view.selected_gpu = 1;
+  auto rows = [&](int width) {
+    const std::string screen = renderer_.Render(*frame, view, RenderOptions{width, 50, true});
+    std::vector<std::string> out;
+    bool in_table = false;
+    for (const std::string& l : Lines(Visible(screen), "\r\n")) {
+      if (l.find("PID") != std::string::npos && l.find("COMMAND") != std::string::npos) {
+        in_table = true;
+        out.push_back(l);
+        continue;
+      }
+      if (in_table && (l.empty() || l.rfind("Alerts", 0) == 0)) break;
+      if (in_table) out.push_back(l);
+    }
+    return out;
+  };
+  std::vector<std::string> t = rows(160);
+  ASSERT_EQ(t.size(), 4u) << ::testing::PrintToString(t);
+  // Sorted by GPU memory (the marked column), largest first; every column filled.
+  EXPECT_NE(t[0].find("GPU-MEM▼"), std::string::npos) << t[0];
+  EXPECT_NE(t[0].find("JOB"), std::string::npos) << t[0];
+  EXPECT_NE(t[1].find("    1    4242 alice"), std::string::npos) << t[1];
+  EXPECT_NE(t[1].find("30.0G  83%  150%      6.0G"), std::string::npos) << t[1];
+  EXPECT_NE(t[1].find("python3 train.py --epochs 90"), std::string::npos) << t[1];
+  EXPECT_NE(t[2].find("    0    5000 carol"), std::string::npos) << t[2];
+  EXPECT_NE(t[3].find("    1    4243 bob"), std::string::npos) << t[3];
+  EXPECT_NE(t[3].find(" eval"), std::string::npos) << t[3];  // no command line: its name
+  // The columns line up under their headers.
+  // (Numbers right-aligned: the marker takes the header's last column.)
+  auto column = [](const std::string& l, const char* what) {
+    return Columns(l.substr(0, l.find(what)));
+  };
+  EXPECT_EQ(column(t[0], "GPU-MEM") + 8, column(t[1], "30.0G") + 5) << t[0] << "\n" << t[1];
+  EXPECT_EQ(column(t[0], "HOST-MEM") + 8, column(t[1], "6.0G") + 4) << t[0] << "\n" << t[1];
+  EXPECT_EQ(column(t[0], "COMMAND"), column(t[1], "python3")) << t[0] << "\n" << t[1];
+  EXPECT_EQ(column(t[0], "USER"), column(t[1], "alice")) << t[0] << "\n" << t[1];
+  // o cycles the sort column: SM, then host CPU.
+  view.process_sort = NextProcessSort(view.process_sort);
+  EXPECT_NE(rows(160)[1].find("5000"), std::string::npos);  // 95 % SM
+  view.process_sort = NextProcessSort(view.process_sort);
+  t = rows(160);
+  EXPECT_NE(t[0].find("CPU▼"), std::string::npos) << t[0];
+  EXPECT_NE(t[1].find("5000"), std::string::npos);  // 2.5 cores
+  EXPECT_NE(t[1].find("250%"), std::string::npos) << t[1];
+  view.process_sort = ProcessSort::kUser;
+  t = rows(80);
+  EXPECT_NE(t[1].find("alice"), std::string::npos);
+  EXPECT_NE(t[2].find("bob"), std::string::npos);
+  EXPECT_NE(t[3].find("carol"), std::string::npos);
+  EXPECT_EQ(t[0].find("JOB"), std::string::npos) << t[0];  // no room at 80 columns
+  for (const std::string& l : t) EXPECT_LE(Columns(l), 80) << l;
+  // A filter keeps the rows that contain it (any case), and says how many.
+  view.filter = "EPOCHS";
+  const std::string filtered =
+      Visible(renderer_.Render(*frame, view, RenderOptions{160, 50, true}));
+  EXPECT_NE(filtered.find("filter: EPOCHS  1 of 3 processes"), std::string::npos) << filtered;
+  EXPECT_NE(filtered.find("4242 alice"), std::string::npos) << filtered;
+  EXPECT_EQ(filtered.find("5000 carol"), std::string::npos) << filtered;
+  view.filter = "nothing like it";
+  EXPECT_NE(Visible(renderer_.Render(*frame, view, RenderOptions{160, 50, true}))
+                .find("no process matches the filter"),
+            std::string::npos);
+  // Plain text lists every process.
+  const std::string plain = renderer_.Render(*frame, ViewState{}, RenderOptions{120, 0, false});
+  EXPECT_NE(plain.find("Processes:"), std::string::npos) << plain;
+  EXPECT_NE(LineWith(plain, "4243").find("bob"), std::string::npos) << plain;
+}
+
+TEST_F(TopRender, TheHistoryPanelFollowsTheSelectedGpusReadings) {
+  FrameBuilder builder("test");
+  std::shared_ptr<const Frame> frame;
+  for (double gib : {8.0, 40.0, 80.0}) {
+    Reading r = TestReading();
+    auto snap = TestSnapshot();
+    snap->gpus[0].values[static_cast<size_t>(collect::Slot::kMemoryUsed)] = gib * (1 << 30);
+    r.snapshot = snap;
+    frame = builder.Build(r);
+  }
+  const GpuView& g = frame->gpus[0];
+  ASSERT_EQ(g.history_count, 3u);
+  EXPECT_FLOAT_EQ(g.memory_history[kHistoryLength - 3], 0.1f);
+  EXPECT_FLOAT_EQ(g.memory_history[kHistoryLength - 1], 1.0f);
+  EXPECT_FLOAT_EQ(g.power_history[kHistoryLength - 1], (100 + 600 * 0.95f) / 700);
+  EXPECT_FLOAT_EQ(g.temperature_history[kHistoryLength - 1], 65.0f / 89);
+  const std::string screen = renderer_.Render(*frame, ViewState{}, RenderOptions{160, 50, true});
+  const std::string mem = Visible(LineStarting(screen, "  util "));
+  EXPECT_NE(mem.find("mem  "), std::string::npos) << mem;
+  EXPECT_NE(mem.find("▁▄█ 80.0G"), std::string::npos) << mem;  // 10 %, 50 %, 100 %
+  EXPECT_NE(Visible(LineStarting(screen, "  pwr  ")).find("temp "), std::string::npos) << screen;
+}
+
+// The two terminal sizes top is drawn for, with everything on them.
+TEST_F(TopRender, At160x50EveryPartHasItsPlace) {
+  auto frame = Build(4);  // 8 GPUs
+  ViewState view;
+  view.selected_gpu = 1;
+  const std::string screen = renderer_.Render(*frame, view, RenderOptions{160, 50, true});
+  std::vector<std::string> lines = Lines(screen.substr(3), "\r\n");
+  ASSERT_EQ(lines.size(), 50u);
+  for (const std::string& l : lines) EXPECT_LE(Columns(l), 160) << l;
+  const std::string visible = Visible(screen);
+  for (unsigned i = 0; i < 8; ++i)  // every GPU as a block with its bars
+    EXPECT_NE(LineWith(visible, "GPU " + std::to_string(i) + " NVIDIA").size(), 0u) << i;
+  EXPECT_NE(visible.find("temp ["), std::string::npos);
+  EXPECT_EQ(visible.find("more (j/k)"), std::string::npos) << visible;
+  EXPECT_NE(LineStarting(screen, "  util ").find("mem "), std::string::npos);  // the history
+  EXPECT_NE(visible.find("GPU-MEM▼"), std::string::npos);                      // the process table
+  EXPECT_NE(visible.find("python3 train.py"), std::string::npos);
+  EXPECT_NE(visible.find("Alerts: 1 firing, 1 pending"), std::string::npos);
+  EXPECT_NE(lines.back().find("o procs sort"), std::string::npos) << lines.back();
 }
 
 }  // namespace

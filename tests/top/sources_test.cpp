@@ -10,6 +10,26 @@
 namespace gw::top {
 namespace {
 
+// The task layer's job of a process travels as its "job_id" and lands in top's process row.
+TEST(TopSnapshotJson, AProcessCarriesItsJob) {
+  auto snap = TestSnapshot();
+  const std::map<unsigned, std::string> jobs = {{4242, "train-7"}};
+  const std::string body = serve::SnapshotJson(*snap, &jobs);
+  auto parsed = ParseSnapshotJson(body, nullptr);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  std::vector<ProcessView> rows;
+  AppendProcessViews((*parsed)->gpus[1], {}, &rows);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].job, "train-7");
+  EXPECT_EQ(rows[0].name, "python3");
+  EXPECT_EQ(rows[1].job, "");  // not attributed: no key
+  EXPECT_EQ(serve::SnapshotJson(*snap).find("job_id"), std::string::npos);
+  // A local view's attributions name the job where the details do not.
+  rows.clear();
+  AppendProcessViews(snap->gpus[1], {{4243, "eval-3"}}, &rows);
+  EXPECT_EQ(rows[1].job, "eval-3");
+}
+
 TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
   auto snap = TestSnapshot();
   std::map<unsigned, std::vector<collect::HealthProblem>> health;
@@ -27,7 +47,21 @@ TEST(TopSnapshotJson, RoundTripsIntoTheSameView) {
     EXPECT_EQ(got.lost, want.lost);
     EXPECT_EQ(got.throttle, want.throttle);
     EXPECT_EQ(got.xids, want.xids);
-    EXPECT_EQ(got.process_text, want.process_text);
+    // Every process with its details and host figures.
+    std::vector<ProcessView> want_procs, got_procs;
+    AppendProcessViews(snap->gpus[i], {}, &want_procs);
+    AppendProcessViews((*parsed)->gpus[i], {}, &got_procs);
+    ASSERT_EQ(got_procs.size(), want_procs.size());
+    for (size_t k = 0; k < want_procs.size(); ++k) {
+      EXPECT_EQ(got_procs[k].pid, want_procs[k].pid);
+      EXPECT_EQ(got_procs[k].name, want_procs[k].name);
+      EXPECT_EQ(got_procs[k].user, want_procs[k].user);
+      EXPECT_EQ(got_procs[k].command, want_procs[k].command);
+      EXPECT_DOUBLE_EQ(got_procs[k].memory_bytes, want_procs[k].memory_bytes);
+      EXPECT_DOUBLE_EQ(got_procs[k].sm_ratio, want_procs[k].sm_ratio);
+      EXPECT_DOUBLE_EQ(got_procs[k].cpu_ratio, want_procs[k].cpu_ratio);
+      EXPECT_DOUBLE_EQ(got_procs[k].host_memory_bytes, want_procs[k].host_memory_bytes);
+    }
     EXPECT_EQ(std::isnan(got.power_w), std::isnan(want.power_w));
     if (!std::isnan(want.power_w)) {
       EXPECT_DOUBLE_EQ(got.power_w, want.power_w);

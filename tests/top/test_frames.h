@@ -43,12 +43,30 @@ inline std::shared_ptr<collect::Snapshot> TestSnapshot(unsigned extra_gpus = 0) 
   s->taken_unix_seconds = 1700000090;
   s->stats.nvml_up = true;
   s->stats.driver_version = "550.127.08";
-  s->gpus.push_back(TestGpu(0, 0.95, 65));
+  // Processes with their details, as the collector's process details fill them.
+  auto process = [](unsigned pid, double gib, double sm, const char* name, const char* user,
+                    const char* command, double cpu, double rss_gib) {
+    collect::ProcessSample p;
+    p.pid = pid;
+    p.memory_bytes = gib * (1 << 30);
+    p.sm_utilization_ratio = sm;
+    p.details = std::make_shared<const collect::ProcessDetails>(
+        collect::ProcessDetails{name, user, command, ""});
+    p.host_cpu_ratio = cpu;
+    p.host_memory_bytes = rss_gib * (1 << 30);
+    return p;
+  };
+  collect::GpuSnapshot busy = TestGpu(0, 0.95, 65);
+  busy.processes = {
+      process(5000, 10, 0.95, "torchrun", "carol", "torchrun --nproc 8 fit.py", 2.5, 12)};
+  s->gpus.push_back(busy);
   collect::GpuSnapshot capped = TestGpu(1, 0.85, 60);
   capped.values[static_cast<size_t>(Slot::kEventSwPowerCap)] = 1;
   capped.values[static_cast<size_t>(Slot::kPowerLimit)] = 300;
   capped.values[static_cast<size_t>(Slot::kPower)] = 298;
-  capped.processes = {{4242, 30.0 * (1 << 30), collect::kAbsent}};
+  capped.processes = {
+      process(4242, 30, 0.83, "python3", "alice", "python3 train.py --epochs 90", 1.5, 6),
+      process(4243, 2, 0.02, "eval", "bob", "", 0.1, 0.5)};
   s->gpus.push_back(capped);
   collect::GpuSnapshot lost = TestGpu(2, 0, 0);
   lost.values.fill(collect::kAbsent);
