@@ -25,6 +25,7 @@
 #include "serve/service_cost_service.h"
 #include "serve/snapshot_json.h"
 #include "serve/store.h"
+#include "serve/training_service.h"
 #include "web/console.h"
 
 namespace gw::serve {
@@ -233,6 +234,29 @@ class ServiceCostAdapter : public Service {
 
  private:
   ServiceCostService services_;
+};
+
+// Training throughput of the jobs bound to scrape targets (scrape.targets[].job_id): after the
+// jobs (who runs) and before the rules. Its figures go into the jobs' records.
+class TrainingAdapter : public Service {
+ public:
+  TrainingAdapter(const Context& ctx, const StoreService* store, const ScrapeService* scrape,
+                  JobsAdapter* jobs)
+      : training_(ctx.config, scrape->scraper(), jobs->jobs(), store->appender(), ctx.log) {
+    if (!training_.empty())
+      jobs->jobs()->SetJobThroughputLookup(
+          [this](const jobs::JobRecord& r) { return training_.Throughput(r); });
+  }
+  const char* name() const override { return "training"; }
+  void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) override {
+    training_.OnSnapshot(snapshot, t_ms);
+  }
+  void RenderMetrics(collect::Format format, std::string* out) override {
+    training_.RenderMetrics(format, out);
+  }
+
+ private:
+  TrainingService training_;
 };
 
 // Alerting: rules evaluated right after each recorded snapshot, at its time. SIGHUP reloads them.
@@ -521,15 +545,16 @@ int Serve(const config::Config& config, const std::string& version, Logger* logg
   // Outlives the list: the HTTP routes read its collector until the server has stopped.
   Agent agent(config, logger);
   // The order is the dependency order: each part uses only parts before it, and the recorder
-  // hands each snapshot to the scraper, jobs, governance, service cost, alerting and findings in
-  // that order (scrapes drained first; governance after the task layer; rules after every family
-  // of the snapshot is in the store).
+  // hands each snapshot to the scraper, jobs, governance, service cost, training, alerting and
+  // findings in that order (scrapes drained first; governance after the task layer; rules after
+  // every family of the snapshot is in the store).
   ServiceList list;
   auto* store = list.Add(std::make_unique<StoreService>(ctx));
   auto* scrape = list.Add(std::make_unique<ScrapeService>(ctx, store));
   auto* jobs = list.Add(std::make_unique<JobsAdapter>(ctx, store));
   list.Add(std::make_unique<GovernanceAdapter>(ctx, store, jobs));
   list.Add(std::make_unique<ServiceCostAdapter>(ctx, store, scrape));
+  list.Add(std::make_unique<TrainingAdapter>(ctx, store, scrape, jobs));
   auto* alerting = list.Add(std::make_unique<AlertingAdapter>(ctx, store));
   list.Add(std::make_unique<FindingsAdapter>(ctx, store));
   auto* recorder = list.Add(std::make_unique<RecorderService>(

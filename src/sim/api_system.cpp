@@ -313,6 +313,18 @@ nvmlReturn_t nvmlSimAdvance(unsigned long long milliseconds) {
   if (milliseconds > 10ULL * 365 * 86400 * 1000) return NVML_ERROR_INVALID_ARGUMENT;
   lib.fleet->clock().Advance(static_cast<gw::sim::VirtualUs>(milliseconds) * 1000);
   lib.fleet->DeliverEvents(gw::sim::api::Now(lib));
+  // The state records (sim/state_file.h) follow the stepped clock itself, not only the NVML calls
+  // that happen to touch each GPU afterwards: programs reading them see the new time at once.
+  if (lib.state) {
+    const gw::sim::VirtualUs now = gw::sim::api::Now(lib);
+    for (unsigned i = 0; i < lib.fleet->device_count(); ++i) {
+      if (lib.fleet->DeviceInfo(i).LostAt(now)) {
+        lib.state->PublishLost(i, static_cast<std::uint64_t>(now / 1000));
+      } else {
+        gw::sim::api::PublishState(lib, i, lib.fleet->DeviceAt(i, now));
+      }
+    }
+  }
   lib.wake.notify_all();
   return NVML_SUCCESS;
 }

@@ -6,8 +6,9 @@
 // libnvml-sim.so, the library writes DIR/gpu<INDEX>.state for every GPU at nvmlInit (written
 // under a temporary name, then renamed into place) and rewrites the record whenever a device has
 // completed new physics steps inside an NVML call on it: one seqlock-guarded store of 22 words,
-// nothing when the device did not move. The record therefore follows the simulation as the
-// collector reads it (every collection cycle), in either clock mode. A GPU that fell off the bus
+// nothing when the device did not move; with a stepped clock every GPU is also stepped and
+// published at each nvmlSimAdvance. The record therefore follows the simulation as the collector
+// reads it (every collection cycle), in either clock mode. A GPU that fell off the bus
 // is published once more with `lost` = 1 and the virtual time the call saw. At the last
 // nvmlShutdown `alive` becomes 0.
 //

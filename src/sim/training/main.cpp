@@ -203,7 +203,10 @@ class Runner {
     return run_.status();
   }
 
+  // Catches up first: a scrape sees the run as of the GPUs' state at that moment (with a stepped
+  // clock, the simulated time of the scrape).
   void Render(std::string* out) {
+    CatchUp();
     std::lock_guard<std::mutex> lock(mu_);
     run_.Render(out);
   }
