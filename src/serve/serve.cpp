@@ -236,29 +236,6 @@ class ServiceCostAdapter : public Service {
   ServiceCostService services_;
 };
 
-// Training throughput of the jobs bound to scrape targets (scrape.targets[].job_id): after the
-// jobs (who runs) and before the rules. Its figures go into the jobs' records.
-class TrainingAdapter : public Service {
- public:
-  TrainingAdapter(const Context& ctx, const StoreService* store, const ScrapeService* scrape,
-                  JobsAdapter* jobs)
-      : training_(ctx.config, scrape->scraper(), jobs->jobs(), store->appender(), ctx.log) {
-    if (!training_.empty())
-      jobs->jobs()->SetJobThroughputLookup(
-          [this](const jobs::JobRecord& r) { return training_.Throughput(r); });
-  }
-  const char* name() const override { return "training"; }
-  void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) override {
-    training_.OnSnapshot(snapshot, t_ms);
-  }
-  void RenderMetrics(collect::Format format, std::string* out) override {
-    training_.RenderMetrics(format, out);
-  }
-
- private:
-  TrainingService training_;
-};
-
 // Alerting: rules evaluated right after each recorded snapshot, at its time. SIGHUP reloads them.
 class AlertingAdapter : public Service {
  public:
@@ -554,7 +531,8 @@ int Serve(const config::Config& config, const std::string& version, Logger* logg
   auto* jobs = list.Add(std::make_unique<JobsAdapter>(ctx, store));
   list.Add(std::make_unique<GovernanceAdapter>(ctx, store, jobs));
   list.Add(std::make_unique<ServiceCostAdapter>(ctx, store, scrape));
-  list.Add(std::make_unique<TrainingAdapter>(ctx, store, scrape, jobs));
+  list.Add(MakeTrainingService(ctx.config, scrape->scraper(), jobs->jobs(), store->appender(),
+                               ctx.log));  // serve/training_service.h
   auto* alerting = list.Add(std::make_unique<AlertingAdapter>(ctx, store));
   list.Add(std::make_unique<FindingsAdapter>(ctx, store));
   auto* recorder = list.Add(std::make_unique<RecorderService>(

@@ -171,4 +171,35 @@ std::optional<jobs::JobThroughputRecord> TrainingService::Throughput(
   return t;
 }
 
+namespace {
+
+class TrainingPart : public Service {
+ public:
+  TrainingPart(const config::Config& config, const scrape::Scraper* scraper, JobsService* jobs,
+               tsdb::Appender* appender, Logger* logger)
+      : training_(config, scraper, jobs, appender, logger) {
+    if (!training_.empty())
+      jobs->SetJobThroughputLookup(
+          [this](const jobs::JobRecord& r) { return training_.Throughput(r); });
+  }
+  const char* name() const override { return "training"; }
+  void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) override {
+    training_.OnSnapshot(snapshot, t_ms);
+  }
+  void RenderMetrics(collect::Format format, std::string* out) override {
+    training_.RenderMetrics(format, out);
+  }
+
+ private:
+  TrainingService training_;
+};
+
+}  // namespace
+
+std::unique_ptr<Service> MakeTrainingService(const config::Config& config,
+                                             const scrape::Scraper* scraper, JobsService* jobs,
+                                             tsdb::Appender* appender, Logger* logger) {
+  return std::make_unique<TrainingPart>(config, scraper, jobs, appender, logger);
+}
+
 }  // namespace gw::serve

@@ -47,6 +47,7 @@
 #include "scrape/job_throughput.h"
 #include "scrape/scraper.h"
 #include "serve/jobs_series.h"
+#include "serve/service.h"
 
 namespace gw::serve {
 
@@ -96,6 +97,13 @@ class TrainingService {
   double now_s_ = 0;
   std::unique_ptr<TaskSeriesRecorder> series_;  // the recorder's thread
 };
+
+// The part of `serve`'s service list (serve/service.h): a TrainingService whose figures go into
+// `jobs`' records (JobsService::SetJobThroughputLookup), after the jobs (who runs) and before the
+// rules in the list. Every pointer must outlive the returned part.
+std::unique_ptr<Service> MakeTrainingService(const config::Config& config,
+                                             const scrape::Scraper* scraper, JobsService* jobs,
+                                             tsdb::Appender* appender, Logger* logger);
 
 }  // namespace gw::serve
 

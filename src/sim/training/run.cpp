@@ -1,19 +1,13 @@
 #include "sim/training/run.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+
+#include "sim/metrics_text.h"
 
 namespace gw::sim {
 
 namespace {
-
-// Shortest text that reads back as `v`.
-void AppendNumber(std::string* out, double v) {
-  char buffer[32];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  out->append(buffer, ec == std::errc() ? end : buffer);
-}
 
 void AppendMetric(std::string* out, const std::string& name, const char* type, const char* help,
                   double value) {
