@@ -4,7 +4,9 @@
 # layer has something to show — device faults, jobs and teams, idle-but-allocated GPUs and a
 # dry-run reclaim, quotas and cost, and an inference service's cost per request:
 #
-#   GPU 0-3  job llm-pretrain (team research, training) — research's quota is 3 GPUs: over quota
+#   GPU 0-3  job llm-pretrain (team research): gw-training-sim, its tokens counter scraped as
+#            target `pretrain` bound to the job (throughput; it slows while GPU 3 overheats at
+#            20-32 min) — research's quota is 3 GPUs: over quota
 #   GPU 5    job llm-serving (team product): gw-inference-sim, scraped as target `llm`
 #   GPU 7    job notebook-alice (team analytics), holding the GPU and computing nothing: noticed
 #            after 10 minutes idle, a dry-run reclaim decision 5 minutes later
@@ -37,23 +39,35 @@ job() {  # workload gpus job team
     GPUWARDEN_TEAM="$4" sleep infinity &
   pids+=($!)
 }
-job training 0,1,2,3 llm-pretrain research
 job idle_allocated 7 notebook-alice analytics
+
+wait_port() {  # log sed-expression name: the port the program's log names
+  local p=""
+  for _ in $(seq 100); do
+    p="$(sed -n "$2" "$1" | head -n 1)"
+    [ -n "$p" ] && break
+    sleep 0.1
+  done
+  if [ -z "$p" ]; then
+    echo "demo: $3 did not start:" >&2
+    cat "$1" >&2
+    exit 1
+  fi
+  echo "$p"
+}
 
 env CUDA_VISIBLE_DEVICES=5 GPUWARDEN_JOB=llm-serving GPUWARDEN_TEAM=product \
   "$bin/gw-inference-sim" --listen 127.0.0.1:0 >"$work/inference.log" 2>&1 &
 pids+=($!)
-port=""
-for _ in $(seq 100); do
-  port="$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$work/inference.log" | head -n 1)"
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-if [ -z "$port" ]; then
-  echo "demo: gw-inference-sim did not start:" >&2
-  cat "$work/inference.log" >&2
-  exit 1
-fi
+port="$(wait_port "$work/inference.log" 's/.*(port \([0-9]*\)).*/\1/p' gw-inference-sim)"
+
+# The training job: 4 GPUs, counting tokens; 4 GiB per GPU beside the scenario's own processes.
+env CUDA_VISIBLE_DEVICES=0,1,2,3 GPUWARDEN_JOB=llm-pretrain GPUWARDEN_TEAM=research \
+  "$bin/gw-training-sim" --unit tokens --rate 16 --batch 8 --tokens-per-sample 4096 \
+  --memory-mib 4096 >"$work/training.log" 2>&1 &
+pids+=($!)
+train_port="$(wait_port "$work/training.log" 's/.*metrics on 127\.0\.0\.1:\([0-9]*\).*/\1/p' \
+  gw-training-sim)"
 
 # The demo fleet with host processes on (the scenario file itself is left as it is).
 { cat "$here/scenarios/demo.yaml"; printf '\nhost_processes: true\n'; } >"$work/demo.yaml"
@@ -79,9 +93,16 @@ scrape:
       gpus: [5]
       outputs: 'inference_requests_total{code=~"2.."}'
       output_unit: request
+    - name: pretrain
+      url: http://127.0.0.1:$train_port/metrics
+      interval: 5s
+      outputs: training_tokens_total
+      output_unit: tokens
+      job_id: llm-pretrain
 YAML
 
-echo "demo: jobs llm-pretrain (GPU 0-3), llm-serving (GPU 5, an inference service on port $port),"
+echo "demo: jobs llm-pretrain (GPU 0-3, a training run on port $train_port), llm-serving (GPU 5, an"
+echo "demo: inference service on port $port),"
 echo "demo: notebook-alice (GPU 7, idle); prices, quotas and a dry-run reclaim policy: $work/gpuwarden.yaml"
 "$bin/gpuwarden" serve --simulate "$work/demo.yaml" --config "$work/gpuwarden.yaml" "$@" &
 serve=$!

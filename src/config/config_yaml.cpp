@@ -161,6 +161,7 @@ std::string EffectiveYaml(const Config& c) {
       out << YAML::Key << "outputs" << YAML::Value << t.outputs;
       out << YAML::Key << "output_unit" << YAML::Value << t.output_unit;
     }
+    if (!t.job_id.empty()) out << YAML::Key << "job_id" << YAML::Value << t.job_id;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

@@ -79,6 +79,10 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
       s = Text(file, v, sub, &t->output_unit);
       if (s.ok() && t->output_unit.empty())
         s = Error{At(file, v) + sub + ": expected a unit such as request or token"};
+    } else if (name == "job_id") {
+      s = Text(file, v, sub, &t->job_id);
+      if (s.ok() && t->job_id.empty())
+        s = Error{At(file, v) + sub + ": expected the job's id as `gpuwarden jobs` lists it"};
     } else if (name == "bearer_token_file") {
       s = Text(file, v, sub, &t->bearer_token_file);
     } else if (name == "basic_auth") {
@@ -98,7 +102,7 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
     } else {
       return Error{At(file, field.first) + key + ": unknown key '" + Printable(name) +
                    "' (name, url, interval, timeout, gpus, basic_auth, bearer_token_file, outputs, "
-                   "output_unit)"};
+                   "output_unit, job_id)"};
     }
     if (!s.ok()) return s;
   }
@@ -109,6 +113,10 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
   if (has_timeout && t->timeout_s > t->interval_s)
     return Error{At(file, node) + key + ": timeout (" + FormatDuration(t->timeout_s) +
                  ") must not be longer than interval (" + FormatDuration(t->interval_s) + ")"};
+  if (!t->job_id.empty() && t->outputs.empty())
+    return Error{At(file, node) + key +
+                 ": job_id needs outputs, the job's progress counter (e.g. "
+                 "outputs: training_samples_total)"};
   if (!t->bearer_token_file.empty() && !t->basic_auth_username.empty())
     return Error{At(file, node) + key + ": use basic_auth or bearer_token_file, not both"};
   return Status::Ok();

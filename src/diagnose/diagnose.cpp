@@ -9,6 +9,7 @@
 
 #include "diagnose/business.h"
 #include "diagnose/checks.h"
+#include "diagnose/training.h"
 #include "promql/parser.h"
 
 namespace gw::diagnose {
@@ -447,6 +448,7 @@ Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engin
   LoadAllocations(ctx);
   for (const Check& check : Checks()) RunCheck(ctx, check);
   RunBusinessChecks(ctx);
+  RunTrainingChecks(ctx);  // diagnose/training.h
   std::stable_sort(out.findings.begin(), out.findings.end(),
                    [](const Finding& a, const Finding& b) {
                      if (a.layer != b.layer) return a.layer < b.layer;
@@ -467,6 +469,7 @@ const std::vector<KindLayer>& Kinds() {
       if (!seen) out.push_back(KindLayer{check.kind, check.layer});
     }
     out.push_back(KindLayer{"business-latency", Layer::kBusiness});
+    out.push_back(KindLayer{"training-throughput-drop", Layer::kTask});
     return out;
   }();
   return kinds;

@@ -189,13 +189,15 @@ void Scraper::ScrapeDue(int64_t t_ms) {
 
 // Outputs, reset-aware per series as Prometheus' increase(): a value below the series' last one
 // is a restart of the counter, which counts from 0; a series first seen after the first successful
-// scrape counts from 0 (the service created it meanwhile); the first scrape is the baseline.
+// scrape counts from 0 (the service created it meanwhile); the first scrape is the baseline — but
+// for a job's target (job_id), whose counter started with the job, it counts from 0 too.
 void Scraper::CountOutputs(Target* t, const Batch& batch) {
   for (const auto& [id, v] : batch.values) {
     if (!t->is_output[id] || !std::isfinite(v) || v < 0) continue;  // not a counter's value
     double& last = t->output_last[id];
     if (std::isnan(last)) {
-      if (t->outputs_started) t->outputs_total += v;
+      // A job's own counter started with the job: its first value is progress, not a baseline.
+      if (t->outputs_started || !t->config.job_id.empty()) t->outputs_total += v;
     } else {
       t->outputs_total += v >= last ? v - last : v;
     }
@@ -205,10 +207,20 @@ void Scraper::CountOutputs(Target* t, const Batch& batch) {
 }
 
 bool Scraper::Outputs(size_t target, double* total) const {
+  int64_t t_ms = 0;
+  return Outputs(target, total, &t_ms);
+}
+
+bool Scraper::Outputs(size_t target, double* total, int64_t* t_ms) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (target >= targets_.size() || !targets_[target]->health.outputs_known) return false;
   *total = targets_[target]->health.outputs_total;
+  *t_ms = targets_[target]->health.outputs_ms;
   return true;
+}
+
+const TargetConfig& Scraper::target_config(size_t target) const {
+  return targets_[target]->config;
 }
 
 std::unique_ptr<Scraper::Batch> Scraper::TakeSpare() {
@@ -302,6 +314,7 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
       h.last_error.clear();
       h.outputs_known = t.outputs_started;
       h.outputs_total = t.outputs_total;
+      h.outputs_ms = t_ms;
     } else {
       ++h.errors;
       h.last_error = status.message();

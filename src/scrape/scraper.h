@@ -22,7 +22,8 @@
 // each successful scrape also sums the selected series, reset-aware, into the target's outputs
 // total (Outputs): a series whose value drops counts from 0 again (the service restarted), a
 // series that appears after the first successful scrape counts from 0, and the first successful
-// scrape is the baseline.
+// scrape is the baseline (for a target bound to a job — `job_id` — it counts from 0 as well: the
+// job's counter started with the job).
 //
 // Threading: scrapes run on the scrape thread (Start) or on the caller of ScrapeDue — never
 // both, never on an HTTP request thread. The store has one writer, so scrape results are queued
@@ -66,6 +67,7 @@ struct TargetHealth {
   // (Scraper::CountOutputs), as of the last successful scrape.
   bool outputs_known = false;
   double outputs_total = 0;
+  int64_t outputs_ms = 0;  // the time of the scrape that counted outputs_total
 };
 
 // The clock of the realtime loop (the system clock by default; tests drive it). Must outlive the
@@ -116,6 +118,12 @@ class Scraper {
   // The outputs of target `target` (index into the configured list) counted so far: false while
   // none are (no `outputs`, or no successful scrape yet). Any thread; no allocation.
   bool Outputs(size_t target, double* total) const;
+  // The same, with the time (ms) of the scrape that counted them (a job's throughput is their
+  // rate between scrapes).
+  bool Outputs(size_t target, double* total, int64_t* t_ms) const;
+  // The configured targets, in order (as given to the constructor).
+  const TargetConfig& target_config(size_t target) const;
+  size_t size() const { return targets_.size(); }
 
  private:
   struct Target;

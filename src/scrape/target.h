@@ -4,7 +4,9 @@
 // server's /metrics). Its samples are stored with the extra label target="<name>"; `gpus` names
 // the GPU indices that serve it, which the agent publishes as gpu_service_info so that a slow
 // service can be tied to the state of its GPUs (docs/metrics.md, "Business metrics"). `outputs`
-// names what one output of the service is (a counter selector), for cost per output.
+// names what one output of the service is (a counter selector), for cost per output. `job_id`
+// binds the target to a job (a training run's own /metrics): its `outputs` counted per second are
+// that job's throughput (docs/jobs.md, "Training throughput").
 #ifndef GPUWARDEN_SCRAPE_TARGET_H_
 #define GPUWARDEN_SCRAPE_TARGET_H_
 
@@ -29,6 +31,9 @@ struct TargetConfig {
   std::string outputs;
   std::vector<tsdb::Matcher> output_matchers;
   std::string output_unit = "output";  // what one output is ("request", "token")
+  // The job whose progress `outputs` counts (as `gpuwarden jobs` lists it: a Slurm job id, a
+  // GPUWARDEN_JOB name, namespace/pod); "" = not a job's. Requires `outputs`.
+  std::string job_id;
 
   double effective_timeout_s() const {
     if (timeout_s > 0) return timeout_s;

@@ -40,7 +40,8 @@ std::vector<jobs::JobRecord> JobsService::RunningRecords() const {
       r.gpu = std::move(stats);
     }
     if (r.gpu) r.gpu->job_id = r.job_id;
-    if (cost_lookup_) r.cost = cost_lookup_(r.job_id);  // so far
+    if (cost_lookup_) r.cost = cost_lookup_(r.job_id);             // so far
+    if (throughput_lookup_) r.throughput = throughput_lookup_(r);  // so far (training_service.h)
     out.push_back(std::move(r));
   };
   for (const jobs::JobGpuStats& s : running_) add(s.job_id, s);

@@ -166,6 +166,11 @@ double JobsService::NowS() const {
   return last_snapshot_s_ > 0 ? last_snapshot_s_ : WallNowS();
 }
 
+void JobsService::SetJobThroughputLookup(ThroughputLookup lookup) {
+  std::lock_guard<std::mutex> lock(mu_);
+  throughput_lookup_ = std::move(lookup);
+}
+
 void JobsService::SetJobCostLookup(jobs::JobLedger::CostLookup lookup) {
   std::lock_guard<std::mutex> lock(mu_);
   cost_lookup_ = lookup;
@@ -193,6 +198,9 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
     }
     Observe(snapshot);
     finished = ledger_->TakeFinished();
+    // Training throughput (serve/training_service.h) into the finished records.
+    if (throughput_lookup_)
+      for (jobs::JobRecord& r : finished) r.throughput = throughput_lookup_(r);
     writing_.insert(writing_.end(), finished.begin(), finished.end());
     series = series_.get();
     if (series) {

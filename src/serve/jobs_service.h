@@ -166,6 +166,12 @@ class JobsService {
   // lock held — so `lookup` must not call back into this service. Before the first OnSnapshot;
   // unset, records carry no cost.
   void SetJobCostLookup(jobs::JobLedger::CostLookup lookup);
+  // Training throughput (serve/training_service.h): fills JobRecord::throughput of finished
+  // records (final) and of running ones in the API (so far). Asked with this service's lock held,
+  // so `lookup` must not call back into this service. Before the first OnSnapshot.
+  using ThroughputLookup =
+      std::function<std::optional<jobs::JobThroughputRecord>(const jobs::JobRecord&)>;
+  void SetJobThroughputLookup(ThroughputLookup lookup);
 
   // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T), GET /api/gw/v1/jobs/<id>, and
   // GET /api/gw/v1/queue (?team=T; serve/queue_api.h).
@@ -286,6 +292,7 @@ class JobsService {
   std::uint64_t slurm_version_ = 0;  // the poller's JobsVersion last walked
   std::unique_ptr<jobs::JobLedger> ledger_;
   jobs::JobLedger::CostLookup cost_lookup_;  // running jobs' cost so far (API)
+  ThroughputLookup throughput_lookup_;       // training throughput (finished and running)
   double last_snapshot_s_ = 0;
   // Running jobs as the ledger keys them ("process:<name>" for process jobs) and who they are.
   std::map<std::string, JobMeta> meta_;

@@ -25,6 +25,7 @@
 #include "serve/service_cost_service.h"
 #include "serve/snapshot_json.h"
 #include "serve/store.h"
+#include "serve/training_service.h"
 #include "web/console.h"
 
 namespace gw::serve {
@@ -522,15 +523,17 @@ int Serve(const config::Config& config, const std::string& version, Logger* logg
   // Outlives the list: the HTTP routes read its collector until the server has stopped.
   Agent agent(config, logger);
   // The order is the dependency order: each part uses only parts before it, and the recorder
-  // hands each snapshot to the scraper, jobs, governance, service cost, alerting and findings in
-  // that order (scrapes drained first; governance after the task layer; rules after every family
-  // of the snapshot is in the store).
+  // hands each snapshot to the scraper, jobs, governance, service cost, training, alerting and
+  // findings in that order (scrapes drained first; governance after the task layer; rules after
+  // every family of the snapshot is in the store).
   ServiceList list;
   auto* store = list.Add(std::make_unique<StoreService>(ctx));
   auto* scrape = list.Add(std::make_unique<ScrapeService>(ctx, store));
   auto* jobs = list.Add(std::make_unique<JobsAdapter>(ctx, store));
   list.Add(std::make_unique<GovernanceAdapter>(ctx, store, jobs));
   list.Add(std::make_unique<ServiceCostAdapter>(ctx, store, scrape));
+  list.Add(MakeTrainingService(ctx.config, scrape->scraper(), jobs->jobs(), store->appender(),
+                               ctx.log));  // serve/training_service.h
   auto* alerting = list.Add(std::make_unique<AlertingAdapter>(ctx, store));
   list.Add(std::make_unique<FindingsAdapter>(ctx, store));
   auto* recorder = list.Add(std::make_unique<RecorderService>(

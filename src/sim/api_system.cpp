@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/api_internal.h"
+#include "sim/faults.h"
 
 namespace gw::sim::api {
 namespace {
@@ -164,6 +165,19 @@ std::optional<std::uint32_t> DecodeEventSet(const Library& lib, nvmlEventSet_t s
   return id;
 }
 
+// The latest critical XID `spec`'s faults raised at or before t (0 = none), for the state record.
+std::uint64_t LatestXid(const GpuSpec& spec, VirtualUs t) {
+  VirtualUs latest_at = -1;
+  std::uint64_t xid = 0;
+  for (const FaultEvent& e : FaultEvents(spec)) {
+    if (e.event_type != nvmlEventTypeXidCriticalError || e.at_us > t) continue;
+    VirtualUs at = e.at_us;
+    if (e.period_us > 0) at += (std::min(t, e.end_us) - e.at_us) / e.period_us * e.period_us;
+    if (at >= latest_at) latest_at = at, xid = e.event_data;
+  }
+  return xid;
+}
+
 void PublishState(Library& lib, unsigned index, const Device& device) {
   if (index >= lib.state_steps.size() || lib.state_steps[index] == device.last_step()) return;
   lib.state_steps[index] = device.last_step();
@@ -178,6 +192,9 @@ void PublishState(Library& lib, unsigned index, const Device& device) {
   s.memory_reserved_bytes = device.reserved_memory_bytes();
   s.utilization_pct = device.latest().util_pct;
   s.temperature_c = device.temperature_c();
+  s.xid = LatestXid(device.spec(), device.last_step_us());
+  for (unsigned link = 0; link < device.model().nvlinks; ++link)
+    if (!NvLinkUpAt(device.spec(), link, device.last_step_us())) ++s.nvlink_down;
   lib.state->Publish(s);
 }
 
@@ -193,7 +210,10 @@ nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle
   VirtualUs now = Now(lib);
   lib.fleet->RefreshHostProcesses(std::chrono::steady_clock::now(), now);
   lib.fleet->DeliverEvents(now);
-  if (lib.fleet->DeviceInfo(*index).LostAt(now)) return NVML_ERROR_GPU_IS_LOST;
+  if (lib.fleet->DeviceInfo(*index).LostAt(now)) {
+    if (lib.state) lib.state->PublishLost(*index, static_cast<std::uint64_t>(now / 1000));
+    return NVML_ERROR_GPU_IS_LOST;
+  }
   if (HangState* hang = lib.fleet->DeviceAt(*index, now).HangFor(function, now)) {
     if (nvmlReturn_t rc = WaitOutHang(lock, *hang); rc != NVML_SUCCESS) return rc;
     now = Now(lib);
@@ -293,6 +313,18 @@ nvmlReturn_t nvmlSimAdvance(unsigned long long milliseconds) {
   if (milliseconds > 10ULL * 365 * 86400 * 1000) return NVML_ERROR_INVALID_ARGUMENT;
   lib.fleet->clock().Advance(static_cast<gw::sim::VirtualUs>(milliseconds) * 1000);
   lib.fleet->DeliverEvents(gw::sim::api::Now(lib));
+  // The state records (sim/state_file.h) follow the stepped clock itself, not only the NVML calls
+  // that happen to touch each GPU afterwards: programs reading them see the new time at once.
+  if (lib.state) {
+    const gw::sim::VirtualUs now = gw::sim::api::Now(lib);
+    for (unsigned i = 0; i < lib.fleet->device_count(); ++i) {
+      if (lib.fleet->DeviceInfo(i).LostAt(now)) {
+        lib.state->PublishLost(i, static_cast<std::uint64_t>(now / 1000));
+      } else {
+        gw::sim::api::PublishState(lib, i, lib.fleet->DeviceAt(i, now));
+      }
+    }
+  }
   lib.wake.notify_all();
   return NVML_SUCCESS;
 }

@@ -96,6 +96,24 @@ TEST(Demo, EveryLayerHasDataAndStoppingTheScriptStopsEverything) {
   EXPECT_GT(llm["outputs"].get<double>(), 0);
   EXPECT_GT(llm["cost_per_1k_outputs"].get<double>(), 0);
 
+  // The training job's own counter, bound to llm-pretrain: its throughput on /metrics and in its
+  // running record (what the console's job and team pages show) within the first minutes.
+  json pretrain;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        HttpReply r = HttpGet(port, "/api/gw/v1/jobs/llm-pretrain");
+        if (r.status != 200) return false;
+        pretrain = json::parse(r.body)["data"];
+        return pretrain.contains("throughput") && pretrain["throughput"]["total"] > 0 &&
+               HttpGet(port, "/metrics")
+                       .body.find(
+                           "gpu_job_training_throughput{job_id=\"llm-"
+                           "pretrain\",team=\"research\",unit=\"tokens\"}") != std::string::npos;
+      },
+      90))
+      << pretrain.dump() << demo.Output();
+  EXPECT_EQ(pretrain["throughput"]["unit"], "tokens");
+
   // The platform layer: cost per team, research over its 3-GPU quota with 4.
   HttpReply teams = HttpGet(port, "/api/gw/v1/teams");
   ASSERT_EQ(teams.status, 200);

@@ -93,7 +93,7 @@ TEST(ScrapeConfigTest, RefusesMistakesWithTheLine) {
            {head + "    - name: a\n      url: http://a/m\n      honor_labels: true\n",
             ":5: scrape.targets[0]: unknown key 'honor_labels' (name, url, interval, timeout, "
             "gpus, "
-            "basic_auth, bearer_token_file, outputs, output_unit)"},
+            "basic_auth, bearer_token_file, outputs, output_unit, job_id)"},
            {head + "    - name: a\n      url: http://a/m\n      outputs: 'requests_total{code=~'\n",
             ":5: scrape.targets[0].outputs: 1:22: parse error: unexpected end of input inside "
             "braces (a counter selector such as 'inference_requests_total{code=~\"2..\"}')"},

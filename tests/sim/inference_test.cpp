@@ -121,7 +121,7 @@ TEST(StateFileTest, TheSimulatorPublishesEachGpuAsItSteps) {
 
   ASSERT_EQ(api.nvmlSimAdvance(28'000), NVML_SUCCESS);  // t = 78 s: HW thermal slowdown
   ASSERT_TRUE(reader.Read(&s));
-  EXPECT_EQ(s.virtual_ms, 50'000u) << "published when an NVML call steps the GPU, not before";
+  EXPECT_EQ(s.virtual_ms, 78'000u) << "a stepped clock's advance publishes every GPU at once";
   ASSERT_EQ(api.nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM, &mhz), NVML_SUCCESS);
   ASSERT_TRUE(reader.Read(&s));
   EXPECT_EQ(s.virtual_ms, 78'000u);

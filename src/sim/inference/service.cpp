@@ -1,22 +1,12 @@
 #include "sim/inference/service.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "sim/metrics_text.h"
+
 namespace gw::sim {
-
-namespace {
-
-// Shortest text that reads back as `v` ("0.005", "12", "1e+21").
-void AppendNumber(std::string* out, double v) {
-  char buffer[32];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  out->append(buffer, ec == std::errc() ? end : buffer);
-}
-
-}  // namespace
 
 InferenceService::InferenceService(ServiceProfile profile)
     : profile_(profile), rng_(profile.seed * 0x9E3779B97F4A7C15ULL + 1) {}
