@@ -97,7 +97,8 @@ def check_contents(source, debs):
             problem(f"gpuwarden package holds {p}, which belongs to -sim or -k8s")
     if "/usr/lib/gpuwarden/libgpuwarden-k8s.so" not in k8s:
         problem("gpuwarden-k8s lacks /usr/lib/gpuwarden/libgpuwarden-k8s.so")
-    want_sim = {"/usr/lib/gpuwarden/libnvml-sim.so", "/usr/lib/gpuwarden/gw-inference-sim"}
+    want_sim = {"/usr/lib/gpuwarden/libnvml-sim.so", "/usr/lib/gpuwarden/gw-inference-sim",
+                "/usr/lib/gpuwarden/gw-training-sim"}
     for f in glob.glob(os.path.join(source, "scenarios/*.yaml")):
         want_sim.add("/usr/share/gpuwarden/scenarios/" + os.path.basename(f))
     for p in sorted(want_sim - sim):
