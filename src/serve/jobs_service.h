@@ -79,6 +79,7 @@
 #ifndef GPUWARDEN_SERVE_JOBS_SERVICE_H_
 #define GPUWARDEN_SERVE_JOBS_SERVICE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -99,6 +100,7 @@
 #include "jobs/idle_streak.h"
 #include "jobs/job_records.h"
 #include "jobs/job_source.h"
+#include "jobs/outcome.h"
 #include "jobs/slurm.h"
 #include "k8s/poller.h"
 #include "serve/jobs_mapping.h"
@@ -166,6 +168,13 @@ class JobsService {
   // lock held — so `lookup` must not call back into this service. Before the first OnSnapshot;
   // unset, records carry no cost.
   void SetJobCostLookup(jobs::JobLedger::CostLookup lookup);
+
+  // Whether our reclaim policy acted on a job (GovernanceService::ReclaimOf), asked when the job
+  // ends, like the cost lookup (this service's lock held; `lookup` must not call back into it).
+  // A job it acted on that ended other than COMPLETED is `reclaimed` (jobs/outcome.h). Before the
+  // first OnSnapshot; unset, no job is reclaimed.
+  using ReclaimLookup = std::function<std::optional<jobs::ReclaimNote>(const std::string& job_id)>;
+  void SetReclaimLookup(ReclaimLookup lookup);
 
   // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T), GET /api/gw/v1/jobs/<id>, and
   // GET /api/gw/v1/queue (?team=T; serve/queue_api.h).
@@ -235,6 +244,11 @@ class JobsService {
   // allocations_: whole GPUs of scheduler jobs whose processes run on MIG instances -> those.
   void NarrowToMigUnits();
   void NoteEndedJobs(double now_s);
+  // A finished job's outcome from its record, the device events of its GPUs and our reclaim
+  // decision (mu_ held; jobs/outcome.h).
+  std::optional<jobs::JobOutcomeRecord> ClassifyRecord(const jobs::JobRecord& record) const;
+  // The devices' readings of a snapshot into device_events_ (mu_ held).
+  void NoteDeviceEvents(const collect::Snapshot& snapshot);
   std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
   double NowS() const;                                  // mu_ held
   // Hands every task-layer family to `sink` (jobs_metrics.cpp); mu_ held. Allocates nothing
@@ -310,6 +324,12 @@ class JobsService {
   std::map<std::string, double> jobs_by_state_;
   Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
   std::uint64_t record_errors_ = 0;
+  // Outcomes (jobs/outcome.h): recent device events per GPU unit, our reclaim decisions, and
+  // gpu_job_outcomes_total by (outcome, cause, team, partition) — counted from the records loaded
+  // at start, then from each record written.
+  jobs::DeviceEventLog device_events_;
+  ReclaimLookup reclaim_lookup_;
+  std::map<std::array<std::string, 4>, double> outcomes_total_;
   // Kubernetes: the layout hash the device table was built for, the table (GPU UUID, MIG UUID and
   // index text -> unit), the running pods as last polled, each unit's container per job, and the
   // device ids that match nothing here (logged once each: unknown_logged_).
