@@ -239,7 +239,7 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
 
 namespace {
 
-StoredJobRecord StoredOf(const JobRecord& r, std::string json) {
+StoredJobRecord StoredOf(const JobRecord& r, std::string line) {
   StoredJobRecord stored;
   stored.job_id = r.job_id;
   stored.team = r.team;
@@ -250,7 +250,7 @@ StoredJobRecord StoredOf(const JobRecord& r, std::string json) {
   }
   stored.start_time = r.start_time;
   stored.end_time = r.end_time;
-  stored.json = std::move(json);
+  stored.json = std::move(line);
   return stored;
 }
 

@@ -275,7 +275,8 @@ JobOutcomeRecord ClassifyOutcome(const OutcomeInput& in, const OutcomeOptions& o
   std::string outcome = OutcomeOfState(in.state, &known_state);
   const bool process_job = in.state == "ENDED";
   if (process_job) outcome = fatal.empty() ? "completed" : "failed";
-  const bool reclaimed = in.reclaim && outcome != "completed" &&
+  // A process job "completes" for want of an exit status: our policy ending it is still ours.
+  const bool reclaimed = in.reclaim && (outcome != "completed" || process_job) &&
                          (!started || in.reclaim->time_s >= static_cast<double>(in.start_time)) &&
                          in.reclaim->time_s <= to;
   if (reclaimed) outcome = "reclaimed";

@@ -19,7 +19,8 @@
 //   ENDED (a process job, no scheduler: no exit status): failed with a GPU fault, else completed
 //   anything else -> failed
 //   A job our reclaim policy acted on (cancel, requeue or its command) that then ended other than
-//   COMPLETED is `reclaimed`, whatever state the scheduler gave it (CANCELLED, REQUEUED, ...).
+//   COMPLETED is `reclaimed`, whatever state the scheduler gave it (CANCELLED, REQUEUED, ...); a
+//   process job our policy acted on (its command) is `reclaimed` too.
 //
 // Cause, from the evidence in the window [end - window_s, end + late_s] (clipped at the job's
 // start), on the job's GPU units — a MIG instance sees its GPU's XIDs, ECC errors and loss, and

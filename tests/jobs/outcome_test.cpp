@@ -288,6 +288,7 @@ std::vector<Case> Cases() {
       // reclaimed
       {"reclaimed", "CANCELLED", 0, {0}, {}, Reclaim(Before(2)), "reclaimed", "scheduler"},
       {"reclaimed_vanished", "VANISHED", {}, {0}, {}, Reclaim(Before(2)), "reclaimed", "scheduler"},
+      {"process_job_reclaimed", "ENDED", {}, {0}, {}, Reclaim(Before(2)), "reclaimed", "scheduler"},
       {"reclaim_of_an_earlier_run",
        "CANCELLED",
        0,
