@@ -34,12 +34,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string JobState(SlurmCluster& cluster, const std::string& id) {
-  std::string s = cluster.Run({"squeue", "-h", "-j", id, "-o", "%T"});
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 // The GPU index Slurm gave a running job ("GRES=gpu:1(IDX:3)" in scontrol -d); -1 if none.
 int GpuOf(SlurmCluster& cluster, const std::string& id) {
   const std::string text = cluster.Run({"scontrol", "show", "job", "-d", id});
@@ -90,6 +84,16 @@ class OutcomesSlurm : public ::testing::Test {
                   "    - partition: gpu\n      idle_for: 20s\n      grace: 10s\n"
                   "      action: cancel\n      exempt: {comment_tag: 'gw:keep'}\n");
   }
+  // Started and polling squeue.
+  static bool ReadsSlurm(const AgentProcess& agent) {
+    return agent.port() != 0 &&
+           WaitFor(
+               [&] {
+                 return agent.Get("/metrics").body.find("gpuwarden_slurm_up 1\n") !=
+                        std::string::npos;
+               },
+               30);
+  }
   std::unique_ptr<AgentProcess> StartAgent() {
     return std::make_unique<AgentProcess>(std::vector<std::string>{
         "--simulate", dir_ / "fleet.yaml", "--sim-clock", "realtime", "--sim-speed", "1",
@@ -115,7 +119,7 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
   const std::string lost_job = Submit({"--gres=gpu:1", "-J", "falls-off", "--comment=gw:keep"},
                                       "while [ ! -e " + marker + " ]; do sleep 0.2; done; exit 1");
   ASSERT_FALSE(lost_job.empty());
-  ASSERT_TRUE(WaitFor([&] { return JobState(cluster_, lost_job) == "RUNNING"; }, 60))
+  ASSERT_TRUE(WaitFor([&] { return cluster_.JobState(lost_job) == "RUNNING"; }, 60))
       << cluster_.Log("slurmctld.log");
   const int lost_gpu = GpuOf(cluster_, lost_job);
   ASSERT_GE(lost_gpu, 0) << cluster_.Run({"scontrol", "show", "job", "-d", lost_job});
@@ -123,13 +127,7 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
   WriteFleet(lost_gpu);
 
   std::unique_ptr<AgentProcess> agent = StartAgent();
-  ASSERT_NE(agent->port(), 0);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return agent->Get("/metrics").body.find("gpuwarden_slurm_up 1\n") != std::string::npos;
-      },
-      30))
-      << agent->Log();
+  ASSERT_TRUE(ReadsSlurm(*agent)) << agent->Log();
 
   const std::string completes = Submit({"--gres=gpu:1", "-J", "completes"}, "sleep 3");
   const std::string fails = Submit({"--gres=gpu:1", "-J", "fails"}, "sleep 2; exit 3");
@@ -270,14 +268,7 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
   // squeue still lists as finished are not counted again.
   agent.reset();
   agent = StartAgent();
-  ASSERT_NE(agent->port(), 0);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return agent->Get("/metrics").body.find("gpuwarden_slurm_up 1\n") != std::string::npos;
-      },
-      30))
-      << agent->Log();
-  agent->Get("/metrics");
+  ASSERT_TRUE(ReadsSlurm(*agent)) << agent->Log();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // a few polls of the finished jobs
   check_counts("after the restart");
 }

@@ -46,6 +46,17 @@ ReclaimNote Reclaim(double t) {
   return {.time_s = t, .action = "cancel", .policy = "gpu/idle", .detail = "idle for 2h"};
 }
 
+// A job that ran an hour, ending at kEnd in `state`.
+OutcomeInput Job(std::string state, std::optional<int> exit_code, std::vector<unsigned> units) {
+  OutcomeInput in;
+  in.state = std::move(state);
+  in.exit_code = exit_code;
+  in.start_time = kStart;
+  in.end_time = kEnd;
+  in.units = std::move(units);
+  return in;
+}
+
 struct Case {
   std::string name;
   std::string state;
@@ -61,265 +72,82 @@ double Before(double s) {
   return static_cast<double>(kEnd) - s;
 }
 
+// One row per case: name, final state, exit code, units, device events, reclaim decision, and
+// the outcome and cause expected.
 std::vector<Case> Cases() {
   const unsigned mig03 = MigUnit(0, 3), mig05 = MigUnit(0, 5), mig13 = MigUnit(1, 3);
+  // clang-format off
   return {
       // completed
       {"completed", "COMPLETED", 0, {0}, {}, {}, "completed", "none"},
-      {"completed_despite_fault",
-       "COMPLETED",
-       0,
-       {0},
-       {Xid(0, Before(10), 79)},
-       {},
-       "completed",
-       "none"},
-      {"completed_reclaim_ignored",
-       "COMPLETED",
-       0,
-       {0},
-       {},
-       Reclaim(Before(60)),
-       "completed",
-       "none"},
+      {"completed_despite_fault", "COMPLETED", 0, {0}, {Xid(0, Before(10), 79)}, {}, "completed", "none"},
+      {"completed_reclaim_ignored", "COMPLETED", 0, {0}, {}, Reclaim(Before(60)), "completed", "none"},
       {"process_job_ended", "ENDED", {}, {0}, {}, {}, "completed", "unknown"},
       // failed
       {"failed_xid79", "FAILED", 1, {0}, {Xid(0, Before(4), 79)}, {}, "failed", "gpu_fault"},
       {"failed_xid48", "FAILED", 1, {0}, {Xid(0, Before(60), 48)}, {}, "failed", "gpu_fault"},
       {"failed_ecc", "FAILED", 1, {0}, {Ecc(0, Before(30), 2)}, {}, "failed", "gpu_fault"},
       {"failed_lost", "FAILED", 1, {0}, {Lost(0, Before(3))}, {}, "failed", "gpu_fault"},
-      {"failed_oom",
-       "FAILED",
-       1,
-       {0},
-       {MemoryFull(0, Before(40), Before(2))},
-       {},
-       "failed",
-       "gpu_oom"},
-      {"failed_fault_beats_oom",
-       "FAILED",
-       1,
-       {0},
-       {MemoryFull(0, Before(40), Before(2)), Xid(0, Before(20), 95)},
-       {},
-       "failed",
-       "gpu_fault"},
+      {"failed_oom", "FAILED", 1, {0}, {MemoryFull(0, Before(40), Before(2))}, {}, "failed", "gpu_oom"},
+      {"failed_fault_beats_oom", "FAILED", 1, {0}, {MemoryFull(0, Before(40), Before(2)), Xid(0, Before(20), 95)}, {}, "failed", "gpu_fault"},
       {"failed_user", "FAILED", 3, {0}, {}, {}, "failed", "user"},
       {"failed_benign_xid", "FAILED", 3, {0}, {Xid(0, Before(5), 13)}, {}, "failed", "user"},
-      {"failed_memory_full_signal",
-       "FAILED",
-       {},
-       {0},
-       {MemoryFull(0, Before(9), Before(1))},
-       {},
-       "failed",
-       "gpu_oom"},
+      {"failed_memory_full_signal", "FAILED", {}, {0}, {MemoryFull(0, Before(9), Before(1))}, {}, "failed", "gpu_oom"},
       {"failed_unknown_state", "SPECIAL_EXIT", 1, {0}, {}, {}, "failed", "unknown"},
       {"process_job_fault", "ENDED", {}, {0}, {Xid(0, Before(5), 79)}, {}, "failed", "gpu_fault"},
       // the window: 300 s before the end .. 15 s after
-      {"fault_just_inside_window",
-       "FAILED",
-       1,
-       {0},
-       {Xid(0, Before(299), 79)},
-       {},
-       "failed",
-       "gpu_fault"},
-      {"fault_just_outside_window",
-       "FAILED",
-       1,
-       {0},
-       {Xid(0, Before(301), 79)},
-       {},
-       "failed",
-       "user"},
-      {"fault_just_after_end",
-       "FAILED",
-       1,
-       {0},
-       {Xid(0, Before(-14), 79)},
-       {},
-       "failed",
-       "gpu_fault"},
+      {"fault_just_inside_window", "FAILED", 1, {0}, {Xid(0, Before(299), 79)}, {}, "failed", "gpu_fault"},
+      {"fault_just_outside_window", "FAILED", 1, {0}, {Xid(0, Before(301), 79)}, {}, "failed", "user"},
+      {"fault_just_after_end", "FAILED", 1, {0}, {Xid(0, Before(-14), 79)}, {}, "failed", "gpu_fault"},
       {"fault_too_late", "FAILED", 1, {0}, {Xid(0, Before(-16), 79)}, {}, "failed", "user"},
-      {"memory_spell_reaching_into_window",
-       "FAILED",
-       1,
-       {0},
-       {MemoryFull(0, Before(900), Before(299))},
-       {},
-       "failed",
-       "gpu_oom"},
-      {"memory_spell_ended_before_window",
-       "FAILED",
-       1,
-       {0},
-       {MemoryFull(0, Before(900), Before(301))},
-       {},
-       "failed",
-       "user"},
+      {"memory_spell_reaching_into_window", "FAILED", 1, {0}, {MemoryFull(0, Before(900), Before(299))}, {}, "failed", "gpu_oom"},
+      {"memory_spell_ended_before_window", "FAILED", 1, {0}, {MemoryFull(0, Before(900), Before(301))}, {}, "failed", "user"},
       // several GPUs, and other GPUs' trouble
-      {"fault_on_second_gpu",
-       "FAILED",
-       1,
-       {1, 3},
-       {Xid(3, Before(4), 79)},
-       {},
-       "failed",
-       "gpu_fault"},
+      {"fault_on_second_gpu", "FAILED", 1, {1, 3}, {Xid(3, Before(4), 79)}, {}, "failed", "gpu_fault"},
       {"fault_on_other_gpu", "FAILED", 1, {1, 3}, {Xid(2, Before(4), 79)}, {}, "failed", "user"},
-      {"oom_on_other_gpu",
-       "FAILED",
-       1,
-       {1},
-       {MemoryFull(2, Before(4), Before(1))},
-       {},
-       "failed",
-       "user"},
+      {"oom_on_other_gpu", "FAILED", 1, {1}, {MemoryFull(2, Before(4), Before(1))}, {}, "failed", "user"},
       // MIG units
-      {"mig_sees_gpu_xid",
-       "FAILED",
-       1,
-       {mig03},
-       {Xid(0, Before(4), 79)},
-       {},
-       "failed",
-       "gpu_fault"},
-      {"mig_not_other_gpus_xid",
-       "FAILED",
-       1,
-       {mig13},
-       {Xid(0, Before(4), 79)},
-       {},
-       "failed",
-       "user"},
-      {"mig_own_memory",
-       "FAILED",
-       1,
-       {mig03},
-       {MemoryFull(mig03, Before(9), Before(1))},
-       {},
-       "failed",
-       "gpu_oom"},
-      {"mig_not_sibling_memory",
-       "FAILED",
-       1,
-       {mig03},
-       {MemoryFull(mig05, Before(9), Before(1))},
-       {},
-       "failed",
-       "user"},
-      {"whole_gpu_sees_instance_memory",
-       "FAILED",
-       1,
-       {0},
-       {MemoryFull(mig05, Before(9), Before(1))},
-       {},
-       "failed",
-       "gpu_oom"},
+      {"mig_sees_gpu_xid", "FAILED", 1, {mig03}, {Xid(0, Before(4), 79)}, {}, "failed", "gpu_fault"},
+      {"mig_not_other_gpus_xid", "FAILED", 1, {mig13}, {Xid(0, Before(4), 79)}, {}, "failed", "user"},
+      {"mig_own_memory", "FAILED", 1, {mig03}, {MemoryFull(mig03, Before(9), Before(1))}, {}, "failed", "gpu_oom"},
+      {"mig_not_sibling_memory", "FAILED", 1, {mig03}, {MemoryFull(mig05, Before(9), Before(1))}, {}, "failed", "user"},
+      {"whole_gpu_sees_instance_memory", "FAILED", 1, {0}, {MemoryFull(mig05, Before(9), Before(1))}, {}, "failed", "gpu_oom"},
       // cancelled
       {"cancelled_user", "CANCELLED", 0, {0}, {}, {}, "cancelled", "user"},
-      {"cancelled_after_fault",
-       "CANCELLED",
-       0,
-       {0},
-       {Lost(0, Before(100))},
-       {},
-       "cancelled",
-       "gpu_fault"},
-      {"cancelled_memory_full_is_user",
-       "CANCELLED",
-       0,
-       {0},
-       {MemoryFull(0, Before(9), Before(1))},
-       {},
-       "cancelled",
-       "user"},
+      {"cancelled_after_fault", "CANCELLED", 0, {0}, {Lost(0, Before(100))}, {}, "cancelled", "gpu_fault"},
+      {"cancelled_memory_full_is_user", "CANCELLED", 0, {0}, {MemoryFull(0, Before(9), Before(1))}, {}, "cancelled", "user"},
       // timeout
       {"timeout", "TIMEOUT", 0, {0}, {}, {}, "timeout", "scheduler"},
       {"deadline", "DEADLINE", 0, {0}, {}, {}, "timeout", "scheduler"},
-      {"timeout_after_fault",
-       "TIMEOUT",
-       0,
-       {0},
-       {Xid(0, Before(200), 79)},
-       {},
-       "timeout",
-       "gpu_fault"},
+      {"timeout_after_fault", "TIMEOUT", 0, {0}, {Xid(0, Before(200), 79)}, {}, "timeout", "gpu_fault"},
       // out_of_memory (host memory)
       {"host_oom", "OUT_OF_MEMORY", 0, {0}, {}, {}, "out_of_memory", "user"},
-      {"host_oom_with_device_memory_full",
-       "OUT_OF_MEMORY",
-       1,
-       {0},
-       {MemoryFull(0, Before(9), Before(1))},
-       {},
-       "out_of_memory",
-       "gpu_oom"},
-      {"host_oom_after_fault",
-       "OUT_OF_MEMORY",
-       0,
-       {0},
-       {Ecc(0, Before(9), 1)},
-       {},
-       "out_of_memory",
-       "gpu_fault"},
+      {"host_oom_with_device_memory_full", "OUT_OF_MEMORY", 1, {0}, {MemoryFull(0, Before(9), Before(1))}, {}, "out_of_memory", "gpu_oom"},
+      {"host_oom_after_fault", "OUT_OF_MEMORY", 0, {0}, {Ecc(0, Before(9), 1)}, {}, "out_of_memory", "gpu_fault"},
       // node_fail
       {"node_fail", "NODE_FAIL", {}, {0}, {}, {}, "node_fail", "scheduler"},
       {"boot_fail", "BOOT_FAIL", {}, {0}, {}, {}, "node_fail", "scheduler"},
-      {"node_fail_gpu_lost",
-       "NODE_FAIL",
-       {},
-       {0},
-       {Lost(0, Before(20))},
-       {},
-       "node_fail",
-       "gpu_fault"},
+      {"node_fail_gpu_lost", "NODE_FAIL", {}, {0}, {Lost(0, Before(20))}, {}, "node_fail", "gpu_fault"},
       // preempted
       {"preempted", "PREEMPTED", 0, {0}, {}, {}, "preempted", "scheduler"},
-      {"preempted_despite_fault",
-       "PREEMPTED",
-       0,
-       {0},
-       {Xid(0, Before(5), 79)},
-       {},
-       "preempted",
-       "scheduler"},
+      {"preempted_despite_fault", "PREEMPTED", 0, {0}, {Xid(0, Before(5), 79)}, {}, "preempted", "scheduler"},
       // reclaimed
       {"reclaimed", "CANCELLED", 0, {0}, {}, Reclaim(Before(2)), "reclaimed", "scheduler"},
       {"reclaimed_vanished", "VANISHED", {}, {0}, {}, Reclaim(Before(2)), "reclaimed", "scheduler"},
       {"process_job_reclaimed", "ENDED", {}, {0}, {}, Reclaim(Before(2)), "reclaimed", "scheduler"},
-      {"reclaim_of_an_earlier_run",
-       "CANCELLED",
-       0,
-       {0},
-       {},
-       Reclaim(static_cast<double>(kStart) - 100),
-       "cancelled",
-       "user"},
+      {"reclaim_of_an_earlier_run", "CANCELLED", 0, {0}, {}, Reclaim(static_cast<double>(kStart) - 100), "cancelled", "user"},
       // vanished
       {"vanished", "VANISHED", {}, {0}, {}, {}, "vanished", "unknown"},
-      {"vanished_gpu_lost",
-       "VANISHED",
-       {},
-       {0},
-       {Lost(0, Before(20))},
-       {},
-       "vanished",
-       "gpu_fault"},
+      {"vanished_gpu_lost", "VANISHED", {}, {0}, {Lost(0, Before(20))}, {}, "vanished", "gpu_fault"},
   };
+  // clang-format on
 }
 
 class Classify : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Classify, OutcomeAndCause) {
   const Case& c = GetParam();
-  OutcomeInput in;
-  in.state = c.state;
-  in.exit_code = c.exit_code;
-  in.start_time = kStart;
-  in.end_time = kEnd;
-  in.units = c.units;
+  OutcomeInput in = Job(c.state, c.exit_code, c.units);
   in.events = c.events;
   in.reclaim = c.reclaim;
   const JobOutcomeRecord r = ClassifyOutcome(in);
@@ -369,12 +197,8 @@ TEST(ClassifyOutcome, CoversEveryOutcomeAndCause) {
 }
 
 TEST(ClassifyOutcome, SummaryNamesTheFaultItsGpuAndWhen) {
-  OutcomeInput in;
-  in.state = "FAILED";
-  in.exit_code = 1;
-  in.start_time = kStart;
+  OutcomeInput in = Job("FAILED", 1, {1, 3});
   in.end_time = 1700003712;  // 23:15:12 UTC
-  in.units = {1, 3};
   in.events = {Xid(3, 1700003708, 79), Lost(3, 1700003709), Xid(1, 1700003000, 79)};
   const JobOutcomeRecord r = ClassifyOutcome(in);
   EXPECT_EQ(r.summary,
@@ -395,12 +219,7 @@ TEST(ClassifyOutcome, SummaryNamesTheFaultItsGpuAndWhen) {
 }
 
 TEST(ClassifyOutcome, OomSummaryAndMigEvidenceGpu) {
-  OutcomeInput in;
-  in.state = "FAILED";
-  in.exit_code = 1;
-  in.start_time = kStart;
-  in.end_time = kEnd;
-  in.units = {MigUnit(2, 3)};
+  OutcomeInput in = Job("FAILED", 1, {MigUnit(2, 3)});
   in.events = {MemoryFull(MigUnit(2, 3), Before(30), Before(-5), 0.991)};
   const JobOutcomeRecord r = ClassifyOutcome(in);
   EXPECT_EQ(r.cause, "gpu_oom");
@@ -416,12 +235,7 @@ TEST(ClassifyOutcome, OomSummaryAndMigEvidenceGpu) {
 }
 
 TEST(ClassifyOutcome, WindowIsASettingAndClippedAtTheStart) {
-  OutcomeInput in;
-  in.state = "FAILED";
-  in.exit_code = 1;
-  in.start_time = kStart;
-  in.end_time = kEnd;
-  in.units = {0};
+  OutcomeInput in = Job("FAILED", 1, {0});
   in.events = {Xid(0, Before(500), 79)};
   OutcomeOptions options;
   EXPECT_EQ(ClassifyOutcome(in, options).cause, "user");
@@ -436,12 +250,7 @@ TEST(ClassifyOutcome, WindowIsASettingAndClippedAtTheStart) {
 }
 
 TEST(ClassifyOutcome, ReclaimedAndUserSummaries) {
-  OutcomeInput in;
-  in.state = "CANCELLED";
-  in.exit_code = 0;
-  in.start_time = kStart;
-  in.end_time = kEnd;
-  in.units = {0};
+  OutcomeInput in = Job("CANCELLED", 0, {0});
   EXPECT_EQ(ClassifyOutcome(in).summary,
             "Cancelled by a user or an administrator; no GPU fault on its GPUs in its last 5 min.");
   in.reclaim = Reclaim(1700003598);
@@ -460,12 +269,7 @@ TEST(ClassifyOutcome, ReclaimedAndUserSummaries) {
 }
 
 TEST(ClassifyOutcome, EvidenceIsBoundedFatalFirst) {
-  OutcomeInput in;
-  in.state = "FAILED";
-  in.exit_code = 1;
-  in.start_time = kStart;
-  in.end_time = kEnd;
-  in.units = {0};
+  OutcomeInput in = Job("FAILED", 1, {0});
   for (int i = 0; i < 30; ++i) in.events.push_back(MemoryFull(0, Before(200 - i), Before(199 - i)));
   in.events.push_back(Xid(0, Before(1), 74));
   OutcomeOptions options;
