@@ -39,6 +39,14 @@
 // lists as finished after the restart is recorded again, without its GPU figures. A failed write
 // keeps the record in memory only (gpuwarden_job_record_errors_total counts it).
 //
+// Outcomes (jobs/outcome.h, docs/jobs.md "Outcomes"): every snapshot's device readings (XID counts,
+// uncorrectable ECC, lost, memory used / usable, per GPU and MIG instance) feed a ring of recent
+// device events per unit, in memory. When a job's record is made, its outcome and cause are
+// classified from the final state, the reclaim lookup (SetReclaimLookup) and the events of its
+// units in its last jobs.outcome_window — no disk or NVML read — and counted in
+// gpu_job_outcomes_total{outcome, cause, team, partition}, which starts from the records loaded
+// at construction (so it survives restarts as far as the records kept in memory reach).
+//
 // GPU units: wherever this says GPU, a MIG instance is a unit of its own (jobs/gpu_unit.h): its
 // processes and CUDA_VISIBLE_DEVICES tie a job to it (serve/jobs_mapping.h), a scheduler job whose
 // processes run on instances of a GPU it was given holds those instances instead of the GPU, and
