@@ -2,16 +2,19 @@
 // slurm.h; needs root) and `gpuwarden serve` on a simulated fleet of 8 V100s in host_processes
 // mode, on the realtime clock at speed 1 (so Slurm's end times and the device events share a
 // clock). Six jobs, each ending its own way:
-//   completes   sleep 3                                              -> completed / none
-//   fails       exit 3 by itself                                     -> failed / user
-//   falls off   its GPU falls off the bus (scenario fault at 30 s); the job stops when the GPU
-//               is gone (the test tells it once the agent sees the GPU lost, as a CUDA call
-//               failing would)                                       -> failed / gpu_fault
-//   oom         a memory_bound workload (40 GiB) on a 32 GiB GPU: device memory full, then
-//               exit 1 as a CUDA out-of-memory error does            -> failed / gpu_oom
-//   reclaimed   idle: our reclaim policy cancels it (idle 20 s, grace 10 s) -> reclaimed /
-//   scheduler timeout     --time=1: Slurm's time limit                         -> timeout /
-//   scheduler
+//   completes  sleep 3                                         -> completed / none
+//   fails      exit 3 by itself                                -> failed / user
+//   falls-off  its GPU falls off the bus (scenario fault at 100 s); the job stops when the GPU
+//              is gone (the test tells it once the agent sees the GPU lost, as a failing CUDA
+//              call would)                                     -> failed / gpu_fault
+//   oom        a memory_bound workload (40 GiB) on a 32 GiB GPU: device memory full, then exit 1
+//              as a CUDA out-of-memory error does              -> failed / gpu_oom
+//   forgotten  idle: our reclaim policy cancels it (idle 20 s, grace 10 s)
+//                                                              -> reclaimed / scheduler
+//   too-long   --time=1: Slurm's time limit                    -> timeout / scheduler
+// The test node has as few CPUs as the machine (2): falls-off holds one, the other five run one
+// after the other on the second, all started before the fault (checked), so that none starts on
+// the lost GPU (a job placed on a GPU already lost would rightly count its loss).
 // Each is counted in gpu_job_outcomes_total with the right labels, its record (API and
 // jobs.jsonl) agrees, the hardware-caused one raises GpuJobKilledByGpuFault in the agent, and
 // the counter survives an agent restart (from the records; finished jobs squeue still lists are
@@ -66,11 +69,11 @@ class OutcomesSlurm : public ::testing::Test {
     ASSERT_TRUE(cluster_.Start()) << cluster_.Log("slurmctld.log") << cluster_.Log("slurmd.log");
   }
 
-  // 8 V100s (32 GiB: a memory_bound workload fills one); GPU `lost` falls off the bus at 30 s.
+  // 8 V100s (32 GiB: a memory_bound workload fills one); GPU `lost` falls off the bus at 100 s.
   void WriteFleet(int lost) {
     std::string fleet = "name: outcomes\nhost_processes: true\nhost_scan_interval: 100ms\ngpus:\n";
     if (lost > 0) fleet += "  - {model: V100, count: " + std::to_string(lost) + "}\n";
-    fleet += "  - model: V100\n    faults:\n      - {type: fall_off_bus, at: 30s}\n";
+    fleet += "  - model: V100\n    faults:\n      - {type: fall_off_bus, at: 100s}\n";
     if (lost < 7) fleet += "  - {model: V100, count: " + std::to_string(7 - lost) + "}\n";
     WriteFile(dir_ / "fleet.yaml", fleet);
     WriteFile(dir_ / "gpuwarden.yaml",
@@ -140,13 +143,18 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
                timeout.empty());
 
   // The fault: once the agent sees the GPU lost, the job on it stops (a CUDA call would fail).
+  // By then every other job has started (none may start on the lost GPU).
   ASSERT_TRUE(WaitFor(
       [&] {
         std::vector<Sample> s = ParseExposition(agent->Get("/metrics").body);
         return Value(s, "gpu_up", {{"gpu", std::to_string(lost_gpu)}}) == 0;
       },
-      60))
+      150))
       << agent->Log();
+  const std::string too_long_state = cluster_.JobState(timeout);
+  ASSERT_TRUE(too_long_state == "RUNNING" || too_long_state == "TIMEOUT" ||
+              too_long_state == "COMPLETING")
+      << too_long_state << " — the jobs took longer than the fault's 100 s";
   WriteFile(marker, "");
 
   // Every job ends (the time limit last: a minute, plus Slurm's check every 30 s).
