@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/api_internal.h"
+#include "sim/faults.h"
 
 namespace gw::sim::api {
 namespace {
@@ -164,6 +165,19 @@ std::optional<std::uint32_t> DecodeEventSet(const Library& lib, nvmlEventSet_t s
   return id;
 }
 
+// The latest critical XID `spec`'s faults raised at or before t (0 = none), for the state record.
+std::uint64_t LatestXid(const GpuSpec& spec, VirtualUs t) {
+  VirtualUs latest_at = -1;
+  std::uint64_t xid = 0;
+  for (const FaultEvent& e : FaultEvents(spec)) {
+    if (e.event_type != nvmlEventTypeXidCriticalError || e.at_us > t) continue;
+    VirtualUs at = e.at_us;
+    if (e.period_us > 0) at += (std::min(t, e.end_us) - e.at_us) / e.period_us * e.period_us;
+    if (at >= latest_at) latest_at = at, xid = e.event_data;
+  }
+  return xid;
+}
+
 void PublishState(Library& lib, unsigned index, const Device& device) {
   if (index >= lib.state_steps.size() || lib.state_steps[index] == device.last_step()) return;
   lib.state_steps[index] = device.last_step();
@@ -178,6 +192,9 @@ void PublishState(Library& lib, unsigned index, const Device& device) {
   s.memory_reserved_bytes = device.reserved_memory_bytes();
   s.utilization_pct = device.latest().util_pct;
   s.temperature_c = device.temperature_c();
+  s.xid = LatestXid(device.spec(), device.last_step_us());
+  for (unsigned link = 0; link < device.model().nvlinks; ++link)
+    if (!NvLinkUpAt(device.spec(), link, device.last_step_us())) ++s.nvlink_down;
   lib.state->Publish(s);
 }
 
@@ -193,7 +210,10 @@ nvmlReturn_t EnterDevice(std::unique_lock<std::mutex>& lock, nvmlDevice_t handle
   VirtualUs now = Now(lib);
   lib.fleet->RefreshHostProcesses(std::chrono::steady_clock::now(), now);
   lib.fleet->DeliverEvents(now);
-  if (lib.fleet->DeviceInfo(*index).LostAt(now)) return NVML_ERROR_GPU_IS_LOST;
+  if (lib.fleet->DeviceInfo(*index).LostAt(now)) {
+    if (lib.state) lib.state->PublishLost(*index, static_cast<std::uint64_t>(now / 1000));
+    return NVML_ERROR_GPU_IS_LOST;
+  }
   if (HangState* hang = lib.fleet->DeviceAt(*index, now).HangFor(function, now)) {
     if (nvmlReturn_t rc = WaitOutHang(lock, *hang); rc != NVML_SUCCESS) return rc;
     now = Now(lib);

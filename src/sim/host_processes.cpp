@@ -16,17 +16,18 @@ namespace {
 constexpr std::size_t kMaxValue = 512;
 
 struct DeclaredEnv {
-  std::optional<std::string> workload, cuda_visible, slurm_gpus, machine;
+  std::optional<std::string> workload, cuda_visible, slurm_gpus, machine, memory_mib;
 };
 
-// Reads environ through a fixed buffer, copying out only the four keys' values.
+// Reads environ through a fixed buffer, copying out only the five keys' values.
 bool ReadDeclaredEnv(const std::string& path, DeclaredEnv* env) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   static constexpr std::string_view kKeys[] = {"GPUWARDEN_SIM_WORKLOAD", "CUDA_VISIBLE_DEVICES",
-                                               "SLURM_JOB_GPUS", "GPUWARDEN_SIM_MACHINE"};
+                                               "SLURM_JOB_GPUS", "GPUWARDEN_SIM_MACHINE",
+                                               "GPUWARDEN_SIM_MEMORY_MIB"};
   std::optional<std::string>* slots[] = {&env->workload, &env->cuda_visible, &env->slurm_gpus,
-                                         &env->machine};
+                                         &env->machine, &env->memory_mib};
   char buf[4096];
   char key[32];
   std::size_t key_len = 0;
@@ -50,7 +51,7 @@ bool ReadDeclaredEnv(const std::string& path, DeclaredEnv* env) {
         finish();
       } else if (phase == kKey) {
         if (c == '=') {
-          for (int k = 0; k < 4; ++k)
+          for (int k = 0; k < 5; ++k)
             if (std::string_view(key, key_len) == kKeys[k]) slot = k;
           phase = slot >= 0 ? kValue : kSkip;
         } else if (key_len < sizeof key) {
@@ -178,6 +179,13 @@ std::vector<HostProcess> ScanHostProcesses(const std::string& proc_root,
     p.pid = pid;
     p.name = ReadComm(base + "/comm");
     p.memory_mib = HostProcessMemoryMib(p.workload.type);
+    if (env.memory_mib) {  // a whole number of MiB, as declared; anything else keeps the default
+      const std::string& text = *env.memory_mib;
+      unsigned long mib = 0;
+      auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), mib);
+      if (err == std::errc() && end == text.data() + text.size() && mib <= 1u << 24)
+        p.memory_mib = static_cast<double>(mib);
+    }
     found.push_back(std::move(p));
   }
   closedir(dir);

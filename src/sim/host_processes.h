@@ -4,7 +4,8 @@
 // CUDA_VISIBLE_DEVICES (else SLURM_JOB_GPUS): global indices ("0,2"), GPU UUIDs or MIG device
 // UUIDs (a unique prefix is enough, as CUDA accepts). While it lives, those GPUs show the
 // workload's activity (utilization, memory, power) and list the process (its real pid) among their
-// compute processes.
+// compute processes. It holds HostProcessMemoryMib(type) of device memory on each, or
+// GPUWARDEN_SIM_MEMORY_MIB=<whole MiB> when it declares that (gw-training-sim does).
 //
 // Several simulated machines on one real one (test suites running side by side, two demos):
 // GPUWARDEN_SIM_MACHINE names the machine. A process takes part only when its
@@ -14,7 +15,7 @@
 // inherit it.
 //
 // Only with scenario `host_processes: true`. The scan reads, for each pid under the proc root,
-// its environ file through a fixed scratch buffer, keeping only those four keys' values — as the
+// its environ file through a fixed scratch buffer, keeping only those five keys' values — as the
 // simulated driver this is its role; nothing else of another process's environment is kept.
 // Pure functions of the file tree: any thread.
 #ifndef GPUWARDEN_SIM_HOST_PROCESSES_H_

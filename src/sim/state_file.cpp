@@ -1,5 +1,6 @@
 #include "sim/state_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,8 +14,7 @@ namespace gw::sim {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3154534D49535747ULL;  // "GWSIMST1" read as little-endian
-constexpr std::size_t kWords = 22;
-constexpr std::size_t kUuidWord = 14, kUuidBytes = 8 * (kWords - kUuidWord);
+constexpr std::size_t kUuidWord = 14, kUuidEnd = 22, kUuidBytes = 8 * (kUuidEnd - kUuidWord);
 constexpr std::size_t kFileBytes = 4096;
 enum Word : std::size_t {
   kMagicWord = 0,
@@ -31,6 +31,8 @@ enum Word : std::size_t {
   kTemperature = 11,
   kLost = 12,
   kAlive = 13,
+  kXid = 22,
+  kNvLinkDown = 23,
 };
 
 void Store(std::uint64_t* w, std::uint64_t v) {
@@ -54,6 +56,28 @@ std::uint64_t GpuState::free_memory_bytes() const {
 
 std::string StatePath(const std::string& dir, unsigned index) {
   return dir + "/gpu" + std::to_string(index) + ".state";
+}
+
+bool OpenGpuState(const std::string& dir, const std::string& gpu, StateReader* reader) {
+  reader->Close();
+  if (dir.empty() || gpu.empty()) return false;
+  if (gpu.find_first_not_of("0123456789") == std::string::npos)
+    return gpu.size() < 10 && reader->Open(StatePath(dir, static_cast<unsigned>(std::stoul(gpu))));
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() < 6 || name.compare(name.size() - 6, 6, ".state") != 0) continue;
+    GpuState s;
+    if (reader->Open(dir + "/" + name) && reader->Read(&s) && s.uuid.rfind(gpu, 0) == 0) {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  if (!found) reader->Close();
+  return found;
 }
 
 StateWriter::StateWriter(const std::string& dir, const std::vector<std::string>& uuids) {
@@ -109,6 +133,21 @@ void StateWriter::Publish(const GpuState& s) {
   Store(r + kUtil, s.utilization_pct);
   Store(r + kTemperature, s.temperature_c);
   Store(r + kLost, s.lost ? 1 : 0);
+  Store(r + kXid, s.xid);
+  Store(r + kNvLinkDown, s.nvlink_down);
+  __atomic_store_n(r + kSequence, seq + 2, __ATOMIC_RELEASE);
+}
+
+void StateWriter::PublishLost(unsigned index, std::uint64_t virtual_ms) {
+  if (index >= records_.size() || records_[index] == nullptr) return;
+  std::uint64_t* r = records_[index];
+  if (Load(r + kLost) != 0) return;
+  const std::uint64_t seq = Load(r + kSequence);
+  Store(r + kSequence, seq + 1);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  Store(r + kVirtualMs, std::max(virtual_ms, Load(r + kVirtualMs)));
+  Store(r + kLost, 1);
+  Store(r + kXid, 79);
   __atomic_store_n(r + kSequence, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -158,6 +197,8 @@ bool StateReader::Read(GpuState* out) const {
     s.utilization_pct = Load(r + kUtil);
     s.temperature_c = Load(r + kTemperature);
     s.lost = Load(r + kLost) != 0;
+    s.xid = Load(r + kXid);
+    s.nvlink_down = Load(r + kNvLinkDown);
     s.alive = __atomic_load_n(r + kAlive, __ATOMIC_ACQUIRE) != 0;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(r + kSequence, __ATOMIC_RELAXED) != before) continue;

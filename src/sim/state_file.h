@@ -7,10 +7,12 @@
 // under a temporary name, then renamed into place) and rewrites the record whenever a device has
 // completed new physics steps inside an NVML call on it: one seqlock-guarded store of 22 words,
 // nothing when the device did not move. The record therefore follows the simulation as the
-// collector reads it (every collection cycle), in either clock mode. At the last nvmlShutdown
-// `alive` becomes 0.
+// collector reads it (every collection cycle), in either clock mode. A GPU that fell off the bus
+// is published once more with `lost` = 1 and the virtual time the call saw. At the last
+// nvmlShutdown `alive` becomes 0.
 //
-// Record (version 1, native byte order, 8-byte words read and written atomically):
+// Record (version 1, native byte order, 8-byte words read and written atomically; words 22 and
+// 23 were added later and read 0 from an older writer):
 //   word  0      magic "GWSIMST1"
 //   word  1      sequence: odd while the writer is updating (a reader retries)
 //   word  2      GPU index
@@ -21,6 +23,9 @@
 //   word 10, 11  utilization_pct, temperature_c
 //   word 12, 13  lost (1 once the GPU fell off the bus), alive (0 after nvmlShutdown)
 //   word 14..21  uuid, NUL-terminated (written once, before magic)
+//   word 22      xid: the latest critical XID the GPU raised at or before virtual_ms (0 = none)
+//   word 23      nvlink_down: NVLinks the model has that are down (uncabled or an nvlink_down
+//                fault)
 //
 // Thread-safety: a StateWriter belongs to the simulator (its mutex serialises calls); any
 // number of StateReaders in any processes may read concurrently.
@@ -42,6 +47,7 @@ struct GpuState {
   std::uint64_t clock_event_reasons = 0;
   std::uint64_t memory_used_bytes = 0, memory_total_bytes = 0, memory_reserved_bytes = 0;
   std::uint64_t utilization_pct = 0, temperature_c = 0;
+  std::uint64_t xid = 0, nvlink_down = 0;
   bool lost = false, alive = false;
   std::string uuid;
 
@@ -67,11 +73,18 @@ class StateWriter {
   const std::string& error() const { return error_; }
   // Publishes `state` for GPU state.index (uuid ignored).
   void Publish(const GpuState& state);
+  // Marks GPU `index` lost at `virtual_ms`, keeping the rest of its last record.
+  void PublishLost(unsigned index, std::uint64_t virtual_ms);
 
  private:
   std::vector<std::uint64_t*> records_;
   std::string error_;
 };
+
+class StateReader;
+// Opens the record of `gpu` — a global index ("3") or a GPU UUID or a unique prefix of one — under
+// `dir` into `reader`; false (reader closed) when there is none.
+bool OpenGpuState(const std::string& dir, const std::string& gpu, StateReader* reader);
 
 // Reads one GPU's record.
 class StateReader {

@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <dirent.h>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -78,28 +77,6 @@ bool ParseArgs(int argc, char** argv, Args* args) {
   return true;
 }
 
-// Finds the state record of `gpu` (an index, or a UUID or its prefix) under `dir`.
-bool OpenState(const std::string& dir, const std::string& gpu, StateReader* reader) {
-  if (dir.empty() || gpu.empty()) return false;
-  if (gpu.find_first_not_of("0123456789") == std::string::npos)
-    return reader->Open(gw::sim::StatePath(dir, static_cast<unsigned>(std::stoul(gpu))));
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return false;
-  bool found = false;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() < 6 || name.compare(name.size() - 6, 6, ".state") != 0) continue;
-    GpuState s;
-    if (reader->Open(dir + "/" + name) && reader->Read(&s) && s.uuid.rfind(gpu, 0) == 0) {
-      found = true;
-      break;
-    }
-  }
-  closedir(d);
-  if (!found) reader->Close();
-  return found;
-}
-
 // The service and where its clock and GPU state come from.
 class Runner {
  public:
@@ -112,7 +89,7 @@ class Runner {
   void CatchUp() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!reader_.is_open() && !args_.state_dir.empty()) {
-      if (OpenState(args_.state_dir, args_.gpu, &reader_))
+      if (gw::sim::OpenGpuState(args_.state_dir, args_.gpu, &reader_))
         log_.Info("following the simulated GPU " + args_.gpu + " through " + args_.state_dir);
     }
     GpuState gpu;
