@@ -4,11 +4,11 @@
 // clock). Six jobs, each ending its own way:
 //   completes  sleep 3                                         -> completed / none
 //   fails      exit 3 by itself                                -> failed / user
-//   falls-off  its GPU falls off the bus (scenario fault at 100 s); the job stops when the GPU
-//              is gone (the test tells it once the agent sees the GPU lost, as a failing CUDA
-//              call would)                                     -> failed / gpu_fault
-//   oom        a memory_bound workload (40 GiB) on a 32 GiB GPU: device memory full, then exit 1
-//              as a CUDA out-of-memory error does              -> failed / gpu_oom
+//   falls-off  gw-training-sim on a GPU that falls off the bus (scenario fault at 100 s); the
+//              run sees it through the simulator's state file and dies with a CUDA error
+//                                                              -> failed / gpu_fault
+//   oom        a memory_bound process (40 GiB) fills its 32 GiB GPU; gw-training-sim started
+//              beside it fails with CUDA out of memory         -> failed / gpu_oom
 //   forgotten  idle: our reclaim policy cancels it (idle 20 s, grace 10 s)
 //                                                              -> reclaimed / scheduler
 //   too-long   --time=1: Slurm's time limit                    -> timeout / scheduler
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -60,6 +61,10 @@ double Sum(const std::vector<Sample>& samples, const std::string& name,
     any = true;
   }
   return any ? sum : std::nan("");
+}
+
+std::string TrainingSim() {
+  return std::string(GW_BINARY_DIR) + "/bin/gw-training-sim";
 }
 
 class OutcomesSlurm : public ::testing::Test {
@@ -116,11 +121,12 @@ class OutcomesSlurm : public ::testing::Test {
 };
 
 TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlerts) {
-  // The job whose GPU will fall off the bus goes first, so its GPU is known before the fleet is.
-  // It holds the GPU until the GPU is gone (the marker), exempt from reclaim (idle meanwhile).
-  const std::string marker = dir_ / "gpu-gone";
-  const std::string lost_job = Submit({"--gres=gpu:1", "-J", "falls-off", "--comment=gw:keep"},
-                                      "while [ ! -e " + marker + " ]; do sleep 0.2; done; exit 1");
+  // The training run whose GPU will fall off the bus goes first, so its GPU is known before the
+  // fleet is. It follows its GPU through the simulator's state files (the agent's and the jobs'
+  // environment name the directory).
+  setenv("GPUWARDEN_SIM_STATE_DIR", (dir_ / "state").c_str(), 1);
+  const std::string lost_job = Submit({"--gres=gpu:1", "-J", "falls-off"},
+                                      TrainingSim() + " --duration 600 --memory-mib 8000");
   ASSERT_FALSE(lost_job.empty());
   ASSERT_TRUE(WaitFor([&] { return cluster_.JobState(lost_job) == "RUNNING"; }, 60))
       << cluster_.Log("slurmctld.log");
@@ -134,16 +140,18 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
 
   const std::string completes = Submit({"--gres=gpu:1", "-J", "completes"}, "sleep 3");
   const std::string fails = Submit({"--gres=gpu:1", "-J", "fails"}, "sleep 2; exit 3");
+  // Another process of the job fills the GPU first; the run then cannot get its 30 GiB.
   const std::string oom = Submit({"--gres=gpu:1", "-J", "oom"},
-                                 "env GPUWARDEN_SIM_WORKLOAD=memory_bound sleep 8; exit 1");
+                                 "env GPUWARDEN_SIM_WORKLOAD=memory_bound sleep 60 & sleep 3; " +
+                                     TrainingSim() + " --duration 60; rc=$?; kill $!; exit $rc");
   const std::string reclaimed = Submit({"--gres=gpu:1", "-J", "forgotten"}, "sleep 600");
   const std::string timeout =
       Submit({"--gres=gpu:1", "-J", "too-long", "--time=1", "--comment=gw:keep"}, "sleep 600");
   ASSERT_FALSE(completes.empty() || fails.empty() || oom.empty() || reclaimed.empty() ||
                timeout.empty());
 
-  // The fault: once the agent sees the GPU lost, the job on it stops (a CUDA call would fail).
-  // By then every other job has started (none may start on the lost GPU).
+  // The fault: the agent sees the GPU lost (and the run on it dies of it). By then every other
+  // job has started (none may start on the lost GPU).
   ASSERT_TRUE(WaitFor(
       [&] {
         std::vector<Sample> s = ParseExposition(agent->Get("/metrics").body);
@@ -155,7 +163,6 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
   ASSERT_TRUE(too_long_state == "RUNNING" || too_long_state == "TIMEOUT" ||
               too_long_state == "COMPLETING")
       << too_long_state << " — the jobs took longer than the fault's 100 s";
-  WriteFile(marker, "");
 
   // Every job ends (the time limit last: a minute, plus Slurm's check every 30 s).
   const std::vector<std::string> ids = {completes, fails, lost_job, oom, reclaimed, timeout};
@@ -206,6 +213,17 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
     if ((e["kind"] == "xid" || e["kind"] == "gpu_lost") && e.value("gpu", -1) == lost_gpu)
       device_evidence = true;
   EXPECT_TRUE(device_evidence) << lost.dump();
+  // The runs died as the simulated CUDA runtime told them (their own stderr), not otherwise.
+  EXPECT_NE(ReadFile(cluster_.dir() + "/jobs/job-" + lost_job + ".out").find("GPU is lost"),
+            std::string::npos)
+      << ReadFile(cluster_.dir() + "/jobs/job-" + lost_job + ".out");
+  EXPECT_NE(ReadFile(cluster_.dir() + "/jobs/job-" + oom + ".out").find("CUDA out of memory"),
+            std::string::npos)
+      << ReadFile(cluster_.dir() + "/jobs/job-" + oom + ".out");
+  for (const Expected& e : expected)
+    std::cout << e.id << " " << by_id[e.id]["outcome"]["outcome"].get<std::string>() << "/"
+              << by_id[e.id]["outcome"]["cause"].get<std::string>() << ": "
+              << by_id[e.id]["outcome"]["summary"].get<std::string>() << "\n";
   // The OOM one: full memory on its own GPU; the one that failed by itself: no device evidence.
   const int oom_gpu = by_id[oom]["gpu"]["gpus"][0];
   bool memory_full = false;
