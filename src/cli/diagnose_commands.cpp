@@ -1,15 +1,21 @@
 #include "cli/diagnose_commands.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "cli/agent.h"
+#include "cli/args.h"
 #include "http/client.h"
 #include "http/prom_api.h"
 #include "http/prom_format.h"
 #include "report/report.h"
+#include "serve/jobs_service.h"
 #include "serve/store.h"
 
 namespace gw::cli {
@@ -24,9 +30,8 @@ int64_t NowMs() {
 bool ParseWhen(const std::string& time, const std::string& since, const char* since_flag,
                int64_t* t_ms, double* window_s) {
   *t_ms = NowMs();
-  if (!time.empty() && !http::ParsePromTime(time, t_ms)) {
-    std::fprintf(stderr, "gpuwarden: --time: expected Unix seconds or RFC 3339, got '%s'\n",
-                 time.c_str());
+  if (!time.empty() && !ParseTimeArg(time, *t_ms, t_ms)) {
+    std::fprintf(stderr, "gpuwarden: %s\n", TimeArgError("--time", time).c_str());
     return false;
   }
   if (!ParseDurationSeconds(since, window_s) || *window_s <= 0) {
@@ -54,13 +59,20 @@ std::string ApiErrorMessage(const http::ClientReply& reply) {
   return "HTTP " + std::to_string(reply.status);
 }
 
+// Unix seconds for an agent: relative times are read here, against this machine's clock.
+std::string SecondsParam(int64_t t_ms) {
+  std::string out;
+  http::AppendPromTimestamp(&out, t_ms);
+  return out;
+}
+
 // `report --url`: the agent builds the report (GET /api/gw/v1/report) from its own store.
-int FetchReport(const ReportArgs& args, std::string* text) {
+int FetchReport(const ReportArgs& args, int64_t t_ms, std::string* text) {
   std::string path = "/api/gw/v1/report?period=" + http::UrlEncode(args.period) +
                      "&format=" + (args.json ? "json" : "html");
-  if (!args.time.empty()) path += "&time=" + http::UrlEncode(args.time);
+  if (!args.time.empty()) path += "&time=" + SecondsParam(t_ms);
   const std::string url = BaseUrl(args.url) + path;
-  auto reply = http::GetUrl(url, 600);  // a week of a large node takes a while
+  auto reply = GetFromAgent(url, 600);  // a week of a large node takes a while
   if (!reply.ok()) {
     std::fprintf(stderr, "gpuwarden: %s\n", reply.error().message.c_str());
     return 1;
@@ -71,6 +83,20 @@ int FetchReport(const ReportArgs& args, std::string* text) {
   }
   *text = std::move(reply->body);
   return 0;
+}
+
+// `--gpu G` naming no GPU of the data: said, exit 1, rather than "none".
+bool KnownGpu(const diagnose::Diagnosis& d, const std::string& gpu) {
+  if (gpu.empty() || d.gpus.empty()) return true;  // an agent too old to list them: no check
+  if (std::find(d.gpus.begin(), d.gpus.end(), gpu) != d.gpus.end()) return true;
+  std::string indexes;
+  for (const std::string& g : d.gpus)
+    if (!g.empty() && std::isdigit(static_cast<unsigned char>(g[0])))
+      indexes += (indexes.empty() ? "" : ", ") + g;
+  std::fprintf(stderr, "gpuwarden: no such GPU: %s (GPUs with data in %s: %s)\n", gpu.c_str(),
+               diagnose::CoverageText(d.window_s, d.data_start_ms, d.data_end_ms).c_str(),
+               indexes.empty() ? "none" : indexes.c_str());
+  return false;
 }
 
 void Print(const diagnose::Diagnosis& d, bool json) {
@@ -100,13 +126,13 @@ int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* 
         query += (query.empty() ? "?" : "&") + std::string(name) + "=" + http::UrlEncode(value);
     };
     param("since", args.since);
-    param("time", args.time);
+    if (!args.time.empty()) param("time", SecondsParam(t_ms));
     param("gpu", args.gpu);
     param("job", args.job);
     param("team", args.team);
     const std::string base = BaseUrl(args.url);
     const std::string path = "/api/gw/v1/findings" + query;
-    auto reply = http::GetUrl(base + path, 120);
+    auto reply = GetFromAgent(base + path, 120);
     if (!reply.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", reply.error().message.c_str());
       return 1;
@@ -118,9 +144,11 @@ int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* 
       std::fprintf(stderr, "gpuwarden: %s\n", d.error().message.c_str());
       return 1;
     }
+    if (!KnownGpu(*d, args.gpu)) return 1;
     Print(*d, args.json);
     return 0;
   }
+  if (!DataDirPresent(config.storage.path, "diagnose")) return 1;
   auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kReadOnly);
   if (!db) return 1;
   auto querier = db->NewQuerier();
@@ -134,6 +162,7 @@ int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* 
     std::fprintf(stderr, "gpuwarden: %s\n", d.error().message.c_str());
     return 2;
   }
+  if (!KnownGpu(*d, args.gpu)) return 1;
   Print(diagnose::Filter(*d, filter), args.json);
   return 0;
 }
@@ -149,13 +178,28 @@ int RunReport(const config::Config& config, const ReportArgs& args, Logger* logg
   std::string text;
   size_t findings = 0;
   if (!args.url.empty()) {
-    if (int rc = FetchReport(args, &text); rc != 0) return rc;
+    if (int rc = FetchReport(args, t_ms, &text); rc != 0) return rc;
   } else {
+    if (!DataDirPresent(config.storage.path, "report")) return 1;
     auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kReadOnly);
     if (!db) return 1;
     auto querier = db->NewQuerier();
     promql::Engine engine;
     report::Options options;
+    // Outcomes and throughput per team come from the job records, when there are any.
+    std::vector<jobs::JobRecord> records;
+    const std::string records_dir = serve::JobRecordsDir(config);
+    if (std::filesystem::exists(records_dir + "/jobs.jsonl")) {
+      auto store = jobs::JobRecordStore::Open(records_dir);
+      auto all =
+          store.ok() ? (*store)->ReadAll() : Expected<std::vector<jobs::JobRecord>>(store.error());
+      if (all.ok()) {
+        records = std::move(*all);
+        options.records = &records;
+      } else {
+        std::fprintf(stderr, "gpuwarden: job records: %s\n", all.error().message.c_str());
+      }
+    }
     options.time_ms = t_ms;
     options.period_s = period_s;
     options.thresholds = config.diagnose.thresholds;

@@ -15,6 +15,8 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "cli/agent.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "http/client.h"
 #include "http/prom_api.h"
@@ -99,18 +101,53 @@ int RunQuery(const config::Config& config, const QueryArgs& args, Logger* logger
     std::fprintf(stderr, "gpuwarden: a range query needs --start, --end and --step\n");
     return 2;
   }
+  // Times are read here, relative ones ("-5m", "now-1h") against this machine's clock, and sent
+  // to an agent as Unix seconds.
+  const int64_t now = NowMs();
+  int64_t t = now, start = 0, end = 0, step = 0;
+  struct TimeFlag {
+    const char* name;
+    const std::string& text;
+    int64_t* out;
+  } times[] = {
+      {"--time", args.time, &t}, {"--start", args.start, &start}, {"--end", args.end, &end}};
+  for (const TimeFlag& f : times) {
+    if (!f.text.empty() && !ParseTimeArg(f.text, now, f.out)) {
+      std::fprintf(stderr, "gpuwarden: %s\n", TimeArgError(f.name, f.text).c_str());
+      return 2;
+    }
+  }
+  if (range) {
+    if (!http::ParsePromDuration(args.step, &step) || step <= 0) {
+      std::fprintf(stderr,
+                   "gpuwarden: --step: cannot read '%s' as a step; use a positive duration such "
+                   "as 60, 15s or 1m\n",
+                   args.step.c_str());
+      return 2;
+    }
+    if (end < start) {
+      std::fprintf(stderr, "gpuwarden: --end (%s) is before --start (%s)\n", args.end.c_str(),
+                   args.start.c_str());
+      return 2;
+    }
+  }
+  auto seconds = [](int64_t ms) {
+    std::string out;
+    http::AppendPromTimestamp(&out, ms);
+    return out;
+  };
   if (!args.url.empty()) {
     std::string path = range ? "/api/v1/query_range?query=" : "/api/v1/query?query=";
     path += http::UrlEncode(args.expr);
     if (range) {
-      path += "&start=" + http::UrlEncode(args.start) + "&end=" + http::UrlEncode(args.end) +
+      path += "&start=" + seconds(start) + "&end=" + seconds(end) +
               "&step=" + http::UrlEncode(args.step);
     } else if (!args.time.empty()) {
-      path += "&time=" + http::UrlEncode(args.time);
+      path += "&time=" + seconds(t);
     }
     std::string base = args.url;
     while (!base.empty() && base.back() == '/') base.pop_back();
-    auto reply = http::GetUrl(base + path);
+    auto reply = GetFromAgent(base + path, 60);
     if (!reply.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", reply.error().message.c_str());
       return 1;
@@ -118,26 +155,13 @@ int RunQuery(const config::Config& config, const QueryArgs& args, Logger* logger
     return Print(reply->status, reply->body, args.json);
   }
 
+  if (!DataDirPresent(config.storage.path, "query")) return 1;
   auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kReadOnly);
   if (!db) return 1;
   auto querier = db->NewQuerier();
   promql::Engine engine(serve::QueryEngineOptions(config));
-  promql::QueryResult result = [&]() -> promql::QueryResult {
-    if (!range) {
-      int64_t t = NowMs();
-      if (!args.time.empty() && !http::ParsePromTime(args.time, &t))
-        return promql::QueryError{promql::QueryError::Kind::kBadData,
-                                  "--time: cannot parse \"" + args.time + "\""};
-      return engine.Instant(*querier, args.expr, t);
-    }
-    int64_t start = 0, end = 0, step = 0;
-    if (!http::ParsePromTime(args.start, &start) || !http::ParsePromTime(args.end, &end) ||
-        !http::ParsePromDuration(args.step, &step) || step <= 0)
-      return promql::QueryError{promql::QueryError::Kind::kBadData,
-                                "--start/--end/--step: expected times (Unix seconds or RFC 3339) "
-                                "and a positive duration"};
-    return engine.Range(*querier, args.expr, start, end, step);
-  }();
+  promql::QueryResult result = range ? engine.Range(*querier, args.expr, start, end, step)
+                                     : engine.Instant(*querier, args.expr, t);
   if (!result.ok()) {
     std::fprintf(stderr, "gpuwarden: %s\n", result.error().message.c_str());
     return 1;
@@ -333,6 +357,7 @@ int RunTsdbImport(const config::Config& config, const std::string& file, Logger*
 }
 
 int RunTsdbExport(const config::Config& config, const std::string& match, Logger* logger) {
+  if (!DataDirPresent(config.storage.path, "tsdb export")) return 1;
   auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kReadOnly);
   if (!db) return 1;
   std::vector<tsdb::Matcher> matchers;

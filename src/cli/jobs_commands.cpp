@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "cli/agent.h"
 #include "cli/snapshot_view.h"
+#include "cli/table.h"
 #include "http/client.h"
 #include "jobs/gpu_unit.h"
 #include "serve/jobs_service.h"
@@ -50,6 +53,48 @@ std::string Ratio(const std::optional<double>& v) {
   return v ? Fmt("%.0f%%", *v * 100) : std::string("-");
 }
 
+// Energy as everywhere in gpuwarden (CLI, report, console): kWh with two decimals.
+std::string EnergyText(double joules) {
+  return Fmt("%.2f kWh", joules / 3.6e6);
+}
+
+// A rate or count for people: whole numbers from 100 up, else three significant digits.
+std::string Amount(double v) {
+  if (std::fabs(v) >= 100) return Fmt("%.0f", v);
+  if (std::fabs(v) >= 10) return Fmt("%.1f", v);
+  return Fmt("%.2f", v);
+}
+
+// The outcome and throughput block of `jobs show` (docs/jobs.md): "Outcome    failed (cause:
+// gpu_fault)", the summary, one line per evidence item; "Throughput 1520 samples/s, …".
+std::string OutcomeBlock(const jobs::JobRecord& r) {
+  std::string out;
+  const std::string indent(11, ' ');
+  if (r.outcome) {
+    const jobs::JobOutcomeRecord& o = *r.outcome;
+    out += "Outcome    " + OrDash(o.outcome) + " (cause: " + OrDash(o.cause) + ")\n";
+    if (!o.summary.empty()) out += indent + o.summary + "\n";
+    for (const jobs::JobOutcomeEvidence& e : o.evidence) {
+      out += indent + Timestamp(e.time) + "  " +
+             PadRight(e.gpu ? "GPU " + std::to_string(*e.gpu) : std::string("-"), 7) + "  " +
+             (e.detail.empty() ? e.kind + " " + Amount(e.value) : e.detail) + "\n";
+    }
+  }
+  if (r.throughput) {
+    const jobs::JobThroughputRecord& t = *r.throughput;
+    const std::string unit = t.unit.empty() ? "units" : t.unit;
+    out += "Throughput " + Amount(t.avg_per_s) + " " + unit + "/s";
+    if (t.per_gpu_hour) out += ", " + Amount(*t.per_gpu_hour) + " " + unit + "/GPU-h";
+    if (t.per_kwh) out += ", " + Amount(*t.per_kwh) + " " + unit + "/kWh";
+    if (t.per_cost)
+      out += ", " + Amount(*t.per_cost) + " " + unit + " per " +
+             (r.cost && !r.cost->currency.empty() ? r.cost->currency : std::string("cost unit"));
+    out += ", " + Amount(t.total) + " " + unit + " in all" +
+           (t.metric.empty() ? "" : " (" + t.metric + ")") + "\n";
+  }
+  return out;
+}
+
 // The records of an API reply ({"data":{"jobs":[...]}}, or one job under "data").
 Expected<std::vector<jobs::JobRecord>> RecordsOf(const nlohmann::json& data) {
   std::vector<jobs::JobRecord> out;
@@ -74,7 +119,7 @@ Expected<std::vector<jobs::JobRecord>> RecordsOf(const nlohmann::json& data) {
 Expected<nlohmann::json> AskAgent(const std::string& url, const std::string& path) {
   std::string base = url;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  auto reply = http::GetUrl(base + path, 30);
+  auto reply = GetFromAgent(base + path, 30);
   if (!reply.ok()) return Error{reply.error().message};
   nlohmann::json body = nlohmann::json::parse(reply->body, nullptr, false);
   if (body.is_discarded() || !body.is_object())
@@ -84,9 +129,19 @@ Expected<nlohmann::json> AskAgent(const std::string& url, const std::string& pat
   return body["data"];
 }
 
-Expected<std::vector<jobs::JobRecord>> ReadRecords(const config::Config& config) {
+// The records `serve` wrote; nullopt (said on stderr) when neither the records directory nor the
+// data directory is there — nothing is created.
+std::optional<Expected<std::vector<jobs::JobRecord>>> ReadRecords(const config::Config& config,
+                                                                  const std::string& command) {
   const std::string dir = serve::JobRecordsDir(config);
-  if (!std::filesystem::exists(dir + "/jobs.jsonl")) return std::vector<jobs::JobRecord>{};
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec) && !DataDirPresent(config.storage.path, command))
+    return std::nullopt;
+  if (!std::filesystem::exists(dir + "/jobs.jsonl")) {
+    std::fprintf(stderr, "gpuwarden: %s: no job records in %s/jobs.jsonl yet\n", command.c_str(),
+                 dir.c_str());
+    return std::vector<jobs::JobRecord>{};
+  }
   auto store = jobs::JobRecordStore::Open(dir);
   if (!store.ok()) return store.error();
   return (*store)->ReadAll();
@@ -108,36 +163,51 @@ void PrintJson(const std::vector<jobs::JobRecord>& records) {
 
 std::string JobsTable(const std::vector<jobs::JobRecord>& records) {
   if (records.empty()) return "no jobs\n";
-  // The id column fits the longest id (a Kubernetes pod is "namespace/pod", often long), so the
-  // columns after it stay aligned.
-  size_t id_width = 13;
-  for (const jobs::JobRecord& r : records) id_width = std::max(id_width, r.job_id.size());
-  std::string out = PadRight("JOB", id_width + 1) + PadRight("USER", 12) + PadRight("TEAM", 14) +
-                    PadRight("PARTITION", 11) + PadRight("STATE", 11) + PadRight("START", 22) +
-                    PadRight("ELAPSED", 10) + PadRight("GPUS", 10) + PadRight("GPU-H", 8) +
-                    PadRight("ENERGY", 10) + PadRight("UTIL AVG/MAX", 14) + PadRight("SM ACT", 8) +
-                    PadRight("TENSOR", 8) + PadRight("MEM PEAK", 11) + "COST\n";
+  // Every column as wide as its content (ids, names and GPU lists vary a lot: a Kubernetes pod is
+  // "namespace/pod"), up to a cap past which a cell is cut with "…".
+  bool outcomes = false;
+  for (const jobs::JobRecord& r : records) outcomes = outcomes || r.outcome.has_value();
+  std::vector<TableColumn> columns = {{"JOB", 40},
+                                      {"USER", 16},
+                                      {"TEAM", 20},
+                                      {"PARTITION", 16},
+                                      {"STATE", 12},
+                                      {"START", 20},
+                                      {"ELAPSED", 10, true},
+                                      {"GPUS", 24},
+                                      {"GPU-H", 9, true},
+                                      {"ENERGY", 12, true},
+                                      {"UTIL AVG/MAX", 12, true},
+                                      {"SM ACT", 6, true},
+                                      {"TENSOR", 6, true},
+                                      {"MEM PEAK", 10, true},
+                                      {"COST", 16, true}};
+  if (outcomes) columns.push_back({"OUTCOME", 28});
+  std::vector<std::vector<std::string>> rows;
   for (const jobs::JobRecord& r : records) {
-    out += PadRight(r.job_id, id_width) + " " + PadRight(OrDash(r.user), 11) + " " +
-           PadRight(OrDash(r.team), 13) + " " + PadRight(OrDash(r.partition), 10) + " " +
-           PadRight(r.state, 10) + " " + PadRight(Timestamp(r.start_time), 21) + " " +
-           PadRight(Elapsed(r), 9) + " " + PadRight(GpuList(r), 9) + " ";
+    std::vector<std::string> row = {
+        r.job_id, OrDash(r.user),          OrDash(r.team), OrDash(r.partition),
+        r.state,  Timestamp(r.start_time), Elapsed(r),     GpuList(r)};
     if (r.gpu) {
-      out += PadRight(Fmt("%.2f", r.gpu->gpu_seconds / 3600), 7) + " " +
-             PadRight(Fmt("%.1f kJ", r.gpu->energy_j / 1000), 9) + " " +
-             PadRight(Fmt("%.0f%%", 100 * r.gpu->util_avg) + "/" + Fmt("%.0f%%", 100 * r.gpu->util_max),
-                      13) +
-             " " + PadRight(Ratio(r.gpu->sm_active_avg), 7) + " " +
-             PadRight(Ratio(r.gpu->tensor_active_avg), 7) + " " +
-             PadRight(Fmt("%.1f GiB", double(r.gpu->memory_peak_bytes) / (1 << 30)), 10);
+      const jobs::JobGpuStats& g = *r.gpu;
+      row.insert(row.end(),
+                 {Fmt("%.2f", g.gpu_seconds / 3600), EnergyText(g.energy_j),
+                  Fmt("%.0f%%", 100 * g.util_avg) + "/" + Fmt("%.0f%%", 100 * g.util_max),
+                  Ratio(g.sm_active_avg), Ratio(g.tensor_active_avg),
+                  Fmt("%.1f GiB", double(g.memory_peak_bytes) / (1 << 30))});
     } else {
-      out += PadRight("-", 7) + " " + PadRight("-", 9) + " " + PadRight("-", 13) + " " +
-             PadRight("-", 7) + " " + PadRight("-", 7) + " " + PadRight("-", 10);
+      row.insert(row.end(), {"-", "-", "-", "-", "-", "-"});
     }
-    out += " " + (r.cost ? Fmt("%.2f ", r.cost->Total()) + r.cost->currency : std::string("-"));
-    out += "\n";
+    row.push_back(r.cost ? Fmt("%.2f ", r.cost->Total()) + r.cost->currency : std::string("-"));
+    if (outcomes)
+      row.push_back(r.outcome ? r.outcome->outcome +
+                                    (r.outcome->cause.empty() || r.outcome->cause == "none"
+                                         ? ""
+                                         : " (" + r.outcome->cause + ")")
+                              : "-");
+    rows.push_back(std::move(row));
   }
-  return out;
+  return RenderTable(columns, rows);
 }
 
 std::string JobDetail(const jobs::JobRecord& r) {
@@ -173,15 +243,17 @@ std::string JobDetail(const jobs::JobRecord& r) {
                      Fmt("; idle %.4f)", r.cost->idle_allocated_cost));
   if (!r.gpu) {
     line("GPUs", "none recorded");
-    return out;
+    const std::string block = OutcomeBlock(r);
+    return block.empty() ? out : out + "\n" + block;
   }
   const jobs::JobGpuStats& g = *r.gpu;
   const double equivalents = jobs::GpuEquivalents(g);
   line("GPUs", GpuList(r) + (g.mig.empty() ? "" : Fmt(" (%.2f GPU in all)", equivalents)));
   line("GPU-hours", Fmt("%.3f", g.gpu_seconds / 3600));
-  line("energy", Fmt("%.1f kJ", g.energy_j / 1000) +
-                     Fmt(" (power integral %.1f kJ)", g.power_integral_j / 1000));
-  line("SM utilization", Fmt("avg %.1f%%", 100 * g.util_avg) + Fmt(", max %.1f%%", 100 * g.util_max));
+  line("energy",
+       EnergyText(g.energy_j) + " (power integral " + EnergyText(g.power_integral_j) + ")");
+  line("SM utilization",
+       Fmt("avg %.1f%%", 100 * g.util_avg) + Fmt(", max %.1f%%", 100 * g.util_max));
   // GPM (Hopper and newer): how much of the SMs and tensor cores the work used — a job can keep
   // utilization near 100% with a tiny share of either.
   auto avg_max = [](const std::optional<double>& avg, const std::optional<double>& max) {
@@ -202,7 +274,8 @@ std::string JobDetail(const jobs::JobRecord& r) {
   line("ECC errors", std::to_string(g.ecc_corrected) + " corrected, " +
                          std::to_string(g.ecc_uncorrected) + " uncorrected");
   line("XID events", std::to_string(g.xid_count));
-  return out;
+  const std::string block = OutcomeBlock(r);
+  return block.empty() ? out : out + "\n" + block;
 }
 
 int RunJobs(const config::Config& config, const JobsArgs& args, Logger* logger) {
@@ -242,7 +315,9 @@ int RunJobs(const config::Config& config, const JobsArgs& args, Logger* logger) 
                    "ones are known to the agent\n");
       return 2;
     }
-    auto all = ReadRecords(config);
+    auto read = ReadRecords(config, "jobs");
+    if (!read) return 1;
+    auto& all = *read;
     if (!all.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", all.error().message.c_str());
       return 1;
@@ -280,7 +355,9 @@ int RunJobsShow(const config::Config& config, const JobsArgs& args, Logger* logg
     }
     record = std::move(parsed->front());
   } else {
-    auto all = ReadRecords(config);
+    auto read = ReadRecords(config, "jobs show");
+    if (!read) return 1;
+    auto& all = *read;
     if (!all.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", all.error().message.c_str());
       return 1;

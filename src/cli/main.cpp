@@ -12,6 +12,8 @@
 #include "base/build_info.h"
 #include "base/heap.h"
 #include "base/log.h"
+#include "cli/agent.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/diagnose_commands.h"
 #include "cli/jobs_commands.h"
@@ -212,13 +214,16 @@ int main(int argc, char** argv) {
 
   CLI::App* query = app.add_subcommand("query", "evaluate a PromQL expression over the history");
   query->add_option("expr", flags.query.expr, "the PromQL expression")->required();
-  query->add_option("--time", flags.query.time, "instant query time (default now)");
-  query->add_option("--start", flags.query.start, "range query start (Unix seconds or RFC 3339)");
-  query->add_option("--end", flags.query.end, "range query end");
+  query->add_option("--time", flags.query.time,
+                    "instant query time: Unix seconds, RFC 3339, now, -5m, now-1h (default now)");
+  query->add_option("--start", flags.query.start,
+                    "range query start: Unix seconds, RFC 3339, now, or relative (-1h, now-30m)");
+  query->add_option("--end", flags.query.end, "range query end (same forms; e.g. now)");
   query->add_option("--step", flags.query.step, "range query step (e.g. 60 or 1m)");
   query->add_flag("--json", flags.query.json, "print Prometheus' API JSON");
   query->add_option("--url", flags.query.url,
-                    "ask a running gpuwarden (or Prometheus) at this URL instead of the data dir");
+                    "ask a running gpuwarden (or Prometheus) at this URL instead of the data dir "
+                    "(default $GPUWARDEN_URL)");
   query->add_option("--data-dir", flags.data_dir,
                     "history store directory (default " + defaults.storage.path + ")");
   query->add_option("--config", flags.config_file, "YAML configuration file");
@@ -250,7 +255,8 @@ int main(int argc, char** argv) {
   jobs->add_option("--since", flags.jobs.since, "jobs that ended within this long (e.g. 24h)");
   jobs->add_option("--team", flags.jobs.team, "only this team's jobs");
   jobs->add_flag("--json", flags.jobs.json, "JSON instead of a table");
-  jobs->add_option("--url", flags.jobs.url, "ask a running gpuwarden at this URL");
+  jobs->add_option("--url", flags.jobs.url,
+                   "ask a running gpuwarden at this URL (default $GPUWARDEN_URL)");
   jobs->add_option("--data-dir", flags.data_dir,
                    "storage directory; records in DIR/jobs unless jobs.records_dir says");
   jobs->add_option("--config", flags.config_file, "YAML configuration file");
@@ -277,20 +283,24 @@ int main(int argc, char** argv) {
   diagnose->add_option("--since", flags.diagnose.since,
                        "how far back to look (default diagnose.window: 1h)");
   diagnose->add_option("--time", flags.diagnose.time,
-                       "evaluate at this time (Unix seconds or RFC 3339; default now)");
+                       "evaluate at this time (Unix seconds, RFC 3339, or relative: -1h; "
+                       "default now)");
   diagnose->add_flag("--json", flags.diagnose.json, "the API's JSON instead of text");
-  diagnose->add_option("--url", flags.diagnose.url, "ask a running gpuwarden at this URL");
+  diagnose->add_option("--url", flags.diagnose.url,
+                       "ask a running gpuwarden at this URL (default $GPUWARDEN_URL)");
   diagnose->add_option("--data-dir", flags.data_dir, "history store directory");
   diagnose->add_option("--config", flags.config_file, "YAML configuration file");
   CLI::App* report = app.add_subcommand(
       "report", "a self-contained HTML report (or --json) of a period from the history");
   report->add_option("--period", flags.report.period, "the period (default 7d)");
   report->add_option("--time", flags.report.time,
-                     "the end of the period (Unix seconds or RFC 3339; default now)");
+                     "the end of the period (Unix seconds, RFC 3339, or relative: -1d; default "
+                     "now)");
   report->add_option("--out", flags.report.out, "file to write (default stdout)");
   report->add_flag("--json", flags.report.json, "the report's data as JSON instead of HTML");
   report->add_option("--url", flags.report.url,
-                     "have a running gpuwarden at this URL build it (while it holds the data dir)");
+                     "have a running gpuwarden at this URL build it (while it holds the data dir; "
+                     "default $GPUWARDEN_URL)");
   report->add_option("--data-dir", flags.data_dir, "history store directory");
   report->add_option("--config", flags.config_file, "YAML configuration file");
 
@@ -302,8 +312,17 @@ int main(int argc, char** argv) {
     return text;
   });
 
+  // Unknown commands and flags are named (with the closest known one) before CLI11 sees them;
+  // "--start -5m" is passed on as "--start=-5m".
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (const std::string problem = gw::cli::CheckArguments(app, &args); !problem.empty()) {
+    std::fprintf(stderr, "gpuwarden: %s\n", problem.c_str());
+    return 2;
+  }
+  std::vector<const char*> checked_argv = {argv[0]};
+  for (const std::string& a : args) checked_argv.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(checked_argv.size()), checked_argv.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
@@ -316,6 +335,12 @@ int main(int argc, char** argv) {
   if (rules_test->parsed()) return gw::cli::RunRulesTest(flags.rule_files);
   gw::config::Config config;
   if (!BuildConfig(flags, &config)) return 2;
+  // Read commands without --url ask $GPUWARDEN_URL's agent unless a data directory or a
+  // configuration file was named (cli/agent.h).
+  const bool local_given = !flags.data_dir.empty() || !flags.config_file.empty();
+  for (std::string* url :
+       {&flags.query.url, &flags.jobs.url, &flags.diagnose.url, &flags.report.url})
+    *url = gw::cli::AgentUrl(*url, local_given);
   gw::LogLevel level = gw::LogLevel::kInfo;
   gw::ParseLogLevel(config.log_level, &level);
   // snapshot prints its own result; its log shows only warnings unless asked for more.

@@ -83,7 +83,7 @@ void RunBusinessChecks(RunContext& ctx) {
     f.since_ms = d.first_ms;
     f.last_ms = d.last_ms;
     f.held_s = d.held_s;
-    f.active = d.last_ms + ctx.step_ms / 2 >= ctx.end_ms;
+    f.active = d.last_ms + ctx.step_ms / 2 >= ctx.end_ms && ctx.current;
     const auto& gpus = serving[f.subject.target];
     for (const auto& [gpu, uuid] : gpus) f.related_gpus.push_back(gpu);
     f.evidence.push_back(Evidence{"request latency, 95th percentile (max while degraded)", d.peak,

@@ -14,7 +14,8 @@ struct RunContext {
   tsdb::Querier* querier = nullptr;
   const promql::Engine* engine = nullptr;
   const Options* options = nullptr;
-  int64_t start_ms = 0, end_ms = 0, step_ms = 0;
+  int64_t start_ms = 0, end_ms = 0, step_ms = 0;  // the data present in the window
+  bool current = true;  // the data reaches the evaluation time (findings may be "active")
   std::map<std::string, std::string> vars;  // ${w}, ${long}, ${window} and the thresholds
   Diagnosis* out = nullptr;
 };

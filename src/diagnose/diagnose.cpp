@@ -9,6 +9,7 @@
 
 #include "diagnose/business.h"
 #include "diagnose/checks.h"
+#include "promql/parser.h"
 
 namespace gw::diagnose {
 
@@ -239,7 +240,8 @@ void RunCheck(RunContext& ctx, const Check& check) {
                               "): " + r.error().message);
     return;
   }
-  const double window_s = ctx.options->window_s;
+  // The span checked: the data present in the window (Diagnose).
+  const double window_s = std::max(double(ctx.step_ms), double(ctx.end_ms - ctx.start_ms)) / 1000;
   const double required = std::min(check.min_held_s, check.min_held_fraction * window_s);
   const double step_s = double(ctx.step_ms) / 1000;
   for (const promql::Series& series : r.value().series) {
@@ -268,7 +270,7 @@ void RunCheck(RunContext& ctx, const Check& check) {
     f.since_ms = series.points.front().t_ms;
     f.last_ms = series.points.back().t_ms;
     f.held_s = held_s;
-    f.active = f.last_ms + ctx.step_ms / 2 >= ctx.end_ms;
+    f.active = f.last_ms + ctx.step_ms / 2 >= ctx.end_ms && ctx.current;
     EvidenceValues values;
     const EvidenceSpec& ce = check.condition_evidence;
     Evidence first{ce.what,  Summarize(series.points, ce.stat), ce.unit, f.since_ms, f.last_ms,
@@ -317,6 +319,82 @@ void LoadAllocations(RunContext& ctx) {
 
 }  // namespace
 
+std::optional<DataExtent> FindDataExtent(tsdb::Querier& querier, const promql::Engine& engine,
+                                         const std::string& selector, int64_t start_ms,
+                                         int64_t end_ms) {
+  if (end_ms < start_ms) return std::nullopt;
+  constexpr int64_t kBuckets = 100;
+  // One range query of count_over_time over buckets of `bucket_ms` ending at `hi`: the bucket
+  // ends (t) whose (t - bucket, t] holds samples, in time order.
+  auto buckets_with_data = [&](int64_t lo, int64_t hi,
+                               int64_t bucket_ms) -> std::optional<std::vector<int64_t>> {
+    // Enough buckets that (hi - n × bucket, hi] holds lo itself.
+    const int64_t n = (hi - lo) / bucket_ms + 1;
+    const std::string q =
+        "sum(count_over_time(" + selector + "[" + PromDuration(double(bucket_ms) / 1000) + "]))";
+    promql::QueryResult r = engine.Range(querier, q, hi - (n - 1) * bucket_ms, hi, bucket_ms);
+    if (!r.ok()) return std::nullopt;
+    std::vector<int64_t> ends;
+    for (const promql::Series& s : r.value().series)
+      for (const promql::Point& p : s.points)
+        if (p.v > 0) ends.push_back(p.t_ms);
+    std::sort(ends.begin(), ends.end());
+    return ends;
+  };
+  auto bucket_for = [](int64_t span_ms) {
+    const int64_t ms = (span_ms + kBuckets - 1) / kBuckets;
+    return std::max<int64_t>(1000, (ms + 999) / 1000 * 1000);  // whole seconds
+  };
+  std::vector<tsdb::Matcher> selector_matchers;
+  if (auto parsed = promql::Parse(selector);
+      parsed.ok() && (*parsed)->kind == promql::ExprKind::kVectorSelector)
+    selector_matchers = static_cast<const promql::VectorSelector&>(**parsed).matchers;
+  int64_t bucket = bucket_for(end_ms - start_ms);
+  auto first_level = buckets_with_data(start_ms, end_ms, bucket);
+  if (!first_level || first_level->empty()) return std::nullopt;
+  // Narrow each end down to a one-second bucket.
+  auto narrow = [&](int64_t t, int64_t width, bool first) -> int64_t {
+    while (width > 1000) {
+      const int64_t finer = bucket_for(width);
+      auto level = buckets_with_data(t - width, t, finer);
+      if (!level || level->empty()) break;
+      t = first ? level->front() : level->back();
+      width = finer;
+    }
+    // The exact sample within the last one-second bucket (t - width, t].
+    std::vector<tsdb::SeriesData> series;
+    if (!selector_matchers.empty() &&
+        querier.Select(selector_matchers, t - width + 1, t, &series).ok()) {
+      int64_t found = first ? INT64_MAX : INT64_MIN;
+      for (const tsdb::SeriesData& sd : series)
+        for (const tsdb::Sample& p : sd.samples)
+          if (!tsdb::IsStaleNaN(p.v))
+            found = first ? std::min(found, p.t_ms) : std::max(found, p.t_ms);
+      if (found != INT64_MAX && found != INT64_MIN) return found;
+    }
+    return first ? t - width + 1 : t;  // the bucket (t - width, t]
+  };
+  DataExtent e;
+  e.first_ms = std::max(start_ms, narrow(first_level->front(), bucket, true));
+  e.last_ms = std::min(end_ms, narrow(first_level->back(), bucket, false));
+  if (e.last_ms < e.first_ms) e.last_ms = e.first_ms;
+  return e;
+}
+
+std::string CoverageText(double window_s, int64_t data_start_ms, int64_t data_end_ms) {
+  const double data_s = double(data_end_ms - data_start_ms) / 1000;
+  // A window as people ask for it: "1y", "7d", else "90m", "1h30m".
+  const auto whole = static_cast<long long>(std::llround(window_s));
+  const std::string window = whole > 0 && whole % (365 * 86400) == 0
+                                 ? std::to_string(whole / (365 * 86400)) + "y"
+                             : whole > 0 && whole % 86400 == 0 ? std::to_string(whole / 86400) + "d"
+                                                               : FormatDuration(window_s);
+  if (data_end_ms <= 0) return "the last " + window + " (no data in it)";
+  // Coverage within a minute or 2 % of the window reads as the whole window.
+  if (data_s >= window_s - std::max(60.0, 0.02 * window_s)) return "the last " + window;
+  return "the " + FormatValue(std::max(data_s, 1.0), "seconds") + " of data in the last " + window;
+}
+
 Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engine,
                              const Options& options) {
   if (!(options.window_s >= 60)) return Error{"the window (--since) must be at least 1m"};
@@ -324,8 +402,28 @@ Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engin
   Diagnosis out;
   out.time_ms = options.time_ms;
   out.window_s = options.window_s;
-  // About 120 steps over the window, never finer than 15 s (a Prometheus scrape).
-  const double step_s = std::max(15.0, std::round(options.window_s / 120));
+  const int64_t window_start_ms = options.time_ms - static_cast<int64_t>(options.window_s * 1000);
+  // The checks run over the data present: a year asked of four minutes of data is four minutes.
+  int64_t start_ms = window_start_ms, end_ms = options.time_ms;
+  if (auto extent = FindDataExtent(querier, engine, "gpu_up", window_start_ms, options.time_ms)) {
+    out.data_start_ms = extent->first_ms;
+    out.data_end_ms = extent->last_ms;
+    start_ms = extent->first_ms;
+    end_ms = std::max(extent->last_ms, extent->first_ms);
+  }
+  std::vector<tsdb::Matcher> up = {
+      *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", "gpu_up")};
+  for (const char* label : {"gpu", "uuid"}) {
+    std::vector<std::string> values;
+    if (querier.LabelValues(label, {up}, window_start_ms, options.time_ms, &values).ok())
+      out.gpus.insert(out.gpus.end(), values.begin(), values.end());
+  }
+  const double span_s = std::max(0.0, double(end_ms - start_ms) / 1000);
+  // About 120 steps over the data, never finer than 15 s (a Prometheus scrape), the last one at
+  // the end of the data.
+  const double step_s = std::max(15.0, std::round(span_s / 120));
+  const auto step_ms = static_cast<int64_t>(step_s * 1000);
+  start_ms = end_ms - (end_ms - start_ms) / step_ms * step_ms;
   out.step_s = step_s;
   const double w = std::max(300.0, 2 * step_s);
   const double long_w = std::max(w, std::min(options.window_s, 6 * 3600.0));
@@ -333,14 +431,17 @@ Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engin
   ctx.querier = &querier;
   ctx.engine = &engine;
   ctx.options = &options;
-  ctx.end_ms = options.time_ms;
-  ctx.start_ms = options.time_ms - static_cast<int64_t>(options.window_s * 1000);
-  ctx.step_ms = static_cast<int64_t>(step_s * 1000);
+  ctx.end_ms = end_ms;
+  ctx.start_ms = start_ms;
+  ctx.step_ms = step_ms;
   ctx.vars = ThresholdVars(options.thresholds);
   ctx.vars["w"] = PromDuration(w);
   ctx.vars["long"] = PromDuration(long_w);
   ctx.vars["window"] = PromDuration(options.window_s);
   ctx.out = &out;
+  // Data that ended well before the evaluation time makes no finding "still active".
+  ctx.current =
+      end_ms >= options.time_ms - static_cast<int64_t>(std::max(300.0, 2 * step_s) * 1000);
   LoadAllocations(ctx);
   for (const Check& check : Checks()) RunCheck(ctx, check);
   RunBusinessChecks(ctx);

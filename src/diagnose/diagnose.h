@@ -29,6 +29,7 @@
 #define GPUWARDEN_DIAGNOSE_DIAGNOSE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,8 +133,13 @@ struct Allocation {
 
 struct Diagnosis {
   int64_t time_ms = 0;
-  double window_s = 0;
+  double window_s = 0;  // as asked (`--since`)
+  // The part of the window the store has data for (gpu_up samples): checks run over it, so held
+  // times and step sizes come from the data present, not from the window asked for. 0 when the
+  // window holds no data at all.
+  int64_t data_start_ms = 0, data_end_ms = 0;
   double step_s = 0;              // the range queries' resolution
+  std::vector<std::string> gpus;  // GPU indexes and UUIDs with data in the window (`--gpu` checks)
   std::vector<Finding> findings;  // by layer, then severity, then subject
   std::vector<Allocation> allocations;
   std::vector<std::string> errors;  // checks that could not run, with the reason
@@ -143,6 +149,19 @@ struct Diagnosis {
 // collected in Diagnosis::errors.
 Expected<Diagnosis> Diagnose(tsdb::Querier& querier, const promql::Engine& engine,
                              const Options& options);
+
+// The first and last sample time of `selector` (a PromQL series selector, e.g. "gpu_up") within
+// [start_ms, end_ms], to about a second, with a few coarse-to-fine count_over_time range queries
+// (cheap over rollups even for a year). nullopt when the selector has no sample there or a query
+// fails. Used for "over the 5 minutes of data in this period" (report/) as well.
+struct DataExtent {
+  int64_t first_ms = 0, last_ms = 0;
+};
+std::optional<DataExtent> FindDataExtent(tsdb::Querier& querier, const promql::Engine& engine,
+                                         const std::string& selector, int64_t start_ms,
+                                         int64_t end_ms);
+// "the 4m10s of data in the last 1y" / "the last 1h": what a window's figures cover, for people.
+std::string CoverageText(double window_s, int64_t data_start_ms, int64_t data_end_ms);
 
 struct FindingFilter {
   std::string gpu = {};   // GPU index or UUID

@@ -131,7 +131,10 @@ std::string ToJson(const Diagnosis& d) {
   for (const Finding& f : d.findings) findings.push_back(FindingJson(f));
   json data = {{"time", Seconds(d.time_ms)},
                {"window_seconds", d.window_s},
+               {"data_start", d.data_end_ms > 0 ? json(Seconds(d.data_start_ms)) : json(nullptr)},
+               {"data_end", d.data_end_ms > 0 ? json(Seconds(d.data_end_ms)) : json(nullptr)},
                {"step_seconds", d.step_s},
+               {"gpus", d.gpus},
                {"findings", findings},
                {"errors", d.errors}};
   json allocations = json::array();
@@ -154,6 +157,9 @@ Expected<Diagnosis> FromJson(std::string_view text) {
     d.time_ms = Ms(data, "time");
     d.window_s = data.value("window_seconds", 0.0);
     d.step_s = data.value("step_seconds", 0.0);
+    d.data_start_ms = Ms(data, "data_start");
+    d.data_end_ms = Ms(data, "data_end");
+    for (const json& g : data.value("gpus", json::array())) d.gpus.push_back(g.get<std::string>());
     for (const json& e : data.value("errors", json::array()))
       d.errors.push_back(e.get<std::string>());
     for (const json& a : data.value("allocations", json::array()))
@@ -194,8 +200,8 @@ Expected<Diagnosis> FromJson(std::string_view text) {
 }
 
 std::string ToText(const Diagnosis& d) {
-  std::string out =
-      "Findings over the " + FormatDuration(d.window_s) + " up to " + Clock(d.time_ms) + ": ";
+  std::string out = "Findings over " + CoverageText(d.window_s, d.data_start_ms, d.data_end_ms) +
+                    " up to " + Clock(d.time_ms) + ": ";
   if (d.findings.empty()) {
     out += "none.\n";
   } else {

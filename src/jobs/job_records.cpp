@@ -16,6 +16,21 @@ namespace {
 
 using nlohmann::json;
 
+// Times: an unset time (0) is written as null, and read back from null or 0 alike (records
+// written before null was used have 0).
+json TimeOrNull(double t) {
+  return t > 0 ? json(t) : json(nullptr);
+}
+json TimeOrNull(std::int64_t t) {
+  return t > 0 ? json(t) : json(nullptr);
+}
+template <class T>
+T ReadTime(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return T{0};
+  return it->get<T>();
+}
+
 // "gpus" holds the index of every GPU the job ran on, whole or through a MIG instance (what
 // readers that know nothing of MIG expect); "mig" names the instances, and a GPU that has one
 // there is not held whole (a MIG-enabled GPU runs work only in its instances).
@@ -25,8 +40,8 @@ json StatsToJson(const JobGpuStats& s) {
   std::sort(gpus.begin(), gpus.end());
   gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   json j = {{"gpus", gpus},
-            {"start_s", s.start_s},
-            {"end_s", s.end_s},
+            {"start_s", TimeOrNull(s.start_s)},
+            {"end_s", TimeOrNull(s.end_s)},
             {"gpu_seconds", s.gpu_seconds},
             {"observed_gpu_seconds", s.observed_gpu_seconds},
             {"energy_j", s.energy_j},
@@ -64,8 +79,8 @@ JobGpuStats StatsFromJson(const json& j, const std::string& job_id) {
   JobGpuStats s;
   s.job_id = job_id;
   s.gpus = j.value("gpus", std::vector<unsigned>{});
-  s.start_s = j.value("start_s", 0.0);
-  s.end_s = j.value("end_s", 0.0);
+  s.start_s = ReadTime<double>(j, "start_s");
+  s.end_s = ReadTime<double>(j, "end_s");
   s.gpu_seconds = j.value("gpu_seconds", 0.0);
   s.observed_gpu_seconds = j.value("observed_gpu_seconds", 0.0);
   s.energy_j = j.value("energy_j", 0.0);
@@ -125,10 +140,10 @@ std::string JobRecordToJson(const JobRecord& r) {
             {"team", r.team},
             {"state", r.state},
             {"state_reason", r.state_reason},
-            {"submit_time", r.submit_time},
-            {"eligible_time", r.eligible_time},
-            {"start_time", r.start_time},
-            {"end_time", r.end_time}};
+            {"submit_time", TimeOrNull(r.submit_time)},
+            {"eligible_time", TimeOrNull(r.eligible_time)},
+            {"start_time", TimeOrNull(r.start_time)},
+            {"end_time", TimeOrNull(r.end_time)}};
   if (r.exit_code) j["exit_code"] = *r.exit_code;
   if (r.queue_wait_s) j["queue_wait_s"] = *r.queue_wait_s;
   if (r.submit_wait_s) j["submit_wait_s"] = *r.submit_wait_s;
@@ -142,7 +157,8 @@ std::string JobRecordToJson(const JobRecord& r) {
   if (r.outcome) {
     json evidence = json::array();
     for (const JobOutcomeEvidence& e : r.outcome->evidence) {
-      json ej = {{"time", e.time}, {"kind", e.kind}, {"value", e.value}, {"detail", e.detail}};
+      json ej = {
+          {"time", TimeOrNull(e.time)}, {"kind", e.kind}, {"value", e.value}, {"detail", e.detail}};
       if (e.gpu) ej["gpu"] = *e.gpu;
       evidence.push_back(std::move(ej));
     }
@@ -177,10 +193,10 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
     r.team = j.value("team", "");
     r.state = j.value("state", "");
     r.state_reason = j.value("state_reason", "");
-    r.submit_time = j.value("submit_time", std::int64_t{0});
-    r.eligible_time = j.value("eligible_time", std::int64_t{0});
-    r.start_time = j.value("start_time", std::int64_t{0});
-    r.end_time = j.value("end_time", std::int64_t{0});
+    r.submit_time = ReadTime<std::int64_t>(j, "submit_time");
+    r.eligible_time = ReadTime<std::int64_t>(j, "eligible_time");
+    r.start_time = ReadTime<std::int64_t>(j, "start_time");
+    r.end_time = ReadTime<std::int64_t>(j, "end_time");
     if (j.contains("exit_code")) r.exit_code = j["exit_code"].get<int>();
     if (j.contains("queue_wait_s")) r.queue_wait_s = j["queue_wait_s"].get<std::int64_t>();
     if (j.contains("submit_wait_s")) r.submit_wait_s = j["submit_wait_s"].get<std::int64_t>();
@@ -205,7 +221,7 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
       if (o.contains("evidence") && o["evidence"].is_array()) {
         for (const json& ej : o["evidence"]) {
           JobOutcomeEvidence e;
-          e.time = ej.value("time", std::int64_t{0});
+          e.time = ReadTime<std::int64_t>(ej, "time");
           if (ej.contains("gpu") && ej["gpu"].is_number_unsigned())
             e.gpu = ej["gpu"].get<unsigned>();
           e.kind = ej.value("kind", "");
@@ -269,7 +285,9 @@ Expected<std::unique_ptr<JobRecordStore>> JobRecordStore::Open(const std::string
     if (line.empty()) continue;
     Expected<JobRecord> r = JobRecordFromJson(line);
     if (!r.ok()) continue;  // a torn line
-    store->Remember(StoredOf(*r, std::move(line)));
+    // Kept as this version writes it (unset times null, ratios), so that the API serves every
+    // record in one form whichever version wrote it.
+    store->Remember(StoredOf(*r, JobRecordToJson(*r)));
   }
   return store;
 }

@@ -3,7 +3,8 @@
 //
 // On disk: `<dir>/jobs.jsonl`, one JSON object per finished job, appended with O_APPEND and
 // fsync'ed before Append returns. Keys: job_id, source, name, user, account, partition, team,
-// state, state_reason, submit_time, eligible_time, start_time, end_time (unix seconds; 0 = never),
+// state, state_reason, submit_time, eligible_time, start_time, end_time (unix seconds; null =
+// never; older records wrote 0, read the same; gpu.start_s/end_s and evidence times likewise),
 // and when known exit_code, queue_wait_s (start - eligible), submit_wait_s (start - submit), and
 // "gpu": {gpus, start_s, end_s, gpu_seconds, observed_gpu_seconds, energy_j, power_integral_j,
 // util_avg, util_max (ratios 0-1; older records: util_avg_pct/util_max_pct in percent, read

@@ -29,6 +29,11 @@ std::string Clock(int64_t ms, const char* format = "%Y-%m-%d %H:%M UTC") {
   return b;
 }
 
+// "the last 7d", or "the 5m of data in the last 7d" when the store covers part of the period.
+std::string Coverage(const Report& r) {
+  return diagnose::CoverageText(r.period_s, r.data_start_ms, r.data_end_ms);
+}
+
 std::string Value(double v, std::string_view unit) {
   return std::isfinite(v) ? HtmlEscape(diagnose::FormatValue(v, unit)) : "–";
 }
@@ -42,7 +47,8 @@ h3{font-size:15px;margin:16px 0 6px}
 .cards{display:flex;flex-wrap:wrap;gap:10px}
 .card{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px 14px;min-width:130px}
 .card b{display:block;font-size:20px}
-table{border-collapse:collapse;width:100%;background:#fff;margin:6px 0}
+.scroll{overflow-x:auto;max-width:100%;margin:6px 0}
+table{border-collapse:collapse;width:100%;background:#fff}
 th,td{border:1px solid #d8dde6;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#eef1f6}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -55,6 +61,9 @@ svg{background:#fff;border:1px solid #d8dde6;border-radius:6px;max-width:100%;he
 svg text{font:11px sans-serif;fill:#5b6475}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
 .legend i{display:inline-block;width:12px;height:3px;margin-right:4px;vertical-align:middle}
+.coverage{background:#fff6e0;border:1px solid #e8c76a;border-radius:6px;padding:6px 10px}
+@media (max-width:640px){main{padding:12px}h1{font-size:20px}.card{min-width:0;flex:1 1 40%}
+th,td{padding:4px 5px}.card b{font-size:17px}}
 )";
 
 constexpr const char* kPalette[] = {"#2e86c1", "#c0392b", "#27ae60", "#d68910", "#8e44ad",
@@ -95,8 +104,10 @@ std::string LineChart(const Chart& chart, int64_t start_ms, int64_t end_ms) {
   }
   for (int i = 0; i <= 4; ++i) {
     const int64_t t = start_ms + (end_ms - start_ms) * i / 4;
-    svg += "<text x=\"" + Fmt("%.1f", x(t)) + "\" y=\"" + Fmt("%.1f", h - 8) +
-           "\" text-anchor=\"middle\">" + HtmlEscape(Clock(t, "%m-%d %H:%M")) + "</text>";
+    // The last label ends at the plot's right edge (centred it would run past the picture).
+    const char* anchor = i == 4 ? "end" : "middle";
+    svg += "<text x=\"" + Fmt("%.1f", x(t)) + "\" y=\"" + Fmt("%.1f", h - 8) + "\" text-anchor=\"" +
+           anchor + "\">" + HtmlEscape(Clock(t, "%m-%d %H:%M")) + "</text>";
   }
   for (size_t i = 0; i < chart.lines.size(); ++i) {
     std::string points;
@@ -128,11 +139,15 @@ void FleetSection(const Report& r, std::string* out) {
   card("GPUs seen (up at the end)", Fmt("%.0f", f.gpus) + " (" + Fmt("%.0f", f.gpus_up) + ")");
   card("average GPU utilization", Value(f.utilization, "ratio"));
   card("average memory-controller utilization", Value(f.memory_utilization, "ratio"));
-  card("energy used", std::isfinite(f.energy_kwh) ? Fmt("%.1f kWh", f.energy_kwh) : "–");
+  card("energy used", std::isfinite(f.energy_kwh) ? Fmt("%.2f kWh", f.energy_kwh) : "–");
   card("time clocks were held down (avg per GPU)", Value(f.throttled_share, "ratio"));
   card("findings: critical / warning / info", std::to_string(f.findings[0]) + " / " +
                                                   std::to_string(f.findings[1]) + " / " +
                                                   std::to_string(f.findings[2]));
+  int active = 0;
+  for (const AlertRow& a : r.alerts) active += a.active;
+  card("alerts that fired (still firing)",
+       std::to_string(r.alerts.size()) + " (" + std::to_string(active) + ")");
   *out += "</div>";
   *out += LineChart(r.utilization, r.time_ms - static_cast<int64_t>(r.period_s * 1000), r.time_ms);
 }
@@ -165,9 +180,9 @@ void ProblemsSection(const Report& r, std::string* out) {
     if (n == 0) continue;
     std::string name(diagnose::LayerName(static_cast<diagnose::Layer>(layer)));
     *out += "<h3>" + HtmlEscape(name) +
-            " layer</h3><table><thead><tr><th>severity</th><th>finding</th>"
+            " layer</h3><div class=\"scroll\"><table><thead><tr><th>severity</th><th>finding</th>"
             "<th>evidence</th><th>when</th><th>action</th></tr></thead><tbody>" +
-            rows + "</tbody></table>";
+            rows + "</tbody></table></div>";
   }
 }
 
@@ -178,7 +193,8 @@ void TeamsSection(const Report& r, std::string* out) {
     return;
   }
   *out +=
-      "<table><thead><tr><th>team</th><th>GPU-hours</th><th>idle GPU-hours</th>"
+      "<div class=\"scroll\"><table><thead><tr><th>team</th><th>GPU-hours</th><th>idle "
+      "GPU-hours</th>"
       "<th>idle share</th><th>energy</th>";
   if (r.has_quota) *out += "<th>quota (GPUs)</th><th>avg GPUs held / quota</th>";
   if (r.has_cost) *out += "<th>cost</th><th>idle cost</th>";
@@ -190,12 +206,15 @@ void TeamsSection(const Report& r, std::string* out) {
             "</td><td class=\"n\">" +
             (std::isfinite(t.idle_gpu_hours) ? Fmt("%.1f", t.idle_gpu_hours) : "–") +
             "</td><td class=\"n\">" + Value(idle_share, "ratio") + "</td><td class=\"n\">" +
-            (std::isfinite(t.energy_kwh) ? Fmt("%.1f kWh", t.energy_kwh) : "–") + "</td>";
+            (std::isfinite(t.energy_kwh) ? Fmt("%.2f kWh", t.energy_kwh) : "–") + "</td>";
     if (r.has_quota) {
-      const double avg_held = t.gpu_hours / (r.period_s / 3600);
-      *out += "<td class=\"n\">" + (t.quota_gpus ? Fmt("%.0f", *t.quota_gpus) : "–") +
+      const bool quota = t.quota_gpus && *t.quota_gpus > 0;
+      *out += "<td class=\"n\">" + (quota ? Fmt("%.0f", *t.quota_gpus) : "none") +
               "</td><td class=\"n\">" +
-              (t.quota_gpus && *t.quota_gpus > 0 ? Value(avg_held / *t.quota_gpus, "ratio") : "–") +
+              (quota && std::isfinite(t.avg_gpus_held)
+                   ? Fmt("%.1f", t.avg_gpus_held) + " / " + Fmt("%.0f", *t.quota_gpus) + " = " +
+                         Value(t.avg_gpus_held / *t.quota_gpus, "ratio")
+                   : "–") +
               "</td>";
     }
     if (r.has_cost) {
@@ -204,14 +223,18 @@ void TeamsSection(const Report& r, std::string* out) {
     }
     *out += "</tr>";
   }
-  *out += "</tbody></table>";
+  *out += "</tbody></table></div>";
+  if (r.has_quota)
+    *out += "<p class=\"sub\">GPUs held on average over " + HtmlEscape(Coverage(r)) +
+            " (GPU-hours / hours of data).</p>";
 }
 
 // Cost per output: shown only when services are configured with gpus (gpu_service_cost_total).
 void ServicesSection(const Report& r, std::string* out) {
   if (r.services.empty()) return;
   *out +=
-      "<h2>Services: cost per output</h2><table><thead><tr><th>service</th><th>GPU cost</th>"
+      "<h2>Services: cost per output</h2><div "
+      "class=\"scroll\"><table><thead><tr><th>service</th><th>GPU cost</th>"
       "<th>outputs</th><th>cost per 1000 outputs</th></tr></thead><tbody>";
   for (const ServiceRow& s : r.services) {
     const std::string unit = s.unit.empty() ? "" : " " + HtmlEscape(s.unit) + "s";
@@ -222,7 +245,78 @@ void ServicesSection(const Report& r, std::string* out) {
             (std::isfinite(s.cost_per_output) ? Fmt("%.4f", s.cost_per_output * 1000) : "–") +
             "</td></tr>";
   }
-  *out += "</tbody></table>";
+  *out += "</tbody></table></div>";
+}
+
+// The alerts of the agent's rules that fired in the period, with their firing time from the data.
+void AlertsSection(const Report& r, std::string* out) {
+  *out += "<h2>Alerts that fired</h2>";
+  if (r.alerts.empty()) {
+    *out += "<p>No alert fired in the period (ALERTS{alertstate=\"firing\"} in the store).</p>";
+    return;
+  }
+  *out +=
+      "<div class=\"scroll\"><table><thead><tr><th>alert</th><th>severity</th><th>on</th>"
+      "<th>first fired</th><th>last firing</th><th>firing for</th></tr></thead><tbody>";
+  for (const AlertRow& a : r.alerts) {
+    const std::string sev =
+        a.severity == "critical" || a.severity == "warning" ? a.severity : "info";
+    *out += "<tr><td><b>" + HtmlEscape(a.alertname) + "</b></td><td>" +
+            (a.severity.empty()
+                 ? std::string("–")
+                 : "<span class=\"sev " + sev + "\">" + HtmlEscape(a.severity) + "</span>") +
+            "</td><td>" + (a.labels.empty() ? "–" : HtmlEscape(a.labels)) + "</td><td>" +
+            HtmlEscape(Clock(a.first_ms)) + "</td><td>" +
+            (a.active ? std::string("still firing") : HtmlEscape(Clock(a.last_ms))) +
+            "</td><td class=\"n\">" +
+            (a.firing_s > 0 ? HtmlEscape(FormatDuration(std::round(a.firing_s)))
+                            : std::string("one evaluation")) +
+            (a.episodes > 1 ? " in " + std::to_string(a.episodes) + " episodes" : "") +
+            "</td></tr>";
+  }
+  *out += "</tbody></table></div>";
+}
+
+// Outcomes and throughput per team from the job records that ended in the period.
+void OutcomesSection(const Report& r, std::string* out) {
+  *out += "<h2>Teams: job outcomes and throughput</h2>";
+  int with_outcome = 0;
+  for (const TeamOutcomeRow& o : r.outcomes) with_outcome += o.with_outcome;
+  if (r.outcomes.empty()) {
+    *out += std::string("<p class=\"note\">No outcome data: ") +
+            (r.has_outcome_records ? "no job record ended in the period."
+                                   : "no job records were read for this report.") +
+            "</p>";
+    return;
+  }
+  *out +=
+      "<div class=\"scroll\"><table><thead><tr><th>team</th><th>jobs ended</th>"
+      "<th>success rate</th><th>GPU-caused failures</th><th>throughput per GPU-hour</th>"
+      "<th>throughput per cost unit</th></tr></thead><tbody>";
+  for (const TeamOutcomeRow& o : r.outcomes) {
+    std::string per_hour, per_cost;
+    for (const auto& [unit, t] : o.throughput) {
+      if (t.gpu_hours > 0)
+        per_hour += Fmt("%.4g ", t.total / t.gpu_hours) + HtmlEscape(unit) + "<br>";
+      if (t.cost > 0)
+        per_cost += Fmt("%.4g ", t.total / t.cost) + HtmlEscape(unit) + " per " +
+                    HtmlEscape(t.currency.empty() ? "cost unit" : t.currency) + "<br>";
+    }
+    *out += "<tr><td>" + HtmlEscape(o.team) + "</td><td class=\"n\">" + std::to_string(o.jobs) +
+            "</td><td class=\"n\">" +
+            (o.with_outcome > 0 ? Value(double(o.completed) / o.with_outcome, "ratio") + " of " +
+                                      std::to_string(o.with_outcome)
+                                : std::string("no outcome data")) +
+            "</td><td class=\"n\">" +
+            (o.with_outcome > 0 ? std::to_string(o.gpu_failures) : std::string("–")) +
+            "</td><td class=\"n\">" + (per_hour.empty() ? "–" : per_hour) +
+            "</td><td class=\"n\">" + (per_cost.empty() ? "–" : per_cost) + "</td></tr>";
+  }
+  *out += "</tbody></table></div>";
+  if (with_outcome == 0)
+    *out +=
+        "<p class=\"note\">No outcome data in these jobs' records (outcomes are recorded by "
+        "agents that classify job ends).</p>";
 }
 
 void GpusSection(const Report& r, std::string* out) {
@@ -232,7 +326,8 @@ void GpusSection(const Report& r, std::string* out) {
     return;
   }
   *out +=
-      "<table><thead><tr><th>GPU</th><th>model</th><th>avg util</th><th>max temp</th>"
+      "<div class=\"scroll\"><table><thead><tr><th>GPU</th><th>model</th><th>avg util</th><th>max "
+      "temp</th>"
       "<th>clocks held down</th><th>corrected ECC (new)</th><th>uncorrectable ECC (new)</th>"
       "<th>remapped rows</th><th>repair pending</th><th>XIDs</th></tr></thead><tbody>";
   for (const GpuRow& g : r.gpus) {
@@ -249,7 +344,7 @@ void GpusSection(const Report& r, std::string* out) {
             Value(g.remapped_rows, "count") + "</td><td>" + (g.repair_pending ? "yes" : "no") +
             "</td><td>" + (xids.empty() ? "none" : xids) + "</td></tr>";
   }
-  *out += "</tbody></table>";
+  *out += "</tbody></table></div>";
   *out += LineChart(r.ecc, r.time_ms - static_cast<int64_t>(r.period_s * 1000), r.time_ms);
 }
 
@@ -266,9 +361,18 @@ std::string ToHtml(const Report& r) {
   out += "<h1>GPU fleet report</h1><p class=\"sub\">" + HtmlEscape(Clock(start)) + " – " +
          HtmlEscape(Clock(r.time_ms)) + " (" + HtmlEscape(FormatDuration(r.period_s)) +
          "), generated by gpuwarden from its history store.</p>";
+  if (r.data_end_ms <= 0) {
+    out += "<p class=\"coverage\">No GPU data in this period.</p>";
+  } else if (Coverage(r).rfind("the last ", 0) != 0) {
+    out += "<p class=\"coverage\">Figures are over " + HtmlEscape(Coverage(r)) + " (" +
+           HtmlEscape(Clock(r.data_start_ms)) + " – " + HtmlEscape(Clock(r.data_end_ms)) +
+           "): averages and rates count only the time with data.</p>";
+  }
   FleetSection(r, &out);
+  AlertsSection(r, &out);
   ProblemsSection(r, &out);
   TeamsSection(r, &out);
+  OutcomesSection(r, &out);
   ServicesSection(r, &out);
   out += "<h2>Queue-wait trend</h2>";
   if (r.queue_wait.lines.empty()) {

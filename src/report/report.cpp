@@ -203,8 +203,12 @@ void BuildTeams(Ctx& c) {
   c.out->has_quota = fill("team_quota", [](TeamRow& r, double v) { r.quota_gpus = v; });
   c.out->has_cost = fill("team_cost", [](TeamRow& r, double v) { r.cost = v; });
   fill("team_idle_cost", [](TeamRow& r, double v) { r.idle_cost = v; });
+  // Hours the store has data for in the period: GPUs held on average are over those hours.
+  const double data_hours = double(c.out->data_end_ms - c.out->data_start_ms) / 3.6e6;
   for (auto& [team, row] : rows) {
     row.team = team;
+    if (data_hours > 0 && std::isfinite(row.gpu_hours))
+      row.avg_gpus_held = row.gpu_hours / data_hours;
     c.out->teams.push_back(std::move(row));
   }
   std::sort(c.out->teams.begin(), c.out->teams.end(), [](const TeamRow& a, const TeamRow& b) {
@@ -299,6 +303,91 @@ void BuildCapacity(Ctx& c) {
   }
 }
 
+// Alerts that fired: the raw ALERTS samples (one per rule evaluation while firing), grouped by
+// series; an episode ends where the gap between samples exceeds 2.5 evaluation intervals.
+void BuildAlerts(Ctx& c) {
+  std::vector<tsdb::Matcher> m = {
+      *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", "ALERTS"),
+      *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "alertstate", "firing")};
+  std::vector<tsdb::SeriesData> series;
+  if (Status s = c.querier->Select(m, c.start_ms, c.end_ms, &series); !s.ok()) {
+    c.out->errors.push_back("alerts: " + s.message());
+    return;
+  }
+  for (const tsdb::SeriesData& sd : series) {
+    std::vector<int64_t> t;
+    for (const tsdb::Sample& p : sd.samples)
+      if (!tsdb::IsStaleNaN(p.v)) t.push_back(p.t_ms);
+    if (t.empty()) continue;
+    AlertRow a;
+    for (const auto& [name, value] : sd.labels) {
+      if (name == "__name__" || name == "alertstate") continue;
+      if (name == "alertname") {
+        a.alertname = value;
+      } else if (name == "severity") {
+        a.severity = value;
+      } else {
+        a.labels += (a.labels.empty() ? "" : ", ") + name + "=" + value;
+      }
+    }
+    // The evaluation interval: the most common gap (the median), 0 with a single sample.
+    std::vector<int64_t> gaps;
+    for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
+    int64_t interval = 0;
+    if (!gaps.empty()) {
+      std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+      interval = gaps[gaps.size() / 2];
+    }
+    a.first_ms = t.front();
+    a.last_ms = t.back();
+    size_t begin = 0;
+    for (size_t i = 1; i <= t.size(); ++i) {
+      if (i < t.size() && double(t[i] - t[i - 1]) <= 2.5 * double(interval)) continue;
+      a.firing_s += double(t[i - 1] - t[begin] + interval) / 1000;
+      ++a.episodes;
+      begin = i;
+    }
+    a.active = c.end_ms - a.last_ms <= std::max<int64_t>(2 * interval, 60000) &&
+               c.out->data_end_ms >= c.end_ms - std::max<int64_t>(2 * interval, 60000);
+    c.out->alerts.push_back(std::move(a));
+  }
+  std::sort(c.out->alerts.begin(), c.out->alerts.end(), [](const AlertRow& a, const AlertRow& b) {
+    return a.firing_s != b.firing_s ? a.firing_s > b.firing_s : a.first_ms < b.first_ms;
+  });
+}
+
+// Outcomes and throughput per team, from the job records that ended in the period.
+void BuildOutcomes(Ctx& c, const std::vector<jobs::JobRecord>* records) {
+  if (records == nullptr) return;
+  c.out->has_outcome_records = true;
+  std::map<std::string, TeamOutcomeRow> rows;
+  for (const jobs::JobRecord& r : *records) {
+    const int64_t end_ms = r.end_time * 1000;
+    if (r.end_time <= 0 || end_ms <= c.start_ms || end_ms > c.end_ms) continue;
+    TeamOutcomeRow& row = rows[r.team.empty() ? "-" : r.team];
+    ++row.jobs;
+    if (r.outcome) {
+      ++row.with_outcome;
+      if (r.outcome->outcome == "completed") ++row.completed;
+      if (r.outcome->cause == "gpu_fault") ++row.gpu_failures;
+    }
+    if (r.throughput && !r.throughput->unit.empty()) {
+      TeamOutcomeRow::Throughput& t = row.throughput[r.throughput->unit];
+      t.total += r.throughput->total;
+      t.gpu_hours += r.gpu ? r.gpu->gpu_seconds / 3600 : 0;
+      if (r.cost) {
+        t.cost += r.cost->Total();
+        t.currency = r.cost->currency;
+      }
+      ++t.jobs;
+    }
+  }
+  for (auto& [team, row] : rows) {
+    row.team = team;
+    c.out->outcomes.push_back(std::move(row));
+  }
+}
+
 }  // namespace
 
 Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
@@ -319,6 +408,10 @@ Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
   c.vars["P"] = diagnose::PromDuration(options.period_s);
   c.vars["S"] = diagnose::PromDuration(std::max(300.0, step_s));
   c.vars["throttle"] = kThrottleReasons;
+  if (auto extent = diagnose::FindDataExtent(querier, engine, "gpu_up", c.start_ms, c.end_ms)) {
+    out.data_start_ms = extent->first_ms;
+    out.data_end_ms = extent->last_ms;
+  }
   BuildFleet(c);
   diagnose::Options d;
   d.time_ms = options.time_ms;
@@ -334,6 +427,8 @@ Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
     out.errors.push_back("findings: " + diagnosis.error().message);
   }
   BuildTeams(c);
+  BuildAlerts(c);
+  BuildOutcomes(c, options.records);
   BuildServices(c);
   BuildQueue(c);
   BuildGpus(c);
@@ -394,7 +489,9 @@ std::string ToJson(const Report& r) {
               {"gpu_hours", Num(t.gpu_hours)},
               {"idle_gpu_hours", Num(t.idle_gpu_hours)},
               {"energy_kwh", Num(t.energy_kwh)}};
-    if (t.quota_gpus) j["quota_gpus"] = Num(*t.quota_gpus);
+    j["avg_gpus_held"] = Num(t.avg_gpus_held);
+    // No quota is null, never 0 (as in the API).
+    j["quota_gpus"] = t.quota_gpus && *t.quota_gpus > 0 ? Num(*t.quota_gpus) : json(nullptr);
     if (t.cost) j["cost"] = Num(*t.cost);
     if (t.idle_cost) j["idle_cost"] = Num(*t.idle_cost);
     teams.push_back(j);
@@ -422,10 +519,45 @@ std::string ToJson(const Report& r) {
                     {"repair_pending", g.repair_pending},
                     {"xids", xids}});
   }
+  json alerts = json::array();
+  for (const AlertRow& a : r.alerts)
+    alerts.push_back({{"alertname", a.alertname},
+                      {"severity", a.severity},
+                      {"labels", a.labels},
+                      {"first", double(a.first_ms) / 1000},
+                      {"last", double(a.last_ms) / 1000},
+                      {"firing_seconds", a.firing_s},
+                      {"episodes", a.episodes},
+                      {"active", a.active}});
+  json outcomes = json::array();
+  for (const TeamOutcomeRow& o : r.outcomes) {
+    json throughput = json::array();
+    for (const auto& [unit, t] : o.throughput)
+      throughput.push_back(
+          {{"unit", unit},
+           {"jobs", t.jobs},
+           {"total", t.total},
+           {"per_gpu_hour", t.gpu_hours > 0 ? json(t.total / t.gpu_hours) : json()},
+           {"per_cost", t.cost > 0 ? json(t.total / t.cost) : json()},
+           {"currency", t.currency.empty() ? json() : json(t.currency)}});
+    outcomes.push_back({{"team", o.team},
+                        {"jobs", o.jobs},
+                        {"with_outcome", o.with_outcome},
+                        {"completed", o.completed},
+                        {"success_ratio",
+                         o.with_outcome > 0 ? json(double(o.completed) / o.with_outcome) : json()},
+                        {"gpu_failures", o.gpu_failures},
+                        {"throughput", throughput}});
+  }
   // The findings as the API gives them.
   json findings = json::parse(diagnose::ToJson(r.diagnosis))["data"]["findings"];
   json out = {{"time", double(r.time_ms) / 1000},
               {"period_seconds", r.period_s},
+              {"data_start", r.data_end_ms > 0 ? json(double(r.data_start_ms) / 1000) : json()},
+              {"data_end", r.data_end_ms > 0 ? json(double(r.data_end_ms) / 1000) : json()},
+              {"coverage", diagnose::CoverageText(r.period_s, r.data_start_ms, r.data_end_ms)},
+              {"alerts", alerts},
+              {"outcomes", outcomes},
               {"fleet", fleet},
               {"utilization", ChartJson(r.utilization)},
               {"findings", findings},

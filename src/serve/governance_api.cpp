@@ -33,10 +33,13 @@ nlohmann::json CostJson(const governance::CostTotals& c) {
 std::string TeamsJson(const GovernanceState& state) {
   nlohmann::json teams = nlohmann::json::array();
   for (const auto& [name, t] : state.usage.teams()) {
+    // No quota is null, never 0 (docs/governance.md "API"): the team's quota object only when it
+    // has a limit, and each limit null when unset.
+    auto limit = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
     nlohmann::json quota = nullptr;
-    if (t.has_quota)
-      quota = {{"gpus", t.quota.gpus},
-               {"gpu_hours", t.quota.gpu_hours},
+    if (t.has_quota && (t.quota.gpus > 0 || t.quota.gpu_hours > 0))
+      quota = {{"gpus", limit(t.quota.gpus)},
+               {"gpu_hours", limit(t.quota.gpu_hours)},
                {"period_s", t.quota.period_s},
                {"period_start", t.period_start_s},
                {"period_allocated_gpu_hours", t.period_allocated_gpu_h},

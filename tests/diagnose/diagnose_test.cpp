@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <set>
 #include <tuple>
@@ -55,6 +57,45 @@ TEST(Diagnose, PowerCapIsBusyButThrottledByThePowerCapOnGpu0Only) {
   // The cap started at 60 s: the first step with a whole 5-minute sub-window above 10 %.
   EXPECT_LE(f->since_ms, store.first_ms() + 3 * 60 * 1000);
   for (const Evidence& e : f->evidence) EXPECT_FALSE(e.query.empty()) << e.what;
+}
+
+// A year asked of four minutes of data: the checks run over the data present, so steps, held
+// times and the text come from those minutes (not "held 73h", one year / 120 steps); data that
+// ended a day before the evaluation time makes nothing "still active".
+TEST(Diagnose, AYearAskedOfFourMinutesOfDataIsFourMinutes) {
+  MemoryStore store;
+  RecordScenario("power-cap", 4 * 60, 15, &store);
+  promql::Engine engine;
+  Options options;
+  options.time_ms = store.last_ms();
+  options.window_s = 365 * 86400;
+  auto d = Diagnose(store.querier(), engine, options);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->data_start_ms, store.first_ms());
+  EXPECT_EQ(d->data_end_ms, store.last_ms());
+  EXPECT_EQ(d->step_s, 15);
+  const Finding* f = Find(*d, "busy-but-throttled", "power cap", "0");
+  ASSERT_NE(f, nullptr) << ToText(*d);
+  EXPECT_LE(f->held_s, 240);
+  EXPECT_TRUE(f->active);
+  const std::string text = ToText(*d);
+  EXPECT_NE(text.find("Findings over the 4m of data in the last 1y"), std::string::npos) << text;
+  EXPECT_EQ(text.find("73h"), std::string::npos) << text;
+  EXPECT_NE(std::find(d->gpus.begin(), d->gpus.end(), "0"), d->gpus.end());
+  EXPECT_NE(std::find(d->gpus.begin(), d->gpus.end(), store.Uuid("0")), d->gpus.end());
+  // Evaluated a day after the data ended: the same finding, no longer active.
+  options.time_ms = store.last_ms() + 86400 * 1000LL;
+  auto later = Diagnose(store.querier(), engine, options);
+  ASSERT_TRUE(later.ok());
+  const Finding* old = Find(*later, "busy-but-throttled", "power cap", "0");
+  ASSERT_NE(old, nullptr) << ToText(*later);
+  EXPECT_FALSE(old->active);
+  // The JSON carries the data's bounds and the GPUs, and reads back.
+  auto back = FromJson(ToJson(*d));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->data_start_ms, d->data_start_ms);
+  EXPECT_EQ(back->data_end_ms, d->data_end_ms);
+  EXPECT_EQ(back->gpus, d->gpus);
 }
 
 TEST(Diagnose, CoolingFailureIsThermalThrottlingNearTheSlowdownThreshold) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "diagnose/checks.h"
 #include "support/process.h"
 #include "support/sim_store.h"
 
@@ -205,6 +206,161 @@ TEST(Report, ServicesShowTheirCostPerOutput) {
   Report none = Make(plain, 3600);
   EXPECT_TRUE(none.services.empty());
   EXPECT_EQ(ToHtml(none).find("Services: cost per output"), std::string::npos);
+}
+
+// Team research holds 2 GPUs (quota 4) for the one hour the store has, in a 7-day report: the
+// average is over that hour (2 GPUs, 50 % of the quota), not over 168 hours (1 %), and the report
+// says the figures cover 1h of the period.
+TEST(Report, AveragesAreOverTheDataPresentAndPartialCoverageIsSaid) {
+  MemoryStore store;
+  RecordScenario("power-cap", 60 * 60, 15, &store);
+  const int64_t start_s = store.first_ms() / 1000;
+  std::string text;
+  for (int k = 0; k <= 240; ++k) {
+    const std::string ts = " " + std::to_string(start_s + k * 15) + "\n";
+    text +=
+        "gpu_job_gpu_seconds_total{job_id=\"7\",user=\"ann\",team=\"research\",partition=\"gpu\"}"
+        " " +
+        std::to_string(2 * 15 * k) + ts;
+    text += "gpu_team_quota_gpus{team=\"research\"} 4" + ts;
+  }
+  ASSERT_TRUE(store.Import(text + "# EOF\n").ok());
+  Report r = Make(store, 7 * 86400);
+  EXPECT_NEAR(double(r.data_end_ms - r.data_start_ms) / 1000, 3600, 2);
+  ASSERT_EQ(r.teams.size(), 1u);
+  EXPECT_NEAR(r.teams[0].avg_gpus_held, 2, 0.01);
+  const std::string html = ToHtml(r);
+  EXPECT_EQ(HtmlErrors(html), "");
+  EXPECT_NE(html.find("Figures are over the 1h of data in the last 7d"), std::string::npos) << html;
+  EXPECT_NE(html.find("2.0 / 4 = " + diagnose::FormatValue(0.5, "ratio")), std::string::npos)
+      << html;
+  const nlohmann::json j = nlohmann::json::parse(ToJson(r));
+  EXPECT_EQ(j["coverage"], "the 1h of data in the last 7d");
+  EXPECT_NEAR(j["teams"][0]["avg_gpus_held"].get<double>(), 2, 0.01);
+  // The whole period covered: no coverage note.
+  Report full = Make(store, 3600);
+  EXPECT_EQ(ToHtml(full).find("Figures are over"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(ToJson(full))["coverage"], "the last 1h");
+}
+
+// Alerts of the agent's rules that fired (ALERTS series in the store, as the rule evaluation writes
+// them): listed with their firing time measured from the samples, pending ones left out; the
+// fleet cards count them beside the findings.
+TEST(Report, AlertsThatFiredAreListedWithTheirFiringTime) {
+  MemoryStore store;
+  RecordScenario("demo", 60 * 60, 15, &store);
+  const int64_t start_s = store.first_ms() / 1000;
+  std::string text;
+  const std::string power =
+      "ALERTS{alertname=\"GpuPowerAtLimit\",alertstate=\"firing\",gpu=\"0\",layer=\"device\","
+      "severity=\"warning\"} 1 ";
+  // Fired for 10 minutes from minute 20 (41 evaluations 15 s apart), and again for the last
+  // 2 minutes (still firing at the end).
+  for (int k = 0; k <= 40; ++k) text += power + std::to_string(start_s + 1200 + 15 * k) + "\n";
+  for (int k = 0; k <= 8; ++k) text += power + std::to_string(start_s + 3480 + 15 * k) + "\n";
+  for (int k = 0; k <= 4; ++k)
+    text += "ALERTS{alertname=\"GpuMemoryHigh\",alertstate=\"pending\",gpu=\"1\"} 1 " +
+            std::to_string(start_s + 600 + 15 * k) + "\n";
+  ASSERT_TRUE(store.Import(text + "# EOF\n").ok());
+  Report r = Make(store, 3600);
+  ASSERT_EQ(r.alerts.size(), 1u);
+  const AlertRow& a = r.alerts[0];
+  EXPECT_EQ(a.alertname, "GpuPowerAtLimit");
+  EXPECT_EQ(a.severity, "warning");
+  EXPECT_EQ(a.labels, "gpu=0, layer=device");
+  EXPECT_EQ(a.episodes, 2);
+  EXPECT_DOUBLE_EQ(a.firing_s, 615 + 135);  // each episode: last - first + one interval
+  EXPECT_TRUE(a.active);
+  const std::string html = ToHtml(r);
+  EXPECT_EQ(HtmlErrors(html), "");
+  EXPECT_NE(html.find("<h2>Alerts that fired</h2>"), std::string::npos);
+  EXPECT_NE(html.find("12m30s in 2 episodes"), std::string::npos) << html;
+  EXPECT_NE(html.find("<b>1 (1)</b>alerts that fired (still firing)"), std::string::npos) << html;
+  EXPECT_EQ(html.find("GpuMemoryHigh"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(ToJson(r))["alerts"][0]["firing_seconds"], 750);
+  // None fired: said.
+  MemoryStore plain;
+  RecordScenario("demo", 30 * 60, 15, &plain);
+  const std::string none = ToHtml(Make(plain, 1800));
+  EXPECT_NE(none.find("No alert fired in the period"), std::string::npos);
+}
+
+// Outcomes and throughput per team from job records that ended in the period; records outside
+// it are not counted; without outcome data the report says so.
+TEST(Report, OutcomesAndThroughputPerTeamFromJobRecords) {
+  MemoryStore store;
+  RecordScenario("demo", 60 * 60, 15, &store);
+  const int64_t end_s = store.last_ms() / 1000;
+  auto job = [&](const std::string& id, const std::string& team, int64_t ended_ago_s,
+                 const char* outcome, const char* cause) {
+    jobs::JobRecord r;
+    r.job_id = id;
+    r.team = team;
+    r.state = "COMPLETED";
+    r.start_time = end_s - ended_ago_s - 600;
+    r.end_time = end_s - ended_ago_s;
+    jobs::JobGpuStats g;
+    g.gpu_seconds = 3600;  // one GPU-hour
+    r.gpu = g;
+    if (outcome) r.outcome = jobs::JobOutcomeRecord{outcome, cause, "", {}};
+    return r;
+  };
+  std::vector<jobs::JobRecord> records = {
+      job("1", "nlp", 100, "completed", "none"), job("2", "nlp", 200, "completed", "none"),
+      job("3", "nlp", 300, "failed", "gpu_fault"), job("4", "nlp", 7200, "failed", "gpu_fault"),
+      job("5", "vision", 100, nullptr, nullptr)};
+  records[0].throughput = jobs::JobThroughputRecord{"samples", "m", 7200, 2, 7200, {}, {}};
+  records[0].cost = jobs::JobCostRecord{"EUR", 1, 0, 2.0, 0, 0};
+  promql::Engine engine;
+  Options options;
+  options.time_ms = store.last_ms();
+  options.period_s = 3600;
+  options.records = &records;
+  auto r = Build(store.querier(), engine, options);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->outcomes.size(), 2u);
+  const TeamOutcomeRow& nlp = r->outcomes[0];
+  EXPECT_EQ(nlp.team, "nlp");
+  EXPECT_EQ(nlp.jobs, 3);  // job 4 ended two hours ago
+  EXPECT_EQ(nlp.completed, 2);
+  EXPECT_EQ(nlp.gpu_failures, 1);
+  const std::string html = ToHtml(*r);
+  EXPECT_EQ(HtmlErrors(html), "");
+  EXPECT_NE(html.find("Teams: job outcomes and throughput"), std::string::npos);
+  EXPECT_NE(html.find(diagnose::FormatValue(2.0 / 3, "ratio") + " of 3"), std::string::npos)
+      << html;
+  EXPECT_NE(html.find("7200 samples<br>"), std::string::npos) << html;      // per GPU-hour
+  EXPECT_NE(html.find("3600 samples per EUR"), std::string::npos) << html;  // per cost
+  EXPECT_NE(html.find("no outcome data"), std::string::npos) << html;       // vision
+  const nlohmann::json j = nlohmann::json::parse(ToJson(*r));
+  EXPECT_NEAR(j["outcomes"][0]["success_ratio"].get<double>(), 2.0 / 3, 1e-9);
+  EXPECT_TRUE(j["outcomes"][1]["success_ratio"].is_null());
+  // No records at all: said.
+  Report none = Make(store, 3600);
+  EXPECT_NE(ToHtml(none).find("No outcome data"), std::string::npos);
+}
+
+// On a phone (420 px wide, Debian's chromium) the page does not scroll sideways: wide tables
+// scroll in their own box; and no chart's axis label runs past its picture.
+TEST(Report, FitsAPhoneScreenAndKeepsChartLabelsInside) {
+  const std::string node = "/usr/bin/node";
+  const std::string script = std::string(GW_SOURCE_DIR) + "/tests/report/phone_width.mjs";
+  if (!std::filesystem::exists(node) || !std::filesystem::exists("/usr/bin/chromium") ||
+      !std::filesystem::exists(std::string(GW_SOURCE_DIR) + "/tests/web/node_modules"))
+    GTEST_SKIP() << "needs node, chromium and tests/web/node_modules (scripts/setup.sh)";
+  MemoryStore store;
+  RecordScenario("demo", 60 * 60, 15, &store);
+  Report r = Make(store, 3600);
+  ASSERT_EQ(r.gpus.size(), 8u);  // the wide per-GPU table with UUIDs
+  testing::TempDir dir;
+  const std::string file = dir / "report.html";
+  testing::WriteFile(file, ToHtml(r));
+  std::string out;
+  ASSERT_EQ(testing::RunCommand({node, script, file, "420"}, &out, 120), 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_LE(j["scrollWidth"].get<int>(), 420) << out;
+  EXPECT_EQ(j["labelsOutside"], nlohmann::json::array()) << out;
+  EXPECT_GE(j["charts"].get<int>(), 1) << out;
 }
 
 TEST(Report, TheSelfContainmentCheckCatchesExternalReferences) {
