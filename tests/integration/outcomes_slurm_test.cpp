@@ -16,9 +16,9 @@
 // after the other on the second, all started before the fault (checked), so that none starts on
 // the lost GPU (a job placed on a GPU already lost would rightly count its loss).
 // Each is counted in gpu_job_outcomes_total with the right labels, its record (API and
-// jobs.jsonl) agrees, the hardware-caused one raises GpuJobKilledByGpuFault in the agent, and
-// the counter survives an agent restart (from the records; finished jobs squeue still lists are
-// not counted twice).
+// jobs.jsonl) and `gpuwarden jobs show` (from the agent and from the disk) agree, the
+// hardware-caused one raises GpuJobKilledByGpuFault in the agent, and the counter survives an agent
+// restart (from the records; finished jobs squeue still lists are not counted twice).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -201,6 +201,12 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
     EXPECT_FALSE(r["outcome"]["summary"].get<std::string>().empty()) << r.dump();
   }
 
+  // Exit statuses as the jobs' own (Slurm 22.05 reports wait statuses: 768 is exit 3).
+  EXPECT_EQ(by_id[fails]["exit_code"], 3);
+  EXPECT_EQ(by_id[lost_job]["exit_code"], 1);
+  EXPECT_EQ(by_id[oom]["exit_code"], 1);
+  EXPECT_NE(by_id[fails]["outcome"]["summary"].get<std::string>().find("exit code 3:"),
+            std::string::npos);
   // The hardware one names the GPU and what happened to it, with the device's evidence.
   const json& lost = by_id[lost_job]["outcome"];
   const std::string summary = lost["summary"];
@@ -253,6 +259,22 @@ TEST_F(OutcomesSlurm, EveryEndingClassifiedCountedRecordedAndTheHardwareOneAlert
     HttpReply one = agent->Get("/api/gw/v1/jobs/" + e.id);
     ASSERT_EQ(one.status, 200) << one.body;
     EXPECT_EQ(json::parse(one.body)["data"]["outcome"], on_disk[e.id]["outcome"]) << one.body;
+  }
+
+  // `gpuwarden jobs show` says the same, from the agent and from the records on disk.
+  for (const Expected& e : expected) {
+    for (const std::vector<std::string>& where :
+         {std::vector<std::string>{"--url", "http://127.0.0.1:" + std::to_string(agent->port())},
+          std::vector<std::string>{"--data-dir", dir_ / "data"}}) {
+      std::vector<std::string> argv = {GpuwardenBinary(), "jobs", "show", e.id};
+      argv.insert(argv.end(), where.begin(), where.end());
+      std::string out;
+      ASSERT_EQ(RunCommand(argv, &out, 30), 0) << out;
+      const std::string line = "\nOutcome    " + e.outcome + " (cause: " + e.cause + ")\n";
+      EXPECT_NE(("\n" + out).find(line), std::string::npos) << where[0] << "\n" << out;
+      EXPECT_NE(out.find(by_id[e.id]["outcome"]["summary"].get<std::string>()), std::string::npos)
+          << out;
+    }
   }
 
   // Counted, with the job's team and partition; nothing else counted.
