@@ -419,6 +419,10 @@ const std::map<std::string, Setter>& Setters() {
       {"jobs.idle_window",
        Duration(
            "jobs.idle_window", [](Config* c) -> double& { return c->jobs.idle_window_s; }, false)},
+      {"jobs.outcome_window",
+       Duration(
+           "jobs.outcome_window", [](Config* c) -> double& { return c->jobs.outcome_window_s; },
+           false)},
       {"jobs.node_name",
        [](const Context& ctx, const YAML::Node& n, Config* c) {
          return Scalar(ctx, n, "jobs.node_name", &c->jobs.node_name);
@@ -652,6 +656,7 @@ Status Validate(const Config& c) {
   if (!(c.jobs.kubernetes.timeout_s > 0)) return Error{"jobs.kubernetes.timeout must be positive"};
   if (!(c.jobs.poll_interval_s > 0)) return Error{"jobs.poll_interval must be positive"};
   if (!(c.jobs.idle_window_s > 0)) return Error{"jobs.idle_window must be positive"};
+  if (!(c.jobs.outcome_window_s > 0)) return Error{"jobs.outcome_window must be positive"};
   if (c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")
     return Error{"log_level must be debug, info, warn or error, not '" + c.log_level + "'"};

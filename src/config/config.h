@@ -84,6 +84,7 @@ struct JobsConfig {
   std::string records_dir;           // "" = STORAGE_PATH/jobs
   double idle_threshold = 0.05;      // utilization ratio at or below which an allocated GPU is idle
   double idle_window_s = 30 * 60.0;  // idle this long: a job holding GPUs idle
+  double outcome_window_s = 300;     // device evidence this long before a job's end (outcomes)
   std::string node_name;             // this node in Slurm's node lists; "" = the short host name
   KubernetesConfig kubernetes;
 };

@@ -57,6 +57,8 @@ struct SlurmJob {
   std::int64_t accrue_time = 0;
   std::int64_t start_time = 0;
   std::int64_t end_time = 0;  // projected while running; real once finished
+  // The exit status (0-255; killed by a signal: 128 + its number, as the shell says it), decoded
+  // from 22.05's raw wait status.
   std::optional<int> exit_code;
   std::vector<unsigned> gpu_indices;  // from gres_detail, per node concatenated
   GpuRequest gpus;

@@ -253,6 +253,25 @@ Expected<JobRecord> JobRecordFromJson(std::string_view line) {
   }
 }
 
+namespace {
+
+StoredJobRecord StoredOf(const JobRecord& r, std::string line) {
+  StoredJobRecord stored;
+  stored.job_id = r.job_id;
+  stored.team = r.team;
+  stored.partition = r.partition;
+  if (r.outcome) {
+    stored.outcome = r.outcome->outcome;
+    stored.cause = r.outcome->cause;
+  }
+  stored.start_time = r.start_time;
+  stored.end_time = r.end_time;
+  stored.json = std::move(line);
+  return stored;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<JobRecordStore>> JobRecordStore::Open(const std::string& dir,
                                                                JobRecordStoreOptions options) {
   std::error_code ec;
@@ -268,8 +287,7 @@ Expected<std::unique_ptr<JobRecordStore>> JobRecordStore::Open(const std::string
     if (!r.ok()) continue;  // a torn line
     // Kept as this version writes it (unset times null, ratios), so that the API serves every
     // record in one form whichever version wrote it.
-    store->Remember(
-        StoredJobRecord{r->job_id, r->team, r->start_time, r->end_time, JobRecordToJson(*r)});
+    store->Remember(StoredOf(*r, JobRecordToJson(*r)));
   }
   return store;
 }
@@ -325,9 +343,7 @@ Status JobRecordStore::Append(const JobRecord& record) {
   std::lock_guard<std::mutex> file_lock(file_mu_);
   Status written = AppendLine(line);
   std::lock_guard<std::mutex> lock(mu_);
-  if (options_.memory_records > 0)
-    Remember(StoredJobRecord{record.job_id, record.team, record.start_time, record.end_time,
-                             std::move(json)});
+  if (options_.memory_records > 0) Remember(StoredOf(record, std::move(json)));
   return written;
 }
 
@@ -431,6 +447,7 @@ Status JobLedger::OnEvent(const JobEvent& event) {
       if (event.kind == JobEventKind::kVanished && record.start_time > 0)
         record.end_time = event.time;  // the projected end is not an end
       if (cost_lookup_ && record.start_time > 0) record.cost = cost_lookup_(record.job_id);
+      if (outcome_lookup_) record.outcome = outcome_lookup_(record);
       if (store_) return store_->Append(record);
       finished_.push_back(std::move(record));
       return Status::Ok();
@@ -473,6 +490,7 @@ Status JobLedger::OnProcesses(const std::vector<AttributedGpuProcess>& processes
     r.gpu = stats_.End(it->first, now_s);
     if (r.gpu) r.gpu->job_id = r.job_id;
     if (cost_lookup_) r.cost = cost_lookup_(r.job_id);
+    if (outcome_lookup_) r.outcome = outcome_lookup_(r);
     if (store_) {
       Status s = store_->Append(r);
       if (!s.ok()) status = s;

@@ -140,6 +140,8 @@ struct JobRecordStoreOptions {
 struct StoredJobRecord {
   std::string job_id;
   std::string team;
+  std::string partition;
+  std::string outcome, cause;  // the record's outcome ("" when it has none)
   std::int64_t start_time = 0;
   std::int64_t end_time = 0;
   std::string json;  // JobRecordToJson
@@ -236,6 +238,10 @@ class JobLedger {
   // nullopt leaves the record without cost. Unset: no cost.
   using CostLookup = std::function<std::optional<JobCostRecord>(const std::string& job_id)>;
   void SetCostLookup(CostLookup lookup) { cost_lookup_ = std::move(lookup); }
+  // How a finished job ended (jobs/outcome.h): asked with its record (cost included) just before
+  // it is written; nullopt leaves the record without an outcome. Unset: no outcome.
+  using OutcomeLookup = std::function<std::optional<JobOutcomeRecord>(const JobRecord& record)>;
+  void SetOutcomeLookup(OutcomeLookup lookup) { outcome_lookup_ = std::move(lookup); }
 
   // Builds the record of a finished job (exposed for tests and the process-based source).
   JobRecord MakeRecord(const SlurmJob& job, std::string_view final_state,
@@ -253,6 +259,7 @@ class JobLedger {
   std::map<std::string, ProcessJob> process_jobs_;  // keyed "process:<GPUWARDEN_JOB>"
   std::vector<JobRecord> finished_;                 // without a store: not yet taken
   CostLookup cost_lookup_;
+  OutcomeLookup outcome_lookup_;
 };
 
 }  // namespace gw::jobs

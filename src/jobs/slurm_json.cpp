@@ -71,7 +71,14 @@ std::optional<int> ExitCode(const json& job) {
   auto it = job.find("exit_code");
   if (it == job.end() || it->is_null()) return std::nullopt;
   constexpr std::int64_t kMax = INT32_MAX;
-  if (it->is_number()) return static_cast<int>(Clamped(*it, -kMax, kMax));
+  // 22.05 and older: the raw wait status (exit 3 is 768, SIGTERM is 15) -> the exit status, and
+  // a signal as the shell says it: 128 + its number.
+  if (it->is_number()) {
+    const std::int64_t raw = Clamped(*it, -kMax, kMax);
+    if (raw < 0) return static_cast<int>(raw);
+    if ((raw & 0x7f) == 0) return static_cast<int>((raw >> 8) & 0xff);
+    return 128 + static_cast<int>(raw & 0x7f);
+  }
   if (it->is_object()) {
     auto rc = it->find("return_code");
     if (rc != it->end()) {

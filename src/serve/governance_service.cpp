@@ -79,6 +79,17 @@ void GovernanceService::PollCapacity() {
 
 void GovernanceService::Record(const governance::Decision& d) {
   state_.Count(d);
+  if ((d.stage == "action" || d.stage == "done") &&
+      (d.action == "cancel" || d.action == "requeue" || d.action == "command")) {
+    auto [it, inserted] = reclaimed_.try_emplace(d.job_id);
+    // A decision of an earlier run (a requeued job acted on again) gives way to the new one.
+    if (inserted || d.stage == "action") it->second = {d.time_s, d.action, d.policy, d.detail};
+    if (inserted) reclaimed_order_.push_back(d.job_id);
+    while (reclaimed_order_.size() > 10000) {
+      reclaimed_.erase(reclaimed_order_.front());
+      reclaimed_order_.pop_front();
+    }
+  }
   decisions_.Add(d);
   const std::string message = "governance: reclaim " + d.stage + ": " + d.detail + " [policy " +
                               d.policy + ", idle " + governance::FormatSeconds(d.idle_s) + "]";
@@ -154,6 +165,13 @@ std::optional<jobs::JobCostRecord> GovernanceService::FinalJobCost(
     const std::string& job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_.usage.JobCostRecordOf(job_id);
+}
+
+std::optional<jobs::ReclaimNote> GovernanceService::ReclaimOf(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = reclaimed_.find(job_id);
+  if (it == reclaimed_.end()) return std::nullopt;
+  return it->second;
 }
 
 void GovernanceService::RegisterRoutes(http::Server* server) {

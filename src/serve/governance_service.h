@@ -37,6 +37,8 @@
 #define GPUWARDEN_SERVE_GOVERNANCE_SERVICE_H_
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -96,6 +98,10 @@ class GovernanceService : public Service {
   // A job's cost so far (running) or final (ended; the latest run), for its record
   // (JobsService::SetJobCostLookup): nullopt for a job never seen holding GPUs. Any thread.
   std::optional<jobs::JobCostRecord> FinalJobCost(const std::string& job_id) const;
+  // Whether the reclaim policy acted on a job (cancel, requeue or its command; the first such
+  // decision of its latest run), for its outcome (JobsService::SetReclaimLookup): nullopt if never.
+  // Kept in memory for the last 10,000 jobs acted on (not across restarts). Any thread.
+  std::optional<jobs::ReclaimNote> ReclaimOf(const std::string& job_id) const;
 
  private:
   void Record(const governance::Decision& d);  // mu_ held: counted, logged, queued for the file
@@ -122,6 +128,9 @@ class GovernanceService : public Service {
   std::unique_ptr<TaskSeriesRecorder> series_;
   std::vector<TaskLabel> labels_;  // reused per figure
   std::uint64_t store_errors_seen_ = 0;
+  // ReclaimOf's answers (mu_), and the jobs in the order they were acted on (for the bound).
+  std::map<std::string, jobs::ReclaimNote> reclaimed_;
+  std::deque<std::string> reclaimed_order_;
 };
 
 }  // namespace gw::serve

@@ -210,6 +210,15 @@ void JobsService::EmitFamilies(TaskFamilySink* sink, double now, const jobs::Slu
                 "Allocation start to the first activity on an allocated GPU.");
   EmitHistogram(sink, run_time_, "Jobs that ended, by partition: end - start.");
 
+  sink->Family("gpu_job_outcomes_total", "counter", "",
+               "Jobs that ended on this node, by outcome and cause (docs/jobs.md \"Outcomes\"); "
+               "continued from the job records after a restart.");
+  for (const auto& [key, n] : outcomes_total_) {
+    LabelList l;
+    l.Add("outcome", key[0]).Add("cause", key[1]).Add("team", key[2]).Add("partition", key[3]);
+    sink->Sample("gpu_job_outcomes_total", l.span(), n);
+  }
+
   sink->Family("gpuwarden_job_record_errors_total", "counter", "",
                "Job records that could not be written.");
   sink->Sample("gpuwarden_job_record_errors_total", {}, double(record_errors_));

@@ -132,6 +132,17 @@ JobsService::JobsService(const config::Config& config, Logger* logger, JobsServi
   // No store for the ledger: OnSnapshot takes the finished records and writes them itself, after
   // releasing mu_.
   ledger_ = std::make_unique<jobs::JobLedger>(teams_, nullptr, stats);
+  ledger_->SetOutcomeLookup([this](const jobs::JobRecord& r) { return ClassifyRecord(r); });
+  // gpu_job_outcomes_total goes on from the records kept (those of storage.retention).
+  if (store_) {
+    store_->VisitRecent([this](const jobs::StoredJobRecord& r) {
+      if (!r.outcome.empty())
+        outcomes_total_[{r.outcome, r.cause,
+                         r.team.empty() ? std::string(jobs::kUnassignedTeam) : r.team,
+                         r.partition}] += 1;
+      return true;
+    });
+  }
   queue_wait_.Init("gpu_job_queue_wait_seconds", kQueueWaitBounds);
   submit_wait_.Init("gpu_job_submit_wait_seconds", kQueueWaitBounds);
   start_latency_.Init("gpu_job_start_latency_seconds", kStartLatencyBounds);
@@ -177,6 +188,57 @@ void JobsService::SetJobCostLookup(jobs::JobLedger::CostLookup lookup) {
   ledger_->SetCostLookup(std::move(lookup));
 }
 
+void JobsService::SetReclaimLookup(ReclaimLookup lookup) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reclaim_lookup_ = std::move(lookup);
+}
+
+std::optional<jobs::JobOutcomeRecord> JobsService::ClassifyRecord(
+    const jobs::JobRecord& record) const {
+  jobs::OutcomeOptions options;
+  options.window_s = config_.jobs.outcome_window_s;
+  jobs::OutcomeInput in;
+  in.state = record.state;
+  in.exit_code = record.exit_code;
+  in.start_time = record.start_time;
+  in.end_time = record.end_time;
+  if (record.gpu) in.units = record.gpu->gpus;
+  if (!in.units.empty() && record.start_time > 0) {
+    const double end = static_cast<double>(record.end_time);
+    in.events = device_events_.Collect(in.units, end - options.window_s, end + options.late_s);
+  }
+  if (reclaim_lookup_) in.reclaim = reclaim_lookup_(record.job_id);
+  return jobs::ClassifyOutcome(in, options);
+}
+
+void JobsService::NoteDeviceEvents(const collect::Snapshot& snapshot) {
+  const double now = snapshot.taken_unix_seconds;
+  for (const collect::GpuSnapshot& gpu : snapshot.gpus) {
+    using collect::Slot;
+    jobs::DeviceReading r;
+    r.unit = gpu.identity.index;
+    r.time_s = now;
+    r.lost = gpu.lost;
+    r.xid_counts = gpu.xid_counts;
+    if (const double ecc = gpu.value(Slot::kEccUncorrectedVolatile); !collect::IsAbsent(ecc))
+      r.ecc_uncorrected_total = static_cast<std::uint64_t>(ecc);
+    const double used = gpu.value(Slot::kMemoryUsed), total = gpu.value(Slot::kMemoryTotal);
+    double reserved = gpu.value(Slot::kMemoryReserved);
+    if (collect::IsAbsent(reserved)) reserved = 0;
+    if (!gpu.lost && !collect::IsAbsent(used) && !collect::IsAbsent(total) && total > reserved)
+      r.memory_used_ratio = used / (total - reserved);
+    device_events_.Observe(r);
+    for (const collect::MigInstanceSnapshot& m : gpu.mig) {
+      jobs::DeviceReading u;
+      u.unit = jobs::MigUnit(gpu.identity.index, m.gpu_instance_id);
+      u.time_s = now;
+      if (!gpu.lost && !collect::IsAbsent(m.memory_used_bytes) && m.memory_total_bytes > 0)
+        u.memory_used_ratio = m.memory_used_bytes / m.memory_total_bytes;
+      device_events_.Observe(u);
+    }
+  }
+}
+
 void JobsService::RecordSeriesInto(tsdb::Appender* appender) {
   std::lock_guard<std::mutex> lock(mu_);
   series_ = appender ? std::make_unique<TaskSeriesRecorder>(appender) : nullptr;
@@ -201,6 +263,11 @@ void JobsService::OnSnapshot(const collect::Snapshot& snapshot) {
     // Training throughput (serve/training_service.h) into the finished records.
     if (throughput_lookup_)
       for (jobs::JobRecord& r : finished) r.throughput = throughput_lookup_(r);
+    for (const jobs::JobRecord& r : finished)
+      if (r.outcome)
+        outcomes_total_[{r.outcome->outcome, r.outcome->cause,
+                         r.team.empty() ? std::string(jobs::kUnassignedTeam) : r.team,
+                         r.partition}] += 1;
     writing_.insert(writing_.end(), finished.begin(), finished.end());
     series = series_.get();
     if (series) {
@@ -253,6 +320,8 @@ void JobsService::NoteUnit(unsigned unit, const collect::GpuSnapshot& gpu,
 void JobsService::Observe(const collect::Snapshot& snapshot) {
   const double now = snapshot.taken_unix_seconds;
   last_snapshot_s_ = now;
+  // Device events first: a job that ends in this snapshot sees this snapshot's XIDs.
+  NoteDeviceEvents(snapshot);
   jobs::CycleInput& cycle = cycle_;  // reused: its capacity stays
   cycle.gpus.clear();
   for (const collect::GpuSnapshot& gpu : snapshot.gpus) {

@@ -39,6 +39,14 @@
 // lists as finished after the restart is recorded again, without its GPU figures. A failed write
 // keeps the record in memory only (gpuwarden_job_record_errors_total counts it).
 //
+// Outcomes (jobs/outcome.h, docs/jobs.md "Outcomes"): every snapshot's device readings (XID counts,
+// uncorrectable ECC, lost, memory used / usable, per GPU and MIG instance) feed a ring of recent
+// device events per unit, in memory. When a job's record is made, its outcome and cause are
+// classified from the final state, the reclaim lookup (SetReclaimLookup) and the events of its
+// units in its last jobs.outcome_window — no disk or NVML read — and counted in
+// gpu_job_outcomes_total{outcome, cause, team, partition}, which starts from the records loaded
+// at construction (so it survives restarts as far as the records kept in memory reach).
+//
 // GPU units: wherever this says GPU, a MIG instance is a unit of its own (jobs/gpu_unit.h): its
 // processes and CUDA_VISIBLE_DEVICES tie a job to it (serve/jobs_mapping.h), a scheduler job whose
 // processes run on instances of a GPU it was given holds those instances instead of the GPU, and
@@ -79,6 +87,7 @@
 #ifndef GPUWARDEN_SERVE_JOBS_SERVICE_H_
 #define GPUWARDEN_SERVE_JOBS_SERVICE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -99,6 +108,7 @@
 #include "jobs/idle_streak.h"
 #include "jobs/job_records.h"
 #include "jobs/job_source.h"
+#include "jobs/outcome.h"
 #include "jobs/slurm.h"
 #include "k8s/poller.h"
 #include "serve/jobs_mapping.h"
@@ -173,6 +183,13 @@ class JobsService {
       std::function<std::optional<jobs::JobThroughputRecord>(const jobs::JobRecord&)>;
   void SetJobThroughputLookup(ThroughputLookup lookup);
 
+  // Whether our reclaim policy acted on a job (GovernanceService::ReclaimOf), asked when the job
+  // ends, like the cost lookup (this service's lock held; `lookup` must not call back into it).
+  // A job it acted on that ended other than COMPLETED is `reclaimed` (jobs/outcome.h). Before the
+  // first OnSnapshot; unset, no job is reclaimed.
+  using ReclaimLookup = std::function<std::optional<jobs::ReclaimNote>(const std::string& job_id)>;
+  void SetReclaimLookup(ReclaimLookup lookup);
+
   // GET /api/gw/v1/jobs (?running=1, ?since=DURATION, ?team=T), GET /api/gw/v1/jobs/<id>, and
   // GET /api/gw/v1/queue (?team=T; serve/queue_api.h).
   void RegisterRoutes(http::Server* server);
@@ -241,6 +258,11 @@ class JobsService {
   // allocations_: whole GPUs of scheduler jobs whose processes run on MIG instances -> those.
   void NarrowToMigUnits();
   void NoteEndedJobs(double now_s);
+  // A finished job's outcome from its record, the device events of its GPUs and our reclaim
+  // decision (mu_ held; jobs/outcome.h).
+  std::optional<jobs::JobOutcomeRecord> ClassifyRecord(const jobs::JobRecord& record) const;
+  // The devices' readings of a snapshot into device_events_ (mu_ held).
+  void NoteDeviceEvents(const collect::Snapshot& snapshot);
   std::vector<jobs::JobRecord> RunningRecords() const;  // mu_ held
   double NowS() const;                                  // mu_ held
   // Hands every task-layer family to `sink` (jobs_metrics.cpp); mu_ held. Allocates nothing
@@ -317,6 +339,12 @@ class JobsService {
   std::map<std::string, double> jobs_by_state_;
   Histogram queue_wait_, submit_wait_, start_latency_, run_time_;
   std::uint64_t record_errors_ = 0;
+  // Outcomes (jobs/outcome.h): recent device events per GPU unit, our reclaim decisions, and
+  // gpu_job_outcomes_total by (outcome, cause, team, partition) — counted from the records loaded
+  // at start, then from each record written.
+  jobs::DeviceEventLog device_events_;
+  ReclaimLookup reclaim_lookup_;
+  std::map<std::array<std::string, 4>, double> outcomes_total_;
   // Kubernetes: the layout hash the device table was built for, the table (GPU UUID, MIG UUID and
   // index text -> unit), the running pods as last polled, each unit's container per job, and the
   // device ids that match nothing here (logged once each: unknown_logged_).

@@ -201,6 +201,9 @@ class GovernanceAdapter : public Service {
     // the lookup stays valid while jobs runs.
     jobs->jobs()->SetJobCostLookup(
         [this](const std::string& id) { return governance_.FinalJobCost(id); });
+    // And whether our reclaim policy ended it (its outcome: reclaimed).
+    jobs->jobs()->SetReclaimLookup(
+        [this](const std::string& id) { return governance_.ReclaimOf(id); });
   }
   const char* name() const override { return "governance"; }
   void RegisterRoutes(http::Server* server) override { governance_.RegisterRoutes(server); }

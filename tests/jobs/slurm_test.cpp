@@ -91,6 +91,22 @@ TEST(SqueueJson, Parses2205Output) {
   EXPECT_EQ((*jobs)[4].gpu_indices, (std::vector<unsigned>{2, 3}));
 }
 
+// 22.05 writes the raw wait status: exit 3 is 768, a SIGTERM 15, a SIGKILL with core 0x89.
+TEST(SqueueJson, ExitCodeFromTheWaitStatus) {
+  auto exit_of = [](const std::string& raw) {
+    Expected<std::vector<SlurmJob>> jobs = ParseSqueueJson(
+        R"({"jobs": [{"job_id": 7, "job_state": "FAILED", "exit_code": )" + raw + "}]}");
+    EXPECT_TRUE(jobs.ok()) << raw;
+    return jobs.ok() && !jobs->empty() ? (*jobs)[0].exit_code.value_or(-1000) : -1000;
+  };
+  EXPECT_EQ(exit_of("0"), 0);
+  EXPECT_EQ(exit_of("256"), 1);
+  EXPECT_EQ(exit_of("768"), 3);
+  EXPECT_EQ(exit_of("65280"), 255);
+  EXPECT_EQ(exit_of("15"), 143);
+  EXPECT_EQ(exit_of("137"), 137);  // SIGKILL (9) with a core dump flag (0x80)
+}
+
 TEST(SqueueJson, NewerNumberObjectsAndErrors) {
   Expected<std::vector<SlurmJob>> jobs = ParseSqueueJson(R"({"jobs": [{"job_id": 7,
     "job_state": ["RUNNING"], "submit_time": {"set": true, "infinite": false, "number": 50},

@@ -140,6 +140,13 @@ class SlurmCluster {
     return out.substr(0, out.find(';'));
   }
 
+  // A job's state as squeue shows it ("RUNNING", "CANCELLED", ...; "" once squeue drops it).
+  std::string JobState(const std::string& id) {
+    std::string s = Run({"squeue", "-h", "-j", id, "-o", "%T"});
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }
+
   std::string NodeState() {
     std::string s = Run({"sinfo", "-h", "-N", "-o", "%T"});
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();

@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RULES_DIR = os.path.dirname(HERE)
 SEVERITIES = {"critical", "warning", "info"}
 LAYERS = {"device", "task", "scheduling", "governance", "business"}
-RECORD_NAME = re.compile(r'^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$')
+RECORD_NAME = re.compile(r'^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*:[a-z0-9][a-z0-9_]*$')  # ops may be a window (1h)
 METRIC = re.compile(r'\b((?:gpu|gpuwarden)_[a-z0-9_]+)\b')
 
 
