@@ -1,3 +1,6 @@
+// gpuwarden serve (serve/serve.h): the agent's wiring. One piece: every service's construction,
+// the routes they register and the order they start and stop in must be read together; each
+// service's own logic lives in its own file (jobs_service, governance_service, alerting, ...).
 #include "serve/serve.h"
 
 #include <signal.h>

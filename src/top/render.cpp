@@ -1,3 +1,7 @@
+// The frame renderer of `gpuwarden top` (top/render.h). One piece: the layout pass that shares the
+// rows between the GPU list, detail, history, processes and alerts, and the block and one-line
+// renderers it sizes, depend on each other's measurements line by line; the process table is
+// render_processes.cpp, the datacenter parts render_datacenter.cpp.
 #include "top/render.h"
 
 #include <algorithm>

@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "http/server.h"
 #include "sim/inference/service.h"
+#include "sim/metrics_server.h"
 #include "sim/state_file.h"
 
 namespace {
@@ -161,23 +162,11 @@ int main(int argc, char** argv) {
 
   gw::Logger log;
   Runner runner(args);
-  auto server = gw::http::Server::Create({.listen_address = args.listen}, &log);
-  if (!server.ok()) {
-    std::fprintf(stderr, "gw-inference-sim: %s\n", server.error().message.c_str());
-    return 1;
-  }
-  (*server)->Get("/metrics", [&runner](const gw::http::Request&, gw::http::Response& res) {
-    runner.Render(&res.body);
-    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  });
-  (*server)->Get("/healthz",
-                 [](const gw::http::Request&, gw::http::Response& res) { res.body = "ok\n"; });
-  if (gw::Status s = (*server)->Start(); !s.ok()) {
-    std::fprintf(stderr, "gw-inference-sim: %s\n", s.message().c_str());
-    return 1;
-  }
+  auto server = gw::sim::StartMetricsServer("gw-inference-sim", args.listen, &log,
+                                            [&runner](std::string* out) { runner.Render(out); });
+  if (!server) return 1;
   log.Info("gw-inference-sim serving /metrics on " + args.listen + " (port " +
-           std::to_string((*server)->port()) + "), GPU '" + args.gpu + "', state dir '" +
+           std::to_string(server->port()) + "), GPU '" + args.gpu + "', state dir '" +
            args.state_dir + "'");
   std::atomic<bool> stopping{false};
   std::thread ticker([&] {
@@ -190,6 +179,6 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal_number);
   stopping = true;
   ticker.join();
-  (*server)->Stop();
+  server->Stop();
   return 0;
 }

@@ -37,6 +37,7 @@
 
 #include "base/log.h"
 #include "http/server.h"
+#include "sim/metrics_server.h"
 #include "sim/state_file.h"
 #include "sim/training/run.h"
 
@@ -298,21 +299,9 @@ int main(int argc, char** argv) {
 
   gw::Logger log;
   Runner runner(args);
-  auto server = gw::http::Server::Create({.listen_address = args.listen}, &log);
-  if (!server.ok()) {
-    std::fprintf(stderr, "gw-training-sim: %s\n", server.error().message.c_str());
-    return 1;
-  }
-  (*server)->Get("/metrics", [&runner](const gw::http::Request&, gw::http::Response& res) {
-    runner.Render(&res.body);
-    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  });
-  (*server)->Get("/healthz",
-                 [](const gw::http::Request&, gw::http::Response& res) { res.body = "ok\n"; });
-  if (gw::Status s = (*server)->Start(); !s.ok()) {
-    std::fprintf(stderr, "gw-training-sim: %s\n", s.message().c_str());
-    return 1;
-  }
+  auto server = gw::sim::StartMetricsServer("gw-training-sim", args.listen, &log,
+                                            [&runner](std::string* out) { runner.Render(out); });
+  if (!server) return 1;
   std::string gpu_list;
   for (const std::string& g : args.gpus) gpu_list += (gpu_list.empty() ? "" : ",") + g;
   log.Info("gw-training-sim training on GPUs " + gpu_list + " (" +
@@ -336,7 +325,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal_number);
   stopping = true;
   ticker.join();
-  (*server)->Stop();
+  server->Stop();
   if (signal_number != SIGUSR1) {  // ended by a signal, as an unhandled one ends a real run
     std::fprintf(stderr, "gw-training-sim: stopped by signal %d after %s\n", signal_number,
                  runner.Summary().c_str());
