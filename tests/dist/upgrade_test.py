@@ -61,9 +61,11 @@ def expected():
     return out
 
 
-def query_cli(binary, data, expr, t):
-    r = subprocess.run([binary, "query", expr, "--time", str(t), "--data-dir", data, "--json"],
-                       capture_output=True, text=True, timeout=60)
+def query_cli(binary, data, expr, t, config=None):
+    cmd = [binary, "query", expr, "--time", str(t), "--data-dir", data, "--json"]
+    if config:
+        cmd += ["--config", config]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         return None, r.stderr.strip() or r.stdout.strip()
     return json.loads(r.stdout), None
@@ -145,9 +147,15 @@ def main():
         shutil.copytree(args.fixture, rw)
         port = free_port()
         log_path = os.path.join(tmp, "serve.log")
+        # The fixture's history is from 2026-01-01: under the default 15-day retention a writable
+        # open may age it into rollups (that is retention, not the upgrade). Keep it all.
+        config = os.path.join(tmp, "gpuwarden.yaml")
+        with open(config, "w") as f:
+            f.write("storage:\n  retention: 87600h\n  rollup_retention: 87600h\n")
         with open(log_path, "w") as log:
             proc = subprocess.Popen([args.gpuwarden, "serve", "--simulate", "demo", "--data-dir", rw,
-                                     "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+                                     "--config", config, "--listen", f"127.0.0.1:{port}"],
+                                    stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.time() + 60
             ready = False
@@ -167,7 +175,7 @@ def main():
             proc.wait(timeout=60)
         if proc.returncode not in (0, -signal.SIGTERM):
             problem(f"serve exited with {proc.returncode}: " + open(log_path).read()[-2000:])
-        check_queries(lambda e, t: query_cli(args.gpuwarden, rw, e, t), "after serve")
+        check_queries(lambda e, t: query_cli(args.gpuwarden, rw, e, t, config), "after serve")
         check_job(args.gpuwarden, rw, "after serve")
     if FAILURES:
         print(f"{len(FAILURES)} problem(s)")
