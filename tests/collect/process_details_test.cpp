@@ -110,7 +110,10 @@ TEST(ProcessEnricher, ReadsRealProcessesThroughProc) {
   // The busy loop used a real share of a core, the sleeper next to nothing.
   ASSERT_FALSE(IsAbsent(b.host_cpu_ratio));
   ASSERT_FALSE(IsAbsent(s.host_cpu_ratio));
-  EXPECT_GT(b.host_cpu_ratio, 0.1);
+  // How much of a core the loop gets depends on what else runs (ctest -j2 under ASan left it
+  // under 0.1 once): a clear share, and far more than the sleeper's.
+  EXPECT_GT(b.host_cpu_ratio, 0.02);
+  EXPECT_GT(b.host_cpu_ratio, 4 * s.host_cpu_ratio);
   EXPECT_LE(b.host_cpu_ratio, 1.2);
   EXPECT_LT(s.host_cpu_ratio, 0.05);
   // Resident memory as the kernel's status file says it (within a few pages of change).
