@@ -27,6 +27,11 @@ target_link_libraries(gw_fuzz_config PUBLIC gw_promql gw_tsdb gw_base yaml-cpp P
 add_library(gw_fuzz_hostlist STATIC src/jobs/slurm_hostlist.cpp)
 target_include_directories(gw_fuzz_hostlist PUBLIC ${PROJECT_SOURCE_DIR}/src)
 
+# Remote write's message: just the protobuf reader/writer (no snappy, no HTTP).
+add_library(gw_fuzz_remote STATIC src/remote/write_request.cpp)
+target_include_directories(gw_fuzz_remote PUBLIC ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(gw_fuzz_remote PUBLIC gw_base)
+
 add_custom_target(fuzz)
 # gw_fuzz_target(NAME LIBS...): tests/fuzz/NAME.cpp linked with libFuzzer's main as
 # build-fuzz/bin/fuzz_NAME; its seeds are tests/fuzz/corpus/NAME/.
@@ -50,6 +55,7 @@ gw_fuzz_target(chunks gw_tsdb)
 gw_fuzz_target(http_request gw_web gw_http)
 gw_fuzz_target(http_parser gw_http)
 gw_fuzz_target(slurm_hostlist gw_fuzz_hostlist)
+gw_fuzz_target(remote_write gw_fuzz_remote)
 # The kubelet's List answer through the Kubernetes source (needs gRPC/protobuf like the agent).
 gw_fuzz_target(pod_resources gw_k8s gw_k8s_grpc)
 
