@@ -83,7 +83,11 @@ function updateChrome() {
   });
 }
 
-function markPainted() {
+// body[data-ready] says the first data is on screen; body[data-painted-at] says which snapshot
+// (its taken_at) the page on screen was last drawn from, after the page's own requests finished,
+// so a test can wait for a given refresh instead of for the live clock (set before the page).
+function markPainted(at) {
+  document.body.dataset.paintedAt = String(at);
   if (painted) return;
   painted = true;
   performance.mark('gw-data-painted');
@@ -95,8 +99,9 @@ async function tick() {
   await loadShared();
   updateChrome();
   if (current && ctx.snapshot) {
+    const at = ctx.now;
     await current.page.update(ctx);
-    markPainted();
+    markPainted(at);
   }
   timer = setTimeout(tick, document.hidden ? REFRESH_MS * 5 : REFRESH_MS);
 }
@@ -120,8 +125,9 @@ async function route() {
   page.mount(root, ctx);
   if (ctx.snapshot) {
     updateChrome();
+    const at = ctx.now;
     await page.update(ctx);
-    markPainted();
+    markPainted(at);
   }
 }
 
