@@ -13,31 +13,10 @@ namespace gw::config {
 
 namespace {
 
-std::string At(const std::string& file, const YAML::Node& node) {
-  return Where(file, node) + ": ";
-}
-
-Status Text(const std::string& file, const YAML::Node& node, const std::string& key,
-            std::string* out) {
-  if (!node.IsScalar()) return Error{At(file, node) + key + ": expected a single value"};
-  *out = node.Scalar();
-  return Status::Ok();
-}
-
-Status Seconds(const std::string& file, const YAML::Node& node, const std::string& key,
-               double* out) {
-  std::string text;
-  if (Status s = Text(file, node, key, &text); !s.ok()) return s;
-  if (!ParseDurationSeconds(text, out) || !(*out > 0))
-    return Error{At(file, node) + key + ": expected a positive duration such as 5s, got '" +
-                 Printable(text) + "'"};
-  return Status::Ok();
-}
-
 Status Count(const std::string& file, const YAML::Node& node, const std::string& key, long long max,
              long long* out) {
   std::string text;
-  if (Status s = Text(file, node, key, &text); !s.ok()) return s;
+  if (Status s = ScalarText(file, node, key, &text); !s.ok()) return s;
   if (!ParseInteger(text, 1, max, out))
     return Error{At(file, node) + key + ": expected a whole number from 1 to " +
                  std::to_string(max) + ", got '" + Printable(text) + "'"};
@@ -46,7 +25,7 @@ Status Count(const std::string& file, const YAML::Node& node, const std::string&
 
 Status Flag(const std::string& file, const YAML::Node& node, const std::string& key, bool* out) {
   std::string text;
-  if (Status s = Text(file, node, key, &text); !s.ok()) return s;
+  if (Status s = ScalarText(file, node, key, &text); !s.ok()) return s;
   if (text != "true" && text != "false")
     return Error{At(file, node) + key + ": expected true or false, got '" + Printable(text) + "'"};
   *out = text == "true";
@@ -73,11 +52,11 @@ Status BasicAuth(const std::string& file, const YAML::Node& node, const std::str
     const std::string n = a.first.as<std::string>();
     Status s;
     if (n == "username") {
-      s = Text(file, a.second, key + ".username", &e->basic_auth_username);
+      s = ScalarText(file, a.second, key + ".username", &e->basic_auth_username);
     } else if (n == "password") {
-      s = Text(file, a.second, key + ".password", &e->basic_auth_password);
+      s = ScalarText(file, a.second, key + ".password", &e->basic_auth_password);
     } else if (n == "password_file") {
-      s = Text(file, a.second, key + ".password_file", &e->basic_auth_password_file);
+      s = ScalarText(file, a.second, key + ".password_file", &e->basic_auth_password_file);
     } else {
       return Unknown(file, a.first, key, n, "username, password, password_file");
     }
@@ -97,7 +76,7 @@ Status Authorization(const std::string& file, const YAML::Node& node, const std:
     const std::string n = a.first.as<std::string>();
     Status s;
     if (n == "type") {
-      s = Text(file, a.second, key + ".type", &e->authorization_type);
+      s = ScalarText(file, a.second, key + ".type", &e->authorization_type);
       if (s.ok() && (e->authorization_type.empty() ||
                      e->authorization_type.find_first_of(" \t\r\n") != std::string::npos))
         s = Error{At(file, a.second) + key + ".type: expected one word such as Bearer, got '" +
@@ -107,9 +86,9 @@ Status Authorization(const std::string& file, const YAML::Node& node, const std:
         s = Error{At(file, a.second) + key + ".type: use basic_auth for Basic, got '" +
                   Printable(e->authorization_type) + "'"};
     } else if (n == "credentials") {
-      s = Text(file, a.second, key + ".credentials", &e->authorization_credentials);
+      s = ScalarText(file, a.second, key + ".credentials", &e->authorization_credentials);
     } else if (n == "credentials_file") {
-      s = Text(file, a.second, key + ".credentials_file", &e->authorization_credentials_file);
+      s = ScalarText(file, a.second, key + ".credentials_file", &e->authorization_credentials_file);
     } else {
       return Unknown(file, a.first, key, n, "type, credentials, credentials_file");
     }
@@ -127,7 +106,7 @@ Status Tls(const std::string& file, const YAML::Node& node, const std::string& k
     const std::string n = a.first.as<std::string>();
     Status s;
     if (n == "ca_file") {
-      s = Text(file, a.second, key + ".ca_file", &e->tls_ca_file);
+      s = ScalarText(file, a.second, key + ".ca_file", &e->tls_ca_file);
     } else if (n == "insecure_skip_verify") {
       s = Flag(file, a.second, key + ".insecure_skip_verify", &e->tls_insecure_skip_verify);
     } else {
@@ -150,11 +129,11 @@ Status Queue(const std::string& file, const YAML::Node& node, const std::string&
     } else if (n == "max_samples_per_send") {
       s = Count(file, a.second, sub, 1'000'000, &e->max_samples_per_send);
     } else if (n == "batch_send_deadline") {
-      s = Seconds(file, a.second, sub, &e->batch_send_deadline_s);
+      s = PositiveSeconds(file, a.second, sub, &e->batch_send_deadline_s);
     } else if (n == "min_backoff") {
-      s = Seconds(file, a.second, sub, &e->min_backoff_s);
+      s = PositiveSeconds(file, a.second, sub, &e->min_backoff_s);
     } else if (n == "max_backoff") {
-      s = Seconds(file, a.second, sub, &e->max_backoff_s);
+      s = PositiveSeconds(file, a.second, sub, &e->max_backoff_s);
     } else if (n == "min_shards" || n == "max_shards") {
       // Prometheus' resharding: one sender per endpoint here keeps the order; accepted when 1.
       long long shards = 0;
@@ -187,7 +166,7 @@ Status Relabel(const std::string& file, const YAML::Node& node, const std::strin
     Status s;
     if (n == "action") {
       std::string action;
-      s = Text(file, a.second, sub, &action);
+      s = ScalarText(file, a.second, sub, &action);
       if (s.ok() && action != "keep" && action != "drop")
         s = Error{At(file, a.second) + sub +
                   ": only keep and drop are supported in write_relabel_configs (docs/"
@@ -203,16 +182,16 @@ Status Relabel(const std::string& file, const YAML::Node& node, const std::strin
                      "[__name__]"};
       for (const auto& item : a.second) {
         std::string label;
-        if (Status t = Text(file, item, sub, &label); !t.ok()) return t;
+        if (Status t = ScalarText(file, item, sub, &label); !t.ok()) return t;
         if (!tsdb::IsValidLabelName(label))
           return Error{At(file, item) + sub + ": expected a label name, got '" + Printable(label) +
                        "'"};
         r->source_labels.push_back(label);
       }
     } else if (n == "separator") {
-      s = Text(file, a.second, sub, &r->separator);
+      s = ScalarText(file, a.second, sub, &r->separator);
     } else if (n == "regex") {
-      s = Text(file, a.second, sub, &r->regex);
+      s = ScalarText(file, a.second, sub, &r->regex);
       if (s.ok()) {
         auto m = tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "x", r->regex);
         if (!m.ok())
@@ -238,7 +217,7 @@ Status Downsample(const std::string& file, const YAML::Node& node, const std::st
     const std::string sub = key + "." + n;
     Status s;
     if (n == "interval") {
-      s = Seconds(file, a.second, sub, &e->downsample_interval_s);
+      s = PositiveSeconds(file, a.second, sub, &e->downsample_interval_s);
       const double ms = e->downsample_interval_s * 1000;
       if (s.ok() && (ms < 1000 || ms != static_cast<double>(static_cast<long long>(ms))))
         s = Error{At(file, a.second) + sub +
@@ -256,7 +235,7 @@ Status Downsample(const std::string& file, const YAML::Node& node, const std::st
       }
       for (const auto& item : items) {
         std::string agg;
-        if (Status t = Text(file, item, sub, &agg); !t.ok()) return t;
+        if (Status t = ScalarText(file, item, sub, &agg); !t.ok()) return t;
         bool known = false;
         for (const std::string& k : DownsampleAggregates()) known = known || k == agg;
         if (!known)
@@ -300,9 +279,9 @@ Status Endpoint(const std::string& file, const YAML::Node& node, const std::stri
     const std::string sub = key + "." + name;
     Status s;
     if (name == "url") {
-      s = Text(file, v, sub, &e->url);
+      s = ScalarText(file, v, sub, &e->url);
     } else if (name == "name") {
-      s = Text(file, v, sub, &e->name);
+      s = ScalarText(file, v, sub, &e->name);
       if (s.ok() && !IsSafeName(e->name))
         s = Error{At(file, v) + sub +
                   ": expected up to 64 letters, digits, '_', '-' or '.', got '" +
@@ -313,7 +292,7 @@ Status Endpoint(const std::string& file, const YAML::Node& node, const std::stri
       for (const auto& h : v) {
         const std::string header = h.first.as<std::string>();
         std::string value;
-        if (Status t = Text(file, h.second, sub + "." + header, &value); !t.ok()) return t;
+        if (Status t = ScalarText(file, h.second, sub + "." + header, &value); !t.ok()) return t;
         if (header.empty() || header.find_first_of(" :\t\r\n") != std::string::npos ||
             value.find_first_of("\r\n") != std::string::npos)
           return Error{At(file, h.first) + sub + ": not a valid header: '" + Printable(header) +
@@ -326,13 +305,13 @@ Status Endpoint(const std::string& file, const YAML::Node& node, const std::stri
       s = Authorization(file, v, sub, e);
       has_authorization = true;
     } else if (name == "bearer_token") {
-      s = Text(file, v, sub, &bearer_token);
+      s = ScalarText(file, v, sub, &bearer_token);
     } else if (name == "bearer_token_file") {
-      s = Text(file, v, sub, &bearer_token_file);
+      s = ScalarText(file, v, sub, &bearer_token_file);
     } else if (name == "tls_config") {
       s = Tls(file, v, sub, e);
     } else if (name == "remote_timeout") {
-      s = Seconds(file, v, sub, &e->remote_timeout_s);
+      s = PositiveSeconds(file, v, sub, &e->remote_timeout_s);
     } else if (name == "queue_config") {
       s = Queue(file, v, sub, e);
     } else if (name == "write_relabel_configs") {

@@ -135,52 +135,52 @@ class RemoteWriteService : public Service {
     std::vector<remote::Queue::Figures> f;
     for (auto& e : endpoints_) f.push_back(e->queue->figures());
     ExpositionSink sink(format, out);
-    auto each = [&](std::string_view family, auto value) {
+    using F = remote::Queue::Figures;
+    struct Family {
+      const char *name, *type, *help;
+      double (*value)(const F&);
+    };
+    static constexpr Family kFamilies[] = {
+        {"prometheus_remote_storage_samples_total", "counter",
+         "Samples sent to remote storage (accepted by the receiver).",
+         [](const F& x) { return static_cast<double>(x.samples_sent); }},
+        {"prometheus_remote_storage_samples_failed_total", "counter",
+         "Samples the receiver refused for good (HTTP 4xx other than 429); not resent.",
+         [](const F& x) { return static_cast<double>(x.samples_failed); }},
+        {"prometheus_remote_storage_samples_retried_total", "counter",
+         "Samples in requests that failed recoverably (5xx, 429, no answer) and were retried.",
+         [](const F& x) { return static_cast<double>(x.samples_retried); }},
+        {"prometheus_remote_storage_samples_pending", "gauge",
+         "Samples read from the store and not yet sent.",
+         [](const F& x) { return static_cast<double>(x.pending); }},
+        {"prometheus_remote_storage_bytes_total", "counter",
+         "Compressed request bytes sent (accepted requests).",
+         [](const F& x) { return static_cast<double>(x.bytes_sent); }},
+        {"prometheus_remote_storage_queue_highest_sent_timestamp_seconds", "gauge",
+         "Timestamp of the newest sample the receiver accepted.",
+         [](const F& x) { return static_cast<double>(x.highest_sent_ms) / 1000; }},
+        {"prometheus_remote_storage_shards", "gauge",
+         "Parallel senders per endpoint (one: sent in time order).", [](const F&) { return 1.0; }},
+        {"gpuwarden_remote_write_requests_failed_total", "counter",
+         "Requests that did not succeed (retried or refused).",
+         [](const F& x) { return static_cast<double>(x.requests_failed); }},
+        {"gpuwarden_remote_write_series_dropped", "gauge",
+         "Series write_relabel_configs keeps from this endpoint (never read or sent).",
+         [](const F& x) { return static_cast<double>(x.series_dropped); }},
+        {"gpuwarden_remote_write_caught_up", "gauge",
+         "1 when the last pass sent everything the store held up to the newest snapshot.",
+         [](const F& x) { return x.caught_up ? 1.0 : 0.0; }},
+        {"gpuwarden_remote_write_progress_write_failures_total", "counter",
+         "Failed writes of the endpoint's progress file (data directory).",
+         [](const F& x) { return static_cast<double>(x.progress_write_failures); }},
+    };
+    for (const Family& family : kFamilies) {
+      sink.Family(family.name, family.type, "", family.help);
       for (size_t i = 0; i < endpoints_.size(); ++i) {
         TaskLabel labels[] = {{"remote_name", endpoints_[i]->name}, {"url", endpoints_[i]->url}};
-        sink.Sample(family, labels, static_cast<double>(value(f[i])));
+        sink.Sample(family.name, labels, family.value(f[i]));
       }
-    };
-    using F = remote::Queue::Figures;
-    sink.Family("prometheus_remote_storage_samples_total", "counter", "",
-                "Samples sent to remote storage (accepted by the receiver).");
-    each("prometheus_remote_storage_samples_total", [](const F& x) { return x.samples_sent; });
-    sink.Family("prometheus_remote_storage_samples_failed_total", "counter", "",
-                "Samples the receiver refused for good (HTTP 4xx other than 429); not resent.");
-    each("prometheus_remote_storage_samples_failed_total",
-         [](const F& x) { return x.samples_failed; });
-    sink.Family("prometheus_remote_storage_samples_retried_total", "counter", "",
-                "Samples in requests that failed recoverably (5xx, 429, no answer) and were "
-                "retried.");
-    each("prometheus_remote_storage_samples_retried_total",
-         [](const F& x) { return x.samples_retried; });
-    sink.Family("prometheus_remote_storage_samples_pending", "gauge", "",
-                "Samples read from the store and not yet sent.");
-    each("prometheus_remote_storage_samples_pending", [](const F& x) { return x.pending; });
-    sink.Family("prometheus_remote_storage_bytes_total", "counter", "",
-                "Compressed request bytes sent (accepted requests).");
-    each("prometheus_remote_storage_bytes_total", [](const F& x) { return x.bytes_sent; });
-    sink.Family("prometheus_remote_storage_queue_highest_sent_timestamp_seconds", "gauge", "",
-                "Timestamp of the newest sample the receiver accepted.");
-    each("prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
-         [](const F& x) { return static_cast<double>(x.highest_sent_ms) / 1000; });
-    sink.Family("prometheus_remote_storage_shards", "gauge", "",
-                "Parallel senders per endpoint (one: sent in time order).");
-    each("prometheus_remote_storage_shards", [](const F&) { return 1; });
-    sink.Family("gpuwarden_remote_write_requests_failed_total", "counter", "",
-                "Requests that did not succeed (retried or refused).");
-    each("gpuwarden_remote_write_requests_failed_total",
-         [](const F& x) { return x.requests_failed; });
-    sink.Family("gpuwarden_remote_write_series_dropped", "gauge", "",
-                "Series write_relabel_configs keeps from this endpoint (never read or sent).");
-    each("gpuwarden_remote_write_series_dropped", [](const F& x) { return x.series_dropped; });
-    sink.Family("gpuwarden_remote_write_caught_up", "gauge", "",
-                "1 when the last pass sent everything the store held up to the newest snapshot.");
-    each("gpuwarden_remote_write_caught_up", [](const F& x) { return x.caught_up ? 1 : 0; });
-    sink.Family("gpuwarden_remote_write_progress_write_failures_total", "counter", "",
-                "Failed writes of the endpoint's progress file (data directory).");
-    each("gpuwarden_remote_write_progress_write_failures_total",
-         [](const F& x) { return x.progress_write_failures; });
+    }
     int64_t newest = 0;
     for (const F& x : f) newest = std::max(newest, x.now_ms);
     sink.Family(

@@ -103,7 +103,7 @@ TEST(RemoteWriteConfig, ErrorsNameFileLineKeyAndText) {
             "authorization, bearer_token, bearer_token_file, tls_config, remote_timeout, "
             "queue_config, write_relabel_configs, downsample)");
   EXPECT_EQ(ErrorOf("remote_write:\n  - url: http://a\n    remote_timeout: soon\n"),
-            ":3: remote_write[0].remote_timeout: expected a positive duration such as 5s, got "
+            ":3: remote_write[0].remote_timeout: expected a positive duration such as 15s, got "
             "'soon'");
   EXPECT_EQ(ErrorOf("remote_write:\n  - url: http://a\n    queue_config:\n"
                     "      max_samples_per_send: 0\n"),
