@@ -51,11 +51,14 @@ class QueueTest : public ::testing::Test {
     ASSERT_TRUE(db.ok()) << db.error().message;
     db_ = std::move(*db);
   }
-  // `n` samples at 1 s for GPUs 0..gpus-1 of `name`, starting at t0_ms.
+  // `n` samples at 1 s for GPUs 0..gpus-1 of `name`, starting at t0_ms; the value at t is
+  // gpu * 1000 + the seconds since t0_.
   void Append(const std::string& name, int gpus, int64_t t0_ms, int n) {
     for (int i = 0; i < n; ++i)
       for (int g = 0; g < gpus; ++g)
-        ASSERT_TRUE(db_->Append(SeriesLabels(name, g), t0_ms + i * 1000, g * 1000 + i).ok());
+        ASSERT_TRUE(db_->Append(SeriesLabels(name, g), t0_ms + i * 1000,
+                                g * 1000 + (t0_ms - t0_) / 1000 + i)
+                        .ok());
     ASSERT_TRUE(db_->Commit().ok());
   }
   QueueOptions Options() {

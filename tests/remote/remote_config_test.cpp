@@ -111,7 +111,7 @@ TEST(RemoteWriteConfig, ErrorsNameFileLineKeyAndText) {
             "to 1000000, got '0'");
   EXPECT_EQ(ErrorOf("remote_write:\n  - url: http://a\n    queue_config:\n"
                     "      min_backoff: 10s\n      max_backoff: 1s\n"),
-            ":3: remote_write[0].queue_config: min_backoff (10s) must not be longer than "
+            ":4: remote_write[0].queue_config: min_backoff (10s) must not be longer than "
             "max_backoff (1s)");
   EXPECT_EQ(ErrorOf("remote_write:\n  - url: http://a\n    queue_config: {max_shards: 4}\n"),
             ":3: remote_write[0].queue_config.max_shards: expected a whole number from 1 to 1, got "
