@@ -21,6 +21,7 @@ import argparse
 import concurrent.futures
 import http.server
 import os
+import re
 import sys
 import threading
 import time
@@ -228,6 +229,19 @@ def matches(mine, got, exact):
     return set(mine) == set(got) and all(same(v, got[k], exact) for k, v in mine.items())
 
 
+def documented_families():
+    """The family names in docs/metrics.md's "## Remote write" tables."""
+    names, inside = [], False
+    with open(os.path.join(HERE, "..", "..", "docs", "metrics.md")) as f:
+        for line in f:
+            if line.startswith("## "):
+                inside = line.startswith("## Remote write")
+            m = re.match(r"^\| `([a-z_:]+)` \| ([a-z]+) \|", line)
+            if inside and m:
+                names.append(m.group(1))
+    return names
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuwarden", required=True)
@@ -334,6 +348,15 @@ def main():
               failed == sent and sent > 0 and retried == 0 and requests == refuser.requests,
               "failed %s of %s samples; %s requests counted, %d received; retried %s" %
               (failed, sent, requests, refuser.requests, retried), failures)
+        # docs/metrics.md's "Remote write" section and the agent's /metrics agree.
+        documented = documented_families()
+        status, page = gwtest.http_get(one.url("/metrics"))
+        exported = {line.split("{")[0].split(" ")[0] for line in page.splitlines()
+                    if line and not line.startswith("#")}
+        check("docs/metrics.md's Remote write families are on /metrics",
+              documented and set(documented) <= exported,
+              "documented %d, missing: %s" % (len(documented),
+                                              sorted(set(documented) - exported)), failures)
     except Exception as e:  # noqa: BLE001
         failures.append("%s: %s" % (type(e).__name__, e))
     finally:
