@@ -15,6 +15,7 @@
 #include "base/yaml_error.h"
 #include "base/yaml_keys.h"
 #include "base/yaml_load.h"
+#include "config/remote_config.h"
 #include "config/scrape_config.h"
 #include "jobs/teams.h"
 
@@ -530,6 +531,9 @@ const std::map<std::string, Setter>& Setters() {
       {"scrape.targets",
        [](const Context& ctx, const YAML::Node& n,
           Config* c) { return ParseScrapeTargets(ctx.file, n, &c->scrape.targets); }},
+      {"remote_write",
+       [](const Context& ctx, const YAML::Node& n,
+          Config* c) { return ParseRemoteWrite(ctx.file, n, &c->remote_write); }},
       {"governance.reclaim", Governance("governance.reclaim")},
       {"governance.decisions_log", Governance("governance.decisions_log")},
       {"governance.requeue_command", Governance("governance.requeue_command")},

@@ -16,6 +16,7 @@
 #include "collect/dcgm_exposition.h"
 #include "config/diagnose_config.h"
 #include "config/governance_config.h"
+#include "config/remote_config.h"
 #include "scrape/target.h"
 
 namespace gw::config {
@@ -137,6 +138,7 @@ struct Config {
   GovernanceConfig governance;  // config/governance_config.h
   DiagnoseConfig diagnose;      // config/diagnose_config.h: findings thresholds, window, interval
   QueryConfig query;
+  std::vector<RemoteWriteConfig> remote_write;  // config/remote_config.h
 };
 
 inline constexpr long long kMaxQuerySamples = 1000000000000LL;

@@ -2,9 +2,9 @@
 //
 // Every key LoadConfigFile reads, with the value in effect (file, flags and defaults together), in
 // the file's own spelling, so the text loads back to the same configuration. Secrets are never in
-// the configuration (only the files holding them), so nothing is masked. The `governance:` and
-// `diagnose:` sections are left out (their settings stay at what the file gave; see
-// docs/configuration.md).
+// what it prints (only the files holding them), so nothing is masked. The `governance:`,
+// `diagnose:` and `remote_write:` sections are left out (their settings stay at what the file gave;
+// remote_write may hold inline secrets; see docs/configuration.md).
 #ifndef GPUWARDEN_CONFIG_CONFIG_YAML_H_
 #define GPUWARDEN_CONFIG_CONFIG_YAML_H_
 

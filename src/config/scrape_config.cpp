@@ -11,28 +11,6 @@ namespace gw::config {
 
 namespace {
 
-// "FILE:LINE: " before a message.
-std::string At(const std::string& file, const YAML::Node& node) {
-  return Where(file, node) + ": ";
-}
-
-Status Text(const std::string& file, const YAML::Node& node, const std::string& key,
-            std::string* out) {
-  if (!node.IsScalar()) return Error{At(file, node) + key + ": expected a single value"};
-  *out = node.Scalar();
-  return Status::Ok();
-}
-
-Status Seconds(const std::string& file, const YAML::Node& node, const std::string& key,
-               double* out) {
-  std::string text;
-  if (Status s = Text(file, node, key, &text); !s.ok()) return s;
-  if (!ParseDurationSeconds(text, out) || !(*out > 0))
-    return Error{At(file, node) + key + ": expected a positive duration such as 15s, got '" +
-                 Printable(text) + "'"};
-  return Status::Ok();
-}
-
 Status Gpus(const std::string& file, const YAML::Node& node, const std::string& key,
             std::vector<unsigned>* out) {
   out->clear();
@@ -63,36 +41,36 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
     const std::string sub = key + "." + name;
     Status s;
     if (name == "name") {
-      s = Text(file, v, sub, &t->name);
+      s = ScalarText(file, v, sub, &t->name);
     } else if (name == "url") {
-      s = Text(file, v, sub, &t->url);
+      s = ScalarText(file, v, sub, &t->url);
     } else if (name == "interval") {
-      s = Seconds(file, v, sub, &t->interval_s);
+      s = PositiveSeconds(file, v, sub, &t->interval_s);
     } else if (name == "timeout") {
-      s = Seconds(file, v, sub, &t->timeout_s);
+      s = PositiveSeconds(file, v, sub, &t->timeout_s);
       has_timeout = true;
     } else if (name == "gpus") {
       s = Gpus(file, v, sub, &t->gpus);
     } else if (name == "outputs") {
       s = Outputs(file, v, sub, t);
     } else if (name == "output_unit") {
-      s = Text(file, v, sub, &t->output_unit);
+      s = ScalarText(file, v, sub, &t->output_unit);
       if (s.ok() && t->output_unit.empty())
         s = Error{At(file, v) + sub + ": expected a unit such as request or token"};
     } else if (name == "job_id") {
-      s = Text(file, v, sub, &t->job_id);
+      s = ScalarText(file, v, sub, &t->job_id);
       if (s.ok() && t->job_id.empty())
         s = Error{At(file, v) + sub + ": expected the job's id as `gpuwarden jobs` lists it"};
     } else if (name == "bearer_token_file") {
-      s = Text(file, v, sub, &t->bearer_token_file);
+      s = ScalarText(file, v, sub, &t->bearer_token_file);
     } else if (name == "basic_auth") {
       if (!v.IsMap()) return Error{At(file, v) + sub + ": expected username and password_file"};
       for (const auto& a : v) {
         const std::string an = a.first.as<std::string>();
         if (an == "username") {
-          s = Text(file, a.second, sub + ".username", &t->basic_auth_username);
+          s = ScalarText(file, a.second, sub + ".username", &t->basic_auth_username);
         } else if (an == "password_file") {
-          s = Text(file, a.second, sub + ".password_file", &t->basic_auth_password_file);
+          s = ScalarText(file, a.second, sub + ".password_file", &t->basic_auth_password_file);
         } else {
           return Error{At(file, a.first) + sub + ": unknown key '" + Printable(an) +
                        "' (username, password_file)"};
@@ -126,7 +104,7 @@ Status Target(const std::string& file, const YAML::Node& node, const std::string
 // selector every series would match is refused as Prometheus refuses it.
 Status Outputs(const std::string& file, const YAML::Node& node, const std::string& key,
                scrape::TargetConfig* t) {
-  if (Status s = Text(file, node, key, &t->outputs); !s.ok()) return s;
+  if (Status s = ScalarText(file, node, key, &t->outputs); !s.ok()) return s;
   auto parsed = promql::Parse(t->outputs);
   const std::string example =
       " (a counter selector such as 'inference_requests_total{code=~\"2..\"}')";

@@ -24,6 +24,7 @@
 #include "serve/jobs_service.h"
 #include "serve/prom_api_options.h"
 #include "serve/query_metrics.h"
+#include "serve/remote_write_service.h"
 #include "serve/service.h"
 #include "serve/service_cost_service.h"
 #include "serve/snapshot_json.h"
@@ -542,6 +543,7 @@ int Serve(const config::Config& config, const std::string& version, Logger* logg
                                ctx.log));  // serve/training_service.h
   auto* alerting = list.Add(std::make_unique<AlertingAdapter>(ctx, store));
   list.Add(std::make_unique<FindingsAdapter>(ctx, store));
+  list.Add(MakeRemoteWriteService(ctx.config, store->db(), ctx.log));  // remote_write_service.h
   auto* recorder = list.Add(std::make_unique<RecorderService>(
       ctx, store, [&list](const collect::Snapshot& s, int64_t t_ms) { list.OnSnapshot(s, t_ms); }));
   list.Add(std::make_unique<HttpService>(
