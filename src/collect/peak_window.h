@@ -22,10 +22,13 @@ class PeakWindow {
  public:
   PeakWindow() = default;
   // A window of `window_s` seconds over cycles every `interval_s` seconds. It covers the cycles
-  // that ended in the last window_s + 1.5 × interval_s (span_s): a scraper that reads at most
-  // every window_s seconds, whose two reads may see snapshots one cycle further apart, misses
-  // none, even when a cycle reads its clock a little late. `window_s` <= 0 turns the window off
-  // (Add answers NaN).
+  // whose clock reading is within the last window_s + 1.5 × interval_s (span_s). A cycle's
+  // snapshot is published some time after its clock reading (the reads take time, more on a
+  // slow cycle or a slow driver): a scrape in between sees the snapshot before it, and when a
+  // later cycle publishes faster, the next scrape, window_s later, would see a window that has
+  // just let the cycle go. With the extra cycle and a half, a scraper that reads at most every
+  // window_s seconds misses no cycle as long as publication lags vary by less than that.
+  // `window_s` <= 0 turns the window off (Add answers NaN).
   PeakWindow(double window_s, double interval_s);
 
   bool enabled() const { return capacity_ > 0; }

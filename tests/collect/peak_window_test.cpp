@@ -54,39 +54,61 @@ TEST(PeakWindow, EqualsTheMaximumOverTheSpanOnRandomInput) {
 }
 
 // Every scraper whose interval is at most the window sees every single spike, whatever its phase,
-// with cycles that read their clock up to 50 ms late, and however many scrapers read.
+// however many scrapers read, with cycles that read their clock up to 50 ms late and publish up
+// to 0.9 s after that (the reads take time): a spike in one cycle, scrapers at 400 phases of each
+// interval. Without the window's extra cycle a scraper whose scrape falls between a cycle's clock
+// reading and its publication misses the spike (checked below with a window of exactly 15 s).
 TEST(PeakWindow, EveryScraperUpToTheWindowSeesEverySpike) {
   std::mt19937 rng(7);
-  std::uniform_real_distribution<double> late(0, 0.05), phase(0, 1);
+  std::uniform_real_distribution<double> late(0, 0.05), publish(0, 0.9);
   const double window = 15;
-  for (double interval : {5.0, 10.0, 14.0, 15.0}) {
-    for (int run = 0; run < 20; ++run) {
+  int scrapers = 0;
+  for (int spike_at = 40; spike_at < 43; ++spike_at) {
+    for (int draw = 0; draw < 5; ++draw) {
       PeakWindow w(window, 1);
-      // Cycles every 1 s for 10 minutes; a spike (value = its cycle number) in one cycle of 37.
-      std::vector<double> cycle_t, shown;
-      std::vector<int> spikes;
-      for (int k = 0; k < 600; ++k) {
-        const bool spike = k % 37 == 5;
-        if (spike) spikes.push_back(k);
-        cycle_t.push_back(k + late(rng));
-        shown.push_back(w.Add(cycle_t.back(), spike ? 1000 + k : 0));
+      std::vector<double> cycle_t, shown;  // cycle_t: when the snapshot is published
+      for (int k = 0; k < 100; ++k) {
+        const double clock = k + late(rng);
+        cycle_t.push_back(clock + publish(rng));
+        shown.push_back(w.Add(clock, k == spike_at ? 1000 : 0));
       }
-      // A scraper reads the snapshot published last before its scrape time.
-      std::vector<double> seen;
-      for (double s = phase(rng) * interval; s < 600; s += interval) {
-        size_t i = 0;
-        while (i + 1 < cycle_t.size() && cycle_t[i + 1] <= s) ++i;
-        if (cycle_t[i] <= s) seen.push_back(shown[i]);
-      }
-      for (int k : spikes) {
-        if (k + window + 2 >= 600) continue;  // the run ends before a scrape must see it
-        bool found = false;
-        for (double v : seen) found |= v == 1000 + k;
-        EXPECT_TRUE(found) << "spike in cycle " << k << " missed by a " << interval
-                           << " s scraper, run " << run;
+      for (double interval : {5.0, 10.0, 14.0, 15.0}) {
+        for (int j = 0; j < 400; ++j, ++scrapers) {
+          // A scraper reads the snapshot published last before its scrape time.
+          bool seen = false;
+          for (double s = interval * j / 400; s < 99; s += interval) {
+            size_t i = 0;
+            while (i + 1 < cycle_t.size() && cycle_t[i + 1] <= s) ++i;
+            seen |= cycle_t[i] <= s && shown[i] == 1000;
+          }
+          ASSERT_TRUE(seen) << "a " << interval << " s scraper at phase " << interval * j / 400
+                            << " missed the spike of cycle " << spike_at << ", draw " << draw;
+        }
       }
     }
   }
+  EXPECT_EQ(scrapers, 3 * 5 * 4 * 400);
+}
+
+// The same with a window of exactly the scrape interval (what the extra cycle is for): the spike
+// cycle publishes late (0.8 s after its clock; the others 0.1 s), a scrape in between sees the
+// snapshot before it, and the next scrape 15 s later sees a window that has just let it go.
+TEST(PeakWindow, AWindowOfExactlyTheScrapeIntervalMissesSomeSpikes) {
+  // PeakWindow(window, interval) covers window + 1.5 intervals: ask for 15 s - 1.5 s.
+  PeakWindow w(13.5, 1);
+  ASSERT_DOUBLE_EQ(w.span_s(), 15);
+  std::vector<double> published, shown;
+  for (int k = 0; k < 100; ++k) {
+    published.push_back(k + (k == 40 ? 0.8 : 0.1));
+    shown.push_back(w.Add(k, k == 40 ? 1000 : 0));
+  }
+  bool seen = false;
+  for (double s = 40.5; s < 99; s += 15) {  // 40.5: after cycle 40 began, before it published
+    size_t i = 0;
+    while (i + 1 < published.size() && published[i + 1] <= s) ++i;
+    seen |= shown[i] == 1000;
+  }
+  EXPECT_FALSE(seen);
 }
 
 // A longer scrape interval than the window misses spikes: the reason for the setting.
@@ -96,7 +118,7 @@ TEST(PeakWindow, AScraperSlowerThanTheWindowMissesSpikes) {
   for (int k = 0; k < 600; ++k) shown.push_back(w.Add(k, k % 37 == 5 ? 1000 + k : 0));
   int seen = 0;
   for (int s = 0; s < 600; s += 60) seen += shown[s] > 0;
-  EXPECT_LT(seen, 16);  // 16 spikes in the run, a 60 s scraper sees at most 10
+  EXPECT_LT(seen, 17);  // 17 spikes in the run; a 60 s scraper reads 10 times
 }
 
 TEST(PeakWindow, TimeGoingBackStartsAfreshAndCyclesTooCloseNeverLoseAPeak) {
@@ -127,11 +149,11 @@ TEST(PeakWindow, RenderedAsItsOwnFamiliesNextToThePerCycleOnes) {
     g.values[static_cast<size_t>(Slot::kUp)] = 1;
     g.values[static_cast<size_t>(Slot::kMemoryUsedPeak)] = 6.5e10;
   }
-  snap.gpus[0].peak_window[3] = 8.388608e10;  // GPU 1's window is absent (off, or no peak)
+  snap.gpus[0].peak_window[3] = 83886080000;  // GPU 1's window is absent (off, or no peak)
   std::string text;
   Render(snap, Format::kText, RenderOptions{}, ProcessFigures{}, &text);
   EXPECT_NE(text.find("# TYPE gpu_memory_used_peak_window_bytes gauge\n"
-                      "gpu_memory_used_peak_window_bytes{gpu=\"0\",uuid=\"GPU-0\"} 8.388608e+10\n"),
+                      "gpu_memory_used_peak_window_bytes{gpu=\"0\",uuid=\"GPU-0\"} 83886080000\n"),
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("gpu_memory_used_peak_window_bytes{gpu=\"1\""), std::string::npos);

@@ -184,6 +184,39 @@ def downsample(series, interval_ms=15000):
     return out
 
 
+def agent_side(kit_file):
+    """(external labels, write_relabel_configs) of one of the kit's agent snippets."""
+    with open(os.path.join(KIT, kit_file)) as f:
+        doc = yaml.safe_load(f)
+    endpoints = doc["remote_write"]
+    assert len(endpoints) == 1, kit_file
+    return doc["rules"]["external_labels"], endpoints[0].get("write_relabel_configs", [])
+
+
+def as_sender_sends(series, external, relabel):
+    """What the sender sends of `series` under the snippet: external labels added where a
+    series lacks them, then keep/drop by write_relabel_configs (Prometheus' semantics: the
+    source label values joined by the separator, the regex anchored at both ends)."""
+    out = []
+    for s in series:
+        labels = dict(s.labels)
+        for name, value in external.items():
+            labels.setdefault(name, value)
+        keep = True
+        for rule in relabel:
+            joined = rule.get("separator", ";").join(
+                labels.get(n, "") for n in rule.get("source_labels", []))
+            matched = re.fullmatch(rule.get("regex", "(.*)"), joined) is not None
+            if (rule.get("action", "replace") == "drop") == matched:
+                keep = False
+                break
+        if keep:
+            t = Series(sorted(labels.items()))
+            t.t, t.v = s.t, s.v
+            out.append(t)
+    return out
+
+
 # ---- the peers -------------------------------------------------------------------------------
 
 def kit_args(path, variable="ARGS"):
@@ -380,22 +413,34 @@ def main():
     args = ap.parse_args()
     work = None if args.keep else gwtest.TempDir("gw-rw-kit-")
     workdir = args.keep or work.path
+    if args.keep and os.path.exists(args.keep) and os.listdir(args.keep):
+        raise SystemExit("--keep %s: not empty (the stores would hold an earlier run)" % args.keep)
     os.makedirs(workdir, exist_ok=True)
     failures, procs, figures = [], [], {"scenario": args.scenario, "minutes": args.minutes}
     snappy = Snappy()
     try:
         began = time.monotonic()
-        series, per_gpu, gpus, stale, recorded_s = record_history(args, workdir)
+        stored, per_gpu, gpus, stale, recorded_s = record_history(args, workdir)
+        # What the kit's agent snippet sends (the same for every store: checked here).
+        sides = {k: agent_side(k + "/gpuwarden-remote-write.yaml")
+                 for k in ("victoria-metrics", "victoria-metrics-cluster", "prometheus", "mimir")}
+        check("the kit's agent snippets name the node and drop the same series",
+              all(v == sides["victoria-metrics"] for v in sides.values()),
+              "%s" % (sides["victoria-metrics"],), failures)
+        series = as_sender_sends(stored, *sides["victoria-metrics"])
         samples = sum(len(s.t) for s in series)
         gpu_series = sum(1 for s in series if any(n == "gpu" for n, _ in s.labels))
         figures.update({
             "gpus": gpus, "record_seconds": round(recorded_s, 1),
             "metrics_series_per_gpu": round(sum(per_gpu.values()), 2),
             "metrics_families_per_gpu": per_gpu,
-            "stored_series": len(series), "stored_series_per_gpu": round(gpu_series / max(gpus, 1), 2),
-            "stored_samples": samples, "stale_markers_skipped": stale})
-        print("history: %d series (%d with a gpu label), %d samples in %.0f s" % (
-            len(series), gpu_series, samples, recorded_s), flush=True)
+            "stored_series": len(stored), "sent_series": len(series),
+            "sent_series_per_gpu": round(gpu_series / max(gpus, 1), 2),
+            "stored_samples": sum(len(s.t) for s in stored), "sent_samples": samples,
+            "stale_markers_skipped": stale})
+        print("history: %d series stored, %d sent (%d with a gpu label), %d samples sent; "
+              "recorded in %.0f s" % (len(stored), len(series), gpu_series, samples, recorded_s),
+              flush=True)
         check("the agent recorded history", samples > 0 and gpus > 0,
               "%d samples, %d GPUs" % (samples, gpus), failures)
 
@@ -442,6 +487,9 @@ def main():
                         name, window)).items():
                     counts[tuple(sorted(k | {("__name__", name)}))] = v
             bad = [s for s in series if counts.get(s.key) != len(s.t)]
+            for s in bad[:5]:
+                print("  %s: %s in Prometheus, %d sent" % (dict(s.key), counts.get(s.key),
+                                                           len(s.t)))
             check("prometheus receiver: every sample (count per series)", not bad,
                   "%d series, %d with a different count" % (len(series), len(bad)), failures)
             if args.scenario == "one-spike":
