@@ -7,7 +7,8 @@
 // left out of /metrics, never written as 0.
 //
 // Families whose label values are not known in advance (gpu_info, XID codes, per-process series)
-// are rendered by exposition.cpp from the snapshot and listed in kDynamicFamilies.
+// and the trailing-window peaks (on /metrics only) are rendered by exposition.cpp from the
+// snapshot and listed in kDynamicFamilies.
 //
 // docs/metrics.md is checked against this table by tests/collect/catalogue_test.cpp.
 #ifndef GPUWARDEN_COLLECT_CATALOGUE_H_
@@ -382,7 +383,20 @@ Slot ClockEventSecondsSlot(size_t reason_index);
     "nvmlGpmMetricsGet(NVLINK_Ln_TX_PER_SEC)")                                                    \
   X(NvlinkLinkRxRate, "gpu_nvlink_link_receive_bytes_per_second", kGauge, "",                     \
     "Receive throughput of one NVLink link (GPM, links 0-17).",                                   \
-    "nvmlGpmMetricsGet(NVLINK_Ln_RX_PER_SEC)")
+    "nvmlGpmMetricsGet(NVLINK_Ln_RX_PER_SEC)")                                                    \
+  X(UtilizationPeakWindow, "gpu_utilization_peak_window_ratio", kGauge, "ratio",                  \
+    "Highest GPU utilization of the collection cycles in the last collect.peak_window.",          \
+    "gpu_utilization_peak_ratio, trailing maximum")                                               \
+  X(MemoryUtilizationPeakWindow, "gpu_memory_utilization_peak_window_ratio", kGauge, "ratio",     \
+    "Highest memory-controller utilization of the collection cycles in the last "                 \
+    "collect.peak_window.",                                                                       \
+    "gpu_memory_utilization_peak_ratio, trailing maximum")                                        \
+  X(PowerPeakWindow, "gpu_power_peak_window_watts", kGauge, "watts",                              \
+    "Highest power draw of the collection cycles in the last collect.peak_window.",               \
+    "gpu_power_peak_watts, trailing maximum")                                                     \
+  X(MemoryUsedPeakWindow, "gpu_memory_used_peak_window_bytes", kGauge, "bytes",                   \
+    "Highest memory in use of the collection cycles in the last collect.peak_window.",            \
+    "gpu_memory_used_peak_bytes, trailing maximum")
 
 enum class Dynamic : uint8_t {
 #define GW_DYNAMIC_ENUM(id, ...) k##id,
@@ -405,6 +419,18 @@ inline constexpr std::array<std::pair<FamilyId, Dynamic>, 6> kMigGpmFamilies = {
     {FamilyId::kTensorActive, Dynamic::kMigTensorActive},
     {FamilyId::kPipeActive, Dynamic::kMigPipeActive},
     {FamilyId::kDramActive, Dynamic::kMigDramActive},
+}};
+
+// The trailing-window peaks (collect/peak_window.h, docs/metrics.md "Peaks over a window"):
+// each per-cycle peak slot and the /metrics-only family of its maximum over collect.peak_window.
+// They are not catalogue slots, so the store (which records every cycle's peak already) and
+// make_dataset leave them out.
+inline constexpr size_t kPeakWindowCount = 4;
+inline constexpr std::array<std::pair<Slot, Dynamic>, kPeakWindowCount> kPeakWindows = {{
+    {Slot::kUtilizationPeak, Dynamic::kUtilizationPeakWindow},
+    {Slot::kMemoryUtilizationPeak, Dynamic::kMemoryUtilizationPeakWindow},
+    {Slot::kPowerPeak, Dynamic::kPowerPeakWindow},
+    {Slot::kMemoryUsedPeak, Dynamic::kMemoryUsedPeakWindow},
 }};
 
 // What an XID means and what to do about it (docs/nvml-notes.md, "Events and XIDs"); "" if unknown.

@@ -42,6 +42,10 @@ struct CollectorOptions {
   double memory_peak_interval_s = 0.25;  // 0 disables the sub-sampler
   double call_timeout_s = 5.0;           // watchdog: a call slower than this is "hung"
   bool per_process_metrics = false;      // per-pid series (cardinality: opt-in)
+  // The gpu_*_peak_window_* families on /metrics: the per-cycle peaks' maximum over this
+  // trailing window (collect/peak_window.h). Set it to the longest scrape interval of any
+  // scraper; 0 leaves the families out.
+  double peak_window_s = 15.0;
   // Each GPU process's name, user, command line, host CPU and memory (collect/process_details.h),
   // read from `proc_root` at most every `process_details_interval_s`. false: pid and GPU figures
   // only.

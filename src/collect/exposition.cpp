@@ -167,6 +167,18 @@ void WriteDevice(const Snapshot& snap, const RenderOptions& options, expo::Write
           .Value(1);
   }
 
+  // The per-cycle peaks' maxima over collect.peak_window (collect/peak_window.h).
+  for (size_t k = 0; k < kPeakWindowCount; ++k) {
+    bool header = false;
+    for (const GpuSnapshot& gpu : snap.gpus) {
+      const double v = gpu.peak_window[k];
+      if (IsAbsent(v)) continue;
+      if (!header) BeginFamily(w, DynamicFamily(kPeakWindows[k].second));
+      header = true;
+      w->Sample().Escaped(gpu.identity.label_text).Value(v);
+    }
+  }
+
   bool any_xid = false;
   for (const GpuSnapshot& gpu : snap.gpus) any_xid |= !gpu.xid_counts.empty();
   if (any_xid) {

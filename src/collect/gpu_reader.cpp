@@ -15,6 +15,8 @@ GpuReader::GpuReader(size_t position, nvml::Device device, unsigned nvml_index,
                      const CollectorOptions& options, CallGuard* guard)
     : position_(position), device_(device), options_(options), guard_(guard) {
   snap_.values.fill(kAbsent);
+  for (PeakWindow& w : peak_windows_)
+    w = PeakWindow(options_.peak_window_s, options_.fast_interval_s);
   GpuIdentity& id = snap_.identity;
   id.index = nvml_index;
   id.name = device_.Name().value_or("");
@@ -41,6 +43,8 @@ void GpuReader::MarkLost() {
   snap_.lost = true;
   snap_.last_error_code = NVML_ERROR_GPU_IS_LOST;
   snap_.values.fill(kAbsent);
+  snap_.peak_window.fill(kAbsent);
+  for (PeakWindow& w : peak_windows_) w.Clear();
   Set(Slot::kUp, 0);
   snap_.processes.clear();
   mig_.clear();  // frees the instances' GPM samples
@@ -130,6 +134,14 @@ void GpuReader::FastCycle(double now_s) {
 
   if (snap_.lost) return;  // MarkLost already cleared every value
   Set(Slot::kUp, any_success_ ? 1 : 0);
+  UpdatePeakWindows(now_s);
+}
+
+// Each per-cycle peak into its trailing window (collect/peak_window.h). A cycle whose peak is
+// absent shows no window value either, so the two families come and go together.
+void GpuReader::UpdatePeakWindows(double now_s) {
+  for (size_t k = 0; k < kPeakWindowCount; ++k)
+    snap_.peak_window[k] = peak_windows_[k].Add(now_s, snap_.value(kPeakWindows[k].first));
 }
 
 void GpuReader::ReadSamplePeaks() {

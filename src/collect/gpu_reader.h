@@ -14,6 +14,7 @@
 
 #include "base/stopwatch.h"
 #include "collect/collector.h"
+#include "collect/peak_window.h"
 #include "collect/snapshot.h"
 #include "nvml/device.h"
 #include "nvml/gpm.h"
@@ -71,6 +72,7 @@ class GpuReader {
   void Clear(Slot slot) { Set(slot, kAbsent); }
   void MarkLost();
   void ReadSamplePeaks();
+  void UpdatePeakWindows(double now_s);
   void ReadProcesses();
 
   // gpu_reader_datacenter.cpp: T.Limit margins, GPM, MIG and NVLink.
@@ -97,6 +99,7 @@ class GpuReader {
   double last_fast_s_ = -1;
   std::array<double, 9> event_seconds_{};
   double memory_used_peak_ = kAbsent;
+  std::array<PeakWindow, kPeakWindowCount> peak_windows_;  // in kPeakWindows order
   unsigned long long util_since_us_ = 0, mem_util_since_us_ = 0, power_since_us_ = 0;
   unsigned long long process_util_since_us_ = 0;
   std::vector<nvmlSample_t> sample_scratch_;

@@ -188,6 +188,9 @@ struct GpuSnapshot {
   std::vector<std::pair<unsigned, uint64_t>> xid_counts;  // (xid, count), sorted by xid
   std::vector<ProcessSample> processes;                   // filled on the slow interval
   std::array<bool, kCallCount> hung{};                    // the watchdog quarantined this call
+  // The per-cycle peaks' maxima over collect.peak_window, in kPeakWindows order (/metrics only;
+  // collect/peak_window.h); kAbsent where the per-cycle peak is absent or the window is off.
+  std::array<double, kPeakWindowCount> peak_window{kAbsent, kAbsent, kAbsent, kAbsent};
   // GPM signals of the whole GPU are catalogue slots (Slot::kSmActive …); these say whether GPM
   // runs here at all (nvmlGpmQueryDeviceSupport), so "absent" can be told from "not yet".
   bool gpm_supported = false;

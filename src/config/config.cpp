@@ -316,6 +316,10 @@ const std::map<std::string, Setter>& Setters() {
        Duration(
            "collect.memory_peak_interval",
            [](Config* c) -> double& { return c->collect.memory_peak_interval_s; }, true)},
+      {"collect.peak_window",
+       Duration(
+           "collect.peak_window", [](Config* c) -> double& { return c->collect.peak_window_s; },
+           true)},
       {"query.timeout",
        Duration(
            "query.timeout", [](Config* c) -> double& { return c->query.timeout_s; }, false)},
@@ -646,6 +650,10 @@ Status Validate(const Config& c) {
                  ") must not be shorter than collect.interval (" +
                  FormatDuration(o.fast_interval_s) + ")"};
   if (o.memory_peak_interval_s < 0) return Error{"collect.memory_peak_interval must be >= 0"};
+  if (o.peak_window_s < 0) return Error{"collect.peak_window must be >= 0"};
+  if (o.peak_window_s > 3600)
+    return Error{"collect.peak_window (" + FormatDuration(o.peak_window_s) +
+                 ") must be at most 1h: longer than any scrape interval"};
   if (!(o.call_timeout_s > 0)) return Error{"nvml.call_timeout must be positive"};
   if (c.storage.path.empty()) return Error{"storage.path must not be empty"};
   if (c.storage.rollup_retention_s < c.storage.retention_s)

@@ -82,6 +82,7 @@ std::string EffectiveYaml(const Config& c) {
   Duration(out, "interval", c.collect.fast_interval_s);
   Duration(out, "slow_interval", c.collect.slow_interval_s);
   Duration(out, "memory_peak_interval", c.collect.memory_peak_interval_s);
+  Duration(out, "peak_window", c.collect.peak_window_s);
   out << YAML::Key << "per_process_metrics" << YAML::Value << c.collect.per_process_metrics;
   out << YAML::Key << "gpm" << YAML::Value << c.collect.gpm;
   out << YAML::Key << "nvlink_link_metrics" << YAML::Value << c.collect.nvlink_link_metrics;

@@ -39,6 +39,8 @@ inline Snapshot FullSnapshot(unsigned gpus = 2) {
     g.identity.label_text = "gpu=\"" + std::to_string(i) + "\",uuid=\"" + g.identity.uuid + "\"";
     for (size_t k = 0; k < kSlotCount; ++k) g.values[k] = static_cast<double>(k) + 0.5;
     g.values[static_cast<size_t>(Slot::kUp)] = 1;
+    for (size_t k = 0; k < kPeakWindowCount; ++k)
+      g.peak_window[k] = g.value(kPeakWindows[k].first) + 1;  // the window's max: above the cycle's
     g.xid_counts = {{48, 2}, {79, 1}};
     g.processes = {{1234, 1.5e9, 0.4}, {5678, 2.5e9, 0.1}};
     g.hung[static_cast<size_t>(Call::kPower)] = true;

@@ -177,6 +177,25 @@ TEST(Recorder, PerLinkCountersOnlyWhenAskedFor) {
   EXPECT_EQ(appender.Select({{"__name__", "gpu_nvlink_errors_total"}}).size(), 10u);
 }
 
+// The trailing-window peaks are for scrapers (docs/metrics.md "Peaks over a window"): the store
+// keeps every cycle's peak and leaves the window families out.
+TEST(Recorder, KeepsThePerCyclePeaksAndNotTheirWindows) {
+  Snapshot snap = FullSnapshot(2);
+  MemoryAppender appender;
+  Logger log(LogLevel::kError);
+  Recorder recorder(&appender, &log);
+  recorder.RecordNow(snap);
+  for (const auto& [slot, window] : kPeakWindows) {
+    const Family& per_cycle =
+        kFamilies[static_cast<size_t>(kSlots[static_cast<size_t>(slot)].family)];
+    EXPECT_EQ(appender.Select({{"__name__", std::string(per_cycle.name).c_str()}}).size(), 2u)
+        << per_cycle.name;
+    EXPECT_TRUE(
+        appender.Select({{"__name__", std::string(DynamicFamily(window).name).c_str()}}).empty())
+        << DynamicFamily(window).name;
+  }
+}
+
 TEST(Recorder, ThreadTakesOfferedSnapshotsWithoutBlockingThePublisher) {
   gw::testing::SimCollector sim("demo", {});
   ASSERT_TRUE(sim.ok());
