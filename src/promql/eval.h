@@ -147,7 +147,16 @@ class Evaluator {
     bool active = false;  // false: the querier keeps no rollups; the call is evaluated from raw
     int64_t w0 = 0;       // the rollup windows inside the span: [w0, w0 + nw * 5m)
     size_t nw = 0;
+    // Per window from w0 (nw and the one after them): every series has a usable rollup there.
+    std::vector<uint8_t> covered;
     std::vector<RollupSeries> series;
+    // Whether a step whose reference time `ref` starts a window reads the sample exactly at ref
+    // (its window's first raw sample) from the rollups rather than raw.
+    bool AtFromRollups(int64_t ref) const {
+      if (ref < w0 || tsdb::RollupWindowStart(ref) != ref) return false;
+      const auto w = static_cast<size_t>((ref - w0) / tsdb::kRollupWindowMs);
+      return w < covered.size() && covered[w];
+    }
   };
   // rollup_reads.cpp. A plain instant selector evaluated at exactly the query's steps, all of whose
   // reference times are rollup window starts: each step's value is read from the rollups of the
@@ -209,6 +218,9 @@ inline int64_t CeilWindow(int64_t t) {
   const int64_t f = tsdb::RollupWindowStart(t);
   return f == t ? t : f + tsdb::kRollupWindowMs;
 }
+// The sample exactly at window start `t` as the rollup of t's window among `rollups` (ascending,
+// usable) records it: false when there is none or it is a stale marker.
+bool SampleAtWindowStart(const std::vector<tsdb::Rollup>& rollups, int64_t t, tsdb::Sample* out);
 // Prometheus 2.42's extrapolatedRate after its sum: `result` is last - first with the counter
 // corrections already added in sample order, over `n` >= 2 samples from `first` to `last`.
 double ExtrapolateRate(double result, Point first, Point last, size_t n, int64_t range_start,

@@ -116,6 +116,13 @@ const tsdb::Rollup* RollupAt(const std::vector<tsdb::Rollup>& rollups, int64_t t
 
 }  // namespace
 
+bool SampleAtWindowStart(const std::vector<tsdb::Rollup>& rollups, int64_t t, tsdb::Sample* out) {
+  const tsdb::Rollup* r = RollupAt(rollups, t);
+  if (r == nullptr || r->first_raw_t_ms != t || r->first_t_ms != t) return false;
+  *out = tsdb::Sample{t, r->first};
+  return true;
+}
+
 void Evaluator::BuildSequenceTable(const Call& call, const RollupPlan& plan, StepTable* table) {
   const std::string_view name = call.func->name;
   const bool extrapolated = name == "rate" || name == "increase" || name == "delta";
@@ -191,8 +198,13 @@ void Evaluator::BuildSequenceTable(const Call& call, const RollupPlan& plan, Ste
         c.count += inner;
       }
       edge.Clear();
-      ForEachSampleIn(s.raw, std::max(b, mint), ref + 1,
-                      [&edge](const tsdb::Sample& x) { edge.Add(x); });
+      tsdb::Sample at;
+      if (b == ref && plan.AtFromRollups(ref)) {
+        if (SampleAtWindowStart(s.rollups, ref, &at)) edge.Add(at);
+      } else {
+        ForEachSampleIn(s.raw, std::max(b, mint), ref + 1,
+                        [&edge](const tsdb::Sample& x) { edge.Add(x); });
+      }
       c.Append(edge);
       double v = 0;
       if (extrapolated) {
@@ -306,8 +318,9 @@ void Evaluator::PlanSelector(const VectorSelector& vs, SelectorPlan* plan) {
       // A series without rollups here had no sample here (the Querier contract).
       const tsdb::Rollup* at = RollupAt(s.rollups, ref);
       if (at != nullptr && at->first_raw_t_ms == ref) {
-        if (at->first_t_ms != ref) continue;  // a stale marker (no NaN in a usable rollup)
-        table.values[cell] = at->first;
+        tsdb::Sample x;  // else a stale marker (no NaN in a usable rollup)
+        if (!SampleAtWindowStart(s.rollups, ref, &x)) continue;
+        table.values[cell] = x.v;
         table.times[cell] = ref;
         table.present[cell] = 1;
         continue;

@@ -384,7 +384,10 @@ void Evaluator::PlanRollups(const Call& call) {
   std::vector<tsdb::SeriesRollups> rolls;
   bool supported = false;
   CheckDeadline();
-  Status st = querier_.SelectRollups(vs.matchers, span_lo, span_hi, &rolls, &supported);
+  // One window past the span: a step whose reference time starts a window holds the sample
+  // exactly there, the first raw sample of that window.
+  const int64_t w_ext = FloorWindow(span_hi) + tsdb::kRollupWindowMs;
+  Status st = querier_.SelectRollups(vs.matchers, span_lo, w_ext - 1, &rolls, &supported);
   if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
   if (!supported) {
     for (const auto& arg : call.args) Walk(*arg, start_ms_, end_ms_);
@@ -397,15 +400,18 @@ void Evaluator::PlanRollups(const Call& call) {
   const size_t nw = w_end > w0 ? static_cast<size_t>((w_end - w0) / tsdb::kRollupWindowMs) : 0;
   plan.w0 = w0;
   plan.nw = nw;
-  std::vector<uint32_t> usable(nw, 0);
+  const size_t n_ext = w_ext > w0 ? static_cast<size_t>((w_ext - w0) / tsdb::kRollupWindowMs) : 0;
+  std::vector<uint32_t> usable(n_ext, 0);
   size_t held = 0;
   for (const tsdb::SeriesRollups& s : rolls) {
     held += s.rollups.size();
     for (const tsdb::Rollup& r : s.rollups) {
-      if (r.t_ms < w0 || r.t_ms >= w_end || !RollupUsable(r)) continue;
+      if (r.t_ms < w0 || r.t_ms >= w_ext || !RollupUsable(r)) continue;
       ++usable[static_cast<size_t>((r.t_ms - w0) / tsdb::kRollupWindowMs)];
     }
   }
+  plan.covered.resize(n_ext);
+  for (size_t w = 0; w < n_ext; ++w) plan.covered[w] = !rolls.empty() && usable[w] == rolls.size();
   // Raw intervals [lo, hi] (inclusive): each step's edges and the unusable windows.
   std::vector<std::pair<int64_t, int64_t>> iv;
   for (size_t k = 0; k < n; ++k) {
@@ -417,10 +423,10 @@ void Evaluator::PlanRollups(const Call& call) {
       continue;
     }
     if (mint < a) iv.emplace_back(mint, a - 1);
-    if (b <= ref) iv.emplace_back(b, ref);
+    if (b <= ref && !plan.AtFromRollups(ref)) iv.emplace_back(b, ref);
   }
   for (size_t w = 0; w < nw; ++w) {
-    if (usable[w] == rolls.size() && !rolls.empty()) continue;
+    if (plan.covered[w]) continue;
     const int64_t t = w0 + static_cast<int64_t>(w) * tsdb::kRollupWindowMs;
     iv.emplace_back(t, t + tsdb::kRollupWindowMs - 1);
   }
@@ -516,7 +522,12 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
       f.AddCounts(inner);
       if (max_head < max_q.size())
         f.Extremes(folds[min_q[min_head]].min, folds[max_q[max_head]].max);
-      raw(&f, std::max(b, mint), ref + 1);
+      tsdb::Sample at;
+      if (b == ref && plan.AtFromRollups(ref)) {
+        if (SampleAtWindowStart(s.rollups, ref, &at)) f.Add(at.v);
+      } else {
+        raw(&f, std::max(b, mint), ref + 1);
+      }
       if (f.count == 0) continue;
       table->values[row * n + k] = f.Result(name);
       table->present[row * n + k] = 1;
