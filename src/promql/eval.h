@@ -169,6 +169,12 @@ class Evaluator {
   void PlanSelector(const VectorSelector& vs, SelectorPlan* plan);
   // rate, increase, delta, last_over_time and present_over_time over a RollupPlan.
   void BuildSequenceTable(const Call& call, const RollupPlan& plan, StepTable* table);
+  // Per series in label order: the rollups of `rolls` and the raw samples of the inclusive
+  // intervals `reads` of `vs` (one SelectRuns each); `held` counts against max_samples.
+  std::vector<RollupSeries> GatherSeries(const VectorSelector& vs,
+                                         std::vector<tsdb::SeriesRollups>* rolls,
+                                         const std::vector<std::pair<int64_t, int64_t>>& reads,
+                                         size_t held);
   bool TableEligible(const Call& call) const;
   // During Walk: a call evaluated at exactly the query's steps that may read rollups.
   bool WantsRollups(const Call& call) const;

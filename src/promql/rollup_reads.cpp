@@ -26,7 +26,6 @@
 // samples as before (a step's lookback then ends inside a window, which no rollup can split).
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string_view>
 
 #include "promql/eval.h"
@@ -278,31 +277,17 @@ void Evaluator::PlanSelector(const VectorSelector& vs, SelectorPlan* plan) {
       iv.emplace_back(ref - lookback, ref);
     }
   }
-  std::map<tsdb::Labels, RollupSeries> by_labels;
-  for (tsdb::SeriesRollups& s : rolls) by_labels[s.labels].rollups = std::move(s.rollups);
-  std::vector<tsdb::SeriesRuns> runs;
-  for (const auto& [lo, hi] : MergeIntervals(std::move(iv), kMaxSelectorReads)) {
-    CheckDeadline();
-    runs.clear();
-    st = querier_.SelectRuns(vs.matchers, lo, hi, &runs);
-    if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
-    for (const tsdb::SeriesRuns& s : runs) {
-      RollupSeries& rs = by_labels[s.labels];
-      rs.raw.insert(rs.raw.end(), s.runs.begin(), s.runs.end());
-      rs.owners.insert(rs.owners.end(), s.owners.begin(), s.owners.end());
-      held += s.size();
-    }
-    CheckHeld(held);
-  }
+  const std::vector<RollupSeries> series =
+      GatherSeries(vs, &rolls, MergeIntervals(std::move(iv), kMaxSelectorReads), held);
   StepTable& table = plan->table;
   table.steps = n;
-  const size_t cells = by_labels.size() * n;
+  const size_t cells = series.size() * n;
   table.values.resize(cells);
   table.present.resize(cells);
   table.times.resize(cells);
   size_t row = 0;
-  for (auto& [labels, s] : by_labels) {
-    table.labels.push_back(labels);
+  for (const RollupSeries& s : series) {
+    table.labels.push_back(s.labels);
     for (size_t k = 0; k < n; ++k) {
       Tick();
       const int64_t ref = RefTime(vs.mods, StepTime(k));

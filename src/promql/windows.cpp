@@ -432,16 +432,19 @@ void Evaluator::PlanRollups(const Call& call) {
   }
   const std::vector<std::pair<int64_t, int64_t>> merged =
       MergeIntervals(std::move(iv), kMaxRawSelects);
+  plan.series = GatherSeries(vs, &rolls, merged, held);
+}
+
+std::vector<Evaluator::RollupSeries> Evaluator::GatherSeries(
+    const VectorSelector& vs, std::vector<tsdb::SeriesRollups>* rolls,
+    const std::vector<std::pair<int64_t, int64_t>>& reads, size_t held) {
   std::map<tsdb::Labels, RollupSeries> by_labels;
-  for (tsdb::SeriesRollups& s : rolls) {
-    RollupSeries& rs = by_labels[s.labels];
-    rs.rollups = std::move(s.rollups);
-  }
+  for (tsdb::SeriesRollups& s : *rolls) by_labels[s.labels].rollups = std::move(s.rollups);
   std::vector<tsdb::SeriesRuns> runs;
-  for (const auto& [lo, hi] : merged) {
+  for (const auto& [lo, hi] : reads) {
     CheckDeadline();
     runs.clear();
-    st = querier_.SelectRuns(vs.matchers, lo, hi, &runs);
+    Status st = querier_.SelectRuns(vs.matchers, lo, hi, &runs);
     if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
     for (const tsdb::SeriesRuns& s : runs) {
       RollupSeries& rs = by_labels[s.labels];
@@ -451,11 +454,13 @@ void Evaluator::PlanRollups(const Call& call) {
     }
     CheckHeld(held);
   }
-  plan.series.reserve(by_labels.size());
+  std::vector<RollupSeries> out;
+  out.reserve(by_labels.size());
   for (auto& [labels, rs] : by_labels) {
     rs.labels = labels;
-    plan.series.push_back(std::move(rs));
+    out.push_back(std::move(rs));
   }
+  return out;
 }
 
 // Per series: a Fold per rollup window of the span (from its rollup where usable, else from its
