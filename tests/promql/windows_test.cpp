@@ -221,63 +221,80 @@ TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
   EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
 }
 
+EngineOptions RawOnly() {
+  EngineOptions o;
+  o.sliding_windows = o.rollups = false;
+  return o;
+}
+
+// Random data (Fill, 8 h) behind a counting querier, and the default and the raw-only engine.
+struct RandomData {
+  RandomData(uint64_t seed, double special) : rng(seed), counting(&q), raw(RawOnly()) {
+    Fill(rng, &q, 8 * 3600 * 1000, 5000, special);
+  }
+  std::mt19937_64 rng;
+  tsdb::MemoryQuerier q;
+  CountingQuerier counting;
+  const Engine engine, raw;
+};
+
 // Random queries over rollups and over raw samples; adds the raw samples instant queries read
 // both ways.
 void CompareRollups(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read) {
-  std::mt19937_64 rng(seed);
-  tsdb::MemoryQuerier q;
-  Fill(rng, &q, 8 * 3600 * 1000, 5000, special);
-  CountingQuerier counting(&q);
-  const Engine engine;
-  EngineOptions raw_opts;
-  raw_opts.sliding_windows = false;
-  raw_opts.rollups = false;
-  const Engine raw(raw_opts);
+  RandomData d(seed, special);
   const std::vector<std::string>& funcs = kRollupFunctions;
   const std::vector<std::string> ranges = {"1h", "2h", "3h17s", "90m", "6h"};
   const std::vector<std::string> mods = {"", "", " offset 7m", " @ end()", " offset -1h"};
   const std::vector<int64_t> steps = {60000, 300000, 437000, 3600000, 7200000};
   for (int i = 0; i < 250; ++i) {
-    const std::string f = Pick(rng, funcs);
-    std::string expr = f + "(" + Pick(rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
-                       Pick(rng, ranges) + "]" + Pick(rng, mods) + ")";
+    const std::string f = Pick(d.rng, funcs);
+    std::string expr = f + "(" + Pick(d.rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
+                       Pick(d.rng, ranges) + "]" + Pick(d.rng, mods) + ")";
     if (i % 5 == 0) expr = "max(" + expr + ")";
     const bool instant = i % 3 == 0;
-    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 8 * 3600 * 1000)(rng);
-    const int64_t step_ms = steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(rng)];
+    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 8 * 3600 * 1000)(d.rng);
+    const int64_t step_ms =
+        steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(d.rng)];
     const int64_t end = std::min(start + 100 * step_ms, kT0 + 9 * 3600 * 1000);
     const std::string what = expr + (instant ? " instant" : " range") +
                              " start=" + std::to_string(start) + " step=" + std::to_string(step_ms);
-    q.EnableRollups(true);
-    counting.raw_samples = 0;
-    QueryResult a = instant ? engine.Instant(counting, expr, start)
-                            : engine.Range(counting, expr, start, end, step_ms);
-    if (instant) *rollup_read += counting.raw_samples;
-    q.EnableRollups(false);
-    counting.raw_samples = 0;
-    QueryResult b = instant ? raw.Instant(counting, expr, start)
-                            : raw.Range(counting, expr, start, end, step_ms);
-    if (instant) *raw_read += counting.raw_samples;
+    d.q.EnableRollups(true);
+    d.counting.raw_samples = 0;
+    QueryResult a = instant ? d.engine.Instant(d.counting, expr, start)
+                            : d.engine.Range(d.counting, expr, start, end, step_ms);
+    if (instant) *rollup_read += d.counting.raw_samples;
+    d.q.EnableRollups(false);
+    d.counting.raw_samples = 0;
+    QueryResult b = instant ? d.raw.Instant(d.counting, expr, start)
+                            : d.raw.Range(d.counting, expr, start, end, step_ms);
+    if (instant) *raw_read += d.counting.raw_samples;
     ExpectSame(a, b, RollupExact(f), what);
     if (::testing::Test::HasFatalFailure()) return;
     // With rollups off the default engine reads raw samples and agrees as well.
-    QueryResult c = instant ? engine.Instant(counting, expr, start)
-                            : engine.Range(counting, expr, start, end, step_ms);
+    QueryResult c = instant ? d.engine.Instant(d.counting, expr, start)
+                            : d.engine.Range(d.counting, expr, start, end, step_ms);
     ExpectSame(c, b, RollupExact(f), what + " (rollups unsupported)");
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(Rollups, AgreeWithRawEvaluationOnRandomData) {
-  // Many NaN, infinities and stale markers: most windows are read raw.
+using CompareFn = void (*)(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read);
+
+// `compare` on data with many NaN, infinities and stale markers (most windows are read raw),
+// then with rare ones: there the rollups must stand in for most raw samples.
+void ManyThenRare(CompareFn compare, uint64_t many_seed, uint64_t rare_seed) {
   size_t rollup_read = 0, raw_read = 0;
-  CompareRollups(42, 0.025, &rollup_read, &raw_read);
-  if (HasFatalFailure()) return;
-  // Rare ones: the rollups stand in for most raw samples (range queries read the edges of every
-  // step, which with steps of a few windows is most of the span again).
+  compare(many_seed, 0.025, &rollup_read, &raw_read);
+  if (::testing::Test::HasFatalFailure()) return;
   rollup_read = raw_read = 0;
-  CompareRollups(7, 0.0004, &rollup_read, &raw_read);
+  compare(rare_seed, 0.0004, &rollup_read, &raw_read);
   EXPECT_LT(rollup_read * 4, raw_read) << rollup_read << " vs " << raw_read;
+}
+
+// (Instant queries only: range queries read the edges of every step, which with steps of a few
+// windows is most of the span again.)
+TEST(Rollups, AgreeWithRawEvaluationOnRandomData) {
+  ManyThenRare(CompareRollups, 42, 7);
 }
 
 TEST(Rollups, LongWindowReadsOnlyTheEdgesRaw) {
@@ -337,51 +354,39 @@ TEST(Rollups, CounterFunctionsOverLongWindowsReadTheEdgesRaw) {
 // Plain selectors in range queries whose steps fall on rollup window starts read the rollups
 // (rollup_reads.cpp); on any steps they give what raw evaluation gives, point for point.
 void CompareSelectors(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read) {
-  std::mt19937_64 rng(seed);
-  tsdb::MemoryQuerier q;
-  Fill(rng, &q, 8 * 3600 * 1000, 5000, special);
-  CountingQuerier counting(&q);
-  const Engine engine;
-  EngineOptions raw_opts;
-  raw_opts.sliding_windows = raw_opts.rollups = false;
-  const Engine raw(raw_opts);
+  RandomData d(seed, special);
   const std::vector<std::string> exprs = {
       "x",           "c",           "x{reason!=\"a\"}", "max(x)",           "timestamp(c)",
       "x offset 5m", "x offset 7m", "c @ end()",        "x - on(reason) c", "sum by (reason) (x)"};
   const std::vector<int64_t> steps = {300000, 600000, 900000, 3600000, 420000};
   for (int i = 0; i < 200; ++i) {
-    const std::string expr = Pick(rng, exprs);
-    const int64_t step_ms = steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(rng)];
-    int64_t start = kAligned + 300000 * std::uniform_int_distribution<int64_t>(-2, 60)(rng);
+    const std::string expr = Pick(d.rng, exprs);
+    const int64_t step_ms =
+        steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(d.rng)];
+    int64_t start = kAligned + 300000 * std::uniform_int_distribution<int64_t>(-2, 60)(d.rng);
     const bool aligned = i % 3 != 0;
-    if (!aligned) start += std::uniform_int_distribution<int64_t>(1, 299999)(rng);
-    const int64_t n = std::uniform_int_distribution<int64_t>(12, 100)(rng);
+    if (!aligned) start += std::uniform_int_distribution<int64_t>(1, 299999)(d.rng);
+    const int64_t n = std::uniform_int_distribution<int64_t>(12, 100)(d.rng);
     const int64_t end =
         std::min(start + std::max<int64_t>(n * step_ms, 3600000), kT0 + 9 * 3600000);
     const std::string what = expr + " start=" + std::to_string(start) +
                              " step=" + std::to_string(step_ms) + " end=" + std::to_string(end);
-    q.EnableRollups(true);
-    counting.raw_samples = 0;
-    QueryResult a = engine.Range(counting, expr, start, end, step_ms);
-    if (aligned && step_ms % 300000 == 0) *rollup_read += counting.raw_samples;
-    q.EnableRollups(false);
-    counting.raw_samples = 0;
-    QueryResult b = raw.Range(counting, expr, start, end, step_ms);
-    if (aligned && step_ms % 300000 == 0) *raw_read += counting.raw_samples;
+    d.q.EnableRollups(true);
+    d.counting.raw_samples = 0;
+    QueryResult a = d.engine.Range(d.counting, expr, start, end, step_ms);
+    if (aligned && step_ms % 300000 == 0) *rollup_read += d.counting.raw_samples;
+    d.q.EnableRollups(false);
+    d.counting.raw_samples = 0;
+    QueryResult b = d.raw.Range(d.counting, expr, start, end, step_ms);
+    if (aligned && step_ms % 300000 == 0) *raw_read += d.counting.raw_samples;
     ExpectSame(a, b, true, what);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
+// (Aligned steps only: the others read raw throughout.)
 TEST(Rollups, SelectorsOnWindowStartsAgreeWithRawEvaluation) {
-  // Many NaN and stale markers: most steps read their lookback raw.
-  size_t rollup_read = 0, raw_read = 0;
-  CompareSelectors(3, 0.025, &rollup_read, &raw_read);
-  if (HasFatalFailure()) return;
-  // Rare ones: most aligned steps come from the rollups.
-  rollup_read = raw_read = 0;
-  CompareSelectors(11, 0.0004, &rollup_read, &raw_read);
-  EXPECT_LT(rollup_read * 4, raw_read) << rollup_read << " vs " << raw_read;
+  ManyThenRare(CompareSelectors, 3, 11);
 }
 
 // Samples every 15 s from a window start, so every step of a 5-minute grid has a sample exactly
