@@ -127,6 +127,12 @@ constexpr Query kQueries[] = {
     // A dashboard's 5 h panel (the cold-read case): one 6 h block per series.
     {true, "max_over_time(gpu_temperature_celsius[10m])", 60000, 5 * 3600000},
     {true, "avg_over_time(gpu_power_watts[5m])", 60000, 5 * 3600000},
+    // The console's and Grafana's 7-day chart of a plain metric (10-minute steps on window
+    // starts: the selector's rollup path), and counters over long windows.
+    {true, "gpu_temperature_celsius", 600000},
+    {true, "increase(gpu_energy_joules_total[1d])", 3600000},
+    {false, "rate(gpu_energy_joules_total[7d])", 0},
+    {true, "last_over_time(gpu_power_watts[1h])", 600000},
 };
 
 // Runs `q` 1 + `repeat` times on a store opened afresh (the first run is cold: its block cache

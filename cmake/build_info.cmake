@@ -3,7 +3,9 @@
 #   cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... -DCOMPILER=... -P build_info.cmake
 #
 # Asks git for the commit, branch and the commit's date (or reads them from .build-info in an
-# exported tree; "unknown" outside a checkout or without git) and rewrites OUTPUT only when its text changes, so an unchanged checkout rebuilds nothing.
+# exported tree; "unknown" outside a checkout or without git), marks the revision "-dirty" when
+# tracked files differ from that commit, and rewrites OUTPUT only when its text changes, so an
+# unchanged checkout rebuilds nothing.
 # The date is the commit's, never the clock's: identical sources give an identical object.
 
 set(revision "unknown")
@@ -38,6 +40,15 @@ elseif(GIT_PROGRAM)
                     ERROR_QUIET)
     if(rc EQUAL 0 AND out)
       set(date "${out}")
+    endif()
+    # Tracked files changed since that commit: the binary is not what the commit holds, so the
+    # revision says so ("<hash>-dirty", as `git describe --dirty` marks it). Untracked files are
+    # not counted (a stray file is not part of the build unless a tracked CMakeLists names it).
+    execute_process(COMMAND ${GIT_PROGRAM} -C ${SOURCE_DIR} status --porcelain --untracked-files=no
+                    OUTPUT_VARIABLE out RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE
+                    ERROR_QUIET)
+    if(rc EQUAL 0 AND out)
+      set(revision "${revision}-dirty")
     endif()
   endif()
 endif()

@@ -17,8 +17,10 @@
 namespace gw {
 
 struct BuildInfo {
-  std::string_view version;     // the project's version ("0.1.0")
-  std::string_view revision;    // the full commit hash, "unknown" outside a checkout
+  std::string_view version;  // the project's version ("0.1.0")
+  // the full commit hash, "<hash>-dirty" when tracked files had uncommitted changes at build
+  // time, "unknown" outside a checkout
+  std::string_view revision;
   std::string_view branch;      // "main", "HEAD" when detached, "unknown" outside a checkout
   std::string_view build_user;  // "user@host" of the build
   std::string_view build_date;  // the commit's date, as Prometheus writes it: 20260604-00:58:54

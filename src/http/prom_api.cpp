@@ -106,6 +106,15 @@ bool TimeParam(const Request& req, Response& res, const char* name, int64_t fall
   return false;
 }
 
+// A match[] value must be a plain series selector (`up{job="x"}`), as in Prometheus.
+Expected<std::vector<tsdb::Matcher>> ParseSeriesSelector(const std::string& text) {
+  auto expr = promql::Parse(text);
+  if (!expr.ok()) return Error{expr.error().message};
+  if ((*expr)->kind != promql::ExprKind::kVectorSelector)
+    return Error{"1:1: parse error: expected a series selector, got " + text};
+  return static_cast<promql::VectorSelector&>(**expr).matchers;
+}
+
 }  // namespace api_internal
 
 namespace {
@@ -168,15 +177,6 @@ bool TimeoutParam(const Request& req, Response& res, promql::EngineOptions* engi
   }
   engine->timeout_s = std::min(engine->timeout_s, static_cast<double>(ms) / 1000.0);
   return true;
-}
-
-// A match[] value must be a plain series selector (`up{job="x"}`), as in Prometheus.
-Expected<std::vector<tsdb::Matcher>> ParseSeriesSelector(const std::string& text) {
-  auto expr = promql::Parse(text);
-  if (!expr.ok()) return Error{expr.error().message};
-  if ((*expr)->kind != promql::ExprKind::kVectorSelector)
-    return Error{"1:1: parse error: expected a series selector, got " + text};
-  return static_cast<promql::VectorSelector&>(**expr).matchers;
 }
 
 // match[] parameters parsed into matcher sets; false (reply written) on a bad selector.

@@ -8,6 +8,7 @@
 //   GET|POST /api/v1/metadata           limit, limit_per_metric, metric
 //   GET|POST /api/v1/query_exemplars    query, start, end (no exemplars are kept: [] when valid)
 //   GET      /api/v1/targets            state=active|dropped|any
+//   GET      /api/v1/targets/metadata   match_target, metric, limit
 //   GET|POST /api/v1/format_query       query
 //   GET      /api/v1/status/tsdb        head stats and the top-10 cardinality lists
 //   GET      /api/v1/status/runtimeinfo, /api/v1/status/flags, /api/v1/status/config,
@@ -59,6 +60,13 @@ struct MetricMetadata {
 std::vector<MetricMetadata> MetadataFromExposition(std::string_view text,
                                                    std::string_view openmetrics);
 
+// One metric's metadata as a scrape target's last page gave it (/api/v1/targets/metadata):
+// `target` is the target's labels (TargetInfo::labels).
+struct TargetMetadata {
+  tsdb::Labels target;
+  MetricMetadata metadata;
+};
+
 // /api/v1/status/runtimeinfo.
 struct RuntimeInfo {
   int64_t start_time_ms = 0;
@@ -78,6 +86,8 @@ struct PromApiOptions {
   // Each called per request, on an HTTP worker; empty: nothing (no targets, no metadata).
   std::function<std::vector<TargetInfo>()> targets;
   std::function<std::vector<MetricMetadata>()> metadata;
+  // Per target in /api/v1/targets' order, its metrics' metadata (a target's entries together).
+  std::function<std::vector<TargetMetadata>()> target_metadata;
   std::function<RuntimeInfo()> runtime;
   // /api/v1/status/tsdb reads the store's series index here (must outlive the server); none:
   // empty statistics.

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
 #include "http/prom_api.h"
 #include "http/server.h"
 #include "tsdb/storage.h"
@@ -29,6 +30,10 @@ void Succeed(Response& res, std::string data_json);
 void Fail(Response& res, const std::string& error_type, const std::string& message);
 // Reads a time parameter; `fallback` when absent. False (with the reply written) if malformed.
 bool TimeParam(const Request& req, Response& res, const char* name, int64_t fallback, int64_t* out);
+
+// A plain series selector (`up{job="x"}`), as match[] and match_target take it, or the parse
+// error in Prometheus' words.
+Expected<std::vector<tsdb::Matcher>> ParseSeriesSelector(const std::string& text);
 
 // Registers metadata, exemplars, targets, format_query and the status pages
 // (prom_api_status.cpp).

@@ -132,6 +132,16 @@ bool ParseInt(const std::string& text, long long* out) {
   return r.ec == std::errc() && r.ptr == text.data() + text.size();
 }
 
+// "type":…,"help":…,"unit":… of one metric's metadata (no braces).
+void AppendMetadataFields(std::string* out, const MetricMetadata& m) {
+  *out += "\"type\":";
+  AppendJsonString(out, m.type);
+  *out += ",\"help\":";
+  AppendJsonString(out, m.help);
+  *out += ",\"unit\":";
+  AppendJsonString(out, m.unit);
+}
+
 void AppendTop(std::string* out, const TsdbStatus::Top& top) {
   *out += '[';
   for (size_t i = 0; i < top.size(); ++i) {
@@ -251,12 +261,8 @@ void RegisterStatusRoutes(Server* server, std::shared_ptr<const PromApiOptions> 
       for (size_t k = i; k < j; ++k) {
         if (per_metric >= 0 && static_cast<long long>(k - i) >= per_metric) break;
         if (k > i) out += ',';
-        out += "{\"type\":";
-        AppendJsonString(&out, all[k].type);
-        out += ",\"help\":";
-        AppendJsonString(&out, all[k].help);
-        out += ",\"unit\":";
-        AppendJsonString(&out, all[k].unit);
+        out += '{';
+        AppendMetadataFields(&out, all[k]);
         out += '}';
       }
       out += ']';
@@ -307,6 +313,57 @@ void RegisterStatusRoutes(Server* server, std::shared_ptr<const PromApiOptions> 
       AppendTarget(&out, list[i]);
     }
     out += "],\"droppedTargets\":[]}";  // the agent drops no target (no relabelling)
+    Succeed(res, std::move(out));
+  };
+
+  // Prometheus 2.42 walks the targets in order and stops before the next target once `limit`
+  // entries are listed (so a target's list is never cut); `metric` leaves the name out.
+  Handler target_metadata = [options](const Request& req, Response& res) {
+    long long limit = -1;
+    if (const std::string text = req.param("limit"); !text.empty() && !ParseInt(text, &limit)) {
+      Fail(res, "bad_data", "limit must be a number");
+      return;
+    }
+    const std::string match = req.param("match_target");
+    std::vector<tsdb::Matcher> matchers;
+    if (!match.empty()) {
+      auto parsed = ParseSeriesSelector(match);
+      if (!parsed.ok()) {
+        Fail(res, "bad_data", "invalid parameter \"match_target\": " + parsed.error().message);
+        return;
+      }
+      matchers = std::move(*parsed);
+    }
+    const std::string metric = req.param("metric");
+    std::vector<TargetMetadata> all;
+    if (options->target_metadata) all = options->target_metadata();
+    std::string out = "[";
+    long long listed = 0;
+    for (size_t i = 0; i < all.size();) {
+      size_t j = i;
+      while (j < all.size() && all[j].target == all[i].target) ++j;
+      if (limit >= 0 && listed >= limit) break;
+      const tsdb::Labels& target = all[i].target;
+      const bool selected = std::all_of(matchers.begin(), matchers.end(), [&](const auto& m) {
+        return m.Matches(tsdb::LabelValue(target, m.name()));
+      });
+      for (size_t k = i; selected && k < j; ++k) {
+        const MetricMetadata& m = all[k].metadata;
+        if (!metric.empty() && m.metric != metric) continue;
+        if (listed++) out += ',';
+        out += "{\"target\":";
+        AppendLabels(&out, target);
+        if (metric.empty()) {
+          out += ",\"metric\":";
+          AppendJsonString(&out, m.metric);
+        }
+        out += ',';
+        AppendMetadataFields(&out, m);
+        out += '}';
+      }
+      i = j;
+    }
+    out += ']';
     Succeed(res, std::move(out));
   };
 
@@ -398,6 +455,7 @@ void RegisterStatusRoutes(Server* server, std::shared_ptr<const PromApiOptions> 
   server->Get("/api/v1/query_exemplars", exemplars);
   server->Post("/api/v1/query_exemplars", exemplars);
   server->Get("/api/v1/targets", targets);
+  server->Get("/api/v1/targets/metadata", target_metadata);
   server->Get("/api/v1/format_query", format_query);
   server->Post("/api/v1/format_query", format_query);
   server->Get("/api/v1/status/tsdb", tsdb_status);

@@ -131,6 +131,11 @@ void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
   switch (e.kind) {
     case ExprKind::kVectorSelector: {
       const auto& vs = static_cast<const VectorSelector&>(e);
+      // Evaluated at exactly the query's steps, on rollup window starts: PlanSelector reads it.
+      if (lo == start_ms_ && hi == end_ms_ && WantsSelectorRollups(vs)) {
+        selector_plans_.try_emplace(&vs);
+        return;
+      }
       Need(vs, RefTime(vs.mods, lo) - options_.lookback_delta_ms, RefTime(vs.mods, hi));
       return;
     }
@@ -178,6 +183,7 @@ void Evaluator::Walk(const Expr& e, int64_t lo, int64_t hi) {
 void Evaluator::Prepare(const Expr& root) {
   Walk(root, start_ms_, end_ms_);
   for (auto& [call, plan] : rollup_plans_) PlanRollups(*call);
+  for (auto& [vs, plan] : selector_plans_) PlanSelector(*vs, &plan);
   for (auto& [vs, f] : data_) {
     CheckDeadline();
     Status s = querier_.SelectRuns(vs->matchers, f.mint, f.maxt, &f.series);
@@ -220,6 +226,13 @@ void Evaluator::Seek(const std::vector<tsdb::SeriesRuns>& series, int64_t t, boo
 }
 
 Vector Evaluator::EvalSelectorAt(const VectorSelector& vs, int64_t t_ms) {
+  if (auto plan = selector_plans_.find(&vs); plan != selector_plans_.end() && plan->second.active) {
+    if (t_ms < start_ms_ || t_ms > end_ms_ || (t_ms - start_ms_) % step_ms_ != 0)
+      throw EvalError{QueryError::Kind::kInternal, "selector plan evaluated off the query's steps"};
+    Vector out = plan->second.table.At(static_cast<size_t>((t_ms - start_ms_) / step_ms_));
+    AddSamples(out.size());
+    return out;
+  }
   Fetched& f = data_.at(&vs);
   int64_t ref = RefTime(vs.mods, t_ms);
   Seek(f.series, ref, /*strict=*/true, &f.at);

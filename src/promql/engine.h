@@ -94,10 +94,13 @@ struct EngineOptions {
   // deques for the *_over_time aggregates, moving window bounds for the others. False: step by
   // step (tests compare the two).
   bool sliding_windows = true;
-  // min/max/sum/count/avg_over_time over a plain range selector of at least
-  // rollup_min_range_ms read the querier's 5-minute rollups (tsdb/rollup.h) for the complete
-  // windows inside each step's window where they stand exactly for the raw samples, and raw
-  // samples for the rest. The answer equals the raw evaluation (sums to float rounding).
+  // min/max/sum/count/avg/last/present_over_time, rate, increase and delta over a plain range
+  // selector of at least rollup_min_range_ms read the querier's 5-minute rollups
+  // (tsdb/rollup.h) for the complete windows inside each step's window where they stand exactly
+  // for the raw samples, and raw samples for the rest; so do plain instant selectors in range
+  // queries of at least rollup_min_range_ms whose steps all fall on 5-minute window starts (the
+  // value at or before each step within the lookback). The answer equals the raw evaluation
+  // (sums, and rate/increase across several resets in one window, to float rounding).
   bool rollups = true;
   int64_t rollup_min_range_ms = 60 * 60 * 1000;
 };

@@ -8,6 +8,7 @@
 #ifndef GPUWARDEN_PROMQL_EVAL_H_
 #define GPUWARDEN_PROMQL_EVAL_H_
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "promql/engine.h"
@@ -50,6 +52,7 @@ struct StepTable {
   std::vector<tsdb::Labels> labels;  // per series, as the function outputs them
   std::vector<double> values;        // [series * steps + step]
   std::vector<uint8_t> present;      // same index: 1 where the series has a value
+  std::vector<int64_t> times;        // same index, plain selectors only: the sample's time
   Vector At(size_t step) const;
 };
 
@@ -144,8 +147,34 @@ class Evaluator {
     bool active = false;  // false: the querier keeps no rollups; the call is evaluated from raw
     int64_t w0 = 0;       // the rollup windows inside the span: [w0, w0 + nw * 5m)
     size_t nw = 0;
+    // Per window from w0 (nw and the one after them): every series has a usable rollup there.
+    std::vector<uint8_t> covered;
     std::vector<RollupSeries> series;
+    // Whether a step whose reference time `ref` starts a window reads the sample exactly at ref
+    // (its window's first raw sample) from the rollups rather than raw.
+    bool AtFromRollups(int64_t ref) const {
+      if (ref < w0 || tsdb::RollupWindowStart(ref) != ref) return false;
+      const auto w = static_cast<size_t>((ref - w0) / tsdb::kRollupWindowMs);
+      return w < covered.size() && covered[w];
+    }
   };
+  // rollup_reads.cpp. A plain instant selector evaluated at exactly the query's steps, all of whose
+  // reference times are rollup window starts: each step's value is read from the rollups of the
+  // windows its lookback covers, or from raw samples where they do not stand for them exactly.
+  struct SelectorPlan {
+    bool active = false;  // false: read raw (data_) as any selector
+    StepTable table;
+  };
+  bool WantsSelectorRollups(const VectorSelector& vs) const;
+  void PlanSelector(const VectorSelector& vs, SelectorPlan* plan);
+  // rate, increase, delta, last_over_time and present_over_time over a RollupPlan.
+  void BuildSequenceTable(const Call& call, const RollupPlan& plan, StepTable* table);
+  // Per series in label order: the rollups of `rolls` and the raw samples of the inclusive
+  // intervals `reads` of `vs` (one SelectRuns each); `held` counts against max_samples.
+  std::vector<RollupSeries> GatherSeries(const VectorSelector& vs,
+                                         std::vector<tsdb::SeriesRollups>* rolls,
+                                         const std::vector<std::pair<int64_t, int64_t>>& reads,
+                                         size_t held);
   bool TableEligible(const Call& call) const;
   // During Walk: a call evaluated at exactly the query's steps that may read rollups.
   bool WantsRollups(const Call& call) const;
@@ -167,6 +196,7 @@ class Evaluator {
   std::map<const VectorSelector*, Fetched> data_;
   std::map<const Call*, RollupPlan> rollup_plans_;
   std::map<const Call*, StepTable> tables_;
+  std::map<const VectorSelector*, SelectorPlan> selector_plans_;
   std::vector<Point> points_buffer_;  // ForEachRangeSeries' reused buffer
 };
 
@@ -186,6 +216,39 @@ double Quantile(double q, std::vector<double> values);
 bool RangeFunctionValue(std::string_view name, std::span<const Point> p, int64_t range_start,
                         int64_t range_end, int64_t range_ms, int64_t t_ms, double scalar,
                         double* out);
+// A rollup that stands exactly for its raw samples: written with every field (exact), no NaN
+// sample, finite extremes (windows.cpp, rollup_reads.cpp).
+bool RollupUsable(const tsdb::Rollup& r);
+// The first rollup window start at or after t.
+inline int64_t CeilWindow(int64_t t) {
+  const int64_t f = tsdb::RollupWindowStart(t);
+  return f == t ? t : f + tsdb::kRollupWindowMs;
+}
+// The sample exactly at window start `t` as the rollup of t's window among `rollups` (ascending,
+// usable) records it: false when there is none or it is a stale marker.
+bool SampleAtWindowStart(const std::vector<tsdb::Rollup>& rollups, int64_t t, tsdb::Sample* out);
+// Prometheus 2.42's extrapolatedRate after its sum: `result` is last - first with the counter
+// corrections already added in sample order, over `n` >= 2 samples from `first` to `last`.
+double ExtrapolateRate(double result, Point first, Point last, size_t n, int64_t range_start,
+                       int64_t range_end, int64_t range_ms, bool counter, bool rate);
+// Calls fn(sample) for every sample that is not a stale marker with t in [lo, hi), in time order,
+// of time-ordered runs.
+template <class Fn>
+void ForEachSampleIn(std::span<const std::span<const tsdb::Sample>> runs, int64_t lo, int64_t hi,
+                     Fn&& fn) {
+  auto run = std::partition_point(runs.begin(), runs.end(),
+                                  [lo](const auto& r) { return r.back().t_ms < lo; });
+  for (; run != runs.end() && run->front().t_ms < hi; ++run) {
+    auto it = std::partition_point(run->begin(), run->end(),
+                                   [lo](const tsdb::Sample& x) { return x.t_ms < lo; });
+    for (; it != run->end() && it->t_ms < hi; ++it)
+      if (!tsdb::IsStaleNaN(it->v)) fn(*it);
+  }
+}
+// Merges the inclusive intervals `iv` (sorted in place) into at most `max_reads` disjoint ones,
+// closing the smallest gaps first.
+std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<int64_t, int64_t>> iv,
+                                                        size_t max_reads);
 // Neumaier-compensated addition, as Prometheus' kahanSumInc.
 inline void KahanAdd(double inc, double* sum, double* c) {
   double t = *sum + inc;

@@ -24,22 +24,8 @@ bool ExtrapolatedRate(std::span<const Point> p, int64_t range_start, int64_t ran
       prev = p[i].v;
     }
   }
-  double to_start = static_cast<double>(p.front().t_ms - range_start) / 1000;
-  double to_end = static_cast<double>(range_end - p.back().t_ms) / 1000;
-  double sampled = static_cast<double>(p.back().t_ms - p.front().t_ms) / 1000;
-  double avg = sampled / static_cast<double>(p.size() - 1);
-  if (counter && result > 0 && p.front().v >= 0) {
-    // A counter cannot be negative: do not extrapolate below its zero point.
-    double to_zero = sampled * (p.front().v / result);
-    if (to_zero < to_start) to_start = to_zero;
-  }
-  double threshold = avg * 1.1;
-  double interval = sampled;
-  interval += to_start < threshold ? to_start : avg / 2;
-  interval += to_end < threshold ? to_end : avg / 2;
-  double factor = interval / sampled;
-  if (rate) factor /= static_cast<double>(range_ms) / 1000;
-  *out = result * factor;
+  *out = ExtrapolateRate(result, p.front(), p.back(), p.size(), range_start, range_end, range_ms,
+                         counter, rate);
   return true;
 }
 
@@ -179,6 +165,26 @@ tsdb::Labels AbsentLabels(const Expr& arg) {
 }
 
 }  // namespace
+
+double ExtrapolateRate(double result, Point first, Point last, size_t n, int64_t range_start,
+                       int64_t range_end, int64_t range_ms, bool counter, bool rate) {
+  double to_start = static_cast<double>(first.t_ms - range_start) / 1000;
+  double to_end = static_cast<double>(range_end - last.t_ms) / 1000;
+  double sampled = static_cast<double>(last.t_ms - first.t_ms) / 1000;
+  double avg = sampled / static_cast<double>(n - 1);
+  if (counter && result > 0 && first.v >= 0) {
+    // A counter cannot be negative: do not extrapolate below its zero point.
+    double to_zero = sampled * (first.v / result);
+    if (to_zero < to_start) to_start = to_zero;
+  }
+  double threshold = avg * 1.1;
+  double interval = sampled;
+  interval += to_start < threshold ? to_start : avg / 2;
+  interval += to_end < threshold ? to_end : avg / 2;
+  double factor = interval / sampled;
+  if (rate) factor /= static_cast<double>(range_ms) / 1000;
+  return result * factor;
+}
 
 tsdb::Labels LabelsForAbsent(const Expr& arg) {
   return AbsentLabels(arg);

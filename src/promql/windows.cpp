@@ -20,7 +20,8 @@
 //   or need order statistics or a numerically stable variance (Welford), which running sums
 //   of squares are not; the saving is the window search and the copy.
 //
-// Rollups. A long window (EngineOptions::rollup_min_range_ms) is split into the complete
+// Rollups. (rate, increase, delta, last/present_over_time and plain selectors: rollup_reads.cpp.)
+// A long window (EngineOptions::rollup_min_range_ms) is split into the complete
 // 5-minute rollup windows inside it and the edges; a rollup is used where it stands exactly for
 // its raw samples (exact, no NaN, finite min/max), raw samples everywhere else. Prepare fetches
 // raw samples only for the edges and for windows without such a rollup (PlanRollups), at most
@@ -78,17 +79,19 @@ bool IsTableFunction(std::string_view n) {
          n == "present_over_time";
 }
 
-bool IsRollupFunction(std::string_view n) {
+bool IsFoldFunction(std::string_view n) {
   return n == "avg_over_time" || n == "min_over_time" || n == "max_over_time" ||
          n == "sum_over_time" || n == "count_over_time";
 }
 
+// The functions a RollupPlan can answer: the folds here, the sequences in rollup_reads.cpp.
+bool IsRollupFunction(std::string_view n) {
+  return IsFoldFunction(n) || n == "rate" || n == "increase" || n == "delta" ||
+         n == "last_over_time" || n == "present_over_time";
+}
+
 int64_t FloorWindow(int64_t t) {
   return tsdb::RollupWindowStart(t);
-}
-int64_t CeilWindow(int64_t t) {
-  const int64_t f = tsdb::RollupWindowStart(t);
-  return f == t ? t : f + tsdb::kRollupWindowMs;
 }
 
 // The aggregate of min/max/sum/count/avg_over_time over a window folded from raw samples and
@@ -177,18 +180,52 @@ struct Fold {
   }
 };
 
+}  // namespace
+
 bool RollupUsable(const tsdb::Rollup& r) {
   return r.exact && r.nan_count == 0 &&
          (r.count == 0 || (std::isfinite(r.min) && std::isfinite(r.max)));
 }
 
-}  // namespace
+std::vector<std::pair<int64_t, int64_t>> MergeIntervals(std::vector<std::pair<int64_t, int64_t>> iv,
+                                                        size_t max_reads) {
+  std::sort(iv.begin(), iv.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& x : iv) {
+    if (!merged.empty() && x.first <= merged.back().second + 1) {
+      merged.back().second = std::max(merged.back().second, x.second);
+    } else {
+      merged.push_back(x);
+    }
+  }
+  // Few reads: close the smallest gaps until at most max_reads intervals remain.
+  if (merged.size() > max_reads) {
+    // gap i lies between merged[i] and merged[i + 1]; the widest max_reads - 1 stay open.
+    std::vector<size_t> order(merged.size() - 1);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto gap = [&](size_t i) { return merged[i + 1].first - merged[i].second; };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return gap(x) > gap(y); });
+    std::vector<uint8_t> open(order.size(), 0);
+    for (size_t i = 0; i < max_reads - 1; ++i) open[order[i]] = 1;
+    std::vector<std::pair<int64_t, int64_t>> fewer{merged[0]};
+    for (size_t i = 1; i < merged.size(); ++i) {
+      if (open[i - 1]) {
+        fewer.push_back(merged[i]);
+      } else {
+        fewer.back().second = merged[i].second;
+      }
+    }
+    merged = std::move(fewer);
+  }
+  return merged;
+}
 
 Vector StepTable::At(size_t step) const {
   Vector out;
   for (size_t i = 0; i < labels.size(); ++i) {
     const size_t k = i * steps + step;
-    if (present[k]) out.push_back(Element{labels[i], values[k], 0});
+    if (present[k]) out.push_back(Element{labels[i], values[k], times.empty() ? 0 : times[k]});
   }
   return out;
 }
@@ -347,7 +384,10 @@ void Evaluator::PlanRollups(const Call& call) {
   std::vector<tsdb::SeriesRollups> rolls;
   bool supported = false;
   CheckDeadline();
-  Status st = querier_.SelectRollups(vs.matchers, span_lo, span_hi, &rolls, &supported);
+  // One window past the span: a step whose reference time starts a window holds the sample
+  // exactly there, the first raw sample of that window.
+  const int64_t w_ext = FloorWindow(span_hi) + tsdb::kRollupWindowMs;
+  Status st = querier_.SelectRollups(vs.matchers, span_lo, w_ext - 1, &rolls, &supported);
   if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
   if (!supported) {
     for (const auto& arg : call.args) Walk(*arg, start_ms_, end_ms_);
@@ -360,15 +400,18 @@ void Evaluator::PlanRollups(const Call& call) {
   const size_t nw = w_end > w0 ? static_cast<size_t>((w_end - w0) / tsdb::kRollupWindowMs) : 0;
   plan.w0 = w0;
   plan.nw = nw;
-  std::vector<uint32_t> usable(nw, 0);
+  const size_t n_ext = w_ext > w0 ? static_cast<size_t>((w_ext - w0) / tsdb::kRollupWindowMs) : 0;
+  std::vector<uint32_t> usable(n_ext, 0);
   size_t held = 0;
   for (const tsdb::SeriesRollups& s : rolls) {
     held += s.rollups.size();
     for (const tsdb::Rollup& r : s.rollups) {
-      if (r.t_ms < w0 || r.t_ms >= w_end || !RollupUsable(r)) continue;
+      if (r.t_ms < w0 || r.t_ms >= w_ext || !RollupUsable(r)) continue;
       ++usable[static_cast<size_t>((r.t_ms - w0) / tsdb::kRollupWindowMs)];
     }
   }
+  plan.covered.resize(n_ext);
+  for (size_t w = 0; w < n_ext; ++w) plan.covered[w] = !rolls.empty() && usable[w] == rolls.size();
   // Raw intervals [lo, hi] (inclusive): each step's edges and the unusable windows.
   std::vector<std::pair<int64_t, int64_t>> iv;
   for (size_t k = 0; k < n; ++k) {
@@ -380,52 +423,28 @@ void Evaluator::PlanRollups(const Call& call) {
       continue;
     }
     if (mint < a) iv.emplace_back(mint, a - 1);
-    if (b <= ref) iv.emplace_back(b, ref);
+    if (b <= ref && !plan.AtFromRollups(ref)) iv.emplace_back(b, ref);
   }
   for (size_t w = 0; w < nw; ++w) {
-    if (usable[w] == rolls.size() && !rolls.empty()) continue;
+    if (plan.covered[w]) continue;
     const int64_t t = w0 + static_cast<int64_t>(w) * tsdb::kRollupWindowMs;
     iv.emplace_back(t, t + tsdb::kRollupWindowMs - 1);
   }
-  std::sort(iv.begin(), iv.end());
-  std::vector<std::pair<int64_t, int64_t>> merged;
-  for (const auto& x : iv) {
-    if (!merged.empty() && x.first <= merged.back().second + 1) {
-      merged.back().second = std::max(merged.back().second, x.second);
-    } else {
-      merged.push_back(x);
-    }
-  }
-  // Few reads: close the smallest gaps until at most kMaxRawSelects intervals remain.
-  if (merged.size() > kMaxRawSelects) {
-    // gap i lies between merged[i] and merged[i + 1]; the widest kMaxRawSelects - 1 stay open.
-    std::vector<size_t> order(merged.size() - 1);
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto gap = [&](size_t i) { return merged[i + 1].first - merged[i].second; };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return gap(x) > gap(y); });
-    std::vector<uint8_t> open(order.size(), 0);
-    for (size_t i = 0; i < kMaxRawSelects - 1; ++i) open[order[i]] = 1;
-    std::vector<std::pair<int64_t, int64_t>> fewer{merged[0]};
-    for (size_t i = 1; i < merged.size(); ++i) {
-      if (open[i - 1]) {
-        fewer.push_back(merged[i]);
-      } else {
-        fewer.back().second = merged[i].second;
-      }
-    }
-    merged = std::move(fewer);
-  }
+  const std::vector<std::pair<int64_t, int64_t>> merged =
+      MergeIntervals(std::move(iv), kMaxRawSelects);
+  plan.series = GatherSeries(vs, &rolls, merged, held);
+}
+
+std::vector<Evaluator::RollupSeries> Evaluator::GatherSeries(
+    const VectorSelector& vs, std::vector<tsdb::SeriesRollups>* rolls,
+    const std::vector<std::pair<int64_t, int64_t>>& reads, size_t held) {
   std::map<tsdb::Labels, RollupSeries> by_labels;
-  for (tsdb::SeriesRollups& s : rolls) {
-    RollupSeries& rs = by_labels[s.labels];
-    rs.rollups = std::move(s.rollups);
-  }
+  for (tsdb::SeriesRollups& s : *rolls) by_labels[s.labels].rollups = std::move(s.rollups);
   std::vector<tsdb::SeriesRuns> runs;
-  for (const auto& [lo, hi] : merged) {
+  for (const auto& [lo, hi] : reads) {
     CheckDeadline();
     runs.clear();
-    st = querier_.SelectRuns(vs.matchers, lo, hi, &runs);
+    Status st = querier_.SelectRuns(vs.matchers, lo, hi, &runs);
     if (!st.ok()) throw EvalError{QueryError::Kind::kInternal, st.message()};
     for (const tsdb::SeriesRuns& s : runs) {
       RollupSeries& rs = by_labels[s.labels];
@@ -435,11 +454,13 @@ void Evaluator::PlanRollups(const Call& call) {
     }
     CheckHeld(held);
   }
-  plan.series.reserve(by_labels.size());
+  std::vector<RollupSeries> out;
+  out.reserve(by_labels.size());
   for (auto& [labels, rs] : by_labels) {
     rs.labels = labels;
-    plan.series.push_back(std::move(rs));
+    out.push_back(std::move(rs));
   }
+  return out;
 }
 
 // Per series: a Fold per rollup window of the span (from its rollup where usable, else from its
@@ -448,6 +469,7 @@ void Evaluator::PlanRollups(const Call& call) {
 // and maxima), and the raw tail edge. O(windows + steps + edge samples) per series.
 void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table) {
   const std::string_view name = call.func->name;
+  if (!IsFoldFunction(name)) return BuildSequenceTable(call, plan, table);
   const MatrixSelector& ms = *PlainMatrixArg(call);
   const size_t n = table->steps;
   const int64_t win = tsdb::kRollupWindowMs;
@@ -461,14 +483,7 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
     table->present.resize((row + 1) * n);
     // Folds the raw samples in [lo, hi) (stale markers are not part of a range).
     auto raw = [&s](Fold* f, int64_t lo, int64_t hi) {
-      auto run = std::partition_point(s.raw.begin(), s.raw.end(),
-                                      [lo](const auto& r) { return r.back().t_ms < lo; });
-      for (; run != s.raw.end() && run->front().t_ms < hi; ++run) {
-        auto it = std::partition_point(run->begin(), run->end(),
-                                       [lo](const tsdb::Sample& x) { return x.t_ms < lo; });
-        for (; it != run->end() && it->t_ms < hi; ++it)
-          if (!tsdb::IsStaleNaN(it->v)) f->Add(it->v);
-      }
+      ForEachSampleIn(s.raw, lo, hi, [f](const tsdb::Sample& x) { f->Add(x.v); });
     };
     auto r = s.rollups.begin();
     for (size_t w = 0; w < plan.nw; ++w) {
@@ -512,7 +527,12 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
       f.AddCounts(inner);
       if (max_head < max_q.size())
         f.Extremes(folds[min_q[min_head]].min, folds[max_q[max_head]].max);
-      raw(&f, std::max(b, mint), ref + 1);
+      tsdb::Sample at;
+      if (b == ref && plan.AtFromRollups(ref)) {
+        if (SampleAtWindowStart(s.rollups, ref, &at)) f.Add(at.v);
+      } else {
+        raw(&f, std::max(b, mint), ref + 1);
+      }
       if (f.count == 0) continue;
       table->values[row * n + k] = f.Result(name);
       table->present[row * n + k] = 1;

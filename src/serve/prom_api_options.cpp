@@ -49,6 +49,12 @@ std::vector<std::pair<std::string, std::string>> ServeFlags(const config::Config
   };
 }
 
+// The labels the agent adds to a scrape target's series: what /api/v1/targets and
+// /api/v1/targets/metadata name the target by.
+tsdb::Labels TargetLabels(const scrape::TargetConfig& t) {
+  return {{"target", t.name}};
+}
+
 std::vector<http::TargetInfo> ScrapeTargets(const std::vector<scrape::TargetConfig>& targets,
                                             const scrape::Scraper& scraper) {
   const std::vector<scrape::TargetHealth> health = scraper.Health();
@@ -59,7 +65,7 @@ std::vector<http::TargetInfo> ScrapeTargets(const std::vector<scrape::TargetConf
     http::TargetInfo info;
     info.pool = t.name;
     info.url = t.url;
-    info.labels = {{"target", t.name}};  // the label the agent adds to the target's series
+    info.labels = TargetLabels(t);
     info.health = !h.scraped ? "unknown" : h.up ? "up" : "down";
     info.last_error = h.last_error;
     info.last_scrape_ms = h.last_scrape_ms;
@@ -74,10 +80,22 @@ std::vector<http::TargetInfo> ScrapeTargets(const std::vector<scrape::TargetConf
 void SetStatusOptions(const config::Config& config, const scrape::Scraper* scraper,
                       std::function<std::string(bool openmetrics)> page, const tsdb::DB* db,
                       http::PromApiOptions* api) {
-  if (scraper != nullptr)
+  if (scraper != nullptr) {
     api->targets = [targets = config.scrape.targets, scraper] {
       return ScrapeTargets(targets, *scraper);
     };
+    // Each target's metrics as its last page described them (read as Prometheus reads a page).
+    api->target_metadata = [targets = config.scrape.targets, scraper] {
+      std::vector<http::TargetMetadata> out;
+      const std::vector<std::string> pages = scraper->Descriptors();
+      for (size_t i = 0; i < targets.size() && i < pages.size(); ++i) {
+        const tsdb::Labels labels = TargetLabels(targets[i]);
+        for (http::MetricMetadata& m : http::MetadataFromExposition(pages[i], pages[i]))
+          out.push_back(http::TargetMetadata{labels, std::move(m)});
+      }
+      return out;
+    };
+  }
   // This agent's own families, then what each scrape target's last page said of its own (read as
   // Prometheus reads a scraped page: names and units as that page writes them).
   api->metadata = [page = std::move(page), scraper] {

@@ -10,6 +10,7 @@
 
 #include "base/build_info.h"
 #include "http/prom_api.h"
+#include "support/process.h"
 #include "test_util.h"
 
 namespace gw::http {
@@ -234,6 +235,48 @@ TEST_F(StatusApiTest, TargetsListsTheScrapeTargetsAsPrometheusDoes) {
   EXPECT_EQ(Data("/api/v1/targets?state=bogus"), dropped);
 }
 
+// Answers as a Prometheus 2.42 server scraping itself answered (docs/prometheus-notes.md): a flat
+// list of {target, metric, type, help, unit}; `metric` leaves the name out; `limit` stops before
+// the next target once that many are listed; match_target selects targets by their labels.
+TEST_F(StatusApiTest, TargetMetadataListsEachTargetsMetrics) {
+  options_.target_metadata = [] {
+    const tsdb::Labels a{{"target", "trainer"}}, b{{"target", "vllm"}};
+    return std::vector<TargetMetadata>{{a, {"loss", "gauge", "Loss.", ""}},
+                                       {a, {"steps_total", "counter", "Steps.", ""}},
+                                       {b, {"tokens_total", "counter", "Tokens.", "tokens"}}};
+  };
+  Start();
+  EXPECT_EQ(Data("/api/v1/targets/metadata"), json::parse(R"([
+      {"target":{"target":"trainer"},"metric":"loss","type":"gauge","help":"Loss.","unit":""},
+      {"target":{"target":"trainer"},"metric":"steps_total","type":"counter","help":"Steps.",
+       "unit":""},
+      {"target":{"target":"vllm"},"metric":"tokens_total","type":"counter","help":"Tokens.",
+       "unit":"tokens"}])"));
+  EXPECT_EQ(Data("/api/v1/targets/metadata?metric=tokens_total"), json::parse(R"([
+      {"target":{"target":"vllm"},"type":"counter","help":"Tokens.","unit":"tokens"}])"));
+  EXPECT_TRUE(Data("/api/v1/targets/metadata?metric=nope").empty());
+  EXPECT_EQ(Data("/api/v1/targets/metadata?limit=1").size(), 2u);  // the whole first target
+  EXPECT_TRUE(Data("/api/v1/targets/metadata?limit=0").empty());
+  EXPECT_EQ(Data("/api/v1/targets/metadata?limit=-1").size(), 3u);
+  const json vllm = Data("/api/v1/targets/metadata?match_target=%7Btarget%3D%22vllm%22%7D");
+  ASSERT_EQ(vllm.size(), 1u);
+  EXPECT_EQ(vllm[0]["metric"], "tokens_total");
+  EXPECT_EQ(Data("/api/v1/targets/metadata?match_target=%7Btarget%3D~%22.%2B%22%7D").size(), 3u);
+  // A metric name in match_target is matched against the target's labels, as 2.42 does: none.
+  EXPECT_TRUE(Data("/api/v1/targets/metadata?match_target=loss").empty());
+  EXPECT_EQ(Error("/api/v1/targets/metadata?limit=x"), "limit must be a number");
+  EXPECT_EQ(Error("/api/v1/targets/metadata?match_target=foo%7B"),
+            "invalid parameter \"match_target\": 1:5: parse error: unexpected end of input "
+            "inside braces");
+}
+
+TEST_F(StatusApiTest, TargetMetadataWithoutTargetsIsAnEmptyList) {
+  Start();
+  const json data = Data("/api/v1/targets/metadata");
+  EXPECT_TRUE(data.is_array());
+  EXPECT_TRUE(data.empty());
+}
+
 TEST_F(StatusApiTest, FormatQueryPrintsTheExpressionAsPrometheusDoes) {
   Start();
   EXPECT_EQ(Data("/api/v1/format_query?query=sum(rate(x%5B5m%5D))by(a)"),
@@ -364,14 +407,55 @@ TEST(BuildInfoTest, NamesACommitOrSaysUnknown) {
   EXPECT_FALSE(b.version.empty());
   const std::string revision(b.revision);
   if (revision != "unknown") {
-    EXPECT_EQ(revision.size(), 40u) << revision;
-    EXPECT_EQ(revision.find_first_not_of("0123456789abcdef"), std::string::npos) << revision;
+    // A build from a tree with uncommitted changes says so (cmake/build_info.cmake).
+    const std::string hash = revision.substr(0, 40);
+    EXPECT_TRUE(revision.size() == 40 || revision.substr(40) == "-dirty") << revision;
+    EXPECT_EQ(hash.find_first_not_of("0123456789abcdef"), std::string::npos) << revision;
     // 20260604-00:58:54
     ASSERT_EQ(b.build_date.size(), 17u) << b.build_date;
     EXPECT_EQ(b.build_date[8], '-');
   } else {
     EXPECT_EQ(b.build_date, "unknown");
   }
+}
+
+// cmake/build_info.cmake on a scratch repository: a clean checkout gives the bare hash, changed
+// tracked files add "-dirty", an untracked file does not.
+TEST(BuildInfoTest, ScriptMarksUncommittedChangesDirty) {
+  gw::testing::TempDir dir;
+  const std::string repo = dir / "repo";
+  std::string out;
+  auto run = [&](std::vector<std::string> argv) {
+    ASSERT_EQ(gw::testing::RunCommand(std::move(argv), &out, 60), 0) << out;
+  };
+  run({"git", "init", "-q", repo});
+  gw::testing::WriteFile(repo + "/a.txt", "one\n");
+  run({"git", "-C", repo, "add", "a.txt"});
+  run({"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q",
+       "-m", "first"});
+  const std::string output = dir / "build_info.cpp";
+  auto revision = [&]() -> std::string {
+    out.clear();
+    EXPECT_EQ(gw::testing::RunCommand(
+                  {"cmake", "-DSOURCE_DIR=" + repo, "-DOUTPUT=" + output, "-DVERSION=1.2.3",
+                   "-DCOMPILER=test", "-P", std::string(GW_SOURCE_DIR) + "/cmake/build_info.cmake"},
+                  &out, 60),
+              0)
+        << out;
+    const std::string text = gw::testing::ReadFile(output);
+    const size_t at = text.find(".revision = \"");
+    if (at == std::string::npos) return "no revision in " + text;
+    const size_t begin = at + 13;
+    return text.substr(begin, text.find('"', begin) - begin);
+  };
+  const std::string clean = revision();
+  ASSERT_EQ(clean.size(), 40u) << clean;
+  gw::testing::WriteFile(repo + "/untracked.txt", "x\n");
+  EXPECT_EQ(revision(), clean);
+  gw::testing::WriteFile(repo + "/a.txt", "two\n");
+  EXPECT_EQ(revision(), clean + "-dirty");
+  run({"git", "-C", repo, "checkout", "-q", "--", "a.txt"});
+  EXPECT_EQ(revision(), clean);
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ class CountingQuerier : public tsdb::Querier {
   tsdb::MemoryQuerier* q_;
 };
 
-constexpr int64_t kT0 = 1'700'000'000'000;  // a multiple of 5 minutes
+constexpr int64_t kT0 = 1'700'000'000'000;   // 200 s past a 5-minute window start
+constexpr int64_t kAligned = kT0 - 200'000;  // a rollup window start
 
 // Random series x{reason=...} (gauges) and c{reason=...} (counters with resets) over `span_ms`,
 // with jittered intervals, gaps, NaN, infinities and stale markers.
@@ -123,6 +124,17 @@ void ExpectSame(const QueryResult& a, const QueryResult& b, bool exact, const st
 bool ExactFunction(const std::string& f) {
   return f != "sum_over_time" && f != "avg_over_time";
 }
+
+// Over rollups, rate and increase add a window's counter corrections pre-summed (two resets in
+// one window round differently from Prometheus' sample-by-sample sum).
+bool RollupExact(const std::string& f) {
+  return ExactFunction(f) && f != "rate" && f != "increase";
+}
+
+// The functions read from rollups over long windows (windows.cpp, rollup_reads.cpp).
+const std::vector<std::string> kRollupFunctions = {
+    "avg_over_time", "min_over_time", "max_over_time", "sum_over_time",  "count_over_time",
+    "rate",          "increase",      "delta",         "last_over_time", "present_over_time"};
 
 std::string Pick(std::mt19937_64& rng, const std::vector<std::string>& v) {
   return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
@@ -209,64 +221,80 @@ TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
   EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
 }
 
+EngineOptions RawOnly() {
+  EngineOptions o;
+  o.sliding_windows = o.rollups = false;
+  return o;
+}
+
+// Random data (Fill, 8 h) behind a counting querier, and the default and the raw-only engine.
+struct RandomData {
+  RandomData(uint64_t seed, double special) : rng(seed), counting(&q), raw(RawOnly()) {
+    Fill(rng, &q, 8 * 3600 * 1000, 5000, special);
+  }
+  std::mt19937_64 rng;
+  tsdb::MemoryQuerier q;
+  CountingQuerier counting;
+  const Engine engine, raw;
+};
+
 // Random queries over rollups and over raw samples; adds the raw samples instant queries read
 // both ways.
 void CompareRollups(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read) {
-  std::mt19937_64 rng(seed);
-  tsdb::MemoryQuerier q;
-  Fill(rng, &q, 8 * 3600 * 1000, 5000, special);
-  CountingQuerier counting(&q);
-  const Engine engine;
-  EngineOptions raw_opts;
-  raw_opts.sliding_windows = false;
-  raw_opts.rollups = false;
-  const Engine raw(raw_opts);
-  const std::vector<std::string> funcs = {"avg_over_time", "min_over_time", "max_over_time",
-                                          "sum_over_time", "count_over_time"};
+  RandomData d(seed, special);
+  const std::vector<std::string>& funcs = kRollupFunctions;
   const std::vector<std::string> ranges = {"1h", "2h", "3h17s", "90m", "6h"};
   const std::vector<std::string> mods = {"", "", " offset 7m", " @ end()", " offset -1h"};
   const std::vector<int64_t> steps = {60000, 300000, 437000, 3600000, 7200000};
-  for (int i = 0; i < 150; ++i) {
-    const std::string f = Pick(rng, funcs);
-    std::string expr = f + "(" + Pick(rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
-                       Pick(rng, ranges) + "]" + Pick(rng, mods) + ")";
+  for (int i = 0; i < 250; ++i) {
+    const std::string f = Pick(d.rng, funcs);
+    std::string expr = f + "(" + Pick(d.rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
+                       Pick(d.rng, ranges) + "]" + Pick(d.rng, mods) + ")";
     if (i % 5 == 0) expr = "max(" + expr + ")";
     const bool instant = i % 3 == 0;
-    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 8 * 3600 * 1000)(rng);
-    const int64_t step_ms = steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(rng)];
+    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 8 * 3600 * 1000)(d.rng);
+    const int64_t step_ms =
+        steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(d.rng)];
     const int64_t end = std::min(start + 100 * step_ms, kT0 + 9 * 3600 * 1000);
     const std::string what = expr + (instant ? " instant" : " range") +
                              " start=" + std::to_string(start) + " step=" + std::to_string(step_ms);
-    q.EnableRollups(true);
-    counting.raw_samples = 0;
-    QueryResult a = instant ? engine.Instant(counting, expr, start)
-                            : engine.Range(counting, expr, start, end, step_ms);
-    if (instant) *rollup_read += counting.raw_samples;
-    q.EnableRollups(false);
-    counting.raw_samples = 0;
-    QueryResult b = instant ? raw.Instant(counting, expr, start)
-                            : raw.Range(counting, expr, start, end, step_ms);
-    if (instant) *raw_read += counting.raw_samples;
-    ExpectSame(a, b, ExactFunction(f), what);
+    d.q.EnableRollups(true);
+    d.counting.raw_samples = 0;
+    QueryResult a = instant ? d.engine.Instant(d.counting, expr, start)
+                            : d.engine.Range(d.counting, expr, start, end, step_ms);
+    if (instant) *rollup_read += d.counting.raw_samples;
+    d.q.EnableRollups(false);
+    d.counting.raw_samples = 0;
+    QueryResult b = instant ? d.raw.Instant(d.counting, expr, start)
+                            : d.raw.Range(d.counting, expr, start, end, step_ms);
+    if (instant) *raw_read += d.counting.raw_samples;
+    ExpectSame(a, b, RollupExact(f), what);
     if (::testing::Test::HasFatalFailure()) return;
     // With rollups off the default engine reads raw samples and agrees as well.
-    QueryResult c = instant ? engine.Instant(counting, expr, start)
-                            : engine.Range(counting, expr, start, end, step_ms);
-    ExpectSame(c, b, ExactFunction(f), what + " (rollups unsupported)");
+    QueryResult c = instant ? d.engine.Instant(d.counting, expr, start)
+                            : d.engine.Range(d.counting, expr, start, end, step_ms);
+    ExpectSame(c, b, RollupExact(f), what + " (rollups unsupported)");
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(Rollups, AgreeWithRawEvaluationOnRandomData) {
-  // Many NaN, infinities and stale markers: most windows are read raw.
+using CompareFn = void (*)(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read);
+
+// `compare` on data with many NaN, infinities and stale markers (most windows are read raw),
+// then with rare ones: there the rollups must stand in for most raw samples.
+void ManyThenRare(CompareFn compare, uint64_t many_seed, uint64_t rare_seed) {
   size_t rollup_read = 0, raw_read = 0;
-  CompareRollups(42, 0.025, &rollup_read, &raw_read);
-  if (HasFatalFailure()) return;
-  // Rare ones: the rollups stand in for most raw samples (range queries read the edges of every
-  // step, which with steps of a few windows is most of the span again).
+  compare(many_seed, 0.025, &rollup_read, &raw_read);
+  if (::testing::Test::HasFatalFailure()) return;
   rollup_read = raw_read = 0;
-  CompareRollups(7, 0.0004, &rollup_read, &raw_read);
+  compare(rare_seed, 0.0004, &rollup_read, &raw_read);
   EXPECT_LT(rollup_read * 4, raw_read) << rollup_read << " vs " << raw_read;
+}
+
+// (Instant queries only: range queries read the edges of every step, which with steps of a few
+// windows is most of the span again.)
+TEST(Rollups, AgreeWithRawEvaluationOnRandomData) {
+  ManyThenRare(CompareRollups, 42, 7);
 }
 
 TEST(Rollups, LongWindowReadsOnlyTheEdgesRaw) {
@@ -287,6 +315,117 @@ TEST(Rollups, LongWindowReadsOnlyTheEdgesRaw) {
   r = Engine().Range(counting, "avg_over_time(x[1h])", at - 86400000 + 3600000, at, 600000);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_LE(counting.raw_selects, 16u);
+}
+
+// A counter with a reset every 17 minutes (at most one per rollup window): rate & co. over a
+// day read only the edges raw and are bit-equal to raw evaluation.
+TEST(Rollups, CounterFunctionsOverLongWindowsReadTheEdgesRaw) {
+  tsdb::MemoryQuerier q;
+  double v = 0;
+  for (int64_t t = 0; t < 2 * 86400; t += 10) {
+    v = t % 1020 == 0 ? 3 : v + 1.5 + static_cast<double>(t % 7) * 0.25;
+    ASSERT_TRUE(q.Append({{"__name__", "c"}}, kT0 + t * 1000, v).ok());
+  }
+  q.EnableRollups(true);
+  CountingQuerier counting(&q);
+  EngineOptions raw_opts;
+  raw_opts.sliding_windows = raw_opts.rollups = false;
+  const Engine engine, raw(raw_opts);
+  const int64_t at = kT0 + 2 * 86400 * 1000 - 4321;
+  for (const char* f : {"rate", "increase", "delta", "last_over_time", "present_over_time"}) {
+    const std::string expr = std::string(f) + "(c[1d])";
+    counting.raw_samples = 0;
+    QueryResult a = engine.Instant(counting, expr, at);
+    EXPECT_LE(counting.raw_samples, 60u) << expr;  // two edges of under 5 minutes at 10 s
+    q.EnableRollups(false);
+    ExpectSame(a, raw.Instant(q, expr, at), true, expr);
+    const int64_t start = kT0 + 86400 * 1000;
+    ExpectSame(engine.Range(q, expr, start, at, 3600000), raw.Range(q, expr, start, at, 3600000),
+               true, expr + " range, rollups unsupported");
+    q.EnableRollups(true);
+    counting.raw_selects = 0;
+    ExpectSame(engine.Range(counting, expr, start, at, 3600000),
+               raw.Range(q, expr, start, at, 3600000), true, expr + " range");
+    EXPECT_LE(counting.raw_selects, 16u) << expr;
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Plain selectors in range queries whose steps fall on rollup window starts read the rollups
+// (rollup_reads.cpp); on any steps they give what raw evaluation gives, point for point.
+void CompareSelectors(uint64_t seed, double special, size_t* rollup_read, size_t* raw_read) {
+  RandomData d(seed, special);
+  const std::vector<std::string> exprs = {
+      "x",           "c",           "x{reason!=\"a\"}", "max(x)",           "timestamp(c)",
+      "x offset 5m", "x offset 7m", "c @ end()",        "x - on(reason) c", "sum by (reason) (x)"};
+  const std::vector<int64_t> steps = {300000, 600000, 900000, 3600000, 420000};
+  for (int i = 0; i < 200; ++i) {
+    const std::string expr = Pick(d.rng, exprs);
+    const int64_t step_ms =
+        steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(d.rng)];
+    int64_t start = kAligned + 300000 * std::uniform_int_distribution<int64_t>(-2, 60)(d.rng);
+    const bool aligned = i % 3 != 0;
+    if (!aligned) start += std::uniform_int_distribution<int64_t>(1, 299999)(d.rng);
+    const int64_t n = std::uniform_int_distribution<int64_t>(12, 100)(d.rng);
+    const int64_t end =
+        std::min(start + std::max<int64_t>(n * step_ms, 3600000), kT0 + 9 * 3600000);
+    const std::string what = expr + " start=" + std::to_string(start) +
+                             " step=" + std::to_string(step_ms) + " end=" + std::to_string(end);
+    d.q.EnableRollups(true);
+    d.counting.raw_samples = 0;
+    QueryResult a = d.engine.Range(d.counting, expr, start, end, step_ms);
+    if (aligned && step_ms % 300000 == 0) *rollup_read += d.counting.raw_samples;
+    d.q.EnableRollups(false);
+    d.counting.raw_samples = 0;
+    QueryResult b = d.raw.Range(d.counting, expr, start, end, step_ms);
+    if (aligned && step_ms % 300000 == 0) *raw_read += d.counting.raw_samples;
+    ExpectSame(a, b, true, what);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// (Aligned steps only: the others read raw throughout.)
+TEST(Rollups, SelectorsOnWindowStartsAgreeWithRawEvaluation) {
+  ManyThenRare(CompareSelectors, 3, 11);
+}
+
+// Samples every 15 s from a window start, so every step of a 5-minute grid has a sample exactly
+// at its time (read from the window's first sample), with stale markers and a NaN at and just
+// after window starts, and gaps longer than the lookback.
+TEST(Rollups, SelectorsSeeTheSampleExactlyAtTheStep) {
+  tsdb::MemoryQuerier q;
+  for (int64_t i = 0; i < 6 * 240; ++i) {
+    const int64_t t = kAligned + i * 15000;
+    double v = static_cast<double>((i * 37) % 101);
+    if (i % 97 == 0) v = tsdb::StaleNaN();           // some at window starts (97 * 15 s)
+    if (i == 400) v = tsdb::StaleNaN();              // 100 min: a window start
+    if (i == 401 || i == 620) v = tsdb::StaleNaN();  // just after one
+    if (i == 860) v = std::nan("");                  // a NaN at a window start
+    if (i > 1000 && i < 1040) continue;              // a 10-minute gap
+    ASSERT_TRUE(q.Append({{"__name__", "y"}}, t, v).ok());
+  }
+  CountingQuerier counting(&q);
+  EngineOptions raw_opts;
+  raw_opts.sliding_windows = raw_opts.rollups = false;
+  const Engine engine, raw(raw_opts);
+  // Range functions over long windows on the same grid read the sample at each step's time from
+  // the rollup of the window it starts (windows.cpp, PlanRollups).
+  for (const char* expr : {"y", "y offset 5m", "timestamp(y)", "y @ 1699999800",
+                           "max_over_time(y[1h])", "count_over_time(y[1h])", "rate(y[1h])",
+                           "last_over_time(y[1h] offset 10m)", "delta(y[2h])"}) {
+    for (int64_t step : {300000, 600000}) {
+      const int64_t start = kAligned + 3600 * 1000, end = kAligned + 6 * 3600 * 1000;
+      q.EnableRollups(true);
+      counting.raw_samples = 0;
+      QueryResult a = engine.Range(counting, expr, start, end, step);
+      // Only the NaN's and the gap's steps and the last one, and their neighbours' windows.
+      EXPECT_LT(counting.raw_samples, 400u) << expr;
+      q.EnableRollups(false);
+      ExpectSame(a, raw.Range(q, expr, start, end, step), true,
+                 std::string(expr) + " step " + std::to_string(step));
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 // The same comparison through the real store: its rollups (written with every flushed block,
@@ -325,25 +464,31 @@ TEST(Rollups, ThroughTheStoreAgreeWithRawEvaluation) {
   EngineOptions raw_opts;
   raw_opts.sliding_windows = raw_opts.rollups = false;
   const Engine engine, raw(raw_opts);
-  const std::vector<std::string> funcs = {"avg_over_time", "min_over_time", "max_over_time",
-                                          "sum_over_time", "count_over_time"};
-  for (int i = 0; i < 60; ++i) {
-    const std::string f = Pick(rng, funcs);
-    const std::string expr = f + "(" + Pick(rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
-                             Pick(rng, {"1h", "2h", "3h17s", "6h"}) + "]" +
-                             Pick(rng, {"", " offset 7m", " @ end()"}) + ")";
-    const int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 6 * 3600 * 1000)(rng);
+  const std::vector<std::string>& funcs = kRollupFunctions;
+  for (int i = 0; i < 100; ++i) {
+    std::string f = Pick(rng, funcs);
+    std::string expr = f + "(" + Pick(rng, {"x", "c", "x{reason!=\"a\"}"}) + "[" +
+                       Pick(rng, {"1h", "2h", "3h17s", "6h"}) + "]" +
+                       Pick(rng, {"", " offset 7m", " @ end()"}) + ")";
+    int64_t start = kT0 + std::uniform_int_distribution<int64_t>(0, 6 * 3600 * 1000)(rng);
     const int64_t steps[] = {300000, 437000, 3600000};
     const int64_t step_ms = steps[std::uniform_int_distribution<int>(0, 2)(rng)];
     auto querier = (*db)->NewQuerier();
-    const bool instant = i % 2 == 0;
+    bool instant = i % 2 == 0;
+    if (i % 4 == 1) {
+      // A plain selector; on rollup window starts unless the step is 437 s.
+      expr = Pick(rng, {"x", "c", "max by (reason) (x)", "timestamp(x)", "c offset 10m"});
+      start = kAligned + 300000 * std::uniform_int_distribution<int64_t>(1, 60)(rng);
+      f = "";
+      instant = false;
+    }
     const std::string what =
         expr + (instant ? " instant" : " range") + " at " + std::to_string(start);
     QueryResult a = instant ? engine.Instant(*querier, expr, start)
                             : engine.Range(*querier, expr, start, start + 40 * step_ms, step_ms);
     QueryResult b = instant ? raw.Instant(*querier, expr, start)
                             : raw.Range(*querier, expr, start, start + 40 * step_ms, step_ms);
-    ExpectSame(a, b, ExactFunction(f), what);
+    ExpectSame(a, b, RollupExact(f), what);
     if (HasFatalFailure()) return;
   }
 }
