@@ -110,8 +110,9 @@ Status RemoteQuerier::Select(const std::vector<tsdb::Matcher>& matchers, int64_t
                  ", not a matrix of samples"};
   for (const auto& r : (*data)["result"]) {
     tsdb::SeriesData s;
-    for (const auto& [name, value] : r.value("metric", nlohmann::json::object()).items())
-      if (value.is_string()) s.labels.push_back({name, value.get<std::string>()});
+    if (r.contains("metric") && r["metric"].is_object())
+      for (const auto& [name, value] : r["metric"].items())
+        if (value.is_string()) s.labels.push_back({name, value.get<std::string>()});
     std::sort(s.labels.begin(), s.labels.end());
     for (const auto& p : r.value("values", nlohmann::json::array())) {
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) continue;

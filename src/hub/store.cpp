@@ -138,8 +138,9 @@ Expected<std::vector<Store::Sample>> Store::Vector(const std::string& expr, doub
   if (data->value("resultType", "") != "vector") return out;
   for (const auto& r : (*data)["result"]) {
     Sample s;
-    for (const auto& [name, value] : r.value("metric", nlohmann::json::object()).items())
-      if (value.is_string()) s.labels[name] = value.get<std::string>();
+    if (r.contains("metric") && r["metric"].is_object())
+      for (const auto& [name, value] : r["metric"].items())
+        if (value.is_string()) s.labels[name] = value.get<std::string>();
     const auto& v = r["value"];
     if (!v.is_array() || v.size() != 2 || !v[1].is_string()) continue;
     s.t_s = v[0].is_number() ? v[0].get<double>() : 0;

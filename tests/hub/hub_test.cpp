@@ -87,7 +87,7 @@ TEST(ScopeQueryTest, AddsTheNodeToEverySelectorAndReplacesOne) {
   ASSERT_TRUE(q.ok()) << q.error().message;
   EXPECT_EQ(*q,
             "sum by (gpu) (rate(gpu_energy_joules_total{gpu=\"1\",instance=\"node-07\"}[5m])) / "
-            "on(gpu) gpu_power_watts{instance=\"node-07\"}");
+            "on (gpu) gpu_power_watts{instance=\"node-07\"}");
   auto sub = ScopeQuery("max_over_time(up[10m:1m]) or vector(1)", "node", "a\"b");
   ASSERT_TRUE(sub.ok()) << sub.error().message;
   EXPECT_EQ(*sub, "max_over_time(up{node=\"a\\\"b\"}[10m:1m]) or vector(1)");

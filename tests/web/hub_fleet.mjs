@@ -168,7 +168,7 @@ diagnose: {window: 1h, interval: 1h}
     const port = await freePort();
     this.storePort = port;
     this.storeUrl = `http://127.0.0.1:${port}`;
-    const scrape = `global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}
+    const scrape = `global: {scrape_interval: 2s, scrape_timeout: 2s}
 scrape_configs:
   - job_name: gpuwarden
     file_sd_configs: [{files: ['${join(w, 'targets')}/*.yml'], refresh_interval: 5s}]
@@ -182,7 +182,7 @@ scrape_configs:
         '-loggerLevel=ERROR']);
     } else {
       const rules = readdirSync(join(SOURCE, 'deploy/rules')).filter((f) => f.endsWith('.yml')).map((f) => `'${join(SOURCE, 'deploy/rules', f)}'`);
-      writeFileSync(join(w, 'prometheus.yml'), `${scrape}rule_files: [${rules.join(', ')}]\n`);
+      writeFileSync(join(w, 'prometheus.yml'), `${scrape.replace('scrape_timeout: 2s}', 'scrape_timeout: 2s, evaluation_interval: 2s}')}rule_files: [${rules.join(', ')}]\n`);
       this.store = this.spawn('prometheus', ['prometheus', `--config.file=${join(w, 'prometheus.yml')}`,
         `--storage.tsdb.path=${join(w, 'prom-data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=error']);
     }
