@@ -224,7 +224,7 @@ struct Hub::Impl {
       f.node = node;
       f.agent_known = true;
       auto r = reachable.find(node);
-      f.agent_reachable = r != reachable.end() && r->second;
+      f.agent_reachable = r == reachable.end() ? -1 : int(r->second);
     }
     std::vector<NodeFigures> out;
     for (auto& [node, f] : by) out.push_back(std::move(f));
@@ -512,6 +512,26 @@ struct Hub::Impl {
     agents = std::move(*read);
   }
 
+  // Whether each listed agent answers /healthz, asked in parallel batches (the fleet tiles
+  // show it without a request fanning out to every agent).
+  void ProbeAgents() {
+    const auto listed = Agents();
+    std::vector<std::pair<std::string, std::string>> all(listed.begin(), listed.end());
+    std::map<std::string, bool> answered;
+    constexpr size_t kBatch = 32;
+    for (size_t i = 0; i < all.size(); i += kBatch) {
+      std::vector<std::future<bool>> batch;
+      for (size_t j = i; j < std::min(all.size(), i + kBatch); ++j)
+        batch.push_back(std::async(std::launch::async, [url = all[j].second] {
+          auto r = http::GetUrl(url + "/healthz", kAgentTimeoutS);
+          return r.ok() && r->status == 200;
+        }));
+      for (size_t j = 0; j < batch.size(); ++j) answered[all[i + j].first] = batch[j].get();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [node, ok] : answered) reachable[node] = ok;
+  }
+
   void EvaluateFindings() {
     diagnose::Options o;
     o.time_ms = static_cast<int64_t>(Now() * 1000);
@@ -536,6 +556,7 @@ struct Hub::Impl {
       if (now >= next_agents) {
         lock.unlock();
         LoadAgents();
+        ProbeAgents();
         lock.lock();
         next_agents = now + options.agents_reload_s;
       }

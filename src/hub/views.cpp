@@ -151,8 +151,11 @@ json NodeSummaries(const std::vector<NodeFigures>& nodes) {
               {"alerts_warning", n.alerts_warning}};
     j["utilization"] = n.utilization >= 0 ? json(n.utilization) : json(nullptr);
     j["power_watts"] = n.power_w >= 0 ? json(n.power_w) : json(nullptr);
-    j["agent"] =
-        n.agent_known ? json(n.agent_reachable ? "reachable" : "unreachable") : json("not listed");
+    const char* agent = !n.agent_known           ? "not listed"
+                        : n.agent_reachable == 1 ? "reachable"
+                        : n.agent_reachable == 0 ? "unreachable"
+                                                 : "unknown";
+    j["agent"] = agent;
     out.push_back(std::move(j));
   }
   return out;
@@ -247,20 +250,39 @@ std::string TeamsJson(const Samples& team_series, const json& jobs) {
     if (name == "gpu_team_idle_gpus") t.idle += s.value;
     if (name == "gpu_team_quota_gpus") t.quota = std::max(t.quota, s.value);
   }
-  // Teams of running jobs that no team family names (governance off on their nodes).
-  for (const auto& j : jobs)
-    if (j.is_object() && !j.value("team", "").empty()) teams[j.value("team", "")];
+  // Teams of running jobs that no team family names (governance off on their nodes), and what
+  // their running jobs used so far (finished jobs are in the agents' records, not the store).
+  std::map<std::string, std::pair<double, double>> used;  // team -> GPU-seconds, joules
+  for (const auto& j : jobs) {
+    if (!j.is_object() || j.value("team", "").empty()) continue;
+    teams[j.value("team", "")];
+    if (!j.contains("gpu") || !j["gpu"].is_object()) continue;
+    const json& g = j["gpu"];
+    auto num = [&g](const char* k) {
+      return g.contains(k) && g[k].is_number() ? g[k].get<double>() : 0.0;
+    };
+    auto& u = used[j.value("team", "")];
+    u.first += num("gpu_seconds");
+    u.second += num("energy_j");
+  }
   json list = json::array();
   for (const auto& [name, t] : teams) {
     json quota = nullptr;
     if (t.quota > 0) quota = {{"gpus", t.quota}, {"gpu_hours", nullptr}};
-    list.push_back(
-        {{"team", name},
-         {"allocated_gpus", t.allocated},
-         {"used_gpus", t.used},
-         {"quota", quota},
-         {"idle_ratio", t.allocated > 0 ? t.idle / t.allocated : 0},
-         {"cost", {{"allocated_gpu_hours", 0}, {"total_cost", 0}, {"idle_allocated_cost", 0}}}});
+    list.push_back({{"team", name},
+                    {"allocated_gpus", t.allocated},
+                    {"used_gpus", t.used},
+                    {"quota", quota},
+                    {"idle_ratio", t.allocated > 0 ? t.idle / t.allocated : 0},
+                    {"cost",
+                     {{"allocated_gpu_hours", used[name].first / 3600},
+                      {"energy_kwh", used[name].second / 3.6e6},
+                      {"allocation_cost", 0},
+                      {"energy_cost", 0},
+                      {"idle_allocated_cost", 0},
+                      {"total_cost", 0},
+                      {"efficiency", nullptr},
+                      {"idle_ratio", t.allocated > 0 ? t.idle / t.allocated : 0}}}});
   }
   json data = {{"currency", ""},           {"idle_threshold", 0.05},
                {"teams", std::move(list)}, {"partitions", json::array()},

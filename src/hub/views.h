@@ -34,7 +34,8 @@ struct NodeFigures {
   std::string node;
   double gpus = 0, gpus_up = 0, utilization = -1, power_w = -1, newest_s = 0;
   int alerts_critical = 0, alerts_warning = 0;
-  bool agent_reachable = false, agent_known = false;
+  bool agent_known = false;  // listed in --agents
+  int agent_reachable = -1;  // its /healthz answered: 1, did not: 0, not asked yet: -1
 };
 nlohmann::json NodeSummaries(const std::vector<NodeFigures>& nodes);
 

@@ -171,7 +171,7 @@ diagnose: {window: 1h, interval: 1h}
     const scrape = `global: {scrape_interval: 2s, scrape_timeout: 2s}
 scrape_configs:
   - job_name: gpuwarden
-    file_sd_configs: [{files: ['${join(w, 'targets')}/*.yml'], refresh_interval: 5s}]
+    file_sd_configs: [{files: ['${join(w, 'targets')}/*.yml']}]
 `;
     if (this.kind === 'victoriametrics') {
       writeFileSync(join(w, 'scrape.yml'), scrape);

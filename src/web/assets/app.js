@@ -94,7 +94,7 @@ function nodeSelector() {
     select.id = 'node-select';
     select.setAttribute('aria-label', 'Node');
     select.title = 'The node the pages show';
-    select.style.cssText = 'max-width: 9rem; min-width: 0; flex: 0 1 auto;';
+    select.style.cssText = 'max-width: 11rem; min-width: 0; flex: 0 1 auto;';
     select.addEventListener('change', () => {
       location.hash = select.value ? `#/node/${encodeURIComponent(select.value)}` : '#/fleet';
     });

@@ -159,7 +159,7 @@ function nodeTile(n) {
     <div class="head"><span class="idx">${n.node}</span><span class="pill ${state}">${label}</span></div>
     <div class="who">${n.gpus_up}/${n.gpus} GPUs up${n.newest_sample ? html` · data ${clock(n.newest_sample)}` : ''}</div>
     <div class="big"><div class="num">${n.utilization === null ? '–' : Math.round(n.utilization * 100)}<small>% util</small></div></div>
-    ${n.power_watts === null ? '' : meter('Power', 0, watts(n.power_watts))}
+    <div class="who">${n.power_watts === null ? '' : html`power <b>${watts(n.power_watts)}</b>`}</div>
     <div class="chips">${chips}</div>
   </a>`;
 }
