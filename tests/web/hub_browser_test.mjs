@@ -118,6 +118,7 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await page.click('.tile[data-gpu="0"]');
   await page.waitForSelector(`tr[data-job="${job.job_id}"] a[data-link="job"]`, { timeout: 20000 });
   assert.match(page.url(), /#\/gpu\/0$/);
+  await sleep(4000);  // its twenty charts (one store read each) drawn
   await shoot(page, 'gpu-desktop');
 
   await page.click(`tr[data-job="${job.job_id}"] a[data-link="job"]`);
