@@ -150,7 +150,7 @@ async function synthetic(nodes) {
 }
 
 async function agents(nodes) {
-  const fleet = await Fleet.start(binary, { nodes, kind: 'victoriametrics', hubArgs: ['--findings-interval', '10m'] });
+  const fleet = await Fleet.start(binary, { nodes, kind: 'victoriametrics', findingsInterval: '30s' });
   try {
     await fleet.waitForData(180000);
     await sleep(20000);  // some history for the charts

@@ -100,6 +100,15 @@ bool KnownGpu(const diagnose::Diagnosis& d, const std::string& gpu) {
   return false;
 }
 
+// --store: the central store's client (no cache: one command, one pass), or nullptr after
+// saying what is wrong with the URL.
+std::unique_ptr<hub::Store> OpenCentralStore(const std::string& url, double timeout_s) {
+  auto store = hub::Store::Create({url, timeout_s, 0});
+  if (store.ok()) return std::move(*store);
+  std::fprintf(stderr, "gpuwarden: %s\n", store.error().message.c_str());
+  return nullptr;
+}
+
 void Print(const diagnose::Diagnosis& d, bool json) {
   std::string text =
       json ? nlohmann::json::parse(diagnose::ToJson(d)).dump(2) + "\n" : diagnose::ToText(d);
@@ -120,16 +129,11 @@ int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* 
   if (!ParseWhen(args.time, since, "--since", &t_ms, &window_s)) return 2;
   const diagnose::FindingFilter filter{args.gpu, args.job, args.team};
   if (!args.store.empty()) {
-    auto store = hub::Store::Create({args.store, 60, 0});
-    if (!store.ok()) {
-      std::fprintf(stderr, "gpuwarden: %s\n", store.error().message.c_str());
-      return 2;
-    }
-    diagnose::Options options;
-    options.time_ms = t_ms;
-    options.window_s = window_s;
-    options.thresholds = config.diagnose.thresholds;
-    auto f = hub::DiagnoseFleet(store->get(), options, args.node_label);
+    auto store = OpenCentralStore(args.store, 60);
+    if (!store) return 2;
+    const diagnose::Options options{
+        .time_ms = t_ms, .window_s = window_s, .thresholds = config.diagnose.thresholds};
+    auto f = hub::DiagnoseFleet(store.get(), options, args.node_label);
     if (!f.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", f.error().message.c_str());
       return 1;
@@ -202,16 +206,11 @@ int RunReport(const config::Config& config, const ReportArgs& args, Logger* logg
   std::string text;
   size_t findings = 0;
   if (!args.store.empty()) {
-    auto store = hub::Store::Create({args.store, 120, 0});
-    if (!store.ok()) {
-      std::fprintf(stderr, "gpuwarden: %s\n", store.error().message.c_str());
-      return 2;
-    }
-    report::Options options;
-    options.time_ms = t_ms;
-    options.period_s = period_s;
-    options.thresholds = config.diagnose.thresholds;
-    auto r = hub::FleetReport(store->get(), options, args.json, args.node_label);
+    auto store = OpenCentralStore(args.store, 120);
+    if (!store) return 2;
+    const report::Options options{
+        .time_ms = t_ms, .period_s = period_s, .thresholds = config.diagnose.thresholds};
+    auto r = hub::FleetReport(store.get(), options, args.json, args.node_label);
     if (!r.ok()) {
       std::fprintf(stderr, "gpuwarden: %s\n", r.error().message.c_str());
       return 1;

@@ -11,20 +11,6 @@ namespace gw::hub {
 
 namespace {
 
-const char* OpText(tsdb::MatchType type) {
-  switch (type) {
-    case tsdb::MatchType::kEqual:
-      return "=";
-    case tsdb::MatchType::kNotEqual:
-      return "!=";
-    case tsdb::MatchType::kRegexMatch:
-      return "=~";
-    case tsdb::MatchType::kRegexNoMatch:
-      return "!~";
-  }
-  return "=";
-}
-
 std::string SecondsText(int64_t ms) {
   char b[48];
   std::snprintf(b, sizeof b, "%.3f", double(ms) / 1000);
@@ -72,12 +58,9 @@ void Scope(promql::Expr* e, const tsdb::Matcher& add) {
 }  // namespace
 
 std::string SelectorText(const std::vector<tsdb::Matcher>& matchers) {
-  std::string out = "{";
-  for (const tsdb::Matcher& m : matchers) {
-    if (out.size() > 1) out += ',';
-    out += m.name() + OpText(m.type()) + promql::GoQuote(m.value());
-  }
-  return out + "}";
+  promql::VectorSelector selector;  // no name: every matcher inside the braces
+  selector.matchers = matchers;
+  return promql::Format(selector);
 }
 
 Expected<std::string> ScopeQuery(const std::string& query, const std::string& label,

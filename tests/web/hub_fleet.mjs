@@ -100,10 +100,11 @@ export function jobsOf(k) {
 
 export class Fleet {
   // kind: 'victoriametrics' or 'prometheus'.
-  static async start(binary, { nodes = 16, faultNode = 7, kind = 'victoriametrics', hubArgs = [] } = {}) {
+  static async start(binary, { nodes = 16, faultNode = 7, kind = 'victoriametrics', findingsInterval = '5s' } = {}) {
     const f = new Fleet(binary, nodes, faultNode, kind);
+    f.findingsInterval = findingsInterval;
     try {
-      await f.startAll(hubArgs);
+      await f.startAll();
     } catch (e) {
       await f.stop();
       throw e;
@@ -124,7 +125,7 @@ export class Fleet {
     return c;
   }
 
-  async startAll(hubArgs) {
+  async startAll() {
     const w = this.work;
     const teams = {};
     for (const [account, team] of Object.entries(TEAM_OF)) teams[account] = team;
@@ -158,7 +159,7 @@ diagnose: {window: 1h, interval: 1h}
     await this.startStore();
     const hubPort = await freePort();
     this.hub = this.spawn('hub', [this.binary, 'hub', '--store', this.storeUrl, '--agents', this.agentsFile,
-      '--listen', `127.0.0.1:${hubPort}`, '--findings-interval', '5s', '--findings-window', '15m', ...hubArgs]);
+      '--listen', `127.0.0.1:${hubPort}`, '--findings-interval', this.findingsInterval, '--findings-window', '15m']);
     await this.hub.waitFor(/\(port (\d+)\)/, 30000);
     this.hubUrl = `http://127.0.0.1:${hubPort}`;
   }
