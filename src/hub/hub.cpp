@@ -348,16 +348,9 @@ struct Hub::Impl {
   }
 
   void Report(const http::Request& req, http::Response& res) {
-    const std::string period = req.param("period").empty() ? "7d" : req.param("period");
-    const std::string format = req.param("format"), time = req.param("time");
-    double period_s = 0;
-    if (!ParseDurationSeconds(period, &period_s) || period_s < 600)
-      return http::WriteApiError(
-          res, 400, "bad_data",
-          "period: expected a duration of at least 10m such as 7d, got '" + period + "'");
-    if (!format.empty() && format != "html" && format != "json")
-      return http::WriteApiError(res, 400, "bad_data",
-                                 "format: expected html or json, got '" + format + "'");
+    const std::string time = req.param("time");
+    auto asked = report::ParseReportRequest(req.param("period"), req.param("format"));
+    if (!asked.ok()) return http::WriteApiError(res, 400, "bad_data", asked.error().message);
     int64_t t_ms = static_cast<int64_t>(Now() * 1000);
     if (!time.empty() && !http::ParsePromTime(time, &t_ms))
       return http::WriteApiError(res, 400, "bad_data",
@@ -367,12 +360,12 @@ struct Hub::Impl {
       return Unavailable(res, "another report is being built; try again when it is done");
     report::Options o;
     o.time_ms = t_ms;
-    o.period_s = period_s;
+    o.period_s = asked->period_s;
     o.thresholds = options.thresholds;
-    auto r = FleetReport(store.get(), o, format == "json", options.node_label);
+    auto r = FleetReport(store.get(), o, asked->json, options.node_label);
     if (!r.ok()) return Unavailable(res, r.error().message);
     res.body = std::move(*r);
-    res.content_type = format == "json" ? "application/json" : "text/html; charset=utf-8";
+    res.content_type = asked->json ? "application/json" : "text/html; charset=utf-8";
   }
 
   // The query string of `req` without `node`.
