@@ -14,6 +14,7 @@
 #include "http/client.h"
 #include "http/prom_api.h"
 #include "http/prom_format.h"
+#include "hub/fleet.h"
 #include "report/report.h"
 #include "serve/jobs_service.h"
 #include "serve/store.h"
@@ -99,6 +100,15 @@ bool KnownGpu(const diagnose::Diagnosis& d, const std::string& gpu) {
   return false;
 }
 
+// --store: the central store's client (no cache: one command, one pass), or nullptr after
+// saying what is wrong with the URL.
+std::unique_ptr<hub::Store> OpenCentralStore(const std::string& url, double timeout_s) {
+  auto store = hub::Store::Create({url, timeout_s, 0});
+  if (store.ok()) return std::move(*store);
+  std::fprintf(stderr, "gpuwarden: %s\n", store.error().message.c_str());
+  return nullptr;
+}
+
 void Print(const diagnose::Diagnosis& d, bool json) {
   std::string text =
       json ? nlohmann::json::parse(diagnose::ToJson(d)).dump(2) + "\n" : diagnose::ToText(d);
@@ -118,6 +128,24 @@ int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* 
       args.since.empty() ? FormatDuration(config.diagnose.window_s) : args.since;
   if (!ParseWhen(args.time, since, "--since", &t_ms, &window_s)) return 2;
   const diagnose::FindingFilter filter{args.gpu, args.job, args.team};
+  if (!args.store.empty()) {
+    auto store = OpenCentralStore(args.store, 60);
+    if (!store) return 2;
+    const diagnose::Options options{
+        .time_ms = t_ms, .window_s = window_s, .thresholds = config.diagnose.thresholds};
+    auto f = hub::DiagnoseFleet(store.get(), options, args.node_label);
+    if (!f.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", f.error().message.c_str());
+      return 1;
+    }
+    if (!KnownGpu(f->diagnosis, args.gpu)) return 1;
+    f->diagnosis = diagnose::Filter(f->diagnosis, filter);
+    std::string text =
+        args.json ? nlohmann::json::parse(hub::FleetFindingsJson(*f, "", {})).dump(2) + "\n"
+                  : hub::FleetFindingsText(*f);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
   if (!args.url.empty()) {
     // Without --since the agent's own window (diagnose.window): its cached evaluation.
     std::string query;
@@ -177,7 +205,18 @@ int RunReport(const config::Config& config, const ReportArgs& args, Logger* logg
   }
   std::string text;
   size_t findings = 0;
-  if (!args.url.empty()) {
+  if (!args.store.empty()) {
+    auto store = OpenCentralStore(args.store, 120);
+    if (!store) return 2;
+    const report::Options options{
+        .time_ms = t_ms, .period_s = period_s, .thresholds = config.diagnose.thresholds};
+    auto r = hub::FleetReport(store.get(), options, args.json, args.node_label);
+    if (!r.ok()) {
+      std::fprintf(stderr, "gpuwarden: %s\n", r.error().message.c_str());
+      return 1;
+    }
+    text = std::move(*r);
+  } else if (!args.url.empty()) {
     if (int rc = FetchReport(args, t_ms, &text); rc != 0) return rc;
   } else {
     if (!DataDirPresent(config.storage.path, "report")) return 1;
@@ -231,7 +270,10 @@ int RunReport(const config::Config& config, const ReportArgs& args, Logger* logg
     std::remove(tmp.c_str());
     return 1;
   }
-  if (args.url.empty()) {
+  if (!args.store.empty()) {
+    std::fprintf(stderr, "report for %s from %s written to %s\n", args.period.c_str(),
+                 args.store.c_str(), args.out.c_str());
+  } else if (args.url.empty()) {
     std::fprintf(stderr, "report for %s written to %s (%zu findings)\n", args.period.c_str(),
                  args.out.c_str(), findings);
   } else {

@@ -4,6 +4,8 @@
 //                      [--url U | --data-dir DIR] [--config FILE]
 //   gpuwarden report [--period D] [--time T] [--out FILE] [--json] [--url U | --data-dir DIR]
 //                    [--config FILE]
+//   with --store URL [--node-label L] instead: the whole fleet in a central store's Prometheus
+//   API (VictoriaMetrics, Prometheus), each finding and GPU with its node (docs/hub.md).
 //
 // diagnose and report read the data directory (offline) or ask a running agent (--url: GET
 // /api/gw/v1/findings, GET /api/gw/v1/report — useful while the agent holds the data directory).
@@ -27,7 +29,8 @@ struct DiagnoseArgs {
   std::string since;           // empty: diagnose.window
   std::string time;            // empty: now
   bool json = false;
-  std::string url;  // a running gpuwarden
+  std::string url;                             // a running gpuwarden
+  std::string store, node_label = "instance";  // a central store (hub/fleet.h)
 };
 int RunDiagnose(const config::Config& config, const DiagnoseArgs& args, Logger* logger);
 
@@ -36,7 +39,8 @@ struct ReportArgs {
   std::string time;  // empty: now
   std::string out;   // file to write; empty: stdout
   bool json = false;
-  std::string url;  // a running gpuwarden: GET /api/gw/v1/report
+  std::string url;                             // a running gpuwarden: GET /api/gw/v1/report
+  std::string store, node_label = "instance";  // a central store (hub/fleet.h)
 };
 int RunReport(const config::Config& config, const ReportArgs& args, Logger* logger);
 

@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/diagnose_commands.h"
+#include "cli/hub_command.h"
 #include "cli/jobs_commands.h"
 #include "cli/rules_commands.h"
 #include "cli/top_command.h"
@@ -58,6 +59,7 @@ struct Flags {
   gw::top::Options top;            // top (its flags; cli/top_command.h adds the rest)
   gw::cli::DiagnoseArgs diagnose;  // diagnose
   gw::cli::ReportArgs report;      // report
+  gw::cli::HubArgs hub;            // hub
   // query limits (serve: all four; query: timeout and max samples)
   std::string query_timeout, query_max_samples, query_max_concurrency, query_max_queued;
 };
@@ -288,6 +290,10 @@ int main(int argc, char** argv) {
   diagnose->add_flag("--json", flags.diagnose.json, "the API's JSON instead of text");
   diagnose->add_option("--url", flags.diagnose.url,
                        "ask a running gpuwarden at this URL (default $GPUWARDEN_URL)");
+  diagnose->add_option("--store", flags.diagnose.store,
+                       "diagnose the fleet in a central store (Prometheus API base URL)");
+  diagnose->add_option("--node-label", flags.diagnose.node_label,
+                       "with --store: the label naming a node (default instance)");
   diagnose->add_option("--data-dir", flags.data_dir, "history store directory");
   diagnose->add_option("--config", flags.config_file, "YAML configuration file");
   CLI::App* report = app.add_subcommand(
@@ -301,8 +307,34 @@ int main(int argc, char** argv) {
   report->add_option("--url", flags.report.url,
                      "have a running gpuwarden at this URL build it (while it holds the data dir; "
                      "default $GPUWARDEN_URL)");
+  report->add_option("--store", flags.report.store,
+                     "report on the fleet in a central store (Prometheus API base URL)");
+  report->add_option("--node-label", flags.report.node_label,
+                     "with --store: the label naming a node (default instance)");
   report->add_option("--data-dir", flags.data_dir, "history store directory");
   report->add_option("--config", flags.config_file, "YAML configuration file");
+
+  CLI::App* hub = app.add_subcommand(
+      "hub", "the web console, findings and reports of a fleet over a central store (docs/hub.md)");
+  hub->add_option("--store", flags.hub.store,
+                  "the store's Prometheus API base URL (VictoriaMetrics, Prometheus)")
+      ->required();
+  hub->add_option("--agents", flags.hub.agents,
+                  "the nodes' agents, a Prometheus file_sd file (processes, reclaim)");
+  hub->add_option("--listen", flags.hub.listen, "address to serve on (default :9967)");
+  hub->add_option("--node-label", flags.hub.node_label,
+                  "the label naming a node in the store (default instance)");
+  hub->add_option("--findings-window", flags.hub.findings_window,
+                  "how far back fleet findings look (default 1h)");
+  hub->add_option("--findings-interval", flags.hub.findings_interval,
+                  "how often fleet findings are evaluated (default 30s)");
+  hub->add_option("--cache-ttl", flags.hub.cache_ttl,
+                  "how long a store answer is reused (default 1.5s)");
+  hub->add_option("--store-timeout", flags.hub.store_timeout,
+                  "how long a request waits for the store (default 5s)");
+  hub->add_option("--web.config.file", flags.hub.web_config_file,
+                  "TLS and basic auth (Prometheus web config)");
+  hub->add_option("--config", flags.config_file, "YAML configuration file (diagnose thresholds)");
 
   app.add_subcommand("version", "print the version and what it was built from");
   // CLI11 prints the text and a newline of its own.
@@ -351,6 +383,7 @@ int main(int argc, char** argv) {
     return gw::serve::Run(config, std::string(gw::GetBuildInfo().version), &logger);
   if (app.got_subcommand("query")) return gw::cli::RunQuery(config, flags.query, &logger);
   if (top->parsed()) return gw::cli::RunTop(config, flags.top, &logger);
+  if (hub->parsed()) return gw::cli::RunHub(config, flags.hub, &logger);
   if (diagnose->parsed()) return gw::cli::RunDiagnose(config, flags.diagnose, &logger);
   if (report->parsed()) return gw::cli::RunReport(config, flags.report, &logger);
   if (jobs_show->parsed()) return gw::cli::RunJobsShow(config, flags.jobs, &logger);

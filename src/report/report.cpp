@@ -390,6 +390,17 @@ void BuildOutcomes(Ctx& c, const std::vector<jobs::JobRecord>* records) {
 
 }  // namespace
 
+Expected<ReportRequest> ParseReportRequest(const std::string& period, const std::string& format) {
+  const std::string p = period.empty() ? "7d" : period;
+  ReportRequest out;
+  if (!ParseDurationSeconds(p, &out.period_s) || out.period_s < 600)
+    return Error{"period: expected a duration of at least 10m such as 7d, got '" + p + "'"};
+  if (!format.empty() && format != "html" && format != "json")
+    return Error{"format: expected html or json, got '" + format + "'"};
+  out.json = format == "json";
+  return out;
+}
+
 Expected<Report> Build(tsdb::Querier& querier, const promql::Engine& engine,
                        const Options& options) {
   if (!(options.period_s >= 600)) return Error{"the period must be at least 10m"};

@@ -164,6 +164,14 @@ std::string ToHtml(const Report& report);
 //  "gpus":[…], "ecc":{…}, "capacity":{…}, "notes":[…], "errors":[…]}
 std::string ToJson(const Report& report);
 
+// GET /api/gw/v1/report's `period` (default 7d, at least 10m) and `format` (html, json; default
+// html), as the agent and `gpuwarden hub` both take them; the error names the parameter.
+struct ReportRequest {
+  double period_s = 0;
+  bool json = false;
+};
+Expected<ReportRequest> ParseReportRequest(const std::string& period, const std::string& format);
+
 }  // namespace gw::report
 
 #endif  // GPUWARDEN_REPORT_REPORT_H_

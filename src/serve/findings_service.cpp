@@ -217,16 +217,10 @@ void FindingsService::ServeReport(const http::Request& req, http::Response& res)
   if (db_ == nullptr)
     return http::WriteApiError(res, 503, "unavailable",
                                "no history store: the report needs --data-dir");
-  const std::string period = req.param("period").empty() ? "7d" : req.param("period");
-  const std::string time = req.param("time"), format = req.param("format");
-  double period_s = 0;
-  if (!ParseDurationSeconds(period, &period_s) || period_s < 600)
-    return http::WriteApiError(
-        res, 400, "bad_data",
-        "period: expected a duration of at least 10m such as 7d, got '" + period + "'");
-  if (!format.empty() && format != "html" && format != "json")
-    return http::WriteApiError(res, 400, "bad_data",
-                               "format: expected html or json, got '" + format + "'");
+  const std::string time = req.param("time");
+  auto asked = report::ParseReportRequest(req.param("period"), req.param("format"));
+  if (!asked.ok()) return http::WriteApiError(res, 400, "bad_data", asked.error().message);
+  const double period_s = asked->period_s;
   int64_t t_ms = 0;
   if (!time.empty() && !http::ParsePromTime(time, &t_ms))
     return http::WriteApiError(res, 400, "bad_data",
@@ -247,7 +241,7 @@ void FindingsService::ServeReport(const http::Request& req, http::Response& res)
   options.thresholds = config_.thresholds;
   auto r = report::Build(*querier, engine_, options);
   if (!r.ok()) return http::WriteApiError(res, 400, "bad_data", r.error().message);
-  if (format == "json") {
+  if (asked->json) {
     res.body = report::ToJson(*r);
     res.content_type = "application/json";
   } else {

@@ -3,10 +3,19 @@
 // "not available on this agent" instead of breaking.
 import { parseMetricKey, worst } from './format.js';
 
+// Under `gpuwarden hub` (docs/hub.md) the console shows a fleet: `scope.node` is the node chosen
+// (app.js sets it from the route), and every API request carries it as `node=`. On an agent
+// `scope.hub` stays false and no request changes.
+export const scope = { hub: false, node: '' };
+export function scoped(path) {
+  if (!scope.node || !path.startsWith('/api/')) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}node=${encodeURIComponent(scope.node)}`;
+}
+
 export async function getJson(path) {
   let res;
   try {
-    res = await fetch(path, { headers: { Accept: 'application/json' } });
+    res = await fetch(scoped(path), { headers: { Accept: 'application/json' } });
   } catch (e) {
     return { error: `the agent did not answer (${e.message})` };
   }
@@ -125,7 +134,7 @@ export function gpuView(gpu, alerts, jobs) {
 export async function scrape(keep) {
   let text;
   try {
-    const res = await fetch('/metrics');
+    const res = await fetch(scope.hub ? scoped('/api/gw/v1/hub/exposition') : '/metrics');
     if (!res.ok) return [];
     text = await res.text();
   } catch (e) {

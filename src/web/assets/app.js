@@ -1,8 +1,9 @@
 // The console's shell: hash routes (#/fleet, #/gpu/3, #/jobs, #/job/<id>, #/teams, #/team/<name>,
-// #/alerts, #/findings, #/reclaim, #/query?expr=…; anything else: a not-found page), the data
+// #/alerts, #/findings, #/reclaim, #/query?expr=…; under `gpuwarden hub` also #/node/<name> and
+// ?node=<name> on any route, which choose the node the pages show; anything else: a not-found page), the data
 // every page shares (the snapshot, the alerts, the running jobs), refreshed every REFRESH_MS
 // without reloading, and the navigation bar's live state.
-import { getJson } from './api.js';
+import { getJson, scope } from './api.js';
 import { clockSeconds, esc } from './format.js';
 import fleet from './pages/fleet.js';
 import gpu from './pages/gpu.js';
@@ -17,9 +18,9 @@ import query from './pages/query.js';
 import notfound from './pages/notfound.js';
 
 const REFRESH_MS = 2000;
-const PAGES = { fleet, gpu, jobs, job, teams, team, alerts, findings, reclaim, query, notfound };
+const PAGES = { fleet, node: fleet, gpu, jobs, job, teams, team, alerts, findings, reclaim, query, notfound };
 // The navigation entry a page belongs under.
-const NAV_OF = { gpu: 'fleet', job: 'jobs', team: 'teams', reclaim: 'teams', query: 'alerts' };
+const NAV_OF = { node: 'fleet', gpu: 'fleet', job: 'jobs', team: 'teams', reclaim: 'teams', query: 'alerts' };
 
 const ctx = { info: null, snapshot: null, alerts: [], jobs: [], now: 0, route: null, error: null };
 let current = null;
@@ -47,6 +48,7 @@ async function loadShared() {
     ctx.error = snap.error || 'the agent has no /api/snapshot';
     return;
   }
+  if (scope.hub && (snap.node || '') !== scope.node) return;  // asked before another node was chosen
   ctx.error = null;
   ctx.snapshot = snap;
   ctx.now = snap.taken_at || Date.now() / 1000;
@@ -57,11 +59,12 @@ async function loadShared() {
 function updateChrome() {
   const live = document.getElementById('live');
   const banner = document.getElementById('banner');
+  if (scope.hub) nodeSelector();
   if (ctx.error) {
     live.className = 'live down';
-    live.textContent = 'agent unreachable';
+    live.textContent = scope.hub ? 'store unreachable' : 'agent unreachable';
     banner.hidden = false;
-    banner.textContent = `Lost contact with the agent: ${ctx.error}. Retrying every ${REFRESH_MS / 1000} s; the last data stays on screen.`;
+    banner.textContent = `${scope.hub ? 'The hub cannot read the fleet' : 'Lost contact with the agent'}: ${ctx.error}. Retrying every ${REFRESH_MS / 1000} s; the last data stays on screen.`;
   } else {
     live.className = 'live';
     live.textContent = ctx.snapshot ? `live · ${clockSeconds(ctx.now)}` : 'connecting…';
@@ -81,6 +84,37 @@ function updateChrome() {
     a.classList.toggle('active', on);
     if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
+}
+
+// The hub's node selector in the header: the fleet, or one node (its route #/node/<name>).
+function nodeSelector() {
+  let select = document.getElementById('node-select');
+  if (!select) {
+    select = document.createElement('select');
+    select.id = 'node-select';
+    select.setAttribute('aria-label', 'Node');
+    select.title = 'The node the pages show';
+    select.style.cssText = 'max-width: 11rem; min-width: 0; flex: 0 1 auto;';
+    select.addEventListener('change', () => {
+      location.hash = select.value ? `#/node/${encodeURIComponent(select.value)}` : '#/fleet';
+    });
+    document.querySelector('header.top nav').before(select);
+  }
+  const names = ctx.snapshot?.node_names || [];
+  const want = ['', ...names];
+  if (select.options.length !== want.length || want.some((n, i) => select.options[i].value !== n)) {
+    select.replaceChildren(...want.map((n) => new Option(n || `All nodes (${names.length})`, n)));
+  }
+  select.value = scope.node;
+}
+
+// Under the hub: the node a route chooses (#/node/<name>, ?node=<name>; #/fleet: none; other
+// routes keep the node chosen before).
+function chooseNode(route) {
+  if (!scope.hub) return;
+  if (route.name === 'node') scope.node = route.args[0] || '';
+  else if (route.query.get('node') !== null) scope.node = route.query.get('node');
+  else if (route.name === 'fleet') scope.node = '';
 }
 
 // body[data-ready] says the first data is on screen; body[data-painted-at] says which snapshot
@@ -115,6 +149,9 @@ async function route() {
     return;
   }
   ctx.route = next;
+  chooseNode(ctx.route);
+  // The shared data are of another node than the one now chosen: read them again first.
+  if (scope.hub && ctx.snapshot && (ctx.snapshot.node || '') !== scope.node) await loadShared();
   if (current) current.page.unmount?.();
   const root = document.getElementById('main');
   root.innerHTML = '';
@@ -148,6 +185,7 @@ async function start() {
   // The first data and the agent's description in parallel: one round trip before the first paint.
   const [info] = await Promise.all([getJson('/api/gw/v1/console'), loadShared()]);
   ctx.info = info.data || { version: '', history: false };
+  scope.hub = Boolean(ctx.info.hub);
   document.getElementById('version').textContent = ctx.info.version ? `gpuwarden ${ctx.info.version}` : 'gpuwarden';
   window.addEventListener('hashchange', () => route());
   document.addEventListener('visibilitychange', () => { if (!document.hidden) tick(); });

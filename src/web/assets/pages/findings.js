@@ -43,7 +43,10 @@ export function evidenceItem(e) {
 function subjectLinks(f) {
   const s = f.subject || {};
   const where = [];
-  if (s.gpu !== undefined && s.gpu !== '') where.push(gpuLink(s.gpu));
+  // Under `gpuwarden hub`: the node it is about (docs/hub.md), and its GPU on that node.
+  if (f.node) where.push(html`node <a href="#/node/${encodeURIComponent(f.node)}" data-link="node">${f.node}</a>`);
+  if (s.gpu !== undefined && s.gpu !== '' && f.node) where.push(html`<a href="#/gpu/${encodeURIComponent(s.gpu)}?node=${encodeURIComponent(f.node)}" data-link="gpu">GPU ${s.gpu}</a>`);
+  else if (s.gpu !== undefined && s.gpu !== '') where.push(gpuLink(s.gpu));
   if (s.job) where.push(html`job ${jobLink(s.job)}`);
   if (s.team) where.push(html`team ${teamLink(s.team)}`);
   if (s.partition) where.push(html`partition <b>${s.partition}</b>`);
@@ -55,7 +58,7 @@ function subjectLinks(f) {
 export function findingCard(f, now) {
   const where = subjectLinks(f);
   const since = f.since ? duration(now - f.since) : '';
-  return html`<article class="finding card" id="finding-${f.id}" data-severity="${f.severity}" data-id="${f.id}" data-layer="${f.layer}">
+  return html`<article class="finding card" id="finding-${f.id}" data-node="${f.node || ''}" data-severity="${f.severity}" data-id="${f.id}" data-layer="${f.layer}">
     <h3><span class="pill ${f.severity}">${f.severity}</span>${f.title}<span class="chip">${f.layer}</span></h3>
     <div class="muted where">${where.map((w, i) => html`${i ? ' · ' : ''}${w}`)}${since ? html` · for ${since}` : ''}</div>
     ${f.evidence && f.evidence.length ? html`<ul class="evidence-list">${f.evidence.map(evidenceItem)}</ul>` : ''}

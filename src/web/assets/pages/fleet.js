@@ -1,7 +1,8 @@
 // Fleet overview: one tile per GPU (health, utilization, memory, temperature against that GPU's
 // own slowdown threshold, power, throttling, busy but hollow, NVLink links down, MIG instances,
-// job/team, alerts), problems first in a list above.
-import { chart, gpuView } from '../api.js';
+// job/team, alerts), problems first in a list above. Under `gpuwarden hub` without a node chosen:
+// one tile per node instead (GPUs up, utilization, power, alerts, its agent), linked to #/node/<name>.
+import { chart, gpuView, scope } from '../api.js';
 import { sparkline } from '../chart.js';
 import { bytes, celsius, clock, html, pct, render, severityRank, watts } from '../format.js';
 import { gpuHref, jobHref, teamHref } from './links.js';
@@ -143,17 +144,63 @@ function drawSparks() {
   els.tiles.querySelectorAll('canvas.spark').forEach((c) => sparkline(c, spark.byGpu[c.dataset.gpu] || [], color));
 }
 
+// The hub's fleet: one tile per node (snapshot.nodes, hub/views.h).
+function nodeTile(n) {
+  const lost = n.gpus - n.gpus_up;
+  const state = n.gpus === 0 ? 'lost' : lost > 0 || n.alerts_critical ? 'critical' : n.alerts_warning ? 'warning' : 'ok';
+  const label = { ok: 'OK', warning: 'Warning', critical: 'Critical', lost: 'No data' }[state];
+  const chips = [
+    lost > 0 ? html`<span class="chip critical">${lost} GPU${lost > 1 ? 's' : ''} lost</span>` : '',
+    n.alerts_critical ? html`<span class="chip critical">${n.alerts_critical} critical</span>` : '',
+    n.alerts_warning ? html`<span class="chip warning">${n.alerts_warning} warning</span>` : '',
+    n.agent === 'unreachable' ? html`<span class="chip warning" title="processes and reclaim decisions come from the agent">agent unreachable</span>` : '',
+  ];
+  return html`<a class="tile card node-tile" href="#/node/${encodeURIComponent(n.node)}" data-node="${n.node}" data-state="${state}">
+    <div class="head"><span class="idx">${n.node}</span><span class="pill ${state}">${label}</span></div>
+    <div class="who">${n.gpus_up}/${n.gpus} GPUs up${n.newest_sample ? html` · data ${clock(n.newest_sample)}` : ''}</div>
+    <div class="big"><div class="num">${n.utilization === null ? '–' : Math.round(n.utilization * 100)}<small>% util</small></div></div>
+    <div class="who">${n.power_watts === null ? '' : html`power <b>${watts(n.power_watts)}</b>`}</div>
+    <div class="chips">${chips}</div>
+  </a>`;
+}
+
+function fleetOfNodes(ctx) {
+  const nodes = ctx.snapshot.nodes || [];
+  const sum = (f) => nodes.reduce((a, n) => a + (n[f] || 0), 0);
+  const gpus = sum('gpus');
+  const up = sum('gpus_up');
+  const util = gpus ? nodes.reduce((a, n) => a + (n.utilization || 0) * n.gpus_up, 0) / Math.max(1, up) : 0;
+  const firing = ctx.alerts.filter((a) => a.state === 'firing');
+  const critical = firing.filter((a) => a.labels.severity === 'critical').length;
+  const k = (label, value, level = '') => html`<div class="kpi card ${level}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
+  render(els.sub, html`${nodes.length} nodes · ${gpus} GPUs · from the central store`);
+  render(els.kpis, [k('Nodes', nodes.length), k('GPUs up', html`${up}<small> / ${gpus}</small>`, up < gpus ? 'critical' : 'ok'),
+    k('Utilization', pct(util)), k('Power', watts(sum('power_watts'))),
+    k('Alerts firing', firing.length, critical ? 'critical' : firing.length ? 'warning' : ''), k('Jobs running', new Set(ctx.jobs.map((j) => `${j.node}/${j.job_id}`)).size)]);
+  const bad = firing.filter((a) => levelOf(a) !== 'info')
+    .sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0));
+  const node = (a) => a.labels[ctx.info.node_label || 'instance'];
+  render(els.problems, bad.length
+    ? bad.slice(0, 8).map((a) => html`<div class="row"><span class="pill ${levelOf(a)}">${levelOf(a)}</span><span class="what"><a href="#/node/${encodeURIComponent(node(a) || '')}">${node(a) || 'fleet'}</a>${a.labels.gpu !== undefined ? html` · <a href="${gpuHref(a.labels.gpu)}?node=${encodeURIComponent(node(a) || '')}">GPU ${a.labels.gpu}</a>` : ''} <small>${a.labels.alertname}</small></span></div>`)
+    : html`<div class="row"><span class="pill ok">healthy</span><span class="what">No warning or critical alert is firing on the ${nodes.length} nodes · <a href="#/findings">fleet findings</a></span></div>`);
+  render(els.tiles, nodes.length ? nodes.map(nodeTile) : html`<div class="card empty"><b>No node in the store</b>The store holds no gpu_up series yet.</div>`);
+}
+
 export default {
-  title: () => 'Fleet',
+  title: (route) => (route && route.name === 'node' ? `Node ${route.args[0] || ''}` : 'Fleet'),
   mount(root) {
     root.innerHTML = `<div class="pagehead"><div><h1>Fleet</h1><div class="sub"></div></div></div>
       <div class="kpis"></div><div class="problems card"></div><div class="tiles"></div>`;
-    els = { sub: root.querySelector('.sub'), kpis: root.querySelector('.kpis'), problems: root.querySelector('.problems'), tiles: root.querySelector('.tiles') };
+    els = { title: root.querySelector('h1'), sub: root.querySelector('.sub'), kpis: root.querySelector('.kpis'), problems: root.querySelector('.problems'), tiles: root.querySelector('.tiles') };
   },
   async update(ctx) {
     const s = ctx.snapshot;
+    if (scope.hub) {
+      els.title.textContent = s.node ? `Node ${s.node}` : 'Fleet';
+      if (!s.node) return fleetOfNodes(ctx);
+    }
     const views = s.gpus.map((g) => gpuView(g, ctx.alerts, ctx.jobs));
-    render(els.sub, html`${views.length} GPUs · driver ${s.driver_version || '–'} · CUDA ${s.cuda_driver_version || '–'} · NVML ${s.nvml_version || '–'}`);
+    render(els.sub, html`${s.node ? html`<a href="#/fleet">fleet</a> › <b>${s.node}</b>${s.agent_reachable === false ? ' (agent unreachable: no processes)' : ''} · ` : ''}${views.length} GPUs · driver ${s.driver_version || '–'} · CUDA ${s.cuda_driver_version || '–'} · NVML ${s.nvml_version || '–'}`);
     render(els.kpis, kpis(views, ctx));
     render(els.problems, problems(views, ctx));
     if (ctx.now - reclaimState.at >= 10 || ctx.now < reclaimState.at) {

@@ -1,0 +1,163 @@
+#include "hub/store.h"
+
+#include <future>
+
+namespace gw::hub {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr size_t kMaxCacheEntries = 4096;
+
+}  // namespace
+
+struct Store::Entry {
+  std::shared_future<Expected<StoreReply>> answer;
+  SteadyClock::time_point expires = SteadyClock::time_point::max();  // set once answered
+};
+
+std::string Form(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  for (const auto& [name, value] : fields) {
+    if (!out.empty()) out += '&';
+    out += http::UrlEncode(name) + "=" + http::UrlEncode(value);
+  }
+  return out;
+}
+
+std::string StoreErrorMessage(const StoreReply& reply) {
+  nlohmann::json j = nlohmann::json::parse(reply.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string())
+    return j["error"].get<std::string>();
+  std::string snippet = reply.body.substr(0, 200);
+  while (!snippet.empty() && (snippet.back() == '\n' || snippet.back() == ' ')) snippet.pop_back();
+  return "HTTP " + std::to_string(reply.status) + (snippet.empty() ? "" : ": " + snippet);
+}
+
+Expected<std::unique_ptr<Store>> Store::Create(StoreOptions options) {
+  while (!options.url.empty() && options.url.back() == '/') options.url.pop_back();
+  if (!options.url.starts_with("http://") && !options.url.starts_with("https://"))
+    return Error{"--store: expected an http:// or https:// URL, got '" + options.url + "'"};
+  if (options.url.find('?') != std::string::npos)
+    return Error{"--store: the URL must not carry a query string: '" + options.url + "'"};
+  // Checks the URL's shape once (a PostClient parses it).
+  auto probe = http::PostClient::Create(options.url + "/api/v1/query", {});
+  if (!probe.ok()) return Error{"--store: " + probe.error().message};
+  return std::unique_ptr<Store>(new Store(std::move(options)));
+}
+
+Store::Store(StoreOptions options) : options_(std::move(options)) {}
+Store::~Store() = default;
+
+Expected<StoreReply> Store::Send(const std::string& path, const std::string& form) {
+  std::unique_ptr<http::PostClient> client;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++sent_;
+    auto& pool = idle_[path];
+    if (!pool.empty()) {
+      client = std::move(pool.back());
+      pool.pop_back();
+    }
+  }
+  if (!client) {
+    http::PostClientOptions o;
+    o.timeout_s = options_.timeout_s;
+    auto made = http::PostClient::Create(options_.url + path, std::move(o));
+    if (!made.ok()) return Error{"the store at " + options_.url + ": " + made.error().message};
+    client = std::move(*made);
+  }
+  auto reply = client->Post(form, "application/x-www-form-urlencoded");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!reply.ok()) {
+    last_error_ = "the store at " + options_.url + " did not answer: " + reply.error().message;
+    return Error{last_error_};  // the client is dropped: its connection may be broken
+  }
+  last_error_.clear();
+  idle_[path].push_back(std::move(client));
+  return StoreReply{reply->status, std::move(reply->body)};
+}
+
+Expected<StoreReply> Store::Post(const std::string& path, const std::string& form) {
+  const std::string key = path + "?" + form;
+  std::shared_ptr<Entry> entry;
+  std::promise<Expected<StoreReply>> promise;
+  bool mine = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = SteadyClock::now();
+    auto it = cache_.find(key);
+    if (it != cache_.end() && it->second->expires > now) {
+      entry = it->second;  // answered and fresh, or being fetched (expires = max)
+    } else {
+      if (cache_.size() >= kMaxCacheEntries) {
+        for (auto e = cache_.begin(); e != cache_.end();)
+          e = e->second->expires <= now ? cache_.erase(e) : std::next(e);
+      }
+      entry = std::make_shared<Entry>();
+      entry->answer = promise.get_future().share();
+      cache_[key] = entry;
+      mine = true;
+    }
+  }
+  if (mine) {
+    Expected<StoreReply> reply = Send(path, form);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      entry->expires =
+          SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                   std::chrono::duration<double>(options_.cache_ttl_s));
+    }
+    promise.set_value(std::move(reply));
+  }
+  return entry->answer.get();
+}
+
+Expected<nlohmann::json> Store::Query(const std::string& expr, double time_s) {
+  std::vector<std::pair<std::string, std::string>> fields = {{"query", expr}};
+  if (time_s > 0) {
+    char t[48];
+    std::snprintf(t, sizeof t, "%.3f", time_s);
+    fields.emplace_back("time", t);
+  }
+  auto reply = Post("/api/v1/query", Form(fields));
+  if (!reply.ok()) return reply.error();
+  nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (reply->status != 200 || !j.is_object() || j.value("status", "") != "success" ||
+      !j.contains("data"))
+    return Error{"the store at " + options_.url + " refused `" + expr +
+                 "`: " + StoreErrorMessage(*reply)};
+  return std::move(j["data"]);
+}
+
+Expected<std::vector<Store::Sample>> Store::Vector(const std::string& expr, double time_s) {
+  auto data = Query(expr, time_s);
+  if (!data.ok()) return data.error();
+  std::vector<Sample> out;
+  if (data->value("resultType", "") != "vector") return out;
+  for (const auto& r : (*data)["result"]) {
+    Sample s;
+    if (r.contains("metric") && r["metric"].is_object())
+      for (const auto& [name, value] : r["metric"].items())
+        if (value.is_string()) s.labels[name] = value.get<std::string>();
+    const auto& v = r["value"];
+    if (!v.is_array() || v.size() != 2 || !v[1].is_string()) continue;
+    s.t_s = v[0].is_number() ? v[0].get<double>() : 0;
+    s.value = std::strtod(v[1].get<std::string>().c_str(), nullptr);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string Store::LastError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
+uint64_t Store::requests_sent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sent_;
+}
+
+}  // namespace gw::hub

@@ -1,0 +1,95 @@
+// hub/store.h — the central store's Prometheus HTTP API as the hub reads it (VictoriaMetrics or
+// Prometheus; docs/hub.md).
+//
+//   auto store = hub::Store::Create({.url = "http://vm:8428"});
+//   auto data = (*store)->Query("count by (instance) (gpu_up)", now_s);   // the "data" object
+//   if (!data.ok()) banner(data.error().message);   // "the store at http://vm:8428 did not ..."
+//
+// Every request is a POST of a form (the Prometheus API and VictoriaMetrics both take them) over
+// kept-alive connections, one per concurrent caller. Answers are kept for `cache_ttl_s` (1.5 s
+// by default) by path and form, and concurrent callers asking the same thing while it is being
+// fetched wait for that one request instead of sending their own: a page load that asks the
+// same query from several tabs, or many tiles, sends it once. Failures are cached the same way,
+// so a store that is down costs one connection attempt per query and TTL, not one per caller.
+// Each request waits at most `timeout_s` (5 s by default) for the store.
+//
+// Threading: every method may be called from any thread.
+#ifndef GPUWARDEN_HUB_STORE_H_
+#define GPUWARDEN_HUB_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "http/client.h"
+
+namespace gw::hub {
+
+struct StoreOptions {
+  std::string url;  // http(s)://host:port[/prefix], the base of /api/v1/...
+  double timeout_s = 5;
+  double cache_ttl_s = 1.5;
+};
+
+// A store answer: the HTTP status and body as the store sent them.
+struct StoreReply {
+  int status = 0;
+  std::string body;
+};
+
+class Store {
+ public:
+  // Fails when `url` is not an http(s) URL.
+  static Expected<std::unique_ptr<Store>> Create(StoreOptions options);
+  ~Store();
+
+  // POSTs `form` (application/x-www-form-urlencoded) to `path` ("/api/v1/query"). Any HTTP
+  // answer is a StoreReply; no answer is an Error naming the store and why.
+  Expected<StoreReply> Post(const std::string& path, const std::string& form);
+
+  // An instant query at `time_s` (0: the store's now): the reply's "data" object
+  // ({"resultType":…,"result":[…]}). Errors name the store and carry its own message.
+  Expected<nlohmann::json> Query(const std::string& expr, double time_s = 0);
+  // Instant query returning an instant vector: each series' labels and value.
+  struct Sample {
+    std::map<std::string, std::string> labels;
+    double t_s = 0;
+    double value = 0;
+  };
+  Expected<std::vector<Sample>> Vector(const std::string& expr, double time_s = 0);
+
+  const std::string& url() const { return options_.url; }
+  // What the last request that reached no answer said ("" after an answer): for the hub's
+  // status and the console's banner.
+  std::string LastError() const;
+  // Requests sent to the store (not answered from the cache), for the benchmark and tests.
+  uint64_t requests_sent() const;
+
+ private:
+  struct Entry;
+  explicit Store(StoreOptions options);
+  Expected<StoreReply> Send(const std::string& path, const std::string& form);
+
+  StoreOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> cache_;                         // path + "?" + form
+  std::map<std::string, std::vector<std::unique_ptr<http::PostClient>>> idle_;  // by path
+  std::string last_error_;
+  uint64_t sent_ = 0;
+};
+
+// "a=1&b=2" from pairs, each value percent-encoded.
+std::string Form(const std::vector<std::pair<std::string, std::string>>& fields);
+
+// The message of a store's error reply ({"status":"error","error":"…"}), or "HTTP <status>".
+std::string StoreErrorMessage(const StoreReply& reply);
+
+}  // namespace gw::hub
+
+#endif  // GPUWARDEN_HUB_STORE_H_

@@ -1,0 +1,173 @@
+// `gpuwarden hub` over a real central store (issue 18, docs/hub.md): 16 simulated agents scraped
+// by VictoriaMetrics 1.79 or Prometheus 2.42 (hub_fleet.mjs), the hub in front of it, and the
+// console in Debian's chromium:
+//   - the walk fleet → node → GPU → job → team, with the node selector following it;
+//   - the fault on node 7 (GPU 2's uncorrectable ECC error) in the fleet findings with its node,
+//     and on no other node; `gpuwarden diagnose --store` says the same;
+//   - `gpuwarden report --store URL --json` covers the 16 nodes and their 128 GPUs;
+//   - a bad store URL is refused; the store stopped: the console's banner and the JSON API say
+//     so, and the hub keeps serving;
+//   - screenshots of the fleet, a node, a GPU and the findings at desktop and phone width.
+// Run by ctest (label "browser"):
+//   node tests/web/hub_browser_test.mjs BUILD/bin/gpuwarden OUTPUT_DIR victoriametrics|prometheus
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'node:test';
+import { FAULT_GPU, Fleet, jobsOf, nodeName, teamOf } from './hub_fleet.mjs';
+import { launchBrowser, sleep } from './support.mjs';
+
+const [binary, outDir, kind = 'victoriametrics'] = process.argv.slice(2);
+if (!binary || !outDir || !['victoriametrics', 'prometheus'].includes(kind)) {
+  console.error('usage: node hub_browser_test.mjs GPUWARDEN_BINARY OUTPUT_DIR victoriametrics|prometheus');
+  process.exit(2);
+}
+mkdirSync(outDir, { recursive: true });
+const NODES = 16;
+const FAULT_NODE = 7;
+const WIDE = { width: 1600, height: 1000 };
+const PHONE = { width: 420, height: 900 };
+
+async function open(context, url, hash, errors) {
+  const page = await context.newPage();
+  page.on('console', (msg) => { if (msg.type() === 'error') errors.push(`${hash}: ${msg.text()} (${msg.location().url || ''})`); });
+  page.on('pageerror', (e) => errors.push(`${hash}: uncaught ${e.message}`));
+  await page.goto(`${url}/${hash}`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+  return page;
+}
+
+async function shoot(page, name) {
+  await sleep(400);
+  await page.screenshot({ path: join(outDir, `hub-${kind}-${name}.png`), fullPage: true });
+}
+
+async function waitFor(what, fn, ms) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    last = await fn();
+    if (last) return last;
+    await sleep(1000);
+  }
+  throw new Error(`${what}: not within ${ms / 1000} s`);
+}
+
+test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings, report, store down`, async (t) => {
+  const bad = spawnSync(binary, ['hub', '--store', 'vm:8428', '--listen', '127.0.0.1:0'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2, bad.stderr);
+  assert.match(bad.stderr, /--store: expected an http:\/\/ or https:\/\/ URL, got 'vm:8428'/);
+
+  const fleet = await Fleet.start(binary, { nodes: NODES, faultNode: FAULT_NODE, kind });
+  t.after(() => fleet.stop());
+  const began = Date.now();
+  const nodes = await fleet.waitForData(150000);
+  assert.deepEqual(nodes.map((n) => n.node), Array.from({ length: NODES }, (_, i) => nodeName(i + 1)));
+  console.log(`# ${kind}: ${NODES} nodes × 8 GPUs in the store after ${(Date.now() - began) / 1000} s`);
+
+  // The fault on node 7 in the fleet findings, with its node, and on no other node.
+  const fault = nodeName(FAULT_NODE);
+  const eccOf = (body) => (body.data?.findings || []).filter((f) => f.kind === 'ecc-trend' && f.cause === 'uncorrectable errors');
+  const found = await waitFor('the ECC finding of node 7 in /api/gw/v1/findings', async () => {
+    const r = await fleet.hubJson('/api/gw/v1/findings');
+    const ecc = r.status === 200 ? eccOf(r.body) : [];
+    return ecc.length ? ecc : null;
+  }, 150000);
+  assert.equal(found.length, 1, JSON.stringify(found));
+  assert.equal(found[0].node, fault);
+  assert.equal(found[0].subject.gpu, String(FAULT_GPU));
+  const scoped = await fleet.hubJson(`/api/gw/v1/findings?node=${fault}`);
+  assert.ok(scoped.body.data.findings.every((f) => f.node === fault), 'node= keeps that node only');
+  assert.equal(eccOf(scoped.body).length, 1);
+  assert.equal(eccOf((await fleet.hubJson('/api/gw/v1/findings?node=node-08')).body).length, 0);
+
+  const diag = spawnSync(binary, ['diagnose', '--store', fleet.storeUrl, '--since', '15m', '--json'], { encoding: 'utf8', timeout: 120000 });
+  assert.equal(diag.status, 0, diag.stderr);
+  const dj = JSON.parse(diag.stdout);
+  assert.deepEqual(eccOf(dj).map((f) => f.node), [fault]);
+
+  // The fleet report covers the 16 nodes and their GPUs.
+  const rep = spawnSync(binary, ['report', '--store', fleet.storeUrl, '--period', '10m', '--json'], { encoding: 'utf8', timeout: 180000 });
+  assert.equal(rep.status, 0, rep.stderr);
+  const report = JSON.parse(rep.stdout);
+  assert.equal(report.nodes.length, NODES, JSON.stringify(report.nodes));
+  assert.ok(report.nodes.every((n) => n.gpus === 8), JSON.stringify(report.nodes));
+  assert.equal(report.fleet.gpus, NODES * 8, JSON.stringify(report.fleet));
+  assert.equal(new Set(report.gpus.map((g) => g.node)).size, NODES);
+
+  // The console: fleet → node → GPU → job → team.
+  const errors = [];
+  const browser = await launchBrowser(WIDE);
+  t.after(() => browser.close());
+  const page = await open(browser.context, fleet.hubUrl, '#/fleet', errors);
+  await page.waitForFunction((n) => document.querySelectorAll('.tile[data-node]').length === n, NODES, { timeout: 20000 });
+  assert.equal(await page.$eval('#node-select', (s) => s.value), '');
+  assert.equal(await page.$$eval('#node-select option', (o) => o.length), NODES + 1);
+  await shoot(page, 'fleet-desktop');
+
+  await page.click(`.tile[data-node="${fault}"]`);
+  await page.waitForFunction(() => document.querySelectorAll('.tile[data-gpu]').length === 8, null, { timeout: 20000 });
+  assert.equal(await page.textContent('#main h1'), `Node ${fault}`);
+  assert.equal(await page.$eval('#node-select', (s) => s.value), fault);
+  // GPU 0 is training for job 10007: the tile names it (jobs from the store's allocation series).
+  const job = jobsOf(FAULT_NODE)[0];
+  await page.waitForFunction((id) => document.querySelector('.tile[data-gpu="0"] .who')?.textContent.includes(id), String(job.job_id), { timeout: 20000 });
+  await shoot(page, 'node-desktop');
+
+  await page.click('.tile[data-gpu="0"]');
+  await page.waitForSelector(`tr[data-job="${job.job_id}"] a[data-link="job"]`, { timeout: 20000 });
+  assert.match(page.url(), /#\/gpu\/0$/);
+  await sleep(4000);  // its twenty charts (one store read each) drawn
+  await shoot(page, 'gpu-desktop');
+
+  await page.click(`tr[data-job="${job.job_id}"] a[data-link="job"]`);
+  await page.waitForFunction((id) => location.hash === `#/job/${id}` && document.querySelector('#main a[data-link="team"]'), String(job.job_id), { timeout: 20000 });
+  // The job page's record comes from node 7's agent (its name), the node kept.
+  await page.waitForFunction((name) => document.querySelector('#main').textContent.includes(name), job.name, { timeout: 20000 });
+  assert.equal(await page.$eval('#node-select', (s) => s.value), fault);
+  const team = teamOf(job.account);
+  await page.click(`#main a[data-link="team"][href="#/team/${team}"]`);
+  await page.waitForFunction((name) => location.hash === `#/team/${name}` && document.querySelector('#main h1')?.textContent.includes(name), team, { timeout: 20000 });
+  await shoot(page, 'team-desktop');
+
+  // Findings page: the fault with its node, linked to it.
+  await page.goto(`${fleet.hubUrl}/#/fleet`);
+  await page.waitForFunction((n) => document.querySelectorAll('.tile[data-node]').length === n, NODES, { timeout: 20000 });
+  await page.goto(`${fleet.hubUrl}/#/findings`);
+  const card = `article.finding[data-node="${fault}"][data-id^="ecc-trend"]`;
+  await page.waitForSelector(card, { timeout: 20000 });
+  assert.match(await page.textContent(`${card} .where`), new RegExp(`node ${fault}`));
+  await shoot(page, 'findings-desktop');
+
+  // Phone width: the fleet and a node.
+  const phone = await launchBrowser(PHONE);
+  t.after(() => phone.close());
+  const small = await open(phone.context, fleet.hubUrl, '#/fleet', errors);
+  await small.waitForFunction((n) => document.querySelectorAll('.tile[data-node]').length === n, NODES, { timeout: 20000 });
+  const w = await small.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(w <= PHONE.width, `the fleet page is ${w} px wide on a ${PHONE.width} px screen`);
+  await shoot(small, 'fleet-phone');
+  await small.goto(`${fleet.hubUrl}/#/node/${fault}`);
+  await small.waitForFunction(() => document.querySelectorAll('.tile[data-gpu]').length === 8, null, { timeout: 20000 });
+  await shoot(small, 'node-phone');
+
+  assert.deepEqual(errors, []);
+
+  // The store stops: the JSON API and the banner say which store and why; the hub stays up.
+  await fleet.stopStore();
+  const down = await waitFor('503 from /api/snapshot with the store down', async () => {
+    const r = await fleet.hubJson(`/api/snapshot?node=${fault}`);
+    return r.status === 503 ? r : null;
+  }, 30000);
+  assert.equal(down.body.status, 'error');
+  assert.match(down.body.error, new RegExp(`the store at ${fleet.storeUrl.replace(/[.]/g, '\\.')} did not answer`));
+  await page.goto(`${fleet.hubUrl}/#/fleet`);
+  await page.waitForFunction(() => !document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('did not answer'), null, { timeout: 30000 });
+  assert.match(await page.textContent('#banner'), /The hub cannot read the fleet: the store at .* did not answer/);
+  await shoot(page, 'store-down-desktop');
+  const health = await fetch(`${fleet.hubUrl}/healthz`);
+  assert.equal(health.status, 200);
+  assert.ok(fleet.hub.running());
+  console.log(`# ${kind}: whole test ${(Date.now() - began) / 1000} s`);
+});
