@@ -452,7 +452,8 @@ TEST(ScraperTest, AJobBoundTargetLivesWithItsJob) {
     EXPECT_TRUE(tsdb::IsStaleNaN(samples.back().v)) << name;
     EXPECT_EQ(samples.back().t_ms, kT0 + 17'000) << name;
   }
-  const auto counter = store.Samples({{"__name__", "training_samples_total"}});
+  const auto counter =
+      store.Samples({{"__name__", "training_samples_total"}, {"target", "train-7"}});
   ASSERT_FALSE(counter.empty());
   EXPECT_TRUE(tsdb::IsStaleNaN(counter.back().v));
   EXPECT_FALSE(up_line());
