@@ -13,32 +13,13 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "integration/training_support.h"
 #include "support/agent_process.h"
 
 namespace gw::testing {
 namespace {
 
 using nlohmann::json;
-
-double Now(const AgentProcess& agent) {
-  return json::parse(agent.Get("/api/snapshot").body)["taken_at"];
-}
-
-// The value of the one series an instant query at the agent's (simulated) now returns; NaN when
-// it returns none.
-double QueryOne(const AgentProcess& agent, const std::string& expr) {
-  HttpReply r =
-      agent.Get("/api/v1/query?query=" + UrlEncode(expr) + "&time=" + std::to_string(Now(agent)));
-  if (r.status != 200) return std::nan("");
-  const json result = json::parse(r.body)["data"]["result"];
-  if (result.size() != 1) return std::nan("");
-  return std::stod(result[0]["value"][1].get<std::string>());
-}
-
-// One collection cycle (1 s) per call: each scrape sees the run at the snapshot's own time.
-void Step(AgentProcess& agent, int seconds) {
-  for (int i = 0; i < seconds; ++i) agent.Advance(1);
-}
 
 std::size_t Count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
