@@ -10,7 +10,15 @@
 #   GPU 5    job llm-serving (team product): gw-inference-sim, scraped as target `llm`
 #   GPU 7    job notebook-alice (team analytics), holding the GPU and computing nothing: noticed
 #            after 10 minutes idle, a dry-run reclaim decision 5 minutes later
-#   GPU 4, 6 the scenario's own work, no job
+#   GPU 4, 6 the scenario's own work, and three short training jobs of team vision that end in the
+#            first minutes, so that the job and team pages show outcomes and throughput at once:
+#            vision-sweep-1 (GPU 6) completes after 90 s, vision-sweep-2 (GPU 6) after 4 min, and
+#            vision-finetune (GPU 4) dies at 2.5 min on an uncorrectable ECC error (XID 48) that
+#            this demo adds to GPU 4 — outcome failed, cause gpu_fault, and GpuJobKilledByGpuFault.
+#            Their counters are found two ways (docs/jobs.md, "Training throughput"): sweep-1's
+#            is a target bound to its job in the configuration (scrape.targets[].job_id), the
+#            others' are found through the port each run declares (GPUWARDEN_METRICS_PORT); either
+#            way scraped while the job runs, neither scraped nor "down" once it ended.
 #
 #   bash scripts/demo-sim.sh BUILD_DIR [gpuwarden serve arguments...]
 #
@@ -59,18 +67,40 @@ wait_port() {  # log sed-expression name: the port the program's log names
 env CUDA_VISIBLE_DEVICES=5 GPUWARDEN_JOB=llm-serving GPUWARDEN_TEAM=product \
   "$bin/gw-inference-sim" --listen 127.0.0.1:0 >"$work/inference.log" 2>&1 &
 pids+=($!)
-port="$(wait_port "$work/inference.log" 's/.*(port \([0-9]*\)).*/\1/p' gw-inference-sim)"
 
+training() {  # gpus job team log gw-training-sim-arguments...: a training run as a job
+  local gpus="$1" name="$2" team="$3" log="$4"
+  shift 4
+  env CUDA_VISIBLE_DEVICES="$gpus" GPUWARDEN_JOB="$name" GPUWARDEN_TEAM="$team" \
+    "$bin/gw-training-sim" "$@" >"$work/$log" 2>&1 &
+  pids+=($!)
+}
+training_port() {  # log: the port of its /metrics
+  wait_port "$work/$1" 's/.*metrics on 127\.0\.0\.1:\([0-9]*\).*/\1/p' gw-training-sim
+}
 # The training job: 4 GPUs, counting tokens; 4 GiB per GPU beside the scenario's own processes.
-env CUDA_VISIBLE_DEVICES=0,1,2,3 GPUWARDEN_JOB=llm-pretrain GPUWARDEN_TEAM=research \
-  "$bin/gw-training-sim" --unit tokens --rate 16 --batch 8 --tokens-per-sample 4096 \
-  --memory-mib 4096 >"$work/training.log" 2>&1 &
-pids+=($!)
-train_port="$(wait_port "$work/training.log" 's/.*metrics on 127\.0\.0\.1:\([0-9]*\).*/\1/p' \
-  gw-training-sim)"
+training 0,1,2,3 llm-pretrain research training.log --unit tokens --rate 16 --batch 8 \
+  --tokens-per-sample 4096 --memory-mib 4096
+# Team vision's short runs (started together with the others: no start-up time added).
+training 6 vision-sweep-1 vision sweep-1.log --duration 90 --rate 120 --memory-mib 8192
+training 6 vision-sweep-2 vision sweep-2.log --duration 240 --rate 120 --memory-mib 8192
+training 4 vision-finetune vision finetune.log --rate 90 --memory-mib 20480
+# Every program is started; now the ports they picked.
+port="$(wait_port "$work/inference.log" 's/.*(port \([0-9]*\)).*/\1/p' gw-inference-sim)"
+train_port="$(training_port training.log)"
+sweep1_port="$(training_port sweep-1.log)"
 
-# The demo fleet with host processes on (the scenario file itself is left as it is).
-{ cat "$here/scenarios/demo.yaml"; printf '\nhost_processes: true\n'; } >"$work/demo.yaml"
+# The demo fleet with host processes on, and an uncorrectable ECC error on GPU 4 at 2.5 min that
+# ends vision-finetune (the scenario file itself is left as it is).
+{
+  sed '/{pid: 41000, name: "tritonserver"/a\    faults:\n      - {type: ecc_uncorrectable, at: 150s}' \
+    "$here/scenarios/demo.yaml"
+  printf '\nhost_processes: true\n'
+} >"$work/demo.yaml"
+if ! grep -q 'ecc_uncorrectable, at: 150s' "$work/demo.yaml"; then
+  echo "demo: scenarios/demo.yaml has no tritonserver process 41000 on GPU 4 to add the fault to" >&2
+  exit 1
+fi
 cat >"$work/gpuwarden.yaml" <<YAML
 jobs:
   idle_window: 10m
@@ -99,10 +129,17 @@ scrape:
       outputs: training_tokens_total
       output_unit: tokens
       job_id: llm-pretrain
+    - name: vision-sweep-1
+      url: http://127.0.0.1:$sweep1_port/metrics
+      interval: 5s
+      outputs: training_samples_total
+      output_unit: samples
+      job_id: vision-sweep-1
 YAML
 
 echo "demo: jobs llm-pretrain (GPU 0-3, a training run on port $train_port), llm-serving (GPU 5, an"
-echo "demo: inference service on port $port),"
+echo "demo: inference service on port $port), vision-sweep-1 and -2 (GPU 6, done after 90 s and"
+echo "demo: 4 min), vision-finetune (GPU 4: an ECC error ends it at 2.5 min),"
 echo "demo: notebook-alice (GPU 7, idle); prices, quotas and a dry-run reclaim policy: $work/gpuwarden.yaml"
 "$bin/gpuwarden" serve --simulate "$work/demo.yaml" --config "$work/gpuwarden.yaml" "$@" &
 serve=$!

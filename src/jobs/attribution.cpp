@@ -42,6 +42,14 @@ std::string Value(const std::optional<std::string>& v) {
   return v.value_or("");
 }
 
+// GPUWARDEN_METRICS_PORT's value as a port: 1-65535 in decimal digits only, else 0.
+int MetricsPort(const std::string& text) {
+  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string::npos)
+    return 0;
+  const int port = std::stoi(text);
+  return port <= 65535 ? port : 0;
+}
+
 }  // namespace
 
 bool ParseStatStartTicks(std::string_view stat, std::uint64_t* ticks) {
@@ -144,6 +152,7 @@ Expected<ProcessAttribution> Attributor::ReadProcess(pid_t pid, std::uint64_t st
     p.cuda_visible_devices = Value(env->Get(EnvKey::kCudaVisibleDevices));
     p.gpuwarden_job = Value(env->Get(EnvKey::kGpuwardenJob));
     p.gpuwarden_team = Value(env->Get(EnvKey::kGpuwardenTeam));
+    p.gpuwarden_metrics_port = MetricsPort(Value(env->Get(EnvKey::kGpuwardenMetricsPort)));
   }
   if (!p.slurm_job_id_cgroup.empty()) {
     p.job_id = p.slurm_job_id_cgroup;

@@ -61,6 +61,9 @@ struct ProcessAttribution {
   std::string cuda_visible_devices;
   std::string gpuwarden_job;
   std::string gpuwarden_team;
+  // GPUWARDEN_METRICS_PORT: the port of the job's own /metrics on 127.0.0.1 (docs/jobs.md), when
+  // it is 1-65535 written in decimal digits; else 0.
+  int gpuwarden_metrics_port = 0;
 };
 
 // A plug-in that refines attributions (Kubernetes pod-resources, a site's own mapping).

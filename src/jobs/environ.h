@@ -31,11 +31,13 @@ enum class EnvKey {
   kCudaVisibleDevices,
   kGpuwardenJob,
   kGpuwardenTeam,
+  kGpuwardenMetricsPort,  // the job's own /metrics on 127.0.0.1 (docs/jobs.md)
   kCount
 };
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(EnvKey::kCount)> kEnvKeys = {
-    "SLURM_JOB_ID",   "SLURM_JOB_USER",       "SLURM_JOB_ACCOUNT", "SLURM_JOB_PARTITION",
-    "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES", "GPUWARDEN_JOB",     "GPUWARDEN_TEAM"};
+    "SLURM_JOB_ID",        "SLURM_JOB_USER", "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_PARTITION", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES",
+    "GPUWARDEN_JOB",       "GPUWARDEN_TEAM", "GPUWARDEN_METRICS_PORT"};
 
 // The allowed values found; unset keys are nullopt.
 struct AllowedEnv {

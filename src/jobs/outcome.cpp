@@ -309,7 +309,9 @@ JobOutcomeRecord ClassifyOutcome(const OutcomeInput& in, const OutcomeOptions& o
     what = process_job ? "Ended (no scheduler: exit status unknown)" : "Completed";
   else if (outcome == "failed")
     what = exit_failed ? "Failed with exit code " + std::to_string(*in.exit_code)
-                       : (known_state ? "Failed" : "Ended as " + in.state);
+                       : (known_state   ? "Failed"
+                          : process_job ? "Failed (no scheduler: exit status unknown)"
+                                        : "Ended as " + in.state);
   else if (outcome == "cancelled")
     what = "Cancelled";
   else if (outcome == "timeout")

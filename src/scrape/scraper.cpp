@@ -1,3 +1,7 @@
+// One piece: the scraping side (Run/ScrapeDue/ScrapeOne), the store's writer side (Drain) and the
+// lifecycle of job-bound targets and job target slots (FollowJob/Retire/Claim/Release) share the
+// Target and Batch structures and one locking protocol (scrape/scraper.h, "Threading"); apart,
+// each file would hold half of every hand-over.
 #include "scrape/scraper.h"
 
 #include <algorithm>
@@ -56,10 +60,15 @@ struct Scraper::Target {
   explicit Target(TargetConfig c) : config(std::move(c)), fetcher(config) {
     health.name = config.name;
     health.url = config.url;
+    active = config.job_id.empty();
+    health.waiting_for_job = !active;
   }
   TargetConfig config;
   Fetcher fetcher;
+  // A job-bound target's job runs here (SetJobRunning; any thread).
+  std::atomic<bool> job_running{false};
   // Scraping side (the scrape thread or the caller of ScrapeDue).
+  bool active = true;  // scraped (a job-bound target: while its job runs)
   bool started = false;
   int64_t next_due_ms = 0;
   std::string body;
@@ -102,6 +111,8 @@ void CollectDescriptors(std::string_view page, std::string* out) {
 struct Scraper::Batch {
   size_t target = 0;
   int64_t t_ms = 0;
+  bool retired = false;    // a job-bound target whose job stopped: everything of it goes stale
+  bool free_slot = false;  // retired: a job target slot, free once drained
   bool up = false;
   double duration_s = 0;
   uint64_t samples = 0;
@@ -131,6 +142,15 @@ Scraper::Scraper(std::vector<TargetConfig> targets, Logger* log, ScraperOptions 
       log_->Error("scrape target '" + targets_.back()->config.name +
                   "': " + targets_.back()->fetcher.setup_error());
   }
+  configured_ = targets_.size();
+  // Job target slots: placeholders until claimed (never scraped, never shown).
+  for (size_t i = 0; i < options_.job_target_slots; ++i) {
+    targets_.push_back(std::make_unique<Target>(TargetConfig{}));  // no URL: no client
+    targets_.back()->active = false;
+    targets_.back()->health.waiting_for_job = true;
+    written_.push_back(std::make_unique<Written>());
+  }
+  slots_.resize(options_.job_target_slots);
 }
 
 Scraper::~Scraper() {
@@ -157,7 +177,8 @@ void Scraper::Run() {
     int64_t now = now_ms();
     int64_t next = INT64_MAX;
     for (size_t i = 0; i < targets_.size(); ++i) {
-      Target& t = *targets_[i];
+      if (!FollowJob(i, now)) continue;
+      Target& t = *targets_[i];  // after FollowJob: a claimed slot's target is new
       if (!t.started || now >= t.next_due_ms) {
         ScrapeOne(i, now);
         const auto interval_ms = static_cast<int64_t>(t.config.interval_s * 1000);
@@ -169,15 +190,18 @@ void Scraper::Run() {
       next = std::min(next, t.next_due_ms);
     }
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, next - now_ms())),
-                 [&] { return stopping_; });
+    // At most an hour: every target may be waiting for its job (next = INT64_MAX).
+    const int64_t wait_ms = std::clamp<int64_t>(next - now_ms(), 1, 3'600'000);
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return stopping_ || wake_; });
+    wake_ = false;
     if (stopping_) return;
   }
 }
 
 void Scraper::ScrapeDue(int64_t t_ms) {
   for (size_t i = 0; i < targets_.size(); ++i) {
-    Target& t = *targets_[i];
+    if (!FollowJob(i, t_ms)) continue;
+    Target& t = *targets_[i];  // after FollowJob: a claimed slot's target is new
     if (t.started && t_ms < t.next_due_ms) continue;
     ScrapeOne(i, t_ms);
     const auto interval_ms = static_cast<int64_t>(t.config.interval_s * 1000);
@@ -204,6 +228,117 @@ void Scraper::CountOutputs(Target* t, const Batch& batch) {
     last = v;
   }
   t->outputs_started = true;
+}
+
+void Scraper::SetJobRunning(size_t target, bool running) {
+  if (target >= configured_ || targets_[target]->config.job_id.empty()) return;
+  if (targets_[target]->job_running.exchange(running) == running) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+size_t Scraper::ClaimJobTarget(TargetConfig config) {
+  size_t index = kNoSlot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < slots_.size() && index == kNoSlot; ++i) {
+      if (slots_[i].state != SlotState::kFree) continue;
+      slots_[i].state = SlotState::kClaimed;
+      slots_[i].pending = std::move(config);
+      index = configured_ + i;
+    }
+    wake_ = wake_ || index != kNoSlot;
+  }
+  if (index != kNoSlot) cv_.notify_all();
+  return index;
+}
+
+void Scraper::ReleaseJobTarget(size_t index) {
+  if (index < configured_ || index >= targets_.size()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& slot = slots_[index - configured_];
+    if (slot.state == SlotState::kClaimed) {
+      slot.state = SlotState::kFree;  // never scraped: nothing to mark stale
+      slot.pending = TargetConfig{};
+    } else if (slot.state == SlotState::kActive) {
+      slot.state = SlotState::kReleasing;
+    }
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Scraper::FollowJob(size_t index, int64_t t_ms) {
+  if (index >= configured_) {  // a job target slot
+    std::unique_lock<std::mutex> lock(mu_);
+    Slot& slot = slots_[index - configured_];
+    if (slot.state == SlotState::kClaimed) {
+      auto fresh = std::make_unique<Target>(std::move(slot.pending));
+      slot.pending = TargetConfig{};
+      fresh->active = true;  // started is false: scraped at once
+      fresh->health.waiting_for_job = false;
+      targets_[index] = std::move(fresh);
+      slot.state = SlotState::kActive;
+      return true;
+    }
+    if (slot.state != SlotState::kReleasing) return slot.state == SlotState::kActive;
+    slot.state = SlotState::kDraining;
+    lock.unlock();
+    Retire(index, t_ms, true);
+    return false;
+  }
+  Target& t = *targets_[index];
+  if (t.config.job_id.empty()) return true;
+  const bool running = t.job_running.load();
+  if (running == t.active) return running;
+  t.active = running;
+  if (running) {
+    t.started = false;  // scraped at once
+    std::lock_guard<std::mutex> lock(mu_);
+    t.health.waiting_for_job = false;
+    return true;
+  }
+  Retire(index, t_ms, false);
+  return false;
+}
+
+void Scraper::Retire(size_t index, int64_t t_ms, bool free_slot) {
+  // The job stopped: the target's series (those of the last successful scrape, and the agent's
+  // own gpuwarden_scrape_* of it) get stale markers, and it leaves /metrics.
+  Target& t = *targets_[index];
+  t.active = false;
+  std::unique_ptr<Batch> batch = TakeSpare();
+  batch->target = index;
+  batch->t_ms = t_ms;
+  batch->retired = true;
+  batch->free_slot = free_slot;
+  batch->values.clear();
+  batch->new_series.clear();
+  batch->stale.assign(t.present.begin(), t.present.end());
+  batch->samples = 0;
+  t.present.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t.health.waiting_for_job = true;
+    t.health.scraped = false;
+    t.health.up = false;
+    t.health.last_error.clear();
+    // Queued even when the queue is full: at most one per target and job end, and without it the
+    // target's last values would linger for the staleness period.
+    if (storeless_) {
+      spare_.push_back(std::move(batch));
+      if (free_slot) slots_[index - configured_].state = SlotState::kFree;
+    } else {
+      queue_.push_back(std::move(batch));
+    }
+  }
+  if (log_)
+    log_->Info("scrape target '" + t.config.name + "': job " + t.config.job_id +
+               " no longer runs here; not scraped " + (free_slot ? "any more" : "until it does"));
 }
 
 bool Scraper::Outputs(size_t target, double* total) const {
@@ -240,6 +375,8 @@ void Scraper::ScrapeOne(size_t index, int64_t t_ms) {
   std::unique_ptr<Batch> batch = TakeSpare();
   batch->target = index;
   batch->t_ms = t_ms;
+  batch->retired = false;
+  batch->free_slot = false;
   batch->values.clear();
   batch->new_series.clear();
   batch->stale.clear();
@@ -356,6 +493,7 @@ size_t Scraper::Drain(tsdb::Appender* appender, const collect::Snapshot& snapsho
     }
   }
   size_t appended = 0;
+  std::vector<size_t> freed;  // slots whose last batch this was
   auto append = [&](uint64_t ref, int64_t t, double v) {
     if (ref != kNoRef && appender->Append(ref, t, v).ok()) ++appended;
   };
@@ -375,6 +513,15 @@ size_t Scraper::Drain(tsdb::Appender* appender, const collect::Snapshot& snapsho
     }
     for (const auto& [id, v] : batch->values) append(w.refs[id], t, v);
     for (uint32_t id : batch->stale) append(w.refs[id], t, tsdb::StaleNaN());
+    if (batch->retired) {
+      for (uint64_t ref : {w.up, w.duration, w.samples}) append(ref, t, tsdb::StaleNaN());
+      for (const Written::ServiceInfo& info : w.service_info) append(info.ref, t, tsdb::StaleNaN());
+      if (batch->free_slot) {
+        w = Written{};  // the slot's next target starts afresh (no gpus: no service info)
+        freed.push_back(batch->target);
+      }
+      continue;
+    }
     const std::string& name = target.config.name;
     self_ref(&w.up, "gpuwarden_scrape_up", name);
     self_ref(&w.duration, "gpuwarden_scrape_duration_seconds", name);
@@ -403,6 +550,7 @@ size_t Scraper::Drain(tsdb::Appender* appender, const collect::Snapshot& snapsho
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (std::unique_ptr<Batch>& batch : batches) spare_.push_back(std::move(batch));
+  for (size_t index : freed) slots_[index - configured_].state = SlotState::kFree;
   return appended;
 }
 
@@ -426,9 +574,13 @@ void Scraper::RenderMetrics(expo::Format format, std::string* out) const {
 }
 
 void Scraper::WriteFamilies(expo::Writer* w) const {
-  if (targets_.empty()) return;
   using expo::Type;
   std::lock_guard<std::mutex> lock(mu_);
+  // Configured targets, and the job targets found at run time while they are scraped.
+  const bool any = configured_ > 0 || std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) {
+                     return s.state == SlotState::kActive;
+                   });
+  if (!any) return;
   w->Family("gpuwarden_scrape_up", Type::kGauge,
             "1 if the last scrape of the application target succeeded, 0 if not.");
   for (const auto& t : targets_)
@@ -444,12 +596,16 @@ void Scraper::WriteFamilies(expo::Writer* w) const {
       w->Sample().Label("target", t->config.name).Value(static_cast<double>(t->health.samples));
   w->Family("gpuwarden_scrape_errors_total", Type::kCounter,
             "Failed scrapes of the target (no reply, HTTP error, unparsable page).");
-  for (const auto& t : targets_)
-    w->Sample().Label("target", t->config.name).Value(static_cast<double>(t->health.errors));
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    const Target& t = *targets_[i];
+    if (i < configured_ || !t.health.waiting_for_job)
+      w->Sample().Label("target", t.config.name).Value(static_cast<double>(t.health.errors));
+  }
   w->Family("gpu_service_info", Type::kGauge,
             "1 for each application target and each GPU serving it (scrape.targets[].gpus).");
   char index[16];
   for (const auto& t : targets_) {
+    if (t->health.waiting_for_job) continue;
     for (unsigned gpu : t->config.gpus) {
       if (gpu >= uuids_.size() || uuids_[gpu].empty()) continue;
       auto [end, ec] = std::to_chars(index, index + sizeof index, gpu);

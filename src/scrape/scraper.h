@@ -25,6 +25,19 @@
 // scrape is the baseline (for a target bound to a job — `job_id` — it counts from 0 as well: the
 // job's counter started with the job).
 //
+// A target bound to a job (`job_id`) lives with its job: it is scraped only while the job runs on
+// this node, as the caller says through SetJobRunning (serve/training_service.h, from the jobs the
+// task layer lists) — not before the job started, not after it ended, never for a job on another
+// node. When the job stops running the scraper marks the target's series stale once, its
+// gpuwarden_scrape_* series included, and leaves it out of /metrics (/api/v1/targets: "unknown"):
+// a training run whose endpoint goes away with it is not a target that is down. Its outputs
+// counted so far stay readable (Outputs), for the job's record.
+//
+// Job endpoints found at run time (a job's GPUWARDEN_METRICS_PORT, docs/jobs.md) take one of
+// `job_target_slots` extra targets after the configured ones: ClaimJobTarget scrapes a job's page
+// as a job-bound target until ReleaseJobTarget; the slot is free again once the target's stale
+// markers are in the store. Slot indices are stable while claimed (Outputs, Health).
+//
 // Threading: scrapes run on the scrape thread (Start) or on the caller of ScrapeDue — never
 // both, never on an HTTP request thread. The store has one writer, so scrape results are queued
 // (FIFO, at most kMaxQueued; a target whose results are not drained is not scraped meanwhile)
@@ -63,6 +76,8 @@ struct TargetHealth {
   uint64_t samples = 0;        // in the last successful scrape
   uint64_t scrapes = 0, errors = 0;
   std::string last_error;  // "" while up
+  // A job-bound target whose job does not run here (now): not scraped, not listed on /metrics.
+  bool waiting_for_job = false;
   // With `outputs` configured: the target's outputs counted since its first successful scrape
   // (Scraper::CountOutputs), as of the last successful scrape.
   bool outputs_known = false;
@@ -74,6 +89,8 @@ struct TargetHealth {
 // scraper.
 struct ScraperOptions {
   const Clock* clock = &SystemClock();
+  // Room for job endpoints found at run time (ClaimJobTarget); 0: none.
+  size_t job_target_slots = 0;
 };
 
 class Scraper {
@@ -87,6 +104,9 @@ class Scraper {
   Scraper(const Scraper&) = delete;
   Scraper& operator=(const Scraper&) = delete;
 
+  static constexpr size_t kNoSlot = ~size_t{0};
+
+  // No target configured and no room for found ones.
   bool empty() const { return targets_.empty(); }
 
   // Without a store writer (no history, or an agent that records nothing because NVML is
@@ -121,6 +141,18 @@ class Scraper {
   // The same, with the time (ms) of the scrape that counted them (a job's throughput is their
   // rate between scrapes).
   bool Outputs(size_t target, double* total, int64_t* t_ms) const;
+  // Whether the job of target `target` (bound by `job_id`) runs on this node now. Until the first
+  // call a job-bound target is not scraped; other targets ignore it. Any thread; cheap when nothing
+  // changes (an atomic exchange). Starting: the target is scraped at once. Stopping: its series get
+  // stale markers at the scraping side's next turn and it is no longer scraped.
+  void SetJobRunning(size_t target, bool running);
+  // Scrapes a job's endpoint found at run time (`config`: name, url, interval, outputs and job_id
+  // set; its job runs now) in a free slot, from the scraping side's next turn. Returns its index,
+  // or kNoSlot when every slot is taken. Any thread.
+  size_t ClaimJobTarget(TargetConfig config);
+  // The job of a claimed slot ended: as SetJobRunning(false) for a configured job-bound target,
+  // then the slot is free (its index means nothing any more). Any thread.
+  void ReleaseJobTarget(size_t index);
   // The configured targets, in order (as given to the constructor).
   const TargetConfig& target_config(size_t target) const;
   size_t size() const { return targets_.size(); }
@@ -133,12 +165,29 @@ class Scraper {
   void Run();
   // Scrapes one target at t_ms and queues the result; false when its queue is full.
   void ScrapeOne(size_t index, int64_t t_ms);
+  // The scraping side's view of a job-bound target's job: false while the target is not to be
+  // scraped (after queueing its stale markers once, when its job just stopped).
+  bool FollowJob(size_t index, int64_t t_ms);
+  // Queues the stale markers of a target whose job stopped (scraping side); `free_slot`: the
+  // slot is free once they are drained.
+  void Retire(size_t index, int64_t t_ms, bool free_slot);
+  // A slot's claimed config becomes its target (scraping side, mu_ held).
+  enum class SlotState { kFree, kClaimed, kActive, kReleasing, kDraining };
+  struct Slot {
+    SlotState state = SlotState::kFree;
+    TargetConfig pending;
+  };
   std::unique_ptr<Batch> TakeSpare();
   static void CountOutputs(Target* t, const Batch& batch);  // the scraping side
 
   Logger* log_;
   ScraperOptions options_;
+  // The configured targets, then the job target slots (a slot's Target is replaced under mu_ by
+  // the scraping side when claimed; other threads read it only under mu_ or, in Drain, only while
+  // it has batches queued).
   std::vector<std::unique_ptr<Target>> targets_;
+  size_t configured_ = 0;
+  std::vector<Slot> slots_;  // under mu_
 
   mutable std::mutex mu_;  // queue_, spare_, health, uuids_, stopping_
   std::condition_variable cv_;
@@ -146,6 +195,7 @@ class Scraper {
   std::vector<std::unique_ptr<Batch>> spare_;
   std::vector<std::string> uuids_;  // GPU index -> UUID, from the last Drain
   bool stopping_ = false;
+  bool wake_ = false;  // a job-bound target's job started or stopped: the scrape thread looks
   std::atomic<bool> storeless_{false};
   std::thread thread_;
 

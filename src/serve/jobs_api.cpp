@@ -168,6 +168,8 @@ std::vector<JobsService::HeldGpus> JobsService::AllocatedJobs() const {
           h.pod_name = m->second.pod_name;
         }
         if (h.team.empty()) h.team = std::string(jobs::kUnassignedTeam);
+        if (auto port = metrics_ports_.find(key); port != metrics_ports_.end())
+          h.metrics_port = port->second;
       }
       h.gpus.push_back(gpu);
     }

@@ -486,12 +486,18 @@ void JobsService::NoteMeta(const std::string& id, const jobs::SlurmJob& job) {
 
 void JobsService::Attribute(double now_s) {
   process_allocations_.clear();
+  metrics_ports_.clear();
   for (const jobs::JobLedger::AttributedGpuProcess& p : mapping_.processes()) {
     const jobs::ProcessAttribution& a = p.process;
     if (a.job_id.empty()) continue;
     const bool process_job = a.job_source == "gpuwarden-env";
     const std::string key = process_job ? std::string(kProcessPrefix) + a.job_id : a.job_id;
     process_allocations_[p.gpu].insert(key);
+    // A pod's loopback is not the node's: its endpoint is named in scrape.targets instead.
+    if (const int port = a.gpuwarden_metrics_port; port > 0 && a.job_source != "kubernetes") {
+      auto [it, fresh] = metrics_ports_.emplace(key, port);
+      if (!fresh) it->second = std::min(it->second, port);
+    }
     if (meta_.count(key)) continue;
     JobMeta& m = meta_[key];
     m.start_s = now_s;

@@ -208,6 +208,10 @@ class JobsService {
     std::string source, name, user, account, team, partition;
     std::string pod_namespace, pod_name;  // a Kubernetes pod (source "kubernetes")
     std::vector<unsigned> gpus;  // this node's GPU units (jobs/gpu_unit.h): indices, MIG ids
+    // The port of the job's own /metrics on 127.0.0.1 that one of its processes declares with
+    // GPUWARDEN_METRICS_PORT (1-65535; the lowest when they differ), 0 when none does. Never for
+    // a Kubernetes pod (its loopback is its own). serve/training_service.h scrapes it.
+    int metrics_port = 0;
   };
   std::vector<HeldGpus> AllocatedJobs() const;
   // The scheduler's jobs as last polled (empty without a scheduler).
@@ -325,6 +329,7 @@ class JobsService {
   std::map<unsigned, std::set<std::string>> allocations_;
   std::map<unsigned, std::set<std::string>> slurm_allocations_;    // from the job table
   std::map<unsigned, std::set<std::string>> process_allocations_;  // from the process mapping
+  std::map<std::string, int> metrics_ports_;  // job key -> GPUWARDEN_METRICS_PORT (same source)
   // Finished jobs' records taken from the ledger, being written by OnSnapshot outside mu_.
   std::vector<jobs::JobRecord> writing_;
   // Label texts per unit (jobs/gpu_unit.h): gpu, uuid (the GPU's), and for a MIG instance its

@@ -149,7 +149,12 @@ class ScrapeService : public Service {
   ScrapeService(const Context& ctx, const StoreService* store)
       : stepped_(ctx.stepped),
         appender_(store->appender()),
-        scraper_(ctx.config.scrape.targets, ctx.log) {}
+        // Room for the jobs' own endpoints (GPUWARDEN_METRICS_PORT; serve/training_service.h).
+        scraper_(ctx.config.scrape.targets, ctx.log, [] {
+          scrape::ScraperOptions options;
+          options.job_target_slots = 32;
+          return options;
+        }()) {}
   const char* name() const override { return "scrape"; }
   // Scrapes are stored by the recorder's thread; without it they are only shown on /metrics.
   void StartScraping(bool stored) {
@@ -165,6 +170,7 @@ class ScrapeService : public Service {
   }
   void Stop() override { scraper_.Stop(); }
   const scrape::Scraper* scraper() const { return &scraper_; }
+  scrape::Scraper* scraper() { return &scraper_; }  // a job-bound target follows its job
 
  private:
   bool stepped_;

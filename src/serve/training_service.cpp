@@ -1,6 +1,7 @@
 #include "serve/training_service.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "jobs/gpu_unit.h"
@@ -8,7 +9,19 @@
 
 namespace gw::serve {
 
-TrainingService::TrainingService(const config::Config& config, const scrape::Scraper* scraper,
+namespace {
+
+// A job's own endpoint (GPUWARDEN_METRICS_PORT): scraped this often, counting whichever of these
+// counters its page has (docs/jobs.md, "Training throughput").
+constexpr double kFoundIntervalS = 15;
+constexpr const char* kFoundCounters = "training_(samples|tokens|steps)_total";
+constexpr std::array<const char*, 3> kFoundUnits = {"samples", "tokens", "steps"};
+// A found target's figures are kept this long after its job ended (for the job's record).
+constexpr double kFoundKeepS = 600;
+
+}  // namespace
+
+TrainingService::TrainingService(const config::Config& config, scrape::Scraper* scraper,
                                  const JobsService* jobs, tsdb::Appender* appender, Logger* logger)
     : scraper_(scraper),
       jobs_(jobs),
@@ -27,29 +40,102 @@ TrainingService::TrainingService(const config::Config& config, const scrape::Scr
     b.unit = t.output_unit;
     b.metric = t.outputs;
     bound_.push_back(std::move(b));
+    configured_jobs_.insert(t.job_id);
   }
 }
 
+void TrainingService::Discover(const std::vector<JobsService::HeldGpus>& held) {
+  for (const JobsService::HeldGpus& h : held) {
+    if (h.metrics_port <= 0 || configured_jobs_.count(h.job_id)) continue;
+    const auto b = std::find_if(bound_.begin(), bound_.end(), [&h](const Bound& x) {
+      return x.found && !x.released && x.job_id == h.job_id;
+    });
+    if (b != bound_.end()) {
+      if (b->port == h.metrics_port) continue;
+      scraper_->ReleaseJobTarget(b->target);  // the job moved its endpoint: a new target
+      b->released = true;
+      b->released_s = now_s_;
+    }
+    scrape::TargetConfig t;
+    t.name = "job:" + h.job_id;
+    t.url = "http://127.0.0.1:" + std::to_string(h.metrics_port) + "/metrics";
+    t.interval_s = kFoundIntervalS;
+    t.job_id = h.job_id;
+    t.outputs = std::string("{__name__=~\"") + kFoundCounters + "\"}";
+    auto matcher = tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "__name__", kFoundCounters);
+    if (!matcher.ok()) return;  // a constant pattern: cannot happen
+    t.output_matchers = {*matcher};
+    const std::size_t index = scraper_->ClaimJobTarget(std::move(t));
+    if (index == scrape::Scraper::kNoSlot) {
+      if (unplaced_.insert(h.job_id).second)
+        log_->Warn("training: job " + h.job_id +
+                   " declares GPUWARDEN_METRICS_PORT=" + std::to_string(h.metrics_port) +
+                   " but every slot for job endpoints is taken; not scraped");
+      continue;
+    }
+    unplaced_.erase(h.job_id);
+    log_->Info("training: job " + h.job_id + " declares its counter on 127.0.0.1:" +
+               std::to_string(h.metrics_port) + " (GPUWARDEN_METRICS_PORT): scraped as target '" +
+               "job:" + h.job_id + "' while it runs");
+    Bound found;
+    found.target = index;
+    found.job_id = h.job_id;
+    found.found = true;
+    found.port = h.metrics_port;
+    bound_.push_back(std::move(found));
+  }
+}
+
+void TrainingService::LearnUnit(Bound* b) {
+  // The counter the page declares (# TYPE training_<unit>_total counter) names the unit.
+  const std::vector<std::string> descriptors = scraper_->Descriptors();
+  if (b->target >= descriptors.size()) return;
+  for (const char* unit : kFoundUnits) {
+    const std::string metric = std::string("training_") + unit + "_total";
+    if (descriptors[b->target].find("# TYPE " + metric + " counter") == std::string::npos) continue;
+    b->unit = unit;
+    b->metric = metric;
+    return;
+  }
+  b->unit = "units";  // the page does not say which: counted all the same
+  b->metric = kFoundCounters;
+}
+
 void TrainingService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) {
-  if (bound_.empty()) return;
   using collect::Slot;
   // Who runs (the jobs service's lock, not under ours).
   const std::vector<JobsService::HeldGpus> held = jobs_->AllocatedJobs();
+  bool any = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     now_s_ = snapshot.taken_unix_seconds;
+    Discover(held);
+    // Found targets of jobs that ended long ago (their records are written).
+    std::erase_if(bound_, [this](const Bound& b) {
+      return b.released && now_s_ - b.released_s > kFoundKeepS;
+    });
     for (Bound& b : bound_) {
+      b.live = false;
+      if (b.released) continue;  // its slot may be another job's now
       double total = 0;
       int64_t scraped_ms = 0;
       if (scraper_->Outputs(b.target, &total, &scraped_ms)) {
         b.history.Observe(scraped_ms, total);
         b.counted = true;
         b.total = total;
+        if (b.found && b.unit.empty()) LearnUnit(&b);
       }
-      b.live = false;
       const auto job = std::find_if(held.begin(), held.end(),
                                     [&b](const auto& h) { return h.job_id == b.job_id; });
-      if (job == held.end() || !b.history.Rate(t_ms, &b.rate)) continue;
+      // The target lives with its job: scraped while it runs here, not "down" once it ended.
+      if (!b.found) {
+        scraper_->SetJobRunning(b.target, job != held.end());
+      } else if (job == held.end()) {
+        scraper_->ReleaseJobTarget(b.target);
+        b.released = true;
+        b.released_s = now_s_;
+      }
+      if (job == held.end() || b.unit.empty() || !b.history.Rate(t_ms, &b.rate)) continue;
       b.live = true;
       b.team = job->team;
       b.gpus = 0;
@@ -84,8 +170,10 @@ void TrainingService::OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms
       b.has_cost = b.has_cost && b.cost_per_hour > 0;
       b.has_power = b.has_power && b.power_w > 0;
     }
+    any = !bound_.empty();
   }
-  if (!appender_) return;
+  // Nothing bound yet: nothing to store (once something was, every cycle: its series end too).
+  if (!appender_ || (!any && !series_)) return;
   if (!series_) series_ = std::make_unique<TaskSeriesRecorder>(appender_);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,18 +233,19 @@ void TrainingService::Walk(TaskFamilySink* sink) const {
 }
 
 void TrainingService::RenderMetrics(collect::Format format, std::string* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
   if (bound_.empty()) return;
   ExpositionSink sink(format, out);
-  std::lock_guard<std::mutex> lock(mu_);
   Walk(&sink);
 }
 
 std::optional<jobs::JobThroughputRecord> TrainingService::Throughput(
     const jobs::JobRecord& record) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto b = std::find_if(bound_.begin(), bound_.end(),
+  // The newest target of the job (one found at run time may have been replaced by another).
+  const auto b = std::find_if(bound_.rbegin(), bound_.rend(),
                               [&record](const Bound& x) { return x.job_id == record.job_id; });
-  if (b == bound_.end() || !b->counted) return std::nullopt;
+  if (b == bound_.rend() || !b->counted || b->unit.empty()) return std::nullopt;
   jobs::JobThroughputRecord t;
   t.unit = b->unit;
   t.metric = b->metric;
@@ -175,12 +264,12 @@ namespace {
 
 class TrainingPart : public Service {
  public:
-  TrainingPart(const config::Config& config, const scrape::Scraper* scraper, JobsService* jobs,
+  TrainingPart(const config::Config& config, scrape::Scraper* scraper, JobsService* jobs,
                tsdb::Appender* appender, Logger* logger)
       : training_(config, scraper, jobs, appender, logger) {
-    if (!training_.empty())
-      jobs->SetJobThroughputLookup(
-          [this](const jobs::JobRecord& r) { return training_.Throughput(r); });
+    // Always: a job may declare its endpoint at run time (GPUWARDEN_METRICS_PORT).
+    jobs->SetJobThroughputLookup(
+        [this](const jobs::JobRecord& r) { return training_.Throughput(r); });
   }
   const char* name() const override { return "training"; }
   void OnSnapshot(const collect::Snapshot& snapshot, int64_t t_ms) override {
@@ -196,9 +285,9 @@ class TrainingPart : public Service {
 
 }  // namespace
 
-std::unique_ptr<Service> MakeTrainingService(const config::Config& config,
-                                             const scrape::Scraper* scraper, JobsService* jobs,
-                                             tsdb::Appender* appender, Logger* logger) {
+std::unique_ptr<Service> MakeTrainingService(const config::Config& config, scrape::Scraper* scraper,
+                                             JobsService* jobs, tsdb::Appender* appender,
+                                             Logger* logger) {
   return std::make_unique<TrainingPart>(config, scraper, jobs, appender, logger);
 }
 

@@ -12,35 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "integration/training_support.h"
 #include "support/agent_process.h"
 
 namespace gw::testing {
 namespace {
 
 using nlohmann::json;
-
-double Now(const AgentProcess& agent) {
-  return json::parse(agent.Get("/api/snapshot").body)["taken_at"];
-}
-
-// The value of the one series an instant query at the agent's (simulated) now returns; NaN when
-// it returns none.
-double QueryOne(const AgentProcess& agent, const std::string& expr, std::string* body = nullptr) {
-  HttpReply r =
-      agent.Get("/api/v1/query?query=" + UrlEncode(expr) + "&time=" + std::to_string(Now(agent)));
-  if (body) *body = r.body;
-  if (r.status != 200) return std::nan("");
-  const json result = json::parse(r.body)["data"]["result"];
-  if (result.size() != 1) return std::nan("");
-  return std::stod(result[0]["value"][1].get<std::string>());
-}
-
-// Moves simulated time one collection cycle (1 s) per call, so that each scrape of the run (on
-// the recorder's thread) sees the run at the snapshot's own time: a longer advance lets the
-// collector run ahead of the recorder, and a 1-minute rate between such scrapes jitters.
-void Step(AgentProcess& agent, int seconds) {
-  for (int i = 0; i < seconds; ++i) agent.Advance(1);
-}
 
 TEST(Training, ThroughputFollowsItsGpusThroughAPowerCap) {
   TempDir dir;

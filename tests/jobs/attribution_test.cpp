@@ -102,8 +102,8 @@ TEST(Environ, OnlyAllowedKeysAreKept) {
   for (const std::string& entry :
        {std::string("PATH=/usr/bin"), std::string("AWS_SECRET_ACCESS_KEY=") + kSecret,
         std::string("SLURM_JOB_ID=77"), std::string("SLURM_JOB_IDX=nope"),
-        std::string("GPUWARDEN_TEAM=vision"), std::string("NOEQUALSIGN") + kSecret,
-        std::string("CUDA_VISIBLE_DEVICES=1,3")})
+        std::string("GPUWARDEN_TEAM=vision"), std::string("GPUWARDEN_METRICS_PORT=9400"),
+        std::string("NOEQUALSIGN") + kSecret, std::string("CUDA_VISIBLE_DEVICES=1,3")})
     text += entry + '\0';
   text += std::string(10000, 'x') + "=" + kSecret + '\0';  // a huge key spanning reads
   text += "SLURM_JOB_ACCOUNT=" + std::string(1000, 'a');   // long value, no trailing NUL
@@ -112,6 +112,7 @@ TEST(Environ, OnlyAllowedKeysAreKept) {
   ASSERT_TRUE(env.ok()) << env.error().message;
   EXPECT_EQ(env->Get(EnvKey::kSlurmJobId).value_or(""), "77");
   EXPECT_EQ(env->Get(EnvKey::kGpuwardenTeam).value_or(""), "vision");
+  EXPECT_EQ(env->Get(EnvKey::kGpuwardenMetricsPort).value_or(""), "9400");
   EXPECT_EQ(env->Get(EnvKey::kCudaVisibleDevices).value_or(""), "1,3");
   EXPECT_EQ(env->Get(EnvKey::kSlurmJobAccount).value_or("").size(), kMaxEnvValue);
   EXPECT_FALSE(env->Get(EnvKey::kGpuwardenJob).has_value());
@@ -129,8 +130,10 @@ TEST(Attributor, FakeProcTree) {
                "SLURM_JOB_USER=alice", "SLURM_JOB_GPUS=0,1",
                std::string("AWS_SECRET_ACCESS_KEY=") + kSecret});
   FakeProcess(root.path(), 200, 6000, "0::/user.slice\n",
-              {"GPUWARDEN_JOB=nightly-eval", "GPUWARDEN_TEAM=nlp"}, 4242424);
-  FakeProcess(root.path(), 300, 7000, "0::/user.slice\n", {"SLURM_JOB_ID=55"});
+              {"GPUWARDEN_JOB=nightly-eval", "GPUWARDEN_TEAM=nlp", "GPUWARDEN_METRICS_PORT=9400"},
+              4242424);
+  FakeProcess(root.path(), 300, 7000, "0::/user.slice\n",
+              {"SLURM_JOB_ID=55", "GPUWARDEN_METRICS_PORT=80a"});
   Attributor attributor(AttributorOptions{root.path()});
   Expected<ProcessAttribution> a = attributor.Attribute(100);
   ASSERT_TRUE(a.ok()) << a.error().message;
@@ -147,10 +150,13 @@ TEST(Attributor, FakeProcTree) {
   EXPECT_EQ(b->job_id, "nightly-eval");
   EXPECT_EQ(b->job_source, "gpuwarden-env");
   EXPECT_EQ(b->gpuwarden_team, "nlp");
+  EXPECT_EQ(b->gpuwarden_metrics_port, 9400);  // the job's own /metrics (docs/jobs.md)
+  EXPECT_EQ(a->gpuwarden_metrics_port, 0);
   EXPECT_EQ(b->user, "4242424");  // no passwd entry: the number
   Expected<ProcessAttribution> c = attributor.Attribute(300);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->job_source, "slurm-env");
+  EXPECT_EQ(c->gpuwarden_metrics_port, 0);  // not a port
   EXPECT_FALSE(attributor.Attribute(999).ok());
 
   // Cached per (pid, start time): a second pass reads nothing new; a reused pid is re-read.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <mutex>
+#include <thread>
 
 #include "http/server.h"
 #include "support/process.h"
@@ -395,6 +396,173 @@ TEST(ScraperTest, CountsOutputsResetAwareFromTheFirstScrape) {
   plain.ScrapeDue(kT0);
   EXPECT_FALSE(plain.Outputs(0, &total));
   EXPECT_FALSE(plain.Outputs(5, &total));
+}
+
+// A target bound to a job (job_id) is scraped only while its job runs here: neither before nor
+// after, and never "down" because the job ended (docs/jobs.md, "Training throughput").
+TEST(ScraperTest, AJobBoundTargetLivesWithItsJob) {
+  Page page;
+  page.Set("training_samples_total 40\ntraining_gpus 2\n");
+  TargetConfig t = Target("train-7", page.url());
+  t.job_id = "train-7";
+  t.outputs = "training_samples_total";
+  t.output_matchers = {
+      *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", "training_samples_total")};
+  Scraper scraper({t, Target("svc", page.url())}, nullptr);
+  MemoryAppender store;
+  auto up_line = [&scraper] {
+    std::string m;
+    scraper.RenderMetrics(expo::Format::kText, &m);
+    return m.find("gpuwarden_scrape_up{target=\"train-7\"}") != std::string::npos;
+  };
+  // Before its job runs: only the other target is scraped.
+  scraper.ScrapeDue(kT0);
+  EXPECT_EQ(page.requests(), 1);
+  EXPECT_TRUE(scraper.Health()[0].waiting_for_job);
+  EXPECT_FALSE(scraper.Health()[0].scraped);
+  EXPECT_FALSE(up_line());
+  double total = -1;
+  EXPECT_FALSE(scraper.Outputs(0, &total));
+
+  // The job runs: scraped at once, its counter counted from 0 (it started with the job).
+  scraper.SetJobRunning(0, true);
+  scraper.ScrapeDue(kT0 + 1'000);
+  EXPECT_EQ(page.requests(), 2);
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 40);
+  EXPECT_TRUE(up_line());
+  // The process exits a moment before the agent learns that the job ended: one failed scrape.
+  page.Set("", 503);
+  scraper.ScrapeDue(kT0 + 16'000);
+  EXPECT_FALSE(scraper.Health()[0].up);
+
+  // The job ended: stale markers for everything of the target, no more scrapes, off /metrics,
+  // and the count so far kept for the job's record.
+  scraper.SetJobRunning(0, false);
+  scraper.SetJobRunning(0, false);  // told again every cycle: nothing more happens
+  const int before = page.requests();
+  scraper.ScrapeDue(kT0 + 17'000);
+  scraper.ScrapeDue(kT0 + 60'000);
+  EXPECT_EQ(page.requests(), before + 1) << "only the other target is scraped again";
+  EXPECT_GT(scraper.Drain(&store, TwoGpus()), 0u);
+  for (const char* name :
+       {"gpuwarden_scrape_up", "gpuwarden_scrape_duration_seconds", "gpuwarden_scrape_samples"}) {
+    const auto samples = store.Samples({{"__name__", name}, {"target", "train-7"}});
+    ASSERT_EQ(samples.size(), 3u) << name;
+    EXPECT_TRUE(tsdb::IsStaleNaN(samples.back().v)) << name;
+    EXPECT_EQ(samples.back().t_ms, kT0 + 17'000) << name;
+  }
+  const auto counter =
+      store.Samples({{"__name__", "training_samples_total"}, {"target", "train-7"}});
+  ASSERT_FALSE(counter.empty());
+  EXPECT_TRUE(tsdb::IsStaleNaN(counter.back().v));
+  EXPECT_FALSE(up_line());
+  EXPECT_TRUE(scraper.Health()[0].waiting_for_job);
+  ASSERT_TRUE(scraper.Outputs(0, &total));
+  EXPECT_EQ(total, 40);
+  // Stale markers are written once.
+  scraper.ScrapeDue(kT0 + 120'000);
+  scraper.Drain(&store, TwoGpus());
+  EXPECT_EQ(store.Samples({{"__name__", "gpuwarden_scrape_up"}, {"target", "train-7"}}).size(), 3u);
+}
+
+// On the scrape thread: a job starting wakes it (scraped at once, not at the next interval); its
+// end is noticed there too.
+TEST(ScraperTest, TheThreadFollowsAJobStartingAndEnding) {
+  Page page;
+  page.Set("training_samples_total 1\n");
+  TargetConfig t = Target("train-7", page.url());
+  t.interval_s = 3600;
+  t.job_id = "train-7";
+  t.outputs = "training_samples_total";
+  t.output_matchers = {
+      *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", "training_samples_total")};
+  Scraper scraper({t}, nullptr);
+  scraper.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(page.requests(), 0);
+  scraper.SetJobRunning(0, true);
+  EXPECT_TRUE(testing::WaitFor([&] { return page.requests() == 1; }, 10));
+  scraper.SetJobRunning(0, false);
+  EXPECT_TRUE(testing::WaitFor([&] { return scraper.Health()[0].waiting_for_job; }, 10));
+  scraper.Stop();
+  MemoryAppender store;
+  scraper.Drain(&store, TwoGpus());
+  const auto up = store.Samples({{"__name__", "gpuwarden_scrape_up"}, {"target", "train-7"}});
+  ASSERT_EQ(up.size(), 2u);
+  EXPECT_EQ(up[0].v, 1);
+  EXPECT_TRUE(tsdb::IsStaleNaN(up[1].v));
+}
+
+// Job endpoints found at run time take a slot after the configured targets: scraped while
+// claimed, stale once released, the slot then free for the next job.
+TEST(ScraperTest, JobTargetSlotsAreClaimedScrapedReleasedAndReused) {
+  Page a, b;
+  a.Set("# TYPE training_samples_total counter\ntraining_samples_total 10\n");
+  b.Set("# TYPE training_tokens_total counter\ntraining_tokens_total 7\n");
+  ScraperOptions options;
+  options.job_target_slots = 1;
+  Scraper scraper({}, nullptr, options);
+  EXPECT_FALSE(scraper.empty());
+  std::string m;
+  scraper.RenderMetrics(expo::Format::kText, &m);
+  EXPECT_EQ(m, "") << "no target, no claimed slot: no families";
+  auto found = [](const std::string& name, const std::string& url) {
+    TargetConfig t = Target(name, url);
+    t.job_id = name.substr(4);
+    t.outputs = "{__name__=~\"training_(samples|tokens|steps)_total\"}";
+    t.output_matchers = {*tsdb::Matcher::Make(tsdb::MatchType::kRegexMatch, "__name__",
+                                              "training_(samples|tokens|steps)_total")};
+    return t;
+  };
+  const size_t slot = scraper.ClaimJobTarget(found("job:a", a.url()));
+  ASSERT_EQ(slot, 0u);
+  EXPECT_EQ(scraper.ClaimJobTarget(found("job:b", b.url())), Scraper::kNoSlot) << "one slot";
+  MemoryAppender store;
+  scraper.ScrapeDue(kT0);
+  EXPECT_EQ(a.requests(), 1);
+  double total = 0;
+  ASSERT_TRUE(scraper.Outputs(slot, &total));
+  EXPECT_EQ(total, 10) << "a job's counter counts from 0";
+  EXPECT_NE(scraper.Descriptors()[slot].find("# TYPE training_samples_total counter"),
+            std::string::npos);
+  m.clear();
+  scraper.RenderMetrics(expo::Format::kText, &m);
+  EXPECT_NE(m.find("gpuwarden_scrape_up{target=\"job:a\"} 1"), std::string::npos) << m;
+
+  scraper.ReleaseJobTarget(slot);
+  EXPECT_EQ(scraper.ClaimJobTarget(found("job:b", b.url())), Scraper::kNoSlot)
+      << "free only once its stale markers are drained";
+  scraper.ScrapeDue(kT0 + 1'000);
+  EXPECT_EQ(a.requests(), 1);
+  scraper.Drain(&store, TwoGpus());
+  const auto up = store.Samples({{"__name__", "gpuwarden_scrape_up"}, {"target", "job:a"}});
+  ASSERT_EQ(up.size(), 2u);
+  EXPECT_TRUE(tsdb::IsStaleNaN(up[1].v));
+  EXPECT_TRUE(tsdb::IsStaleNaN(store.Samples({{"__name__", "training_samples_total"}}).back().v));
+  m.clear();
+  scraper.RenderMetrics(expo::Format::kText, &m);
+  EXPECT_EQ(m.find("job:a"), std::string::npos) << m;
+
+  // The slot again, for another job: a fresh target (its own series, its own count).
+  ASSERT_EQ(scraper.ClaimJobTarget(found("job:b", b.url())), slot);
+  scraper.ScrapeDue(kT0 + 2'000);
+  EXPECT_EQ(b.requests(), 1);
+  ASSERT_TRUE(scraper.Outputs(slot, &total));
+  EXPECT_EQ(total, 7);
+  scraper.Drain(&store, TwoGpus());
+  const auto up_b = store.Samples({{"__name__", "gpuwarden_scrape_up"}, {"target", "job:b"}});
+  ASSERT_EQ(up_b.size(), 1u);
+  EXPECT_EQ(up_b[0].v, 1);
+  EXPECT_EQ(store.Samples({{"__name__", "training_tokens_total"}, {"target", "job:b"}}).size(), 1u);
+  // job:b ends (free once drained); job:c ends before its first scrape: free at once.
+  scraper.ReleaseJobTarget(slot);
+  scraper.ScrapeDue(kT0 + 3'000);
+  scraper.Drain(&store, TwoGpus());
+  const size_t again = scraper.ClaimJobTarget(found("job:c", a.url()));
+  EXPECT_EQ(again, slot);
+  scraper.ReleaseJobTarget(again);
+  EXPECT_EQ(scraper.ClaimJobTarget(found("job:d", a.url())), slot);
 }
 
 }  // namespace

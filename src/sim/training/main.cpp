@@ -13,9 +13,11 @@
 //
 // Before it starts it re-executes itself declaring GPUWARDEN_SIM_WORKLOAD=training,
 // GPUWARDEN_SIM_MEMORY_MIB=<--memory-mib> (libnvml-sim then lists it on its GPUs holding that
-// memory; sim/host_processes.h) and GPUWARDEN_METRICS_PORT=<its /metrics port> (how gpuwarden
-// finds the job's counter; docs/jobs.md). Its GPUs' state comes from the simulator's state files
-// (sim/state_file.h); without them it runs on the wall clock with healthy GPUs.
+// memory; sim/host_processes.h) and GPUWARDEN_METRICS_PORT=<its /metrics port> (the port it
+// picked, carried across the re-execution; gpuwarden does not read it — a job's counter is bound
+// to the job by scrape.targets[].job_id, docs/jobs.md). Its GPUs' state comes from the
+// simulator's state files (sim/state_file.h); without them it runs on the wall clock with healthy
+// GPUs.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>

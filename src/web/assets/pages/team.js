@@ -1,7 +1,7 @@
 // One team (#/team/<name>): GPUs held against its quota over time, its GPU-hour quota period, its
 // cost and idle cost, its jobs (running and ended) with the success rate and outcomes of the ended
-// ones and their throughput where recorded, the alerts and findings about it and its reclaim
-// history. Data: /api/gw/v1/teams, /api/gw/v1/jobs?team=&since=7d, /api/gw/v1/chart,
+// ones, how many of them a GPU fault ended, and their throughput where recorded, the alerts and
+// findings about it and its reclaim history. Data: /api/gw/v1/teams, /api/gw/v1/jobs?team=&since=7d, /api/gw/v1/chart,
 // /api/gw/v1/findings?team=, /api/gw/v1/reclaim?team=.
 import { chart, getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
@@ -58,6 +58,8 @@ function draw(ctx) {
   const completed = withOutcome.filter((j) => j.outcome.outcome === 'completed').length;
   const outcomes = {};
   for (const j of withOutcome) outcomes[j.outcome.outcome] = (outcomes[j.outcome.outcome] || 0) + 1;
+  // Failures the GPUs caused (cause gpu_fault), as `gpuwarden report` counts them.
+  const gpuCaused = withOutcome.filter((j) => j.outcome.cause === 'gpu_fault').length;
   render(st.els.kpis, [
     kpi('GPUs held', t ? html`${count(t.allocated_gpus)}${q?.gpus ? html`<small> / ${count(q.gpus)} quota</small>` : ''}` : '–', q?.over_quota ? 'critical' : '',
       q?.gpus ? quotaBar(t.allocated_gpus, q.gpus, `${count(t.allocated_gpus)} / ${count(q.gpus)} GPUs`) : 'no GPU quota'),
@@ -67,6 +69,7 @@ function draw(ctx) {
     kpi('Idle cost', t ? money(t.cost.idle_allocated_cost, currency) : '–', t && t.idle_ratio > 0.3 ? 'warning' : '', t ? `idle ${pct(t.idle_ratio)} of allocated time` : ''),
     kpi('Efficiency', t ? pct(t.cost.efficiency) : '–', '', 'used / allocated GPU-hours'),
     kpi('Success rate', withOutcome.length ? pct(completed / withOutcome.length) : '–', '', withOutcome.length ? Object.entries(outcomes).map(([o, n]) => `${n} ${o.replace(/_/g, ' ')}`).join(' · ') : `${ended.length} ended, no outcome recorded`),
+    kpi('GPU-caused failures', withOutcome.length ? count(gpuCaused) : '–', gpuCaused > 0 ? 'critical' : '', withOutcome.length ? `of ${count(withOutcome.length)} ended: a GPU fault ended them` : ''),
   ]);
   const mine = ctx.alerts.filter((a) => a.labels.team === name);
   const findings = (st.findings?.data?.findings || []).filter((f) => f.active !== false);
