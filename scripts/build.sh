@@ -3,7 +3,8 @@
 #   release -> build/      RelWithDebInfo, with tests and benchmarks
 #   asan    -> build-asan/ Debug with AddressSanitizer + UndefinedBehaviorSanitizer
 #   demo    -> build-demo/ RelWithDebInfo, only what scripts/demo.sh runs: the agent, the simulated
-#              driver and the demo's workloads (no tests, no benchmarks, no Kubernetes module)
+#              driver and the demo's workloads (no tests, no benchmarks, no Kubernetes module, so
+#              no gRPC)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-release}"
@@ -20,7 +21,7 @@ case "$kind" in
     ;;
   demo)
     cmake -S . -B build-demo -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGW_BUILD_TESTS=OFF \
-      -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF >/dev/null
+      -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF -DGW_K8S_MODULE=OFF >/dev/null
     targets=(gpuwarden nvml-sim gw-inference-sim)
     if [ -f src/sim/training/CMakeLists.txt ]; then
       targets+=(gw-training-sim)
