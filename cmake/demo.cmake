@@ -23,6 +23,7 @@ endif()
 # the unity build; scripts/build.sh demo then builds file by file (GW_DEMO_UNITY_BATCH=0).
 function(gw_demo_unity_exceptions)
   set(skips
+    cli diagnose_commands.cpp
     cli jobs_commands.cpp
     collect gpu_reader_datacenter.cpp
     diagnose training.cpp
