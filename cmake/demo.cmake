@@ -10,7 +10,7 @@
 # scripts/build.sh demo configures CMAKE_BUILD_TYPE=Release; CMake's own Release flags are -O3.
 set(CMAKE_C_FLAGS_RELEASE "-O2 -DNDEBUG")
 set(CMAKE_CXX_FLAGS_RELEASE "-O2 -DNDEBUG")
-set(GW_DEMO_UNITY_BATCH 8 CACHE STRING "Sources per unity translation unit in the demo build; 0: none")
+set(GW_DEMO_UNITY_BATCH 8 CACHE STRING "Sources per unity batch in the demo build; 0: none")
 if(GW_DEMO_UNITY_BATCH GREATER 0)
   set(CMAKE_UNITY_BUILD ON)
   set(CMAKE_UNITY_BUILD_BATCH_SIZE ${GW_DEMO_UNITY_BATCH})

@@ -25,8 +25,8 @@ case "$kind" in
     export CCACHE_DEPEND=true
     configure_demo() {
       cmake -S . -B build-demo -G Ninja -DCMAKE_BUILD_TYPE=Release -DGW_DEMO=ON \
-        -DGW_BUILD_TESTS=OFF -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF -DGW_K8S_MODULE=OFF \
-        -DGW_DEMO_UNITY_BATCH="$1" >/dev/null
+        -DGW_BUILD_TESTS=OFF -DGW_BUILD_BENCH=OFF -DGW_BUILD_INTEGRATION=OFF \
+        -DGW_BUILD_K8S_MODULE=OFF -DGW_DEMO_UNITY_BATCH="$1" >/dev/null
     }
     targets=(gpuwarden nvml-sim gw-inference-sim)
     if [ -f src/sim/training/CMakeLists.txt ]; then

@@ -18,7 +18,7 @@ DEMO_PACKAGES=(
 PACKAGES=(
   "${DEMO_PACKAGES[@]}"
   # gRPC and protobuf with their code generators for the kubelet's pod-resources API (src/k8s/,
-  # libgpuwarden-k8s.so); the demo build leaves that module out (GW_K8S_MODULE=OFF)
+  # libgpuwarden-k8s.so); the demo build leaves that module out (GW_BUILD_K8S_MODULE=OFF)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # toolchain
   clang-format
