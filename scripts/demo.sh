@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only what the demo needs: its packages (no test peers) and its binaries (no tests).
 bash scripts/setup.sh demo
+echo "demo: building the agent, the simulated driver and the demo's workloads in build-demo/"
 bash scripts/build.sh demo
 if ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1'; then
   echo "demo: NVIDIA driver found: watching the real GPUs"

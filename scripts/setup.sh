@@ -6,19 +6,20 @@
 set -euo pipefail
 mode="${1:-all}"
 
-# Building gpuwarden and running it (the demo): the toolchain and the libraries (gRPC and protobuf
-# with their code generators for the kubelet's pod-resources API, src/k8s/).
+# Building gpuwarden and running it (the demo): the toolchain and the libraries.
 DEMO_PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git python3
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
   libsqlite3-dev libzstd-dev libssl-dev libcrypt-dev libre2-dev zlib1g-dev
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # remote write's compression (src/remote/)
   libsnappy-dev
 )
 
 PACKAGES=(
   "${DEMO_PACKAGES[@]}"
+  # gRPC and protobuf with their code generators for the kubelet's pod-resources API (src/k8s/,
+  # libgpuwarden-k8s.so); the demo build leaves that module out (GW_BUILD_K8S_MODULE=OFF)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # toolchain
   clang-format
   # libFuzzer targets (scripts/fuzz.sh): clang 14 and its sanitizer/fuzzer runtimes
