@@ -17,48 +17,23 @@
 #include "support/agent_process.h"
 #include "support/http_client.h"
 #include "support/process.h"
+#include "support/prometheus_server.h"
 
 namespace gw::testing {
 namespace {
 
 constexpr double kMiB = 1048576;
 
-// A Prometheus scraping one target every 15 s and evaluating `rule_file` every 5 s.
-class CentralPrometheus {
- public:
-  CentralPrometheus(int target_port, const std::string& rule_file) : port_(FreePort()) {
-    WriteFile(dir_ / "prometheus.yml",
-              "global:\n  scrape_interval: 15s\n  scrape_timeout: 10s\n"
-              "  evaluation_interval: 5s\n"
-              "rule_files: ['" +
-                  rule_file +
-                  "']\n"
-                  "scrape_configs:\n  - job_name: gpuwarden\n    static_configs:\n"
-                  "      - targets: ['127.0.0.1:" +
-                  std::to_string(target_port) + "']\n        labels: {instance: node-07}\n");
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{"prometheus", "--config.file=" + (dir_ / "prometheus.yml"),
-                                 "--storage.tsdb.path=" + (dir_ / "data"),
-                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
-        dir_ / "prometheus.log");
-    ready_ = WaitFor([&] { return HttpGet(port_, "/-/ready").status == 200; }, 60);
-  }
-  bool ready() const { return ready_; }
-  std::string Log() const { return process_->Output(); }
-  nlohmann::json Query(const std::string& promql) const { return QueryAt(port_, promql); }
-
-  static nlohmann::json QueryAt(int port, const std::string& promql) {
-    HttpReply r = HttpGet(port, "/api/v1/query?query=" + UrlEncode(promql));
-    if (r.status != 200) return nlohmann::json::array();
-    return nlohmann::json::parse(r.body)["data"]["result"];
-  }
-
- private:
-  TempDir dir_;
-  int port_;
-  std::unique_ptr<Process> process_;
-  bool ready_ = false;
-};
+// The Prometheus configuration of this test: one target every 15 s, `rule_file` every 5 s.
+std::string CentralConfig(int target_port, const std::string& rule_file) {
+  return "global:\n  scrape_interval: 15s\n  scrape_timeout: 10s\n  evaluation_interval: 5s\n"
+         "rule_files: ['" +
+         rule_file +
+         "']\n"
+         "scrape_configs:\n  - job_name: gpuwarden\n    static_configs:\n"
+         "      - targets: ['127.0.0.1:" +
+         std::to_string(target_port) + "']\n        labels: {instance: node-07}\n";
+}
 
 double OneValue(const nlohmann::json& result) {
   if (result.size() != 1) return std::nan("");
@@ -68,7 +43,9 @@ double OneValue(const nlohmann::json& result) {
 TEST(FleetSpike, ASubSecondSpikeFiresTheRuleInAPrometheusScrapingEvery15s) {
   AgentProcess agent({"--simulate", "one-spike", "--sim-clock", "stepped"});
   ASSERT_NE(agent.port(), 0);
-  CentralPrometheus prom(agent.port(), std::string(GW_SOURCE_DIR) + "/deploy/rules/gpu-device.yml");
+  auto central = PrometheusServer::WithConfig(
+      CentralConfig(agent.port(), std::string(GW_SOURCE_DIR) + "/deploy/rules/gpu-device.yml"));
+  const PrometheusServer& prom = *central;
   ASSERT_TRUE(prom.ready()) << prom.Log();
   // The first scrape (Prometheus spreads targets over the interval): virtual time holds at 0.
   ASSERT_TRUE(WaitFor([&] { return OneValue(prom.Query("up{job=\"gpuwarden\"}")) == 1; }, 60))
@@ -113,11 +90,10 @@ TEST(FleetSpike, ASubSecondSpikeFiresTheRuleInAPrometheusScrapingEvery15s) {
             1.0);
 
   // The agent's own store: every cycle's peak (the cycle of 21 s has it), no window series.
-  EXPECT_EQ(OneValue(CentralPrometheus::QueryAt(
+  EXPECT_EQ(OneValue(PrometheusServer::QueryAt(
                 agent.port(), "max_over_time(gpu_memory_used_peak_bytes{gpu=\"2\"}[5m])")),
             80000 * kMiB);
-  EXPECT_TRUE(
-      CentralPrometheus::QueryAt(agent.port(), "gpu_memory_used_peak_window_bytes").empty());
+  EXPECT_TRUE(PrometheusServer::QueryAt(agent.port(), "gpu_memory_used_peak_window_bytes").empty());
 }
 
 }  // namespace
