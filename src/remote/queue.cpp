@@ -261,7 +261,7 @@ bool Queue::Pass() {
   if (!Flush()) return false;
   // Flush saved the progress when it sent; otherwise only moved series or a cursor a minute
   // ahead of the saved one are worth a write (the cursor only paces catching up).
-  if (!sending && (progress_moved_ || cursor_ms_ - saved_cursor_ms_ >= 60'000)) SaveProgress();
+  if (!sending && (progress_moved_ || saved_cursor_ms_ <= cursor_ms_ - 60'000)) SaveProgress();
   behind_ = through < now;
   std::lock_guard lock(mu_);
   figures_.caught_up = !behind_;
