@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'node:test';
 import { count, pct, plural } from '../../src/web/assets/format.js';
-import { Agent, launchBrowser, sleep, waitForRunningJobs } from './support.mjs';
+import { Agent, launchBrowser, sleep, waitForPortLine, waitForRunningJobs } from './support.mjs';
 
 const [binary, outDir] = process.argv.slice(2);
 if (!binary || !outDir) {
@@ -39,17 +39,7 @@ async function startDemo() {
     env: process.env, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const agent = new Agent(child, work);
-  agent.port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the demo did not start:\n${agent.log}`)), 60000);
-    const onData = (chunk) => {
-      agent.log += chunk;
-      const m = /\(port (\d+)\)/.exec(agent.log);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the demo exited with ${code}:\n${agent.log}`)); });
-  });
+  agent.port = await waitForPortLine(child, agent, 'the demo', 60000);
   agent.url = `http://127.0.0.1:${agent.port}`;
   return agent;
 }

@@ -38,6 +38,22 @@ export async function launchBrowser(viewport = { width: 1440, height: 900 }) {
   return { context, close: async () => { await context.close(); rmSync(profile, { recursive: true, force: true }); } };
 }
 
+// Collects `child`'s stdout and stderr into `holder.log` and resolves with the port of its first
+// "(port N)" line; rejects with the log when `what` exits first or says nothing for `timeoutMs`.
+export function waitForPortLine(child, holder, what, timeoutMs = 30000) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start:\n${holder.log}`)), timeoutMs);
+    const onData = (chunk) => {
+      holder.log += chunk;
+      const m = /\(port (\d+)\)/.exec(holder.log);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`${what} exited with ${code}:\n${holder.log}`)); });
+  });
+}
+
 export class Agent {
   // Starts `gpuwarden serve ARGS --listen 127.0.0.1:0` and waits for its "(port N)" line.
   static async start(binary, args, { env = {} } = {}) {
@@ -46,17 +62,7 @@ export class Agent {
       env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     const agent = new Agent(child, dir);
-    const port = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gpuwarden did not start:\n${agent.log}`)), 30000);
-      const onData = (chunk) => {
-        agent.log += chunk;
-        const m = /\(port (\d+)\)/.exec(agent.log);
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`gpuwarden exited with ${code}:\n${agent.log}`)); });
-    });
+    const port = await waitForPortLine(child, agent, 'gpuwarden');
     agent.port = port;
     agent.url = `http://127.0.0.1:${port}`;
     return agent;
@@ -103,17 +109,7 @@ export class InferenceService {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const service = new InferenceService(child);
-    service.port = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`gw-inference-sim did not start:\n${service.log}`)), 30000);
-      const onData = (chunk) => {
-        service.log += chunk;
-        const m = /\(port (\d+)\)/.exec(service.log);
-        if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-      };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
-      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`gw-inference-sim exited with ${code}:\n${service.log}`)); });
-    });
+    service.port = await waitForPortLine(child, service, 'gw-inference-sim');
     service.url = `http://127.0.0.1:${service.port}/metrics`;
     return service;
   }
