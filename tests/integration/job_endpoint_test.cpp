@@ -31,17 +31,8 @@ TEST(JobEndpoint, ADeclaredPortIsScrapedWhileTheJobRunsWithoutAScrapeTarget) {
   TempDir dir;
   const std::string state = dir / "state";
   const int port8 = FreePort();
-  WriteFile(dir / "gpuwarden.yaml",
-            "scrape:\n  targets:\n"
-            "    - {name: train-8, url: 'http://127.0.0.1:" +
-                std::to_string(port8) +
-                "/metrics', interval: 15s, outputs: training_samples_total, "
-                "output_unit: samples, job_id: train-8}\n"
-                "governance:\n  prices:\n    gpu_hour: {default: 2.0}\n    energy_kwh: 0.2\n");
   setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
-  AgentProcess agent({"--simulate",
-                      std::string(GW_SOURCE_DIR) + "/scenarios/training-power-cap.yaml",
-                      "--sim-clock", "stepped", "--config", dir / "gpuwarden.yaml"});
+  AgentProcess agent(TrainingAgentArgs(dir, "train-8", "train-8", port8));
   unsetenv("GPUWARDEN_SIM_STATE_DIR");
   ASSERT_NE(agent.port(), 0);
   const std::string sim = std::string(GW_BINARY_DIR) + "/bin/gw-training-sim";

@@ -24,18 +24,8 @@ TEST(Training, ThroughputFollowsItsGpusThroughAPowerCap) {
   TempDir dir;
   const std::string state = dir / "state";
   const int port = FreePort();
-  WriteFile(dir / "gpuwarden.yaml",
-            "scrape:\n  targets:\n"
-            "    - {name: train, url: 'http://127.0.0.1:" +
-                std::to_string(port) +
-                "/metrics', interval: 15s, outputs: training_samples_total, "
-                "output_unit: samples, job_id: train-7}\n"
-                "governance:\n  prices:\n    gpu_hour: {default: 2.0}\n    energy_kwh: 0.2\n    "
-                "currency: USD\n");
   setenv("GPUWARDEN_SIM_STATE_DIR", state.c_str(), 1);
-  AgentProcess agent({"--simulate",
-                      std::string(GW_SOURCE_DIR) + "/scenarios/training-power-cap.yaml",
-                      "--sim-clock", "stepped", "--config", dir / "gpuwarden.yaml"});
+  AgentProcess agent(TrainingAgentArgs(dir, "train", "train-7", port));
   unsetenv("GPUWARDEN_SIM_STATE_DIR");
   ASSERT_NE(agent.port(), 0);
   const double started_at = Now(agent);
