@@ -47,6 +47,180 @@ void Mapping(YAML::Emitter& out, const char* key, const Pairs& pairs) {
   out << YAML::EndMap;
 }
 
+constexpr char kSecret[] = "<secret>";  // what Prometheus 2.42 prints for a secret
+
+// Whether a header's value is a credential: the standard auth headers and any name that says
+// key, token, secret, password, auth, session or cookie (X-Api-Key, X-Auth-Token, ...).
+bool SecretHeader(const std::string& name) {
+  std::string lower;
+  for (char ch : name) lower += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  for (const char* word : {"auth", "key", "token", "secret", "password", "session", "cookie",
+                           "credential", "signature"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
+// The url with the password of a user:password@ part replaced.
+std::string MaskedUrl(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const size_t host_end = url.find_first_of("/?#", scheme + 3);
+  const size_t at = url.rfind('@', host_end == std::string::npos ? url.size() : host_end);
+  if (at == std::string::npos || at < scheme + 3) return url;
+  const size_t colon = url.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon + 1) + kSecret + url.substr(at);
+}
+
+void RemoteWrite(YAML::Emitter& out, const std::vector<RemoteWriteConfig>& list) {
+  out << YAML::Key << "remote_write" << YAML::Value;
+  if (list.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const RemoteWriteConfig& r : list) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "url" << YAML::Value << MaskedUrl(r.url);
+    if (!r.name.empty()) out << YAML::Key << "name" << YAML::Value << r.name;
+    if (!r.headers.empty()) {
+      out << YAML::Key << "headers" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, value] : r.headers)
+        out << YAML::Key << name << YAML::Value << (SecretHeader(name) ? kSecret : value);
+      out << YAML::EndMap;
+    }
+    if (!r.basic_auth_username.empty() || !r.basic_auth_password.empty() ||
+        !r.basic_auth_password_file.empty()) {
+      out << YAML::Key << "basic_auth" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "username" << YAML::Value << r.basic_auth_username;
+      if (!r.basic_auth_password.empty()) out << YAML::Key << "password" << YAML::Value << kSecret;
+      if (!r.basic_auth_password_file.empty())
+        out << YAML::Key << "password_file" << YAML::Value << r.basic_auth_password_file;
+      out << YAML::EndMap;
+    }
+    if (!r.authorization_credentials.empty() || !r.authorization_credentials_file.empty()) {
+      out << YAML::Key << "authorization" << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "type" << YAML::Value << r.authorization_type;
+      if (!r.authorization_credentials.empty())
+        out << YAML::Key << "credentials" << YAML::Value << kSecret;
+      if (!r.authorization_credentials_file.empty())
+        out << YAML::Key << "credentials_file" << YAML::Value << r.authorization_credentials_file;
+      out << YAML::EndMap;
+    }
+    out << YAML::Key << "tls_config" << YAML::Value << YAML::BeginMap;
+    if (!r.tls_ca_file.empty()) out << YAML::Key << "ca_file" << YAML::Value << r.tls_ca_file;
+    out << YAML::Key << "insecure_skip_verify" << YAML::Value << r.tls_insecure_skip_verify;
+    out << YAML::EndMap;
+    Duration(out, "remote_timeout", r.remote_timeout_s);
+    out << YAML::Key << "queue_config" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "capacity" << YAML::Value << r.capacity;
+    out << YAML::Key << "max_samples_per_send" << YAML::Value << r.max_samples_per_send;
+    Duration(out, "batch_send_deadline", r.batch_send_deadline_s);
+    Duration(out, "min_backoff", r.min_backoff_s);
+    Duration(out, "max_backoff", r.max_backoff_s);
+    out << YAML::EndMap;
+    out << YAML::Key << "write_relabel_configs" << YAML::Value;
+    if (r.write_relabel_configs.empty()) out << YAML::Flow;
+    out << YAML::BeginSeq;
+    for (const WriteRelabelRule& w : r.write_relabel_configs) {
+      out << YAML::BeginMap;
+      Strings(out, "source_labels", w.source_labels);
+      out << YAML::Key << "separator" << YAML::Value << w.separator;
+      out << YAML::Key << "regex" << YAML::Value << w.regex;
+      out << YAML::Key << "action" << YAML::Value << (w.keep ? "keep" : "drop");
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    if (r.downsample_interval_s > 0) {
+      out << YAML::Key << "downsample" << YAML::Value << YAML::BeginMap;
+      Duration(out, "interval", r.downsample_interval_s);
+      Strings(out, "aggregate", r.downsample_aggregate);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+void Governance(YAML::Emitter& out, const GovernanceConfig& g) {
+  const governance::Settings& s = g.settings;
+  out << YAML::Key << "governance" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "reclaim" << YAML::Value;
+  if (s.reclaim.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const governance::ReclaimPolicy& p : s.reclaim) {
+    out << YAML::BeginMap;
+    if (!p.partition.empty()) out << YAML::Key << "partition" << YAML::Value << p.partition;
+    if (!p.team.empty()) out << YAML::Key << "team" << YAML::Value << p.team;
+    Duration(out, "idle_for", p.idle_for_s);
+    Duration(out, "grace", p.grace_s);
+    out << YAML::Key << "memory" << YAML::Value << governance::MemoryFilterName(p.memory);
+    out << YAML::Key << "action" << YAML::Value << governance::ReclaimActionName(p.action);
+    if (!p.command.empty()) Strings(out, "command", p.command);
+    if (!p.notify_command.empty()) Strings(out, "notify_command", p.notify_command);
+    out << YAML::Key << "exempt" << YAML::Value << YAML::BeginMap;
+    Strings(out, "users", p.exempt.users);
+    Strings(out, "accounts", p.exempt.accounts);
+    Strings(out, "qos", p.exempt.qos);
+    Strings(out, "names", p.exempt.names);
+    out << YAML::Key << "comment_tag" << YAML::Value << p.exempt.comment_tag;
+    out << YAML::EndMap;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "decisions_log" << YAML::Value << g.decisions_log;
+  Strings(out, "requeue_command", g.requeue_command);
+  Strings(out, "cancel_command", g.cancel_command);
+  Strings(out, "capacity_command", g.capacity_command);
+  Duration(out, "command_timeout", g.command_timeout_s);
+  out << YAML::Key << "pools" << YAML::Value << YAML::BeginMap;
+  Mapping(out, "capacity", s.pool.capacity_gpus);
+  out << YAML::Key << "windows" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double w : s.pool.windows_s) out << FormatDuration(w);
+  out << YAML::EndSeq;
+  out << YAML::Key << "scale_out_ratio" << YAML::Value << s.pool.scale_out_ratio;
+  Duration(out, "scale_out_for", s.pool.scale_out_for_s);
+  out << YAML::Key << "shrink_free_ratio" << YAML::Value << s.pool.shrink_free_ratio;
+  Duration(out, "shrink_for", s.pool.shrink_for_s);
+  out << YAML::EndMap;
+  out << YAML::Key << "quotas" << YAML::Value;
+  if (s.quotas.teams.empty()) out << YAML::Flow;
+  out << YAML::BeginMap;
+  for (const auto& [team, q] : s.quotas.teams) {
+    out << YAML::Key << team << YAML::Value << YAML::BeginMap;
+    if (q.gpus > 0) out << YAML::Key << "gpus" << YAML::Value << q.gpus;
+    if (q.gpu_hours > 0) out << YAML::Key << "gpu_hours" << YAML::Value << q.gpu_hours;
+    Duration(out, "period", q.period_s);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "under_use_ratio" << YAML::Value << s.quotas.under_use_ratio;
+  Duration(out, "under_use_for", s.quotas.under_use_for_s);
+  out << YAML::Key << "memory_held_ratio" << YAML::Value << s.memory_held_ratio;
+  out << YAML::Key << "prices" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "gpu_hour" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "default" << YAML::Value << s.prices.default_gpu_hour;
+  for (const auto& [model, price] : s.prices.gpu_hour_by_model)
+    out << YAML::Key << model << YAML::Value << price;
+  out << YAML::EndMap;
+  out << YAML::Key << "energy_kwh" << YAML::Value << s.prices.energy_per_kwh;
+  out << YAML::Key << "currency" << YAML::Value << s.prices.currency;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
+void Diagnose(YAML::Emitter& out, const DiagnoseConfig& d) {
+  out << YAML::Key << "diagnose" << YAML::Value << YAML::BeginMap;
+  Duration(out, "window", d.window_s);
+  Duration(out, "interval", d.interval_s);
+  out << YAML::Key << "thresholds" << YAML::Value << YAML::BeginMap;
+  for (const ThresholdSetting& t : ThresholdSettings(d.thresholds)) {
+    if (t.duration)
+      Duration(out, t.key, t.value);
+    else
+      out << YAML::Key << t.key << YAML::Value << t.value;
+  }
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string EffectiveYaml(const Config& c) {
@@ -166,6 +340,10 @@ std::string EffectiveYaml(const Config& c) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;
+
+  RemoteWrite(out, c.remote_write);
+  Governance(out, c.governance);
+  Diagnose(out, c.diagnose);
 
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

@@ -1,10 +1,12 @@
 // config/config_yaml.h — the effective configuration as YAML (/api/v1/status/config).
 //
 // Every key LoadConfigFile reads, with the value in effect (file, flags and defaults together), in
-// the file's own spelling, so the text loads back to the same configuration. Secrets are never in
-// what it prints (only the files holding them), so nothing is masked. The `governance:`,
-// `diagnose:` and `remote_write:` sections are left out (their settings stay at what the file gave;
-// remote_write may hold inline secrets; see docs/configuration.md).
+// the file's own spelling, so the text loads back to the same configuration (secrets aside).
+// Files holding secrets are printed as they are; a secret written in the file itself — a
+// remote_write basic_auth password, authorization credentials or bearer_token, the value of a
+// header whose name says auth, key, token, secret, password, session, cookie, credential or
+// signature, the password in a url's user:password@ — is printed as `<secret>`, as Prometheus
+// 2.42 prints its secrets (docs/configuration.md).
 #ifndef GPUWARDEN_CONFIG_CONFIG_YAML_H_
 #define GPUWARDEN_CONFIG_CONFIG_YAML_H_
 

@@ -147,6 +147,13 @@ Status ParseDiagnoseKey(const std::string& file, const std::string& key, const Y
                "' (see docs/configuration.md)"};
 }
 
+std::vector<ThresholdSetting> ThresholdSettings(const diagnose::Thresholds& t) {
+  std::vector<ThresholdSetting> out;
+  for (const ThresholdKey& k : kThresholds)
+    out.push_back({k.name, t.*k.field, k.kind == Kind::kDuration});
+  return out;
+}
+
 Status ValidateDiagnose(const DiagnoseConfig& c) {
   const diagnose::Thresholds& t = c.thresholds;
   const std::string idle = "diagnose.thresholds.idle_utilization",

@@ -49,6 +49,15 @@ const std::vector<std::string>& DiagnoseKeys();
 Status ParseDiagnoseKey(const std::string& file, const std::string& key, const YAML::Node& node,
                         DiagnoseConfig* out);
 
+// One diagnose.thresholds key and its value, as the file spells it (EffectiveYaml).
+struct ThresholdSetting {
+  const char* key;  // under diagnose.thresholds
+  double value;
+  bool duration;  // seconds, written as a duration ("30m")
+};
+// Every threshold of `t`, in the order of diagnose::Thresholds.
+std::vector<ThresholdSetting> ThresholdSettings(const diagnose::Thresholds& t);
+
 // Checks the rules between keys (each key's own range is checked when it is read).
 Status ValidateDiagnose(const DiagnoseConfig& config);
 

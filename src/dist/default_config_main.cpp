@@ -20,8 +20,7 @@ int main(int argc, char** argv) {
   text << "# gpuwarden configuration (docs/configuration.md; installed docs under\n"
           "# /usr/share/doc/gpuwarden/). Every line below is a default, commented out: uncomment\n"
           "# and change what this node needs, then `systemctl restart gpuwarden` (rule files:\n"
-          "# `systemctl reload gpuwarden`). The governance: and diagnose: sections are not listed\n"
-          "# here; docs/configuration.md describes them.\n"
+          "# `systemctl reload gpuwarden`). docs/configuration.md describes every section.\n"
           "#\n"
           "# Kept across upgrades: dpkg asks before replacing a file you changed.\n";
   std::istringstream yaml(gw::config::EffectiveYaml(gw::config::Config{}));

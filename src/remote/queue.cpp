@@ -235,7 +235,11 @@ bool Queue::Pass() {
   const int64_t step = options_.downsample_ms;
   for (size_t ref = 1; ref < series_.size(); ++ref) {
     SeriesState& s = series_[ref];
-    if (!s.known || !s.keep) continue;
+    if (!s.known) continue;
+    if (!s.keep) {
+      CountDropped(ref, through);
+      continue;
+    }
     // Downsampled: whole windows (t - step, t] with t <= through.
     const int64_t upto = step > 0 ? (through >= 0 ? through / step * step : -1) : through;
     if (s.last_sent >= upto) continue;
@@ -266,6 +270,17 @@ bool Queue::Pass() {
   std::lock_guard lock(mu_);
   figures_.caught_up = !behind_;
   return true;
+}
+
+void Queue::CountDropped(tsdb::SeriesRef ref, int64_t through) {
+  SeriesState& s = series_[ref];
+  if (s.last_sent >= through) return;
+  if (Status st = db_->ReadSeries(ref, s.last_sent + 1, through, &read_); !st.ok() || read_.empty())
+    return;
+  s.last_sent = read_.back().t_ms;
+  progress_moved_ = true;
+  std::lock_guard lock(mu_);
+  figures_.samples_dropped += read_.size();
 }
 
 bool Queue::AddSamples(tsdb::SeriesRef ref, const std::vector<Label>& labels,

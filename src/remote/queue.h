@@ -97,6 +97,10 @@ class Queue {
     uint64_t requests_failed = 0;  // requests that did not succeed, retried or not
     uint64_t pending = 0;          // samples read from the store, not yet sent
     uint64_t series_dropped = 0;   // series write_relabel_configs drops
+    // Samples of those series, counted as they reach the store (read, never sent), as
+    // Prometheus counts prometheus_remote_storage_samples_dropped_total. Refusals are in
+    // samples_failed, not here.
+    uint64_t samples_dropped = 0;
     uint64_t progress_write_failures = 0;
     int64_t highest_sent_ms = 0;  // newest sample timestamp accepted (0: none)
     int64_t now_ms = 0;           // the newest Notify
@@ -124,6 +128,9 @@ class Queue {
   void SaveProgress();
   void RefreshSeries();
   // Adds `samples` of `ref` (in time order) to the batch, sending full batches.
+  // Counts the samples of a series write_relabel_configs drops up to `through`, and moves its
+  // progress past them (so a restart does not count them again).
+  void CountDropped(tsdb::SeriesRef ref, int64_t through);
   bool AddSamples(tsdb::SeriesRef ref, const std::vector<Label>& labels,
                   const std::vector<Sample>& samples, int64_t new_last);
   bool AddDownsampled(tsdb::SeriesRef ref, const std::vector<tsdb::Sample>& samples,

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <tuple>
 
@@ -172,6 +173,65 @@ TEST(Diagnose, MemoryPressureSustainedAndSpikesNearOom) {
   EXPECT_EQ(spikes->layer, Layer::kTask);
   EXPECT_GT(EvidenceValue(*spikes, "highest memory in use / total"), 0.95);
   EXPECT_LT(EvidenceValue(*spikes, "memory in use (avg)"), 0.85 * 81559.0 * 1024 * 1024);
+}
+
+// A store that scraped /metrics every 15 s: the per-cycle peak is one 1 s cycle in fifteen, so a
+// spike between two scrapes is only in gpu_memory_used_peak_window_bytes (the highest per-cycle
+// peak of the last collect.peak_window). Here the per-cycle peak and the gauge stay where the
+// power-cap scenario has them (no memory finding), and the window family, with the same labels,
+// has one scrape at 98 % of GPU 1's memory: the spike check must read it.
+TEST(Diagnose, ScrapedEvery15sTheSpikeOnlyTheWindowPeakHoldsIsFound) {
+  MemoryStore store;
+  RecordScenario("power-cap", 10 * 60, 15, &store);
+  ASSERT_EQ(Find(Diag(store, 600), "memory-pressure", "spikes near OOM", "1"), nullptr);
+  auto select = [&](const std::string& name) {
+    std::vector<tsdb::SeriesData> out;
+    auto m = tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", name);
+    EXPECT_TRUE(store.querier().Select({*m}, 0, INT64_MAX / 2, &out).ok());
+    return out;
+  };
+  double total1 = 0;
+  for (const tsdb::SeriesData& s : select("gpu_memory_total_bytes"))
+    if (tsdb::LabelValue(s.labels, "gpu") == "1") total1 = s.samples.back().v;
+  ASSERT_GT(total1, 0);
+  const double spike = 0.98 * total1;
+  std::string text;
+  int64_t spike_ms = 0;
+  const std::vector<tsdb::SeriesData> peaks = select("gpu_memory_used_peak_bytes");
+  ASSERT_FALSE(peaks.empty());
+  for (const tsdb::SeriesData& s : peaks) {
+    std::string labels;
+    for (const tsdb::Label& l : s.labels)
+      if (l.name != "__name__")
+        labels += (labels.empty() ? "" : ",") + l.name + "=\"" + l.value + "\"";
+    const bool gpu1 = tsdb::LabelValue(s.labels, "gpu") == "1";
+    for (size_t i = 0; i < s.samples.size(); ++i) {
+      const tsdb::Sample& x = s.samples[i];
+      ASSERT_LT(x.v, 0.9 * total1);  // the scraped per-cycle peak never saw it
+      const bool at_spike = gpu1 && i == s.samples.size() / 2;
+      if (at_spike) spike_ms = x.t_ms;
+      char line[64];
+      std::snprintf(line, sizeof line, " %.17g %lld.%03lld\n", at_spike ? spike : x.v,
+                    static_cast<long long>(x.t_ms / 1000), static_cast<long long>(x.t_ms % 1000));
+      text += "gpu_memory_used_peak_window_bytes{" + labels + "}" + line;
+    }
+  }
+  ASSERT_TRUE(store.Import(text + "# EOF\n").ok());
+  Diagnosis d = Diag(store, 600);
+  EXPECT_EQ(Keys(d), (std::set<Key>{{"busy-but-throttled", "power cap", "0"},
+                                    {"memory-pressure", "spikes near OOM", "1"}}))
+      << ToText(d);
+  const Finding* f = Find(d, "memory-pressure", "spikes near OOM", "1");
+  ASSERT_NE(f, nullptr) << ToText(d);
+  EXPECT_NEAR(EvidenceValue(*f, "highest memory in use / total"), 0.98, 1e-9);
+  const Evidence* peak = nullptr;
+  for (const Evidence& e : f->evidence)
+    if (e.what == "highest memory in use") peak = &e;
+  ASSERT_NE(peak, nullptr) << ToText(d);
+  EXPECT_EQ(peak->value, spike);
+  EXPECT_NE(peak->query.find("gpu_memory_used_peak_window_bytes"), std::string::npos);
+  EXPECT_LE(f->since_ms, spike_ms);
+  EXPECT_GE(f->last_ms, spike_ms);
 }
 
 TEST(Diagnose, InefficientJobsStarvedMemoryBoundAndIdleAllocated) {

@@ -13,14 +13,19 @@ figures of docs/fleet.md.
    deploy/remote-write/victoria-metrics/victoria-metrics.default (its storage path and address
    replaced): every series must come back from /api/v1/export with every sample and value.
    After a flush and a forced merge, its own figures (vm_data_size_bytes / vm_rows) give the
-   bytes per sample on disk. A second victoria-metrics gets the history downsampled to 15 s
-   (max and avg per window, as the agent's `downsample: {interval: 15s, aggregate: [max, avg]}`
-   sends): the same figures at 15 s.
+   bytes per sample on disk. A second victoria-metrics gets the history downsampled to 15 s by
+   the agent itself while it records (its own remote_write with the kit's snippet and
+   `downsample: {interval: 15s, aggregate: [max, avg]}`, restarted halfway, so a window spans
+   the restart): every series must be exactly max and avg per window (t - 15 s, t], stamped t,
+   of the agent's own 1 s data (the export), every complete window and nothing else; the same
+   figures at 15 s, the wire bytes from the agent's own counters.
 4. Unless --no-prometheus: into a real Prometheus 2.42 started with the flags of
    deploy/remote-write/prometheus/prometheus.default and the kit's prometheus.yml (rule files
    pointed at deploy/rules/, no Alertmanager): every sample arrives (count per series), and with
    the scenario one-spike the fleet spike rule (GpuMemorySpikeNearTotal) fires there for GPU 2
-   only, evaluated over the remote-written per-cycle peaks.
+   only, evaluated over the remote-written per-cycle peaks. The agent's second downsampling
+   endpoint sends it the families no rule of the pack names (so the rules see one series per
+   GPU): each received series is again exactly max/avg per window of the 1 s data.
 
 The numbers are printed as one JSON object at the end (docs/benchmarks.md quotes them).
 Usage: remote_write_kit.py --gpuwarden build/bin/gpuwarden [--scenario one-spike]
@@ -166,15 +171,18 @@ def push(series, urls, snappy):
     return stats
 
 
-def downsample(series, interval_ms=15000):
+def downsample(series, through_ms, interval_ms=15000):
     """max and avg per window (t - interval, t], stamped t, labelled aggregate (the agent's
-    downsample option)."""
+    downsample option), for the windows complete by through_ms (t <= through_ms)."""
     out = []
     for s in series:
         windows = {}
         for t, v in zip(s.t, s.v):
             end = -(-t // interval_ms) * interval_ms
-            windows.setdefault(end, []).append(v)
+            if end <= through_ms:
+                windows.setdefault(end, []).append(v)
+        if not windows:
+            continue
         for name, fn in (("max", max), ("avg", lambda vs: sum(vs) / len(vs))):
             d = Series(s.labels + [("aggregate", name)])
             for end in sorted(windows):
@@ -191,6 +199,41 @@ def agent_side(kit_file):
     endpoints = doc["remote_write"]
     assert len(endpoints) == 1, kit_file
     return doc["rules"]["external_labels"], endpoints[0].get("write_relabel_configs", [])
+
+
+# Inline secrets the agent's downsampling endpoints carry (the stores ignore them): its
+# /api/v1/status/config must show <secret> instead.
+SECRETS = ("kit-password-%d" % os.getpid(), "kit-api-key-%d" % os.getpid())
+
+
+def downsampling_endpoint(name, url, extra_relabel):
+    """The kit's remote_write entry with its `downsample` line taken (15 s max and avg), sending
+    to `url`; a short batch_send_deadline so the test does not wait for it."""
+    with open(os.path.join(KIT, "victoria-metrics/gpuwarden-remote-write.yaml")) as f:
+        text = f.read()
+    m = re.search(r"^\s*# (downsample: .*)$", text, re.M)
+    if not m:
+        raise SystemExit("the kit's snippet has no commented downsample line")
+    endpoint = dict(yaml.safe_load(text)["remote_write"][0], url=url, name=name,
+                    **yaml.safe_load(m.group(1)))
+    endpoint["queue_config"] = dict(endpoint["queue_config"], batch_send_deadline="1s")
+    endpoint["basic_auth"] = {"username": "gpuwarden", "password": SECRETS[0]}
+    endpoint["headers"] = {"X-Api-Key": SECRETS[1]}
+    endpoint["write_relabel_configs"] = endpoint.get("write_relabel_configs", []) + extra_relabel
+    return endpoint
+
+
+def rule_pack_names():
+    """A regex of every name the rule pack's expressions use (deploy/rules/*.yml)."""
+    names = set()
+    rules_dir = os.path.join(gwtest.SOURCE_DIR, "deploy", "rules")
+    for f in sorted(os.listdir(rules_dir)):
+        if f.endswith(".yml"):
+            with open(os.path.join(rules_dir, f)) as fh:
+                for group in (yaml.safe_load(fh) or {}).get("groups", []):
+                    for rule in group.get("rules", []):
+                        names.update(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", str(rule["expr"])))
+    return "|".join(sorted(names))
 
 
 def as_sender_sends(series, external, relabel):
@@ -327,33 +370,100 @@ def series_per_gpu(metrics_text):
     return {k: v / n for k, v in sorted(per_family.items())}, len(gpus)
 
 
-def record_history(args, workdir):
-    port = gwtest.free_port()
+def remote_write_figures(base):
+    """{(family, remote_name): value} of the agent's remote-write self-metrics."""
+    status, text = gwtest.http_get(base + "/metrics")
+    out = {}
+    for line in text.splitlines():
+        m = SERIES_RE.match(line)
+        if m and m.group(1).startswith(("prometheus_remote_storage_", "gpuwarden_remote_write_")):
+            labels = dict(parse_labels(m.group(2)))
+            out[(m.group(1), labels.get("remote_name", ""))] = float(m.group(3))
+    return out
+
+
+def record_history(args, workdir, config):
+    """Records --minutes of history with `config` (the agent's remote_write endpoints), in two
+    runs of the agent on one data directory, each stopped once every endpoint sent what it can
+    (the second run resumes from the progress files). Returns the history and, per endpoint, its figures summed over both runs plus
+    the newest recorded time (ms)."""
     data = os.path.join(workdir, "agent-data")
-    start = int(time.time()) - args.minutes * 60 - 60
+    config_path = os.path.join(workdir, "agent.yaml")
+    gwtest.write(config_path, yaml.safe_dump(config))
+    # Windows of 15 s end on multiples of 15 s: starting 7 s past one, the restart at +300 s
+    # (+1 s) falls inside a window, which the second run completes.
+    start = (int(time.time()) - args.minutes * 60 - 60) // 15 * 15 + 7
     env = dict(os.environ, GPUWARDEN_SIM_MACHINE="rw-kit-%d" % os.getpid())
-    argv = [args.gpuwarden, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir", data,
-            "--simulate", args.scenario, "--sim-clock", "stepped", "--sim-start", str(start)]
-    agent = gwtest.Process(argv, os.path.join(workdir, "agent.log"), env=env)
-    base = "http://127.0.0.1:%d" % port
-    try:
-        if not gwtest.wait_for(lambda: gwtest.http_get(base + "/readyz")[0] == 200, 60):
-            raise RuntimeError("the agent did not start:\n" + agent.output()[-2000:])
-        began = time.monotonic()
-        left = args.minutes * 60
-        while left > 0:
-            step = min(300, left)
-            request = urllib.request.Request(base + "/-/sim/advance?seconds=%d" % step,
-                                             method="POST")
-            with urllib.request.urlopen(request, timeout=600) as r:
-                if r.status != 200:
-                    raise RuntimeError("advance answered %d" % r.status)
-            left -= step
-        recorded_s = time.monotonic() - began
-        status, text = gwtest.http_get(base + "/metrics")
-        per_gpu, gpus = series_per_gpu(text)
-    finally:
-        agent.stop()
+    names = [e["name"] for e in config.get("remote_write", [])]
+    sent = {}  # (family, remote_name): summed over the runs
+    last_ms = 0
+    began = time.monotonic()
+    left = args.minutes * 60
+    run_start = start
+    for run in (1, 2):
+        port = gwtest.free_port()
+        argv = [args.gpuwarden, "serve", "--listen", "127.0.0.1:%d" % port, "--data-dir", data,
+                "--config", config_path, "--simulate", args.scenario, "--sim-clock", "stepped",
+                "--sim-start", str(run_start)]
+        agent = gwtest.Process(argv, os.path.join(workdir, "agent-%d.log" % run), env=env)
+        base = "http://127.0.0.1:%d" % port
+        try:
+            if not gwtest.wait_for(lambda: gwtest.http_get(base + "/readyz")[0] == 200, 60):
+                raise RuntimeError("the agent did not start:\n" + agent.output()[-2000:])
+            todo = min(300, left) if run == 1 else left
+            advanced = 0
+            while advanced < todo:
+                step = min(300, todo - advanced)
+                request = urllib.request.Request(base + "/-/sim/advance?seconds=%d" % step,
+                                                 method="POST")
+                with urllib.request.urlopen(request, timeout=600) as r:
+                    if r.status != 200:
+                        raise RuntimeError("advance answered %d" % r.status)
+                advanced += step
+            left -= advanced
+            if run == 2:
+                # /api/v1/status/config shows the endpoints, never the inline secrets.
+                status, text = gwtest.http_get(base + "/api/v1/status/config")
+                shown = json.loads(text)["data"]["yaml"] if status == 200 else ""
+                leaked = [v for v in SECRETS if v in text]
+                config_ok = (status == 200 and not leaked and
+                             shown.count("<secret>") == 2 * len(names) and
+                             all("name: %s" % n in shown for n in names) and
+                             "downsample:" in shown)
+                if not config_ok:
+                    raise RuntimeError("/api/v1/status/config: HTTP %d, secrets shown: %s\n%s" % (
+                        status, leaked, text[:3000]))
+                print("ok   /api/v1/status/config: the endpoints shown, the secrets not",
+                      flush=True)
+                status, text = gwtest.http_get(base + "/metrics")
+                per_gpu, gpus = series_per_gpu(text)
+
+            # Stopped once every endpoint sent what the store held: the 15 s window around the
+            # restart is not complete yet, and the second run must send it, whole, once.
+            # (The newest window complete by the newest snapshot sent: caught_up alone may still
+            # be the figure of a pass before the advance ended.)
+            def done():
+                f = remote_write_figures(base)
+                newest = f.get(("prometheus_remote_storage_highest_timestamp_in_seconds", ""), 0)
+                return newest > 0 and all(
+                    f.get(("prometheus_remote_storage_queue_highest_sent_timestamp_seconds", n), 0)
+                    >= newest // 15 * 15 for n in names)
+            if names and not gwtest.wait_for(done, 60, every_s=0.5):
+                raise RuntimeError("the agent's endpoints did not catch up:\n" +
+                                   agent.output()[-2000:])
+            figures = remote_write_figures(base)
+            last_ms = max(last_ms, int(figures.get(
+                ("prometheus_remote_storage_highest_timestamp_in_seconds", ""), 0) * 1000))
+            for key, v in figures.items():
+                if key[0].endswith("_total"):
+                    sent[key] = sent.get(key, 0) + v
+            print("agent run %d: %s samples sent per endpoint" % (run, ", ".join(
+                "%s %d" % (n, figures.get(("prometheus_remote_storage_samples_total", n), 0))
+                for n in names)), flush=True)
+        finally:
+            agent.stop()
+        run_start = run_start + advanced + 1
+    recorded_s = time.monotonic() - began
     exported = subprocess.run([args.gpuwarden, "tsdb", "export", "--data-dir", data],
                               capture_output=True, text=True, timeout=1200)
     if exported.returncode != 0:
@@ -376,7 +486,7 @@ def record_history(args, workdir):
             s = series[key] = Series(labels)
         s.t.append(int(round(float(m.group(4)) * 1000)))
         s.v.append(value)
-    return list(series.values()), per_gpu, gpus, stale, recorded_s
+    return list(series.values()), per_gpu, gpus, stale, recorded_s, sent, last_ms
 
 
 # ---- checks ----------------------------------------------------------------------------------
@@ -396,6 +506,11 @@ def compare_vm(series, held, failures, what):
             continue
         if got[0] != s.t or any(abs(a - b) > 1e-9 * max(1.0, abs(b)) for a, b in zip(got[1], s.v)):
             wrong.append(s)
+    if wrong:
+        got = held[wrong[0].key]
+        print("  %s: %d samples expected, %d held; timestamps missing %s, not expected %s" % (
+            dict(wrong[0].key), len(wrong[0].t), len(got[0]),
+            sorted(set(wrong[0].t) - set(got[0]))[:10], sorted(set(got[0]) - set(wrong[0].t))[:10]))
     check(what + ": every series, every sample and value", not missing and not wrong,
           "%d series, %d missing, %d differing%s" % (
               len(series), len(missing), len(wrong),
@@ -420,13 +535,29 @@ def main():
     snappy = Snappy()
     try:
         began = time.monotonic()
-        stored, per_gpu, gpus, stale, recorded_s = record_history(args, workdir)
         # What the kit's agent snippet sends (the same for every store: checked here).
         sides = {k: agent_side(k + "/gpuwarden-remote-write.yaml")
                  for k in ("victoria-metrics", "victoria-metrics-cluster", "prometheus", "mimir")}
         check("the kit's agent snippets name the node and drop the same series",
               all(v == sides["victoria-metrics"] for v in sides.values()),
               "%s" % (sides["victoria-metrics"],), failures)
+        # The agent's own downsampling endpoints (the kit's snippet, downsample uncommented),
+        # sending while it records: to a victoria-metrics, and to the Prometheus the rule pack
+        # runs in, there only the families no rule names.
+        vm15, vm15_base = start_victoria_metrics(workdir, "vm-15s")
+        procs.append(vm15)
+        endpoints = [downsampling_endpoint("vm-15s", vm15_base + "/api/v1/write", [])]
+        prom_extra = [{"source_labels": ["__name__"], "regex": rule_pack_names(),
+                       "action": "drop"}]
+        if not args.no_prometheus:
+            prom, prom_base = start_prometheus(workdir)
+            procs.append(prom)
+            endpoints.append(downsampling_endpoint("prom-15s", prom_base + "/api/v1/write",
+                                                   prom_extra))
+        with open(os.path.join(KIT, "victoria-metrics/gpuwarden-remote-write.yaml")) as f:
+            agent_rules = yaml.safe_load(f)["rules"]
+        stored, per_gpu, gpus, stale, recorded_s, agent_sent, last_ms = record_history(
+            args, workdir, {"rules": agent_rules, "remote_write": endpoints})
         series = as_sender_sends(stored, *sides["victoria-metrics"])
         samples = sum(len(s.t) for s in series)
         gpu_series = sum(1 for s in series if any(n == "gpu" for n, _ in s.labels))
@@ -448,8 +579,6 @@ def main():
         procs.append(vm)
         urls = [vm_base + "/api/v1/write"]
         if not args.no_prometheus:
-            prom, prom_base = start_prometheus(workdir)
-            procs.append(prom)
             urls.append(prom_base + "/api/v1/write")
         t0 = time.monotonic()
         sent = push(series, urls, snappy)
@@ -467,16 +596,35 @@ def main():
         check("victoria-metrics counts every row", rows == samples, "%d rows, %d sent" % (
             rows, samples), failures)
 
-        down = downsample(series)
-        vm15, vm15_base = start_victoria_metrics(workdir, "vm-15s")
-        procs.append(vm15)
-        sent15 = push(down, [vm15_base + "/api/v1/write"], snappy)
+        # The agent's downsampling: every window complete by its newest snapshot, computed here
+        # from its own 1 s data.
+        through_ms = last_ms // 15000 * 15000
+        down = downsample(series, through_ms)
+        down_samples = sum(len(d.t) for d in down)
         disk15, rows15, index15 = vm_settle(vm15_base)
-        compare_vm(down, vm_exported(vm15_base), failures, "victoria-metrics 15 s max+avg")
+        held15 = vm_exported(vm15_base)
+        compare_vm(down, held15, failures, "agent downsampling to victoria-metrics 15 s max+avg")
+        extra = sorted(set(held15) - {d.key for d in down})
+        check("agent downsampling to victoria-metrics: nothing else, every row once",
+              not extra and rows15 == down_samples,
+              "%d rows, %d expected, %d series not expected%s" % (
+                  rows15, down_samples, len(extra),
+                  (" (first: %s)" % dict(extra[0])) if extra else ""), failures)
+        sent15 = {k[0]: v for k, v in agent_sent.items() if k[1] == "vm-15s"}
+        # (Counters as read when the newest window had arrived: the pass may still have been
+        # sending other series, so they are no total, only a ratio for the wire figure.)
+        check("agent downsampling: counted as sent, none refused by the receiver",
+              sent15.get("prometheus_remote_storage_samples_failed_total") == 0 and
+              sent15.get("prometheus_remote_storage_samples_total", 0) > 0,
+              "%s" % sent15, failures)
         figures["vm_15s_max_avg"] = {
             "series": len(down), "rows": rows15, "data_bytes": disk15, "index_bytes": index15,
             "bytes_per_sample": round(disk15 / rows15, 3) if rows15 else None,
-            "wire_bytes_per_sample": round(sent15["wire_bytes"] / sent15["samples"], 3)}
+            "wire_bytes_per_sample": round(
+                sent15.get("prometheus_remote_storage_bytes_total", 0) /
+                max(sent15.get("prometheus_remote_storage_samples_total", 0), 1), 3),
+            "agent_samples_dropped_by_relabel": sent15.get(
+                "prometheus_remote_storage_samples_dropped_total")}
 
         if not args.no_prometheus:
             api = gwtest.PromApi(prom_base)
@@ -504,6 +652,21 @@ def main():
                       list(peak.values()) == [80000 * 1048576.0] and
                       list(plain.values()) == [62000 * 1048576.0],
                       "peak %s, gauge %s" % (list(peak.values()), list(plain.values())), failures)
+            # The agent's downsampled stream in Prometheus: raw samples of each series.
+            down_prom = downsample(as_sender_sends(
+                stored, sides["victoria-metrics"][0], sides["victoria-metrics"][1] + prom_extra),
+                through_ms)
+            doc = api.query('{aggregate=~"max|avg"}[%s]' % window, (last_ms + 1000) / 1000.0)
+            held = {}
+            for r in (doc.get("data") or {}).get("result", []):
+                held[tuple(sorted(r["metric"].items()))] = (
+                    [round(float(t) * 1000) for t, _ in r["values"]],
+                    [float(v) for _, v in r["values"]])
+            compare_vm(down_prom, held, failures, "agent downsampling to prometheus 15 s max+avg")
+            extra = sorted(set(held) - {d.key for d in down_prom})
+            check("agent downsampling to prometheus: some series, nothing else",
+                  len(down_prom) > 0 and not extra,
+                  "%d series expected, %d not expected" % (len(down_prom), len(extra)), failures)
         figures["total_seconds"] = round(time.monotonic() - began, 1)
     finally:
         for p in procs:

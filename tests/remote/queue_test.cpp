@@ -218,6 +218,27 @@ TEST_F(QueueTest, WriteRelabelKeepsAndDropsByRegexAndAddsExternalLabels) {
   ASSERT_EQ(rx.series.size(), 1u) << rx.series.begin()->first;
   ExpectSeries(rx.series["__name__=gpu_power_watts,gpu=1,node=n7,"], t0_, 10, 1000);
   EXPECT_EQ(q->figures().series_dropped, 3u);
+  // prometheus_remote_storage_samples_dropped_total: the 3 dropped series' 10 samples each.
+  EXPECT_EQ(q->figures().samples_dropped, 30u);
+  EXPECT_EQ(q->figures().samples_sent, 10u);
+  // Newer samples are counted once more pass, and a restarted queue counts only what is new.
+  Append("gpu_power_watts", 2, t0_ + 10'000, 5);
+  Append("gpu_process_memory_bytes", 2, t0_ + 10'000, 5);
+  q->Notify(t0_ + 14'000);
+  Drain(q.get());
+  EXPECT_EQ(q->figures().samples_dropped, 45u);
+  q->Notify(t0_ + 15'000);
+  Drain(q.get());
+  EXPECT_EQ(q->figures().samples_dropped, 45u);  // nothing new: not counted again
+  q.reset();
+  Append("gpu_power_watts", 2, t0_ + 15'000, 2);
+  Append("gpu_process_memory_bytes", 2, t0_ + 15'000, 2);
+  auto again = MakeQueue(o, [&](const auto& b) { return rx.Take(b); });
+  again->Notify(t0_ + 16'000);
+  Drain(again.get());
+  EXPECT_EQ(again->figures().samples_dropped, 6u);
+  EXPECT_EQ(again->figures().samples_sent, 2u);
+  ExpectSeries(rx.series["__name__=gpu_power_watts,gpu=1,node=n7,"], t0_, 17, 1000);
 }
 
 // Windows (t - 15 s, t]: max and avg of the numeric samples, stamped t; stale markers ignored;
