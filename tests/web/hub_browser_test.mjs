@@ -180,6 +180,9 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   console.log(`# ${kind}: team cost ${Object.entries(costOf).map(([n, x]) => `${n} ${x.cost.total_cost.toFixed(3)}`).join(', ')} ${PRICES.currency} (agents: ${Object.entries(after).map(([n, v]) => `${n} ${v.toFixed(3)}`).join(', ')})`);
   await page.goto(`${fleet.hubUrl}/#/teams`);
   await page.waitForFunction(() => /EUR/.test(document.querySelector('tr[data-team="research"] td.cost')?.textContent || ''), null, { timeout: 20000 });
+  // The Services table under it is an agent's (scrape.targets): the hub answers 404, which the
+  // page says ("no services API"); the browser logs that 404 (left out of `errors` below).
+  await page.waitForSelector('.services-none', { timeout: 20000 });
 
   // Node 3's finished job: its agent's record, with its node, on the Jobs page.
   const finished = await waitFor(`job ${FINISHED_JOB.job_id} finished in /api/gw/v1/jobs`, async () => {
@@ -205,7 +208,8 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await small.waitForFunction(() => document.querySelectorAll('.tile[data-gpu]').length === 8, null, { timeout: 20000 });
   await shoot(small, 'node-phone');
 
-  assert.deepEqual(errors, []);
+  const expected404 = (e) => /status of 404 .*\/api\/gw\/v1\/services\)$/.test(e);
+  assert.deepEqual(errors.filter((e) => !expected404(e)), []);
 
   // An agent stops: /api/gw/v1/jobs names its node, whose running jobs still come from the store.
   const last = fleet.agents[NODES - 1];
