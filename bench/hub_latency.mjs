@@ -6,6 +6,7 @@
 //                                                                  # scraped by VictoriaMetrics
 //   node bench/hub_latency.mjs BUILD/bin/gpuwarden synthetic [128] # 128 nodes × 8 GPUs imported
 //                                                                  # into VictoriaMetrics
+//   GW_HUB_PAGES=fleet node bench/hub_latency.mjs …                 # only those pages (comma list)
 // The synthetic store: one simulated 8-GPU agent's /metrics (every series), written for N nodes
 // at 61 times 10 s apart over the last 10 minutes through /api/v1/import/prometheus.
 import { spawn } from 'node:child_process';
@@ -60,7 +61,8 @@ function stats(xs) {
 async function measure(base, node, label) {
   const snap = await (await fetch(`${base}/api/snapshot`)).json();
   const now = Math.floor(snap.taken_at);
-  const sets = pages(node, now);
+  const only = (process.env.GW_HUB_PAGES || '').split(',').filter(Boolean);
+  const sets = Object.fromEntries(Object.entries(pages(node, now)).filter(([name]) => !only.length || only.includes(name)));
   const rows = [];
   for (const [name, paths] of Object.entries(sets)) {
     const cold = [];

@@ -105,6 +105,7 @@ struct Hub::Impl {
   std::map<std::string, AgentAnswer> agent_cache;  // URL -> answer
   std::map<std::string, bool> reachable;           // node -> last answer came
   std::mutex report_mu;
+  FanOut agent_fanout{16};  // the nodes' agents asked at once for one request (jobs)
 
   double Now() const { return SystemClock().NowSeconds(); }
 
@@ -186,18 +187,6 @@ struct Hub::Impl {
   Expected<std::vector<NodeFigures>> NodeFiguresNow() {
     const std::string& l = options.node_label;
     std::map<std::string, NodeFigures> by;
-    auto fill = [&](const std::string& expr, auto set) -> Status {
-      auto v = store->Vector(expr);
-      if (!v.ok()) return Error{v.error().message};
-      for (const auto& s : *v) {
-        auto it = s.labels.find(l);
-        if (it == s.labels.end()) continue;
-        NodeFigures& f = by[it->second];
-        f.node = it->second;
-        set(f, s);
-      }
-      return Status::Ok();
-    };
     using S = Store::Sample;
     const std::pair<std::string, std::function<void(NodeFigures&, const S&)>> queries[] = {
         {"count by (" + l + ") (gpu_up)", [](NodeFigures& f, const S& s) { f.gpus = s.value; }},
@@ -216,8 +205,20 @@ struct Hub::Impl {
            if (sev->second == "warning") f.alerts_warning += int(s.value);
          }},
     };
-    for (const auto& [expr, set] : queries)
-      if (Status st = fill(expr, set); !st.ok()) return Error{st.message()};
+    // All six at once (docs/hub.md "Load on the store"), then applied in order.
+    std::vector<std::string> exprs;
+    for (const auto& q : queries) exprs.push_back(q.first);
+    auto answers = store->Vectors(exprs);
+    for (size_t i = 0; i < answers.size(); ++i) {
+      if (!answers[i].ok()) return answers[i].error();
+      for (const auto& s : *answers[i]) {
+        auto it = s.labels.find(l);
+        if (it == s.labels.end()) continue;
+        NodeFigures& f = by[it->second];
+        f.node = it->second;
+        queries[i].second(f, s);
+      }
+    }
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& [node, url] : agents) {
       NodeFigures& f = by[node];
@@ -280,25 +281,73 @@ struct Hub::Impl {
 
   Expected<json> StoreJobs(const std::string& node) {
     const std::string sel = Selector(node);
-    auto alloc =
-        store->Vector(sel.empty() ? "gpu_allocation_info" : "gpu_allocation_info{" + sel + "}");
-    if (!alloc.ok()) return alloc.error();
-    auto figures = store->Vector(
-        "{__name__=~\"gpu_job_(sm_utilization_ratio|memory_peak_bytes|energy_joules_total|"
-        "gpu_seconds_total|idle_gpu_seconds_total)\"" +
-        (sel.empty() ? "" : "," + sel) + "}");
-    if (!figures.ok()) return figures.error();
-    return JobsFromStore(*alloc, *figures, options.node_label);
+    auto answers = store->Vectors(
+        {sel.empty() ? "gpu_allocation_info" : "gpu_allocation_info{" + sel + "}",
+         "{__name__=~\"gpu_job_(sm_utilization_ratio|memory_peak_bytes|energy_joules_total|"
+         "gpu_seconds_total|idle_gpu_seconds_total)\"" +
+             (sel.empty() ? "" : "," + sel) + "}"});
+    for (const auto& a : answers)
+      if (!a.ok()) return a.error();
+    return JobsFromStore(*answers[0], *answers[1], options.node_label);
   }
 
-  void Jobs(const http::Request& req, http::Response& res) {
-    auto jobs = StoreJobs(Scope(req));
-    if (!jobs.ok()) return Unavailable(res, jobs.error().message);
+  // `path` of every listed agent (of `node` only, when given), at once. An agent that did not
+  // answer its last request or /healthz probe is not asked again until a probe finds it back.
+  std::vector<AgentJobs> AskAgents(const std::string& node, const std::string& path) {
+    std::vector<AgentJobs> out;
+    std::map<std::string, bool> known;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [n, url] : agents)
+        if (node.empty() || n == node) out.push_back({n, false, nullptr, ""});
+      known = reachable;
+    }
+    std::vector<std::function<void()>> tasks;
+    for (AgentJobs& a : out) {
+      if (auto r = known.find(a.node); r != known.end() && !r->second) {
+        a.error = "the agent of " + a.node + " did not answer its last request or probe";
+        continue;
+      }
+      tasks.push_back([this, &a, &path] {
+        auto doc = AgentGet(a.node, path);
+        a.answered = doc.ok();
+        if (doc.ok())
+          a.doc = std::move(*doc);
+        else
+          a.error = doc.error().message;
+      });
+    }
+    agent_fanout.Run(std::move(tasks));
+    return out;
+  }
+
+  // Running jobs from the store and every node's records from its agent (views.h MergeJobs);
+  // `running_only`: the store's alone (the console's shared refresh, every few seconds).
+  Expected<json> FleetJobs(const http::Request& req, bool running_only) {
+    const std::string node = Scope(req);
+    auto jobs = StoreJobs(node);
+    if (!jobs.ok()) return jobs.error();
     const std::string team = req.param("team");
     json list = json::array();
     for (auto& j : *jobs)
       if (team.empty() || j.value("team", "") == team) list.push_back(std::move(j));
-    Json(res, json{{"data", {{"jobs", std::move(list)}}}, {"status", "success"}}.dump());
+    std::vector<AgentJobs> agent_jobs;
+    if (!running_only) agent_jobs = AskAgents(node, "/api/gw/v1/jobs" + Forwarded(req));
+    return MergeJobs(list, agent_jobs);
+  }
+
+  void Jobs(const http::Request& req, http::Response& res) {
+    double since_s = 0;
+    if (const std::string since = req.param("since");
+        !since.empty() && (!ParseDurationSeconds(since, &since_s) || since_s <= 0))
+      return http::WriteApiError(
+          res, 400, "bad_data",
+          "since: expected a duration such as 1h or 30m, got '" + since + "'");
+    const std::string running = req.param("running");
+    auto data = FleetJobs(req, running == "1" || running == "true");
+    if (!data.ok()) return Unavailable(res, data.error().message);
+    Json(res, json{{"data", std::move(*data)}, {"status", "success"}}.dump(
+                  -1, ' ', false, json::error_handler_t::replace));
   }
 
   void Job(const http::Request& req, http::Response& res) {
@@ -308,26 +357,41 @@ struct Hub::Impl {
     json found = nullptr;
     for (auto& j : *jobs)
       if (j.value("job_id", "") == id) found = j;
+    // The node's agent has the job's whole record (name, times, cost, outcome); a job the store
+    // does not list as running (finished) is asked of every agent, the newest record kept.
     const std::string node = found.is_object() ? found.value("node", "") : Scope(req);
-    // The node's agent has the job's whole record (name, times, cost, outcome).
-    if (!node.empty()) {
-      if (auto a = AgentGet(node, "/api/gw/v1/jobs/" + http::UrlEncode(id));
-          a.ok() && a->contains("data") && (*a)["data"].is_object()) {
-        json doc = *a;
-        doc["data"]["node"] = node;
-        return Json(res, doc.dump(-1, ' ', false, json::error_handler_t::replace));
+    json best = nullptr;
+    for (const AgentJobs& a : AskAgents(node, "/api/gw/v1/jobs/" + http::UrlEncode(id))) {
+      if (!a.answered || !a.doc.contains("data") || !a.doc["data"].is_object()) continue;
+      auto end = [](const json& d) {
+        return d["data"].contains("end_time") && d["data"]["end_time"].is_number()
+                   ? d["data"]["end_time"].get<double>()
+                   : 0.0;
+      };
+      if (best.is_null() || end(a.doc) > end(best)) {
+        best = a.doc;
+        best["data"]["node"] = a.node;
       }
     }
+    if (best.is_object())
+      return Json(res, best.dump(-1, ' ', false, json::error_handler_t::replace));
     if (!found.is_object()) return http::WriteApiError(res, 404, "not_found", "no such job: " + id);
     Json(res, json{{"data", found}, {"status", "success"}}.dump());
   }
 
-  void Teams(const http::Request&, http::Response& res) {
-    auto series = store->Vector("{__name__=~\"gpu_team_(allocated|used|quota|idle)_gpus\"}");
+  void Teams(const http::Request& req, http::Response& res) {
+    auto series = store->Vector(
+        "{__name__=~\"gpu_team_(allocated|used|quota|idle)_gpus|gpu_team_efficiency_ratio|"
+        "gpu_cost_(allocation|energy|idle_allocated)_total|gpu_cost_info|"
+        "gpu_(idle_)?allocated_gpu_seconds_total\"}");
     if (!series.ok()) return Unavailable(res, series.error().message);
-    auto jobs = StoreJobs("");
+    http::Request all;  // every node, every job on record (the Jobs page's request: one fetch)
+    all.path = req.path;
+    auto jobs = FleetJobs(all, false);
     if (!jobs.ok()) return Unavailable(res, jobs.error().message);
-    Json(res, TeamsJson(*series, *jobs));
+    json doc = json::parse(TeamsJson(*series, (*jobs)["jobs"], options.node_label));
+    doc["data"]["nodes_unreachable"] = (*jobs)["nodes_unreachable"];
+    Json(res, doc.dump(-1, ' ', false, json::error_handler_t::replace));
   }
 
   void Findings(const http::Request& req, http::Response& res) {
@@ -560,7 +624,8 @@ struct Hub::Impl {
         next_findings = Now() + options.findings_interval_s;
       }
       const double wait = std::max(0.05, std::min(next_agents, next_findings) - Now());
-      wake.wait_for(lock, std::chrono::duration<double>(wait));
+      // The predicate: a Stop() that came while the lock was released is not missed.
+      wake.wait_for(lock, std::chrono::duration<double>(wait), [this] { return stopping; });
     }
   }
 

@@ -11,7 +11,9 @@
 // chosen): the console itself (web/), /api/snapshot (fleet: the nodes; with node: its GPUs),
 // /api/v1/query and query_range (the store's, with the node matcher added to every selector),
 // /api/v1/alerts (the store's ALERTS series), /api/v1/rules (the store's), /api/gw/v1/chart
-// (web/chart.h over a RemoteQuerier), /api/gw/v1/jobs[/<id>], /api/gw/v1/teams,
+// (web/chart.h over a RemoteQuerier), /api/gw/v1/jobs[/<id>] (the store's running jobs and the
+// nodes' agents' records, running and finished, each with its node; silent agents named),
+// /api/gw/v1/teams (with each team's cost from the nodes' gpu_cost_* counters),
 // /api/gw/v1/findings (diagnose/ over the store, evaluated every `findings_interval_s` on the
 // hub's own thread, never on a request), /api/gw/v1/report, /api/gw/v1/reclaim and
 // /api/gw/v1/queue (from the nodes' agents), /api/gw/v1/console, /api/gw/v1/hub (the hub's own

@@ -1,5 +1,6 @@
 #include "hub/store.h"
 
+#include <atomic>
 #include <future>
 
 namespace gw::hub {
@@ -11,6 +12,69 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kMaxCacheEntries = 4096;
 
 }  // namespace
+
+struct FanOut::Batch {
+  std::vector<std::function<void()>> tasks;
+  std::atomic<size_t> next{0};  // the next task nobody has taken
+  std::mutex mu;
+  std::condition_variable done_cv;
+  size_t done = 0;
+
+  // Takes and runs tasks until none is left.
+  void Drain() {
+    for (size_t i = next++; i < tasks.size(); i = next++) {
+      tasks[i]();
+      std::lock_guard<std::mutex> lock(mu);
+      if (++done == tasks.size()) done_cv.notify_all();
+    }
+  }
+};
+
+FanOut::FanOut(size_t threads) {
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+FanOut::~FanOut() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void FanOut::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    std::shared_ptr<Batch> batch = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    batch->Drain();  // nothing left when the caller took the rest already
+    lock.lock();
+  }
+}
+
+void FanOut::Run(std::vector<std::function<void()>> tasks) {
+  if (tasks.empty()) return;
+  auto batch = std::make_shared<Batch>();
+  batch->tasks = std::move(tasks);
+  const size_t helpers = std::min(threads_.size(), batch->tasks.size() - 1);
+  if (helpers > 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < helpers; ++i) queue_.push_back(batch);
+    }
+    if (helpers == 1)
+      wake_.notify_one();
+    else
+      wake_.notify_all();
+  }
+  batch->Drain();
+  std::unique_lock<std::mutex> lock(batch->mu);
+  batch->done_cv.wait(lock, [&] { return batch->done == batch->tasks.size(); });
+}
 
 struct Store::Entry {
   std::shared_future<Expected<StoreReply>> answer;
@@ -47,7 +111,9 @@ Expected<std::unique_ptr<Store>> Store::Create(StoreOptions options) {
   return std::unique_ptr<Store>(new Store(std::move(options)));
 }
 
-Store::Store(StoreOptions options) : options_(std::move(options)) {}
+Store::Store(StoreOptions options)
+    : options_(std::move(options)),
+      fanout_(std::make_unique<FanOut>(std::max<size_t>(options_.max_parallel, 1) - 1)) {}
 Store::~Store() = default;
 
 Expected<StoreReply> Store::Send(const std::string& path, const std::string& form) {
@@ -147,6 +213,20 @@ Expected<std::vector<Store::Sample>> Store::Vector(const std::string& expr, doub
     s.value = std::strtod(v[1].get<std::string>().c_str(), nullptr);
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+void Store::RunAll(std::vector<std::function<void()>> tasks) {
+  fanout_->Run(std::move(tasks));
+}
+
+std::vector<Expected<std::vector<Store::Sample>>> Store::Vectors(
+    const std::vector<std::string>& exprs, double time_s) {
+  std::vector<Expected<std::vector<Sample>>> out(exprs.size(), Error{"not run"});
+  std::vector<std::function<void()>> tasks;
+  for (size_t i = 0; i < exprs.size(); ++i)
+    tasks.push_back([this, &out, &exprs, i, time_s] { out[i] = Vector(exprs[i], time_s); });
+  RunAll(std::move(tasks));
   return out;
 }
 

@@ -13,17 +13,24 @@
 // so a store that is down costs one connection attempt per query and TTL, not one per caller.
 // Each request waits at most `timeout_s` (5 s by default) for the store.
 //
+// Several queries of one page: Store::RunAll runs them at once on the store's FanOut, at most
+// `max_parallel` (6) at a time for the caller, the cache and its in-flight sharing unchanged.
+//
 // Threading: every method may be called from any thread.
 #ifndef GPUWARDEN_HUB_STORE_H_
 #define GPUWARDEN_HUB_STORE_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -35,6 +42,31 @@ struct StoreOptions {
   std::string url;  // http(s)://host:port[/prefix], the base of /api/v1/...
   double timeout_s = 5;
   double cache_ttl_s = 1.5;
+  size_t max_parallel = 6;  // queries of one RunAll at once (the caller's thread among them)
+};
+
+// Runs a batch of tasks on a fixed set of threads plus the caller's: Run returns when every task
+// has run. The caller takes tasks too, so a batch always progresses even when every thread is
+// busy with other callers' batches (no thread per request, no wait behind a full queue); at most
+// threads + 1 tasks of one batch run at once, and at most `threads` of all batches together
+// besides their callers.
+class FanOut {
+ public:
+  explicit FanOut(size_t threads);
+  ~FanOut();
+  FanOut(const FanOut&) = delete;
+  FanOut& operator=(const FanOut&) = delete;
+  void Run(std::vector<std::function<void()>> tasks);
+
+ private:
+  struct Batch;
+  void Work();
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Batch>> queue_;  // one entry per thread invited to help a batch
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
 };
 
 // A store answer: the HTTP status and body as the store sent them.
@@ -63,6 +95,11 @@ class Store {
     double value = 0;
   };
   Expected<std::vector<Sample>> Vector(const std::string& expr, double time_s = 0);
+  // Vector of each of `exprs` at once (at most max_parallel at a time), in their order.
+  std::vector<Expected<std::vector<Sample>>> Vectors(const std::vector<std::string>& exprs,
+                                                     double time_s = 0);
+  // Runs `tasks` (store requests) at once, at most max_parallel at a time; returns when all ran.
+  void RunAll(std::vector<std::function<void()>> tasks);
 
   const std::string& url() const { return options_.url; }
   // What the last request that reached no answer said ("" after an answer): for the hub's
@@ -82,6 +119,7 @@ class Store {
   std::map<std::string, std::vector<std::unique_ptr<http::PostClient>>> idle_;  // by path
   std::string last_error_;
   uint64_t sent_ = 0;
+  std::unique_ptr<FanOut> fanout_;  // max_parallel - 1 threads: the caller is the last
 };
 
 // "a=1&b=2" from pairs, each value percent-encoded.

@@ -235,58 +235,168 @@ json JobsFromStore(const Samples& allocations, const Samples& job_series,
   return out;
 }
 
-std::string TeamsJson(const Samples& team_series, const json& jobs) {
+json MergeJobs(const json& store_jobs, const std::vector<AgentJobs>& agents) {
+  std::set<std::string> answered;
+  json running = json::array(), finished = json::array(), unreachable = json::array();
+  json errors = json::object();
+  for (const AgentJobs& a : agents) {
+    const json* list = nullptr;
+    if (a.answered && a.doc.is_object() && a.doc.contains("data") && a.doc["data"].is_object() &&
+        a.doc["data"].contains("jobs") && a.doc["data"]["jobs"].is_array())
+      list = &a.doc["data"]["jobs"];
+    if (!list) {
+      unreachable.push_back(a.node);
+      errors[a.node] =
+          a.answered ? "the agent of " + a.node + " answered without a jobs list" : a.error;
+      continue;
+    }
+    answered.insert(a.node);
+    for (json j : *list) {
+      if (!j.is_object()) continue;
+      j["node"] = a.node;
+      (j.value("state", "") == "RUNNING" ? running : finished).push_back(std::move(j));
+    }
+  }
+  for (const json& j : store_jobs)
+    if (j.is_object() && !answered.count(j.value("node", ""))) running.push_back(j);
+  auto end_time = [](const json& j) {
+    return j.contains("end_time") && j["end_time"].is_number() ? j["end_time"].get<double>() : 0.0;
+  };
+  std::stable_sort(finished.begin(), finished.end(),
+                   [&](const json& a, const json& b) { return end_time(a) > end_time(b); });
+  for (json& j : finished) running.push_back(std::move(j));
+  return {{"jobs", std::move(running)},
+          {"nodes_unreachable", std::move(unreachable)},
+          {"agent_errors", std::move(errors)}};
+}
+
+namespace {
+
+// The cost figures of one team or partition summed over nodes (serve/governance_api.cpp's
+// CostJson from the store's counters).
+struct CostSums {
+  double allocated_s = 0, idle_s = 0, used_s = 0, energy_j = 0;
+  double allocation = 0, energy = 0, idle = 0;
+  bool counters = false;  // any gpu_allocated / idle_allocated GPU-seconds series
+};
+
+json CostDoc(const CostSums& c, bool priced) {
+  auto money = [priced](double v) { return priced ? json(v) : json(nullptr); };
+  const double idle_ratio = c.allocated_s > 0 ? c.idle_s / c.allocated_s : 0;
+  return {{"allocated_gpu_hours", c.allocated_s / 3600},
+          {"used_gpu_hours", c.used_s / 3600},
+          {"idle_gpu_hours", c.idle_s / 3600},
+          {"energy_kwh", c.energy_j / 3.6e6},
+          {"allocation_cost", money(c.allocation)},
+          {"energy_cost", money(c.energy)},
+          {"idle_allocated_cost", money(c.idle)},
+          {"total_cost", money(c.allocation + c.energy)},
+          {"efficiency", c.allocated_s > 0 ? json(c.used_s / c.allocated_s) : json(nullptr)},
+          {"idle_ratio", idle_ratio}};
+}
+
+}  // namespace
+
+std::string TeamsJson(const Samples& series, const json& jobs, const std::string& node_label) {
   struct Team {
-    double allocated = 0, used = 0, idle = 0, quota = -1;
+    double allocated = 0, used = 0, idle_now = 0, quota = -1;
+    CostSums cost;
   };
   std::map<std::string, Team> teams;
-  for (const auto& s : team_series) {
-    const std::string team = LabelOr(s.labels, "team");
-    if (team.empty() || !std::isfinite(s.value)) continue;
+  std::map<std::string, CostSums> partitions;
+  std::map<std::string, std::set<std::string>> currencies;  // currency -> nodes
+  std::set<std::string> cost_nodes;
+  // (node, team) -> allocated GPU-seconds and the efficiency ratio: used = ratio x allocated.
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> efficiency;
+  for (const auto& s : series) {
+    if (!std::isfinite(s.value)) continue;
     const std::string name = LabelOr(s.labels, "__name__");
+    const std::string node = LabelOr(s.labels, node_label);
+    if (name == "gpu_cost_info") {
+      currencies[LabelOr(s.labels, "currency")].insert(node);
+      cost_nodes.insert(node);
+      continue;
+    }
+    const std::string team = LabelOr(s.labels, "team");
+    if (team.empty()) continue;
     Team& t = teams[team];
+    CostSums* p =
+        s.labels.count("partition") ? &partitions[LabelOr(s.labels, "partition")] : nullptr;
+    auto add = [&](double CostSums::*field) {
+      t.cost.*field += s.value;
+      if (p) p->*field += s.value;
+    };
     if (name == "gpu_team_allocated_gpus") t.allocated += s.value;
     if (name == "gpu_team_used_gpus") t.used += s.value;
-    if (name == "gpu_team_idle_gpus") t.idle += s.value;
+    if (name == "gpu_team_idle_gpus") t.idle_now += s.value;
     if (name == "gpu_team_quota_gpus") t.quota = std::max(t.quota, s.value);
+    if (name == "gpu_team_efficiency_ratio") efficiency[{node, team}].second = s.value;
+    if (name == "gpu_allocated_gpu_seconds_total") {
+      add(&CostSums::allocated_s);
+      efficiency[{node, team}].first += s.value;
+      t.cost.counters = true;
+    }
+    if (name == "gpu_idle_allocated_gpu_seconds_total") add(&CostSums::idle_s);
+    if (name.starts_with("gpu_cost_")) cost_nodes.insert(node);
+    if (name == "gpu_cost_allocation_total") add(&CostSums::allocation);
+    if (name == "gpu_cost_energy_total") add(&CostSums::energy);
+    if (name == "gpu_cost_idle_allocated_total") add(&CostSums::idle);
   }
-  // Teams of running jobs that no team family names (governance off on their nodes), and what
-  // their running jobs used so far (finished jobs are in the agents' records, not the store).
-  std::map<std::string, std::pair<double, double>> used;  // team -> GPU-seconds, joules
+  for (const auto& [key, e] : efficiency) teams[key.second].cost.used_s += e.first * e.second;
+  // Teams of jobs that no team family names (governance off on their nodes), and the energy of
+  // each team's jobs (running ones so far, finished ones in the agents' records).
   for (const auto& j : jobs) {
     if (!j.is_object() || j.value("team", "").empty()) continue;
-    teams[j.value("team", "")];
-    if (!j.contains("gpu") || !j["gpu"].is_object()) continue;
-    const json& g = j["gpu"];
-    auto num = [&g](const char* k) {
-      return g.contains(k) && g[k].is_number() ? g[k].get<double>() : 0.0;
-    };
-    auto& u = used[j.value("team", "")];
-    u.first += num("gpu_seconds");
-    u.second += num("energy_j");
+    Team& t = teams[j.value("team", "")];
+    if (j.contains("gpu") && j["gpu"].is_object() && j["gpu"].contains("energy_j") &&
+        j["gpu"]["energy_j"].is_number())
+      t.cost.energy_j += j["gpu"]["energy_j"].get<double>();
   }
+  std::string unavailable;
+  json currency = nullptr;
+  if (cost_nodes.empty()) {
+    unavailable =
+        "the store has no gpu_cost_* series: governance (governance.prices) is off on the nodes, "
+        "or the store does not keep those families, so the fleet has no cost to show";
+  } else if (currencies.size() > 1) {
+    unavailable = "the nodes price in different currencies (";
+    bool first = true;
+    for (const auto& [c, nodes] : currencies) {
+      unavailable += (first ? "" : ", ") + (c.empty() ? std::string("none") : c) + " on " +
+                     std::to_string(nodes.size()) + (nodes.size() == 1 ? " node" : " nodes");
+      first = false;
+    }
+    unavailable += "): the hub does not add them up";
+  } else if (currencies.size() == 1) {
+    currency = currencies.begin()->first;
+  }
+  const bool priced = unavailable.empty();
   json list = json::array();
-  for (const auto& [name, t] : teams) {
+  for (auto& [name, t] : teams) {
     json quota = nullptr;
     if (t.quota > 0) quota = {{"gpus", t.quota}, {"gpu_hours", nullptr}};
+    // The agent's idle_ratio: idle / allocated GPU-seconds over its whole record.
+    const double idle_ratio =
+        t.cost.counters   ? (t.cost.allocated_s > 0 ? t.cost.idle_s / t.cost.allocated_s : 0)
+        : t.allocated > 0 ? t.idle_now / t.allocated
+                          : 0;
+    json cost = CostDoc(t.cost, priced);
+    cost["idle_ratio"] = idle_ratio;
     list.push_back({{"team", name},
                     {"allocated_gpus", t.allocated},
                     {"used_gpus", t.used},
                     {"quota", quota},
-                    {"idle_ratio", t.allocated > 0 ? t.idle / t.allocated : 0},
-                    {"cost",
-                     {{"allocated_gpu_hours", used[name].first / 3600},
-                      {"energy_kwh", used[name].second / 3.6e6},
-                      {"allocation_cost", 0},
-                      {"energy_cost", 0},
-                      {"idle_allocated_cost", 0},
-                      {"total_cost", 0},
-                      {"efficiency", nullptr},
-                      {"idle_ratio", t.allocated > 0 ? t.idle / t.allocated : 0}}}});
+                    {"idle_ratio", idle_ratio},
+                    {"cost", std::move(cost)}});
   }
-  json data = {{"currency", ""},           {"idle_threshold", 0.05},
-               {"teams", std::move(list)}, {"partitions", json::array()},
-               {"jobs", json::array()},    {"source", "store"}};
+  json parts = json::array();
+  for (const auto& [name, c] : partitions)
+    parts.push_back({{"partition", name}, {"cost", CostDoc(c, priced)}});
+  json data = {{"currency", currency},     {"idle_threshold", 0.05},
+               {"teams", std::move(list)}, {"partitions", std::move(parts)},
+               {"jobs", json::array()},    {"cost_nodes", cost_nodes.size()},
+               {"source", "store"}};
+  if (!priced) data["cost_unavailable"] = unavailable;
   return json{{"status", "success"}, {"data", std::move(data)}}.dump(
       -1, ' ', false, json::error_handler_t::replace);
 }

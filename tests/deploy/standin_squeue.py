@@ -9,7 +9,8 @@ The job table is a function of the wall clock, so every poll can bring news:
   completes 3 periods later; two more wait in the queue (PENDING);
 - long-running jobs on the GPU nodes, from a plan file (--plan, JSON): a list of
   {"job_id", "name", "user", "account", "partition", "node", "gpus": [indices],
-   "start_after": seconds after the plan's start (optional; PENDING until then)}.
+   "start_after": seconds after the plan's start (optional; PENDING until then),
+   "end_after": seconds after the plan's start (optional; COMPLETED from then on)}.
 
 The tests call write_answer() every second and point jobs.squeue_command at `cat ANSWER` (a
 Python interpreter starting on every poll is too slow on a loaded 2-core CI machine). By hand:
@@ -58,6 +59,11 @@ def table(now, period, plan, started):
         if now < start:
             jobs.append(job(p["job_id"], p["name"], "PENDING", p["user"], p["account"],
                             p["partition"], "", started - 60, started, 0, 0, reason="Resources"))
+            continue
+        if "end_after" in p and now >= started + int(p["end_after"]):
+            jobs.append(job(p["job_id"], p["name"], "COMPLETED", p["user"], p["account"],
+                            p["partition"], p["node"], started - 600, started - 300, start,
+                            started + int(p["end_after"]), p["gpus"]))
             continue
         jobs.append(job(p["job_id"], p["name"], "RUNNING", p["user"], p["account"], p["partition"],
                         p["node"], started - 600, started - 300, start, start + 86400, p["gpus"]))

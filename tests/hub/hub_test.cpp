@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -33,10 +34,21 @@ class FakeStore {
     auto handler = [this, delay_s](const http::Request& req, http::Response& res) {
       ++requests_;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::unique_lock<std::mutex> lock(mu_);
         queries_.push_back(req.param("query"));
+        max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
+        // With a gate: hold the first `gate_` requests until all of them have come (or 3 s
+        // passed), so that they are in flight together; later ones pass.
+        if (++arrived_ <= gate_) {
+          gate_cv_.notify_all();
+          gate_cv_.wait_for(lock, std::chrono::seconds(3), [this] { return arrived_ >= gate_; });
+        }
       }
       if (delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --in_flight_;
+      }
       res.content_type = "application/json";
       json j = reply_(req.param("query"), req.param("time"));
       if (j.contains("__status")) {
@@ -55,6 +67,7 @@ class FakeStore {
     });
     EXPECT_TRUE(server_->Start().ok());
   }
+  ~FakeStore() { server_->Stop(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
   int requests() const { return requests_; }
   std::vector<std::string> queries() {
@@ -62,6 +75,15 @@ class FakeStore {
     return queries_;
   }
   std::string match() const { return match_; }
+  void set_gate(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    gate_ = n;
+    arrived_ = 0;
+  }
+  int max_in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_in_flight_;
+  }
 
  private:
   std::function<json(const std::string&, const std::string&)> reply_;
@@ -70,6 +92,8 @@ class FakeStore {
   std::mutex mu_;
   std::vector<std::string> queries_;
   std::string match_;
+  std::condition_variable gate_cv_;
+  int gate_ = 0, arrived_ = 0, in_flight_ = 0, max_in_flight_ = 0;
 };
 
 json Vector(std::vector<std::pair<json, double>> series) {
@@ -129,6 +153,79 @@ TEST(StoreTest, ConcurrentSameQueriesAreOneRequestAndAnswersExpire) {
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   EXPECT_TRUE((*store)->Vector("gpu_up").ok());
   EXPECT_EQ(fake.requests(), 3);  // expired
+}
+
+TEST(FanOutTest, RunsEveryTaskAtMostThreadsPlusTheCallerAtOnce) {
+  FanOut pool(2);
+  std::atomic<int> running{0}, most{0}, ran{0};
+  std::vector<std::function<void()>> tasks;
+  for (int i = 0; i < 9; ++i)
+    tasks.push_back([&] {
+      const int now = ++running;
+      for (int m = most; now > m && !most.compare_exchange_weak(m, now);) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      --running;
+      ++ran;
+    });
+  pool.Run(tasks);
+  EXPECT_EQ(ran, 9);
+  EXPECT_LE(most, 3);
+  // The caller takes tasks too: a batch completes while both threads are held by another.
+  std::mutex m;
+  std::condition_variable cv;
+  bool release = false;
+  std::thread other([&] {
+    pool.Run({[&] {
+                std::unique_lock<std::mutex> lock(m);
+                cv.wait(lock, [&] { return release; });
+              },
+              [&] {
+                std::unique_lock<std::mutex> lock(m);
+                cv.wait(lock, [&] { return release; });
+              },
+              [&] {
+                std::unique_lock<std::mutex> lock(m);
+                cv.wait(lock, [&] { return release; });
+              }});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the other batch holds all three
+  ran = 0;
+  pool.Run(tasks);  // on this thread alone
+  EXPECT_EQ(ran, 9);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  other.join();
+}
+
+TEST(StoreTest, VectorsRunAtOnceBoundedAndStillShareOneRequest) {
+  FakeStore fake([](const std::string& q, const std::string&) {
+    return Vector({{{{"q", q}}, 1}});
+  });
+  auto store = Store::Create({fake.url(), 10, 30});
+  ASSERT_TRUE(store.ok());
+  // Each request is held until six are in flight: serial queries would never get there.
+  fake.set_gate(6);
+  std::vector<std::string> exprs;
+  for (int i = 0; i < 12; ++i) exprs.push_back("q" + std::to_string(i));
+  auto answers = (*store)->Vectors(exprs);
+  ASSERT_EQ(answers.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(answers[i].ok()) << answers[i].error().message;
+    ASSERT_EQ(answers[i]->size(), 1u);
+    EXPECT_EQ((*answers[i])[0].labels.at("q"), exprs[i]);  // in their order
+  }
+  EXPECT_EQ(fake.max_in_flight(), 6);  // at once, and never more than max_parallel
+  EXPECT_EQ(fake.requests(), 12);
+  // The same query six times in one batch, and again: one request (in flight, then cached).
+  fake.set_gate(0);
+  auto same = (*store)->Vectors(std::vector<std::string>(6, "gpu_up"));
+  for (const auto& a : same) EXPECT_TRUE(a.ok());
+  EXPECT_TRUE((*store)->Vector("gpu_up").ok());
+  EXPECT_EQ(fake.requests(), 13);
 }
 
 TEST(StoreTest, ErrorsNameTheStoreAndItsReason) {
@@ -278,7 +375,7 @@ TEST(ViewsTest, JobsTeamsAndAlertsFromTheStore) {
                   {{{"__name__", "gpu_team_allocated_gpus"}, {"team", "research"}}, 0, 3},
                   {{{"__name__", "gpu_team_idle_gpus"}, {"team", "research"}}, 0, 1},
                   {{{"__name__", "gpu_team_quota_gpus"}, {"team", "research"}}, 0, 4}};
-  json teams = json::parse(TeamsJson(team, jobs));
+  json teams = json::parse(TeamsJson(team, jobs, "instance"));
   ASSERT_EQ(teams["data"]["teams"].size(), 2u);  // research, and vision from its job
   EXPECT_EQ(teams["data"]["teams"][0]["allocated_gpus"], 5);
   EXPECT_EQ(teams["data"]["teams"][0]["idle_ratio"], 0.2);
@@ -295,6 +392,208 @@ TEST(ViewsTest, JobsTeamsAndAlertsFromTheStore) {
   EXPECT_EQ(alerts["data"]["alerts"][0]["state"], "firing");
   EXPECT_EQ(alerts["data"]["alerts"][0]["labels"]["instance"], "n7");
   EXPECT_FALSE(alerts["data"]["alerts"][0]["labels"].contains("alertstate"));
+}
+
+// The cost families as each node exports them (serve/governance_metrics.cpp).
+Samples CostSeries(const std::string& node, const std::string& team, double allocation,
+                   double energy, double idle, double allocated_s, double idle_s, double efficiency,
+                   const std::string& currency) {
+  auto s = [&](const std::string& name, double v, bool partition = true) {
+    std::map<std::string, std::string> labels = {{"__name__", name}, {"instance", node}};
+    if (!team.empty()) labels["team"] = team;
+    if (partition) labels["partition"] = "gpu";
+    return Store::Sample{labels, 0, v};
+  };
+  Samples out = {s("gpu_cost_allocation_total", allocation),
+                 s("gpu_cost_energy_total", energy),
+                 s("gpu_cost_idle_allocated_total", idle),
+                 s("gpu_allocated_gpu_seconds_total", allocated_s),
+                 s("gpu_idle_allocated_gpu_seconds_total", idle_s),
+                 s("gpu_team_efficiency_ratio", efficiency, false),
+                 s("gpu_team_allocated_gpus", 2, false)};
+  out.push_back(
+      {{{"__name__", "gpu_cost_info"}, {"instance", node}, {"currency", currency}}, 0, 1});
+  return out;
+}
+
+TEST(ViewsTest, TeamCostIsTheNodesTotalsSummedWithTheirCurrency) {
+  Samples series = CostSeries("n1", "research", 10, 2, 1, 7200, 3600, 0.5, "EUR");
+  for (auto& x : CostSeries("n2", "research", 30, 4, 3, 3600, 0, 0.8, "EUR")) series.push_back(x);
+  json jobs = json::array({{{"team", "research"}, {"gpu", {{"energy_j", 3.6e6}}}}});
+  json doc = json::parse(TeamsJson(series, jobs, "instance"));
+  const json& d = doc["data"];
+  EXPECT_EQ(d["currency"], "EUR");
+  EXPECT_EQ(d["cost_nodes"], 2);
+  EXPECT_FALSE(d.contains("cost_unavailable"));
+  ASSERT_EQ(d["teams"].size(), 1u);
+  const json& c = d["teams"][0]["cost"];
+  EXPECT_DOUBLE_EQ(c["allocation_cost"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(c["energy_cost"].get<double>(), 6);
+  EXPECT_DOUBLE_EQ(c["idle_allocated_cost"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(c["total_cost"].get<double>(), 46);
+  EXPECT_DOUBLE_EQ(c["allocated_gpu_hours"].get<double>(), 3);
+  EXPECT_DOUBLE_EQ(c["idle_gpu_hours"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(c["used_gpu_hours"].get<double>(), 1 + 0.8);  // 0.5 x 2 h + 0.8 x 1 h
+  EXPECT_DOUBLE_EQ(c["efficiency"].get<double>(), 1.8 / 3);
+  EXPECT_DOUBLE_EQ(c["energy_kwh"].get<double>(), 1);  // the team's jobs
+  EXPECT_DOUBLE_EQ(d["teams"][0]["idle_ratio"].get<double>(), 1.0 / 3);
+  EXPECT_EQ(d["teams"][0]["allocated_gpus"], 4);
+  ASSERT_EQ(d["partitions"].size(), 1u);
+  EXPECT_DOUBLE_EQ(d["partitions"][0]["cost"]["total_cost"].get<double>(), 46);
+
+  // Another currency on one node: no sum across currencies, and the answer says why.
+  for (auto& x : CostSeries("n3", "vision", 5, 0, 0, 3600, 0, 1, "USD")) series.push_back(x);
+  json mixed = json::parse(TeamsJson(series, jobs, "instance"))["data"];
+  EXPECT_TRUE(mixed["currency"].is_null());
+  EXPECT_TRUE(mixed["teams"][0]["cost"]["total_cost"].is_null());
+  EXPECT_EQ(mixed["cost_unavailable"],
+            "the nodes price in different currencies (EUR on 2 nodes, USD on 1 node): the hub "
+            "does not add them up");
+
+  // No cost family in the store (governance off on the nodes): null, never 0, and why.
+  Samples plain = {{{{"__name__", "gpu_team_allocated_gpus"}, {"team", "research"}}, 0, 2}};
+  json none = json::parse(TeamsJson(plain, jobs, "instance"))["data"];
+  EXPECT_TRUE(none["currency"].is_null());
+  EXPECT_TRUE(none["teams"][0]["cost"]["allocation_cost"].is_null());
+  EXPECT_TRUE(none["teams"][0]["cost"]["total_cost"].is_null());
+  EXPECT_NE(none["cost_unavailable"].get<std::string>().find("no gpu_cost_* series"),
+            std::string::npos);
+}
+
+TEST(ViewsTest, MergeJobsTakesEachNodesAgentElseTheStoreAndNamesTheSilentOnes) {
+  json store = json::array({{{"job_id", "1"}, {"node", "n1"}, {"state", "RUNNING"}},
+                            {{"job_id", "2"}, {"node", "n2"}, {"state", "RUNNING"}},
+                            {{"job_id", "3"}, {"node", "n3"}, {"state", "RUNNING"}}});
+  std::vector<AgentJobs> agents = {
+      {"n1",
+       true,
+       {{"data",
+         {{"jobs", json::array({{{"job_id", "1"}, {"state", "RUNNING"}, {"name", "train"}},
+                                {{"job_id", "9"}, {"state", "COMPLETED"}, {"end_time", 100}},
+                                {{"job_id", "8"}, {"state", "FAILED"}, {"end_time", 200}}})}}}},
+       ""},
+      {"n2", false, nullptr, "the agent of n2 at http://x did not answer: connection refused"}};
+  json d = MergeJobs(store, agents);
+  std::vector<std::string> order;
+  for (const auto& j : d["jobs"])
+    order.push_back(j["node"].get<std::string>() + "/" + j["job_id"].get<std::string>());
+  // n1's from its agent (its record, not the store's), n2's and n3's from the store; running
+  // first, finished newest first.
+  EXPECT_EQ(order, (std::vector<std::string>{"n1/1", "n2/2", "n3/3", "n1/8", "n1/9"}));
+  EXPECT_EQ(d["jobs"][0]["name"], "train");
+  EXPECT_EQ(d["nodes_unreachable"], json::array({"n2"}));
+  EXPECT_EQ(d["agent_errors"]["n2"],
+            "the agent of n2 at http://x did not answer: connection refused");
+}
+
+TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
+  // The store: one running job on node-01 and node-02 each, and node-01's team cost.
+  FakeStore fake([](const std::string& q, const std::string&) {
+    auto alloc = [](const std::string& node, const std::string& id) {
+      return std::pair<json, double>{{{"__name__", "gpu_allocation_info"},
+                                      {"instance", node},
+                                      {"gpu", "0"},
+                                      {"job_id", id},
+                                      {"team", "research"}},
+                                     1};
+    };
+    if (q == "gpu_allocation_info") return Vector({alloc("node-01", "5"), alloc("node-02", "6")});
+    if (q.find("gpu_cost_info") != std::string::npos) {
+      json result = json::array();
+      for (const auto& s : CostSeries("node-01", "research", 12, 3, 2, 7200, 1800, 0.5, "EUR")) {
+        json labels = s.labels;
+        result.push_back({{"metric", labels}, {"value", {1700000000, std::to_string(s.value)}}});
+      }
+      return json{{"status", "success"}, {"data", {{"resultType", "vector"}, {"result", result}}}};
+    }
+    return Vector({});
+  });
+  // node-01's agent: its running job and a finished one; node-02's agent does not listen.
+  auto agent = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+  ASSERT_TRUE(agent.ok());
+  (*agent)->Get("/api/gw/v1/jobs", [](const http::Request&, http::Response& res) {
+    res.content_type = "application/json";
+    res.body = json{{"status", "success"},
+                    {"data",
+                     {{"jobs", json::array({{{"job_id", "5"}, {"state", "RUNNING"}},
+                                            {{"job_id", "4"},
+                                             {"state", "COMPLETED"},
+                                             {"team", "research"},
+                                             {"end_time", 1700000000},
+                                             {"gpu", {{"energy_j", 7.2e6}}}}})}}}}
+                   .dump();
+  });
+  (*agent)->GetPrefix("/api/gw/v1/jobs/", [](const http::Request& req, http::Response& res) {
+    res.content_type = "application/json";
+    if (req.path != "/api/gw/v1/jobs/4") {
+      res.status = 404;
+      res.body = R"({"status":"error","errorType":"not_found","error":"no such job"})";
+      return;
+    }
+    res.body = R"({"status":"success","data":{"job_id":"4","state":"COMPLETED","name":"old"}})";
+  });
+  (*agent)->Get("/healthz", [](const http::Request&, http::Response& res) { res.body = "ok\n"; });
+  ASSERT_TRUE((*agent)->Start().ok());
+  std::string dead;
+  {
+    auto s = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Start().ok());
+    dead = "127.0.0.1:" + std::to_string((*s)->port());
+  }
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gw-hub-jobs-" + std::to_string(::getpid()) + ".yml");
+  {
+    std::ofstream f(path);
+    f << "- targets: ['127.0.0.1:" << (*agent)->port() << "']\n  labels: {instance: node-01}\n"
+      << "- targets: ['" << dead << "']\n  labels: {instance: node-02}\n";
+  }
+  HubOptions o;
+  o.store_url = fake.url();
+  o.agents_file = path;
+  o.listen_address = "127.0.0.1:0";
+  o.findings_interval_s = 3600;
+  auto hub = Hub::Create(o, nullptr);
+  ASSERT_TRUE(hub.ok()) << hub.error().message;
+  ASSERT_TRUE((*hub)->Start().ok());
+  const std::string base = "http://127.0.0.1:" + std::to_string((*hub)->port());
+  auto get = [&](const std::string& p) {
+    auto r = http::GetUrl(base + p, 10);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? std::make_pair(r->status, json::parse(r->body, nullptr, false))
+                  : std::make_pair(0, json());
+  };
+
+  auto [status, jobs] = get("/api/gw/v1/jobs");
+  ASSERT_EQ(status, 200) << jobs.dump();
+  std::vector<std::string> listed;
+  for (const auto& j : jobs["data"]["jobs"])
+    listed.push_back(j.value("node", "") + "/" + j.value("job_id", "") + "/" +
+                     j.value("state", ""));
+  EXPECT_EQ(listed, (std::vector<std::string>{"node-01/5/RUNNING", "node-02/6/RUNNING",
+                                              "node-01/4/COMPLETED"}));
+  EXPECT_EQ(jobs["data"]["nodes_unreachable"], json::array({"node-02"}));
+  EXPECT_NE(jobs["data"]["agent_errors"]["node-02"].get<std::string>().find("node-02"),
+            std::string::npos);
+  // The shared refresh (running=1) asks no agent; a bad `since` is refused before any.
+  EXPECT_EQ(get("/api/gw/v1/jobs?running=1").second["data"]["jobs"].size(), 2u);
+  EXPECT_EQ(get("/api/gw/v1/jobs?since=soon").first, 400);
+  // A finished job is found on its node's agent without a node given.
+  auto [one_status, one] = get("/api/gw/v1/jobs/4");
+  EXPECT_EQ(one_status, 200);
+  EXPECT_EQ(one["data"]["name"], "old");
+  EXPECT_EQ(one["data"]["node"], "node-01");
+  EXPECT_EQ(get("/api/gw/v1/jobs/77").first, 404);
+
+  auto [teams_status, teams] = get("/api/gw/v1/teams");
+  ASSERT_EQ(teams_status, 200) << teams.dump();
+  EXPECT_EQ(teams["data"]["currency"], "EUR");
+  ASSERT_EQ(teams["data"]["teams"].size(), 1u);
+  EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["total_cost"].get<double>(), 15);
+  EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["energy_kwh"].get<double>(), 2);
+  EXPECT_EQ(teams["data"]["nodes_unreachable"], json::array({"node-02"}));
+  (*hub)->Stop();
+  std::filesystem::remove(path);
 }
 
 TEST(AgentsFileTest, ReadsFileSdGroups) {

@@ -6,7 +6,9 @@
 //
 // Node k (1..N): GPUs 0-3 training at 60 + 5·(k mod 8) % (job 10000+k, team by k), GPUs 4-5
 // held idle (job 20000+k), GPU 6 memory-bound, GPU 7 idle. On the fault node (7 by default)
-// GPU 2 takes an uncorrectable ECC error 5 s after its agent starts.
+// GPU 2 takes an uncorrectable ECC error 5 s after its agent starts. On node 3 a short job
+// (FINISHED_JOB, GPU 7) completes 90 s after the plan starts, so its agent has a finished record.
+// Every agent prices its GPUs (PRICES, in EUR), so the teams have a cost.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -20,6 +22,8 @@ const ACCOUNTS_A = ['ml-research', 'vision-lab', 'speech-lab', 'analytics'];
 const ACCOUNTS_B = ['vision-lab', 'vision-lab', 'analytics'];
 const TEAM_OF = { 'ml-research': 'research', 'vision-lab': 'vision', 'speech-lab': 'speech', analytics: 'data' };
 export const FAULT_GPU = 2;
+export const FINISHED_JOB = { job_id: 30003, name: 'short-3', user: 'w3', account: 'speech-lab', partition: 'gpu', node: 'node-03', gpus: [7], end_after: 90 };
+export const PRICES = { gpu_hour: { H100: 4.0, default: 2.5 }, energy_kwh: 0.3, currency: 'EUR' };
 
 export const nodeName = (k) => `node-${String(k).padStart(2, '0')}`;
 export const teamOf = (account) => TEAM_OF[account];
@@ -95,6 +99,7 @@ export function jobsOf(k) {
   return [
     { job_id: 10000 + k, name: `train-${k}`, user: `u${k}`, account: a, partition: 'gpu', node: nodeName(k), gpus: [0, 1, 2, 3] },
     { job_id: 20000 + k, name: `notebook-${k}`, user: `v${k}`, account: b, partition: 'interactive', node: nodeName(k), gpus: [4, 5] },
+    ...(FINISHED_JOB.node === nodeName(k) ? [FINISHED_JOB] : []),
   ];
 }
 
@@ -144,6 +149,7 @@ jobs: {scheduler: slurm, squeue_command: [cat, ${answer}], poll_interval: 5s, no
 teams: {accounts: ${JSON.stringify(teams)}}
 storage: {flush_interval: 10m}
 diagnose: {window: 1h, interval: 1h}
+governance: {prices: ${JSON.stringify(PRICES)}}
 `;
       writeFileSync(join(w, `${name}-gpuwarden.yaml`), config);
       const port = await freePort();

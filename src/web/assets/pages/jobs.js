@@ -172,7 +172,9 @@ function draw(ctx) {
   render(st.els.running, sortable(RUNNING_COLUMNS, running, (j) => runningRow(j, ctx.now),
     'No job is running on this node. Jobs come from Slurm (jobs.scheduler: slurm) or from processes started with GPUWARDEN_JOB=<name>.'));
   render(st.els.queued, drawQueue(keep));
-  render(st.els.finished, sortable(FINISHED_COLUMNS, finished.slice(0, 200), (j) => finishedRow(j, ctx.now), 'No finished job on record.'));
+  // The hub: the nodes whose agents did not answer have no finished jobs here (docs/hub.md).
+  const silent = st.unreachable || [];
+  render(st.els.finished, html`${sortable(FINISHED_COLUMNS, finished.slice(0, 200), (j) => finishedRow(j, ctx.now), 'No finished job on record.')}${silent.length ? html`<p class="muted agents-unreachable">No records from the agents of ${silent.join(', ')}: they did not answer.</p>` : ''}`);
   for (const b of [...st.els.running.querySelectorAll('button.sort'), ...st.els.finished.querySelectorAll('button.sort')]) {
     b.addEventListener('click', () => {
       st.dir = st.sort === b.dataset.sort && st.dir === 'desc' ? 'asc' : 'desc';
@@ -205,6 +207,7 @@ export default {
       if (!st) return;
       st.at = at;
       st.all = all.data ? all.data.jobs : ctx.jobs;
+      st.unreachable = all.data?.nodes_unreachable;
       st.queue = queue;
       st.slurm = series.some((s) => s.name === 'gpuwarden_slurm_up');
       st.pending = series.filter((s) => s.name === 'gpu_jobs' && s.labels.state === 'PENDING').reduce((a, s) => a + s.value, 0);

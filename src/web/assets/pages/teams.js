@@ -76,7 +76,7 @@ function draw(ctx) {
   });
   const head = ['Team', 'GPUs held ', ...(hasQuota ? ['GPU quota', 'GPU-hour quota'] : []), 'Jobs running ', 'Util now ', 'Idle now ', 'GPU-hours ', 'Idle ratio ', 'Energy kWh ', 'Jobs finished ', 'Cost ', 'Idle cost '];
   render(st.els.body, html`<div class="card"><div class="scroll-x"><table class="teams-table"><thead><tr>${head.map((h) => html`<th class="${h.endsWith(' ') ? 'num' : ''}">${h.trim()}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></div>
-    <p class="muted">GPU-hours, idle ratio and energy add up the jobs on record (running and finished); cost and idle cost are the agent's running totals${currency ? ` in ${currency}` : ''} (governance.prices). ${hasQuota ? '' : 'No quota is configured (governance.quotas). '}Reclaim notices and decisions: <a href="#/reclaim">reclaim</a>.</p>`);
+    <p class="muted">${gov?.cost_unavailable ? html`<b class="cost-unavailable">No cost: ${gov.cost_unavailable}.</b> ` : ''}GPU-hours, idle ratio and energy add up the jobs on record (running and finished); cost and idle cost are the agent's running totals${currency ? ` in ${currency}` : ''} (governance.prices). ${hasQuota ? '' : 'No quota is configured (governance.quotas). '}Reclaim notices and decisions: <a href="#/reclaim">reclaim</a>.</p>`);
 }
 
 // Why a service has no cost per output now: what is missing, in the operator's words.
