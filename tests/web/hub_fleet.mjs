@@ -7,7 +7,8 @@
 // Node k (1..N): GPUs 0-3 training at 60 + 5·(k mod 8) % (job 10000+k, team by k), GPUs 4-5
 // held idle (job 20000+k), GPU 6 memory-bound, GPU 7 idle. On the fault node (7 by default)
 // GPU 2 takes an uncorrectable ECC error 5 s after its agent starts. On node 3 a short job
-// (FINISHED_JOB, GPU 7) completes 90 s after the plan starts, so its agent has a finished record.
+// (FINISHED_JOB, GPU 7) completes 30 s after the plan starts (its agent sees it running first),
+// so that agent has a finished record by the time the test asks for one.
 // Every agent prices its GPUs (PRICES, in EUR), so the teams have a cost.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ const ACCOUNTS_A = ['ml-research', 'vision-lab', 'speech-lab', 'analytics'];
 const ACCOUNTS_B = ['vision-lab', 'vision-lab', 'analytics'];
 const TEAM_OF = { 'ml-research': 'research', 'vision-lab': 'vision', 'speech-lab': 'speech', analytics: 'data' };
 export const FAULT_GPU = 2;
-export const FINISHED_JOB = { job_id: 30003, name: 'short-3', user: 'w3', account: 'speech-lab', partition: 'gpu', node: 'node-03', gpus: [7], end_after: 90 };
+export const FINISHED_JOB = { job_id: 30003, name: 'short-3', user: 'w3', account: 'speech-lab', partition: 'gpu', node: 'node-03', gpus: [7], end_after: 30 };
 export const PRICES = { gpu_hour: { H100: 4.0, default: 2.5 }, energy_kwh: 0.3, currency: 'EUR' };
 
 export const nodeName = (k) => `node-${String(k).padStart(2, '0')}`;
