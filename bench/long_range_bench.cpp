@@ -141,49 +141,68 @@ constexpr Query kQueries[] = {
     {true, "last_over_time(gpu_power_watts[1h])", 600000},
 };
 
-// Runs `q` 1 + `repeat` times on a store opened afresh (the first run is cold: its block cache
-// and SQLite's page cache empty; the file is in the OS page cache, as on a server), trimming the
-// heap after each run as the agent's query API does (base/heap.h) unless `trim` is false.
-// Prints the resident size after the runs and its peak during them.
+// What 1 + `repeat` calls on a store opened afresh left: their times (the first is cold: block
+// cache and SQLite's page cache empty; the file is in the OS page cache, as on a server), the
+// blocks decoded, and the resident size after them and its peak during them.
+struct Runs {
+  std::vector<double> times;
+  uint64_t decodes = 0;
+  double rss = 0, hwm = 0;
+  double cold_ms() const { return times[0] * 1e3; }
+  double warm_ms() const {  // the median of the warm calls
+    std::vector<double> w(times.begin() + 1, times.end());
+    std::sort(w.begin(), w.end());
+    return w.empty() ? cold_ms() : w[w.size() / 2] * 1e3;
+  }
+};
+
+// Calls `call(querier, i)` (0 = ok) 1 + `repeat` times, timing each, and trims the heap after
+// each as the agent's query API does (base/heap.h) unless `trim` is false.
+template <typename Call>
+int Measure(const tsdb::DBOptions& o, int repeat, bool trim, Call call, Runs* out) {
+  HeapTrimmer trimmer;
+  auto db = tsdb::DB::Open(o);
+  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
+  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
+  for (int i = 0; i <= repeat; ++i) {
+    auto querier = (*db)->NewQuerier();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (call(*querier, i) != 0) return 1;
+    out->times.push_back(Since(t0));
+    querier.reset();
+    if (trim) trimmer.MaybeTrim();
+  }
+  out->decodes = (*db)->stats().blocks_decoded;
+  db->reset();
+  Rss(&out->rss, &out->hwm);
+  return 0;
+}
+
+// Runs `q` (Measure) and prints its line.
 int RunQuery(const tsdb::DBOptions& o, const Query& q, bool rollups, int64_t start_ms,
              int64_t end_ms, int repeat, bool trim, std::vector<promql::Series>* result) {
   promql::EngineOptions eo;
   eo.rollups = rollups;
   promql::Engine engine(eo);
-  HeapTrimmer trimmer;
-  auto db = tsdb::DB::Open(o);
-  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
-  std::vector<double> times;
   size_t points = 0;
-  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
-  for (int i = 0; i <= repeat; ++i) {
-    auto querier = (*db)->NewQuerier();
-    const auto t0 = std::chrono::steady_clock::now();
+  Runs runs;
+  auto call = [&](tsdb::Querier& querier, int i) {
     promql::QueryResult r =
-        q.range ? engine.Range(*querier, q.expr, q.span_ms > 0 ? end_ms - q.span_ms : start_ms,
+        q.range ? engine.Range(querier, q.expr, q.span_ms > 0 ? end_ms - q.span_ms : start_ms,
                                end_ms, q.step_ms)
-                : engine.Instant(*querier, q.expr, end_ms);
-    times.push_back(Since(t0));
+                : engine.Instant(querier, q.expr, end_ms);
     if (!r.ok()) return std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str()), 1;
     points = 0;
     for (const auto& s : r.value().series) points += s.points.size();
     if (i == 0) *result = std::move(r.value().series);
-    querier.reset();
-    if (trim) trimmer.MaybeTrim();
-  }
-  const auto st = (*db)->stats();
-  db->reset();
-  double rss, hwm;
-  Rss(&rss, &hwm);
-  const double cold = times[0];
-  times.erase(times.begin());
-  std::sort(times.begin(), times.end());
+    return 0;
+  };
+  if (Measure(o, repeat, trim, call, &runs) != 0) return 1;
   std::printf(
       "%-7s %-50s %-7s cold %8.2f ms  warm %8.2f ms  (%zu points, %llu block decodes)  "
       "RSS %.0f MB, peak %.0f MB\n",
-      q.range ? "range" : "instant", q.expr, rollups ? "rollups" : "raw", cold * 1e3,
-      times.empty() ? cold * 1e3 : times[times.size() / 2] * 1e3, points,
-      static_cast<unsigned long long>(st.blocks_decoded), rss, hwm);
+      q.range ? "range" : "instant", q.expr, rollups ? "rollups" : "raw", runs.cold_ms(),
+      runs.warm_ms(), points, static_cast<unsigned long long>(runs.decodes), runs.rss, runs.hwm);
   return 0;
 }
 
@@ -209,40 +228,30 @@ int RunChart(const tsdb::DBOptions& o, const Chart& c, int how, int64_t start_ms
   static const char* kHow[] = {"main", "raw", "rollups"};
   const web::ChartQuery q{
       .metric = c.metric, .gpu = c.gpu, .start_ms = start_ms, .end_ms = end_ms, .points = c.points};
-  HeapTrimmer trimmer;
-  auto db = tsdb::DB::Open(o);
-  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
-  std::vector<double> times;
   size_t bytes = 0;
-  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
-  for (int i = 0; i <= repeat; ++i) {
-    auto querier = (*db)->NewQuerier();
-    std::string body;
-    const auto t0 = std::chrono::steady_clock::now();
+  Runs runs;
+  auto call = [&](tsdb::Querier& querier, int) {
     if (how == 0) {
       std::vector<tsdb::Matcher> m{
           *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", q.metric)};
       if (!q.gpu.empty()) m.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kEqual, "gpu", q.gpu));
       std::vector<tsdb::SeriesData> series;
-      if (!querier->Select(m, start_ms, end_ms - 1, &series).ok()) return 1;
+      if (!querier.Select(m, start_ms, end_ms - 1, &series).ok()) return 1;
       web::ChartBuckets b;
+      bytes = 0;
       for (const auto& s : series) {
         web::Downsample(s.samples, start_ms, end_ms, q.points, &b);
         bytes += b.count.size();
       }
-    } else {
-      Status st = web::ChartJson(querier.get(), q, &body, {.rollups = how == 2});
-      if (!st.ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+      return 0;
     }
-    times.push_back(Since(t0));
-    if (how != 0) bytes = body.size();
-    querier.reset();
-    if (trim) trimmer.MaybeTrim();
-  }
-  const auto st = (*db)->stats();
-  db->reset();
-  double rss, hwm;
-  Rss(&rss, &hwm);
+    std::string body;
+    Status st = web::ChartJson(&querier, q, &body, {.rollups = how == 2});
+    if (!st.ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+    bytes = body.size();
+    return 0;
+  };
+  if (Measure(o, repeat, trim, call, &runs) != 0) return 1;
   if (how != 0) {  // the answer, for the comparison, from a store opened again (not measured)
     auto again = tsdb::DB::Open(o);
     if (!again.ok() ||
@@ -251,15 +260,11 @@ int RunChart(const tsdb::DBOptions& o, const Chart& c, int how, int64_t start_ms
     again->reset();
     malloc_trim(0);  // so the next chart's peak starts from what the agent would hold
   }
-  const double cold = times[0];
-  times.erase(times.begin());
-  std::sort(times.begin(), times.end());
   std::printf(
       "chart   %-26s gpu=%-2s points=%-5d %-7s cold %8.2f ms  warm %8.2f ms  (%zu B, %llu block "
       "decodes)  RSS %.0f MB, peak %.0f MB\n",
-      c.metric, c.gpu, c.points, kHow[how], cold * 1e3,
-      times.empty() ? cold * 1e3 : times[times.size() / 2] * 1e3, bytes,
-      static_cast<unsigned long long>(st.blocks_decoded), rss, hwm);
+      c.metric, c.gpu, c.points, kHow[how], runs.cold_ms(), runs.warm_ms(), bytes,
+      static_cast<unsigned long long>(runs.decodes), runs.rss, runs.hwm);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "support/counting_querier.h"
 #include "support/process.h"
 #include "tsdb/db.h"
 #include "tsdb/rollup.h"
@@ -205,41 +206,9 @@ TEST_F(ChartJsonTest, LabelValuesAreEscaped) {
   EXPECT_EQ(j["data"]["series"][0]["labels"]["alertname"], "A\"b\\c\n");
 }
 
-// Long ranges from rollups (chart.h): the answer must be the raw one. A Querier that counts the
-// raw samples it hands out, so a test can also tell that rollups were read at all.
-class CountingQuerier : public tsdb::Querier {
- public:
-  explicit CountingQuerier(tsdb::Querier* q) : q_(q) {}
-  Status Select(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
-                std::vector<tsdb::SeriesData>* out) override {
-    Status s = q_->Select(m, mint, maxt, out);
-    for (const auto& x : *out) raw_samples += x.samples.size();
-    return s;
-  }
-  Status SelectRuns(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
-                    std::vector<tsdb::SeriesRuns>* out) override {
-    out->clear();
-    Status s = q_->SelectRuns(m, mint, maxt, out);
-    for (const auto& x : *out) raw_samples += x.size();
-    return s;
-  }
-  Status SelectRollups(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
-                       std::vector<tsdb::SeriesRollups>* out, bool* supported) override {
-    return q_->SelectRollups(m, mint, maxt, out, supported);
-  }
-  Status LabelNames(const std::vector<std::vector<tsdb::Matcher>>& sets, int64_t mint, int64_t maxt,
-                    std::vector<std::string>* out) override {
-    return q_->LabelNames(sets, mint, maxt, out);
-  }
-  Status LabelValues(const std::string& name, const std::vector<std::vector<tsdb::Matcher>>& sets,
-                     int64_t mint, int64_t maxt, std::vector<std::string>* out) override {
-    return q_->LabelValues(name, sets, mint, maxt, out);
-  }
-  size_t raw_samples = 0;
-
- private:
-  tsdb::Querier* q_;
-};
+// Long ranges from rollups (chart.h): the answer must be the raw one, and a counting querier
+// (tests/support/counting_querier.h) tells that rollups were read at all.
+using gw::testing::CountingQuerier;
 
 // min, max and count bit for bit, avg to float rounding (sums of window sums).
 void ExpectSameCharts(const std::vector<ChartSeries>& raw, const std::vector<ChartSeries>& roll,
