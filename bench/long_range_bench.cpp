@@ -4,10 +4,15 @@
 // and warm, and the process' RSS after each query. Numbers: docs/benchmarks.md, "Long ranges from
 // rollups (issue 15)".
 //   long_range_bench DIR [--gpus N] [--series-per-gpu K] [--days D] [--repeat R]
-//                        [--cache-mb M] [--no-trim] [--only I]
+//                        [--cache-mb M] [--no-trim] [--only I] [--chart]
 // DIR is built when it holds no store yet (K of the six generated metrics per GPU, at most 6);
 // later runs reuse it. --cache-mb sets DBOptions::block_cache_bytes, --no-trim leaves out
 // the heap trim the agent's query API does after each query (base/heap.h), to compare.
+// --chart measures the console's chart API instead (web::ChartJson, what GET /api/gw/v1/chart
+// runs): the last D days of a metric for all GPUs and for one, three ways per chart — "main"
+// (its read before rollups: Select, which copies the samples, then Downsample per series, on the
+// console's unaligned grid), "raw" (ChartJson with ChartOptions::rollups off) and "rollups" — and
+// checks that the raw and rollup answers agree (min, max, count exactly, avg to 1e-9).
 #include <malloc.h>
 
 #include <algorithm>
@@ -25,6 +30,7 @@
 #include "base/heap.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
+#include "web/chart.h"
 
 namespace {
 
@@ -135,49 +141,155 @@ constexpr Query kQueries[] = {
     {true, "last_over_time(gpu_power_watts[1h])", 600000},
 };
 
-// Runs `q` 1 + `repeat` times on a store opened afresh (the first run is cold: its block cache
-// and SQLite's page cache empty; the file is in the OS page cache, as on a server), trimming the
-// heap after each run as the agent's query API does (base/heap.h) unless `trim` is false.
-// Prints the resident size after the runs and its peak during them.
+// What 1 + `repeat` calls on a store opened afresh left: their times (the first is cold: block
+// cache and SQLite's page cache empty; the file is in the OS page cache, as on a server), the
+// blocks decoded, and the resident size after them and its peak during them.
+struct Runs {
+  std::vector<double> times;
+  uint64_t decodes = 0;
+  double rss = 0, hwm = 0;
+  double cold_ms() const { return times[0] * 1e3; }
+  double warm_ms() const {  // the median of the warm calls
+    std::vector<double> w(times.begin() + 1, times.end());
+    std::sort(w.begin(), w.end());
+    return w.empty() ? cold_ms() : w[w.size() / 2] * 1e3;
+  }
+};
+
+// Calls `call(querier, i)` (0 = ok) 1 + `repeat` times, timing each, and trims the heap after
+// each as the agent's query API does (base/heap.h) unless `trim` is false.
+template <typename Call>
+int Measure(const tsdb::DBOptions& o, int repeat, bool trim, Call call, Runs* out) {
+  HeapTrimmer trimmer;
+  auto db = tsdb::DB::Open(o);
+  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
+  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
+  for (int i = 0; i <= repeat; ++i) {
+    auto querier = (*db)->NewQuerier();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (call(*querier, i) != 0) return 1;
+    out->times.push_back(Since(t0));
+    querier.reset();
+    if (trim) trimmer.MaybeTrim();
+  }
+  out->decodes = (*db)->stats().blocks_decoded;
+  db->reset();
+  Rss(&out->rss, &out->hwm);
+  return 0;
+}
+
+// Runs `q` (Measure) and prints its line.
 int RunQuery(const tsdb::DBOptions& o, const Query& q, bool rollups, int64_t start_ms,
              int64_t end_ms, int repeat, bool trim, std::vector<promql::Series>* result) {
   promql::EngineOptions eo;
   eo.rollups = rollups;
   promql::Engine engine(eo);
-  HeapTrimmer trimmer;
-  auto db = tsdb::DB::Open(o);
-  if (!db.ok()) return std::fprintf(stderr, "%s\n", db.error().message.c_str()), 1;
-  std::vector<double> times;
   size_t points = 0;
-  std::ofstream("/proc/self/clear_refs") << "5";  // the peak (VmHWM) from here on
-  for (int i = 0; i <= repeat; ++i) {
-    auto querier = (*db)->NewQuerier();
-    const auto t0 = std::chrono::steady_clock::now();
+  Runs runs;
+  auto call = [&](tsdb::Querier& querier, int i) {
     promql::QueryResult r =
-        q.range ? engine.Range(*querier, q.expr, q.span_ms > 0 ? end_ms - q.span_ms : start_ms,
+        q.range ? engine.Range(querier, q.expr, q.span_ms > 0 ? end_ms - q.span_ms : start_ms,
                                end_ms, q.step_ms)
-                : engine.Instant(*querier, q.expr, end_ms);
-    times.push_back(Since(t0));
+                : engine.Instant(querier, q.expr, end_ms);
     if (!r.ok()) return std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str()), 1;
     points = 0;
     for (const auto& s : r.value().series) points += s.points.size();
     if (i == 0) *result = std::move(r.value().series);
-    querier.reset();
-    if (trim) trimmer.MaybeTrim();
-  }
-  const auto st = (*db)->stats();
-  db->reset();
-  double rss, hwm;
-  Rss(&rss, &hwm);
-  const double cold = times[0];
-  times.erase(times.begin());
-  std::sort(times.begin(), times.end());
+    return 0;
+  };
+  if (Measure(o, repeat, trim, call, &runs) != 0) return 1;
   std::printf(
       "%-7s %-50s %-7s cold %8.2f ms  warm %8.2f ms  (%zu points, %llu block decodes)  "
       "RSS %.0f MB, peak %.0f MB\n",
-      q.range ? "range" : "instant", q.expr, rollups ? "rollups" : "raw", cold * 1e3,
-      times.empty() ? cold * 1e3 : times[times.size() / 2] * 1e3, points,
-      static_cast<unsigned long long>(st.blocks_decoded), rss, hwm);
+      q.range ? "range" : "instant", q.expr, rollups ? "rollups" : "raw", runs.cold_ms(),
+      runs.warm_ms(), points, static_cast<unsigned long long>(runs.decodes), runs.rss, runs.hwm);
+  return 0;
+}
+
+// The console's chart API (--chart). `how`: 0 main's read (Select + Downsample), 1 ChartJson raw,
+// 2 ChartJson with rollups. Same store handling and output as RunQuery.
+struct Chart {
+  const char* metric;
+  const char* gpu;
+  int points;
+};
+
+constexpr Chart kCharts[] = {
+    // What the GPU page asked for 7 days before this change (a 1,400-pixel-wide page: 660
+    // buckets of 916.4 s), and what it asks now (buckets of whole 5-minute windows: 504 x 20 min).
+    {"gpu_temperature_celsius", "3", 660},
+    {"gpu_temperature_celsius", "3", 504},
+    {"gpu_power_watts", "", 660},
+    {"gpu_power_watts", "", 504},
+};
+
+int RunChart(const tsdb::DBOptions& o, const Chart& c, int how, int64_t start_ms, int64_t end_ms,
+             int repeat, bool trim, std::vector<web::ChartSeries>* result) {
+  static const char* kHow[] = {"main", "raw", "rollups"};
+  const web::ChartQuery q{
+      .metric = c.metric, .gpu = c.gpu, .start_ms = start_ms, .end_ms = end_ms, .points = c.points};
+  size_t bytes = 0;
+  Runs runs;
+  auto call = [&](tsdb::Querier& querier, int) {
+    if (how == 0) {
+      std::vector<tsdb::Matcher> m{
+          *tsdb::Matcher::Make(tsdb::MatchType::kEqual, "__name__", q.metric)};
+      if (!q.gpu.empty()) m.push_back(*tsdb::Matcher::Make(tsdb::MatchType::kEqual, "gpu", q.gpu));
+      std::vector<tsdb::SeriesData> series;
+      if (!querier.Select(m, start_ms, end_ms - 1, &series).ok()) return 1;
+      web::ChartBuckets b;
+      bytes = 0;
+      for (const auto& s : series) {
+        web::Downsample(s.samples, start_ms, end_ms, q.points, &b);
+        bytes += b.count.size();
+      }
+      return 0;
+    }
+    std::string body;
+    Status st = web::ChartJson(&querier, q, &body, {.rollups = how == 2});
+    if (!st.ok()) return std::fprintf(stderr, "%s\n", st.message().c_str()), 1;
+    bytes = body.size();
+    return 0;
+  };
+  if (Measure(o, repeat, trim, call, &runs) != 0) return 1;
+  if (how != 0) {  // the answer, for the comparison, from a store opened again (not measured)
+    auto again = tsdb::DB::Open(o);
+    if (!again.ok() ||
+        !web::ChartSeriesOf((*again)->NewQuerier().get(), q, {.rollups = how == 2}, result).ok())
+      return 1;
+    again->reset();
+    malloc_trim(0);  // so the next chart's peak starts from what the agent would hold
+  }
+  std::printf(
+      "chart   %-26s gpu=%-2s points=%-5d %-7s cold %8.2f ms  warm %8.2f ms  (%zu B, %llu block "
+      "decodes)  RSS %.0f MB, peak %.0f MB\n",
+      c.metric, c.gpu, c.points, kHow[how], runs.cold_ms(), runs.warm_ms(), bytes,
+      static_cast<unsigned long long>(runs.decodes), runs.rss, runs.hwm);
+  return 0;
+}
+
+int RunCharts(const tsdb::DBOptions& o, int64_t start_ms, int64_t end_ms, int repeat, bool trim) {
+  for (const Chart& c : kCharts) {
+    std::vector<web::ChartSeries> raw, roll;
+    if (RunChart(o, c, 0, start_ms, end_ms, repeat, trim, &raw) != 0 ||
+        RunChart(o, c, 1, start_ms, end_ms, repeat, trim, &raw) != 0 ||
+        RunChart(o, c, 2, start_ms, end_ms, repeat, trim, &roll) != 0)
+      return 1;
+    bool same = raw.size() == roll.size();
+    double worst = 0;
+    for (size_t i = 0; same && i < raw.size(); ++i) {
+      const web::ChartBuckets &a = raw[i].buckets, &b = roll[i].buckets;
+      same =
+          raw[i].labels == roll[i].labels && a.count == b.count && a.min == b.min && a.max == b.max;
+      for (size_t k = 0; same && k < a.count.size(); ++k)
+        if (a.count[k] && a.sum[k] != b.sum[k])
+          worst = std::max(worst,
+                           std::fabs(a.sum[k] - b.sum[k]) / std::max(std::fabs(a.sum[k]), 1e-300));
+    }
+    std::printf("        rollups vs raw: %s, largest relative difference of a sum %.1e\n",
+                same ? "same series, counts, min and max" : "DIFFERENT", worst);
+    if (!same || worst > 1e-9) return 1;
+  }
   return 0;
 }
 
@@ -187,12 +299,12 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: long_range_bench DIR [--gpus N] [--series-per-gpu K] [--days D] "
-                 "[--repeat R] [--cache-mb M] [--no-trim] [--only I]\n");
+                 "[--repeat R] [--cache-mb M] [--no-trim] [--only I] [--chart]\n");
     return 2;
   }
   const std::string dir = argv[1];
   int gpus = 8, per_gpu = 4, days = 7, repeat = 5, only = -1;
-  bool trim = true;
+  bool trim = true, charts = false;
   tsdb::DBOptions o;
   o.dir = dir;
   o.retention_ms = o.rollup_retention_ms = 100LL * 365 * 24 * 3600 * 1000;
@@ -206,6 +318,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--cache-mb"))
       o.block_cache_bytes = static_cast<size_t>(next()) << 20;
     if (!std::strcmp(argv[i], "--no-trim")) trim = false;
+    if (!std::strcmp(argv[i], "--chart")) charts = true;
   }
   const int64_t end_ms = 1767225600000 + days * 86400000LL;  // 2026-01-01 + D days
   if (!std::filesystem::exists(dir + "/tsdb.sqlite") &&
@@ -216,6 +329,7 @@ int main(int argc, char** argv) {
   Rss(&rss, &hwm);
   std::printf("cache %zu MiB, heap trim after queries %s; RSS at start %.0f MB\n",
               o.block_cache_bytes >> 20, trim ? "on" : "off", rss);
+  if (charts) return RunCharts(o, start_ms, end_ms, repeat, trim);
   for (int qi = 0; qi < static_cast<int>(std::size(kQueries)); ++qi) {
     if (only >= 0 && qi != only) continue;
     std::vector<promql::Series> raw, from_rollups;

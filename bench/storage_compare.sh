@@ -16,7 +16,8 @@
 #   cold: the first run of that query after all three servers were restarted (process caches
 #         empty; the OS page cache is NOT dropped — that needs root on the host).
 # Range queries cover the last 5 h of the set (all of it when shorter) at 60 s steps; "long"
-# queries take the whole set as their window.
+# queries take the whole set as their window; "longrange" queries cover the whole set (from its
+# first 10-minute boundary) at 10-minute steps, as a dashboard's 7-day panel does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${GW_BUILD_DIR:-build}/bin"
@@ -85,6 +86,8 @@ query_templates=(
   "range|increase(C[1h])"
   "range|avg_over_time(G[1h])"
   "range|G"
+  "longrange|max(G)"
+  "longrange|max_over_time(G[1h])"
 )
 set_names() {  # set -> "G C L [extra query]"
   case $1 in
@@ -106,6 +109,8 @@ query_url() {  # port kind expr
   e=$(urlenc "$3")
   if [ "$2" = instant ]; then
     echo "http://localhost:$1/api/v1/query?query=$e&time=$q_end"
+  elif [ "$2" = longrange ]; then
+    echo "http://localhost:$1/api/v1/query_range?query=$e&start=$l_start&end=$q_end&step=600"
   else
     echo "http://localhost:$1/api/v1/query_range?query=$e&start=$q_start&end=$q_end&step=60"
   fi
@@ -187,6 +192,7 @@ run_set() {
   q_end=$end
   q_start=$((end - 5 * 3600))
   [ "$q_start" -lt "$start" ] && q_start=$start
+  l_start=$(((start + 599) / 600 * 600))
   local qs=() q
   for q in "${query_templates[@]}"; do
     q=${q//G/$G}

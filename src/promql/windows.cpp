@@ -13,12 +13,15 @@
 //     infinities are in, else the infinity, else the finite sum (avg divides it by the count;
 //     Prometheus' incremental mean differs only by rounding).
 //   last/present_over_time: O(1) from the window's end.
-//   Everything else (rate & co., deriv, predict_linear, changes, resets, quantile, stddev,
-//   stdvar) runs the step-by-step arithmetic on the window the two indexes give: these are
-//   either O(window) by definition in Prometheus (rate's counter corrections are summed in
-//   order, a subtraction of prefix sums would round differently and mishandle infinities),
-//   or need order statistics or a numerically stable variance (Welford), which running sums
-//   of squares are not; the saving is the window search and the copy.
+//   rate/increase: the counter corrections are the values before the window's drops, added in
+//     sample order as Prometheus does; the drops of a series are listed once, so a step visits
+//     only those inside its window (a subtraction of prefix sums would round differently and
+//     mishandle infinities).
+//   Everything else (delta, deriv, predict_linear, changes, resets, quantile, stddev, stdvar)
+//   runs the step-by-step arithmetic on the window the two indexes give: these are either
+//   O(window) by definition in Prometheus or need order statistics or a numerically stable
+//   variance (Welford), which running sums of squares are not; the saving is the window search
+//   and the copy.
 //
 // Rollups. (rate, increase, delta, last/present_over_time and plain selectors: rollup_reads.cpp.)
 // A long window (EngineOptions::rollup_min_range_ms) is split into the complete
@@ -304,10 +307,12 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   const bool extreme = name == "min_over_time" || name == "max_over_time";
   const bool is_max = name == "max_over_time";
   const bool sums = name == "sum_over_time" || name == "avg_over_time" || name == "count_over_time";
+  const bool counter = name == "rate" || name == "increase";
   const int64_t first_mint = RefTime(ms.selector->mods, StepTime(0)) - ms.range_ms;
   const int64_t last_ref = RefTime(ms.selector->mods, StepTime(n - 1));
   std::vector<Point> pts;
   std::vector<size_t> deque;  // indexes into pts, [head, size)
+  std::vector<size_t> drops;  // rate, increase: the indexes i with pts[i].v < pts[i - 1].v
   size_t cells = 0;
   for (const tsdb::SeriesRuns& s : f.series) {
     // The series' non-stale samples that any step's window holds.
@@ -316,6 +321,10 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       for (const tsdb::Sample& x : run)
         if (x.t_ms >= first_mint && x.t_ms <= last_ref && !tsdb::IsStaleNaN(x.v))
           pts.push_back(Point{x.t_ms, x.v});
+    drops.clear();
+    if (counter)
+      for (size_t i = 1; i < pts.size(); ++i)
+        if (pts[i].v < pts[i - 1].v) drops.push_back(i);
     const size_t row = table->labels.size();
     table->labels.push_back(name == "last_over_time" ? s.labels : DropName(s.labels));
     table->values.resize((row + 1) * n);
@@ -362,6 +371,19 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
         v = fold.Result(name);
       } else if (extreme) {
         v = head < deque.size() ? pts[deque[head]].v : std::numeric_limits<double>::quiet_NaN();
+      } else if (counter) {
+        // Prometheus' extrapolatedRate adds the value before every drop inside the window, in
+        // sample order; visiting only the drops makes the same additions in the same order
+        // (bit for bit) in O(drops) per step instead of O(window).
+        ok = hi - lo >= 2;
+        if (ok) {
+          double result = pts[hi - 1].v - pts[lo].v;
+          for (auto d = std::upper_bound(drops.begin(), drops.end(), lo);
+               d != drops.end() && *d < hi; ++d)
+            result += pts[*d - 1].v;
+          v = ExtrapolateRate(result, pts[lo], pts[hi - 1], hi - lo, mint, ref, ms.range_ms, true,
+                              name == "rate");
+        }
       } else {
         ok = RangeFunctionValue(name, std::span<const Point>(pts.data() + lo, hi - lo), mint, ref,
                                 ms.range_ms, t, scalar, &v);

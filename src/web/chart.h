@@ -20,15 +20,28 @@
 // (Unix seconds or RFC 3339, as the Prometheus API takes; default: the last hour up to now),
 // points (1..kMaxChartPoints, default kDefaultChartPoints).
 //
-// Cost: one Querier::Select (the store's normal read path, no NVML call), one pass over the
-// samples, output written straight into the response string. Thread-safe: each call owns its
-// state; the querier factory must be callable from any thread.
+// Long ranges from rollups (docs/tsdb-format.md, "Which queries read rollups"): when every bucket
+// is a whole number of 5-minute rollup windows (start a multiple of 5 minutes, end - start =
+// points x a multiple of 5 minutes: what the console asks for ranges of a day and more), a
+// window's min, max, sum and count come from its rollup (Querier::SelectRollups) wherever the
+// rollup stands exactly for the window's drawable samples — format 3 and no +-Inf sample (NaN
+// and stale markers are left out of both) — and every matching series has one there; the other
+// windows (the head's recent ones, gaps, series that come and go) are read raw, in at most
+// kMaxChartRawReads reads. The answer is the raw one: min, max and count exactly, avg to float
+// rounding (sums of window sums; tests/web/chart_test.cpp compares both on a week of data).
+// Other grids read raw samples only (a bucket edge inside a window cannot be split).
+//
+// Cost: one Querier::SelectRuns (the store's normal read path without a copy, no NVML call), or
+// with rollups one SelectRollups plus the raw reads above; one pass over the samples, output
+// written straight into the response string. Thread-safe: each call owns its state; the querier
+// factory must be callable from any thread.
 #ifndef GPUWARDEN_WEB_CHART_H_
 #define GPUWARDEN_WEB_CHART_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +55,8 @@ inline constexpr int kDefaultChartPoints = 600;
 inline constexpr int kMaxChartPoints = 4000;
 // Longest range a chart may span: beyond it the request is refused rather than read.
 inline constexpr int64_t kMaxChartRangeMs = 400LL * 24 * 3600 * 1000;
+// Most raw reads a chart from rollups makes for the windows rollups cannot answer.
+inline constexpr size_t kMaxChartRawReads = 16;
 
 struct ChartQuery {
   std::string metric;
@@ -66,8 +81,26 @@ struct ChartBuckets {
 void Downsample(const std::vector<tsdb::Sample>& samples, int64_t start_ms, int64_t end_ms,
                 int points, ChartBuckets* out);
 
+struct ChartOptions {
+  bool rollups = true;  // false: raw samples only (benches and tests compare the two)
+};
+
+// Whether `query`'s buckets are whole rollup windows, so that a chart may read rollups.
+bool ChartGridFitsRollups(const ChartQuery& query);
+
+// One series' buckets, as ChartJson writes them.
+struct ChartSeries {
+  tsdb::Labels labels;
+  ChartBuckets buckets;
+};
+
+// The buckets of every series of the query with at least one drawable sample, in label order.
+Status ChartSeriesOf(tsdb::Querier* querier, const ChartQuery& query, const ChartOptions& options,
+                     std::vector<ChartSeries>* out);
+
 // Runs the query against `querier` and writes the JSON body above into `out`.
-Status ChartJson(tsdb::Querier* querier, const ChartQuery& query, std::string* out);
+Status ChartJson(tsdb::Querier* querier, const ChartQuery& query, std::string* out,
+                 const ChartOptions& options = {});
 
 using QuerierFactory = std::function<std::unique_ptr<tsdb::Querier>()>;
 using NowMs = std::function<int64_t()>;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "promql/engine.h"
+#include "support/counting_querier.h"
 #include "support/process.h"
 #include "tsdb/db.h"
 #include "tsdb/rollup.h"
@@ -16,38 +17,8 @@
 namespace gw::promql {
 namespace {
 
-// Counts what the evaluator reads, around a MemoryQuerier.
-class CountingQuerier : public tsdb::Querier {
- public:
-  explicit CountingQuerier(tsdb::MemoryQuerier* q) : q_(q) {}
-  Status Select(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
-                std::vector<tsdb::SeriesData>* out) override {
-    return q_->Select(m, mint, maxt, out);
-  }
-  Status SelectRuns(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
-                    std::vector<tsdb::SeriesRuns>* out) override {
-    ++raw_selects;
-    Status s = q_->SelectRuns(m, mint, maxt, out);
-    for (const auto& x : *out) raw_samples += x.size();
-    return s;
-  }
-  Status SelectRollups(const std::vector<tsdb::Matcher>& m, int64_t mint, int64_t maxt,
-                       std::vector<tsdb::SeriesRollups>* out, bool* supported) override {
-    return q_->SelectRollups(m, mint, maxt, out, supported);
-  }
-  Status LabelNames(const std::vector<std::vector<tsdb::Matcher>>& m, int64_t mint, int64_t maxt,
-                    std::vector<std::string>* out) override {
-    return q_->LabelNames(m, mint, maxt, out);
-  }
-  Status LabelValues(const std::string& name, const std::vector<std::vector<tsdb::Matcher>>& m,
-                     int64_t mint, int64_t maxt, std::vector<std::string>* out) override {
-    return q_->LabelValues(name, m, mint, maxt, out);
-  }
-  size_t raw_selects = 0, raw_samples = 0;
-
- private:
-  tsdb::MemoryQuerier* q_;
-};
+// Counts what the evaluator reads (tests/support/counting_querier.h).
+using gw::testing::CountingQuerier;
 
 constexpr int64_t kT0 = 1'700'000'000'000;   // 200 s past a 5-minute window start
 constexpr int64_t kAligned = kT0 - 200'000;  // a rollup window start

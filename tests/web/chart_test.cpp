@@ -6,6 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "support/counting_querier.h"
+#include "support/process.h"
+#include "tsdb/db.h"
+#include "tsdb/rollup.h"
 #include "web/json_text.h"
 
 namespace gw::web {
@@ -200,6 +204,179 @@ TEST_F(ChartJsonTest, LabelValuesAreEscaped) {
   ASSERT_TRUE(store_.Append({{"__name__", "ALERTS"}, {"alertname", "A\"b\\c\n"}}, 1000, 1).ok());
   json j = Run({.metric = "ALERTS", .start_ms = 0, .end_ms = 2000, .points = 2});
   EXPECT_EQ(j["data"]["series"][0]["labels"]["alertname"], "A\"b\\c\n");
+}
+
+// Long ranges from rollups (chart.h): the answer must be the raw one, and a counting querier
+// (tests/support/counting_querier.h) tells that rollups were read at all.
+using gw::testing::CountingQuerier;
+
+// min, max and count bit for bit, avg to float rounding (sums of window sums).
+void ExpectSameCharts(const std::vector<ChartSeries>& raw, const std::vector<ChartSeries>& roll,
+                      const std::string& what) {
+  ASSERT_EQ(raw.size(), roll.size()) << what;
+  for (size_t s = 0; s < raw.size(); ++s) {
+    EXPECT_EQ(raw[s].labels, roll[s].labels) << what;
+    const ChartBuckets &a = raw[s].buckets, &b = roll[s].buckets;
+    ASSERT_EQ(a.count.size(), b.count.size()) << what;
+    for (size_t i = 0; i < a.count.size(); ++i) {
+      ASSERT_EQ(a.count[i], b.count[i]) << what << " series " << s << " bucket " << i;
+      if (a.count[i] == 0) continue;
+      EXPECT_EQ(a.min[i], b.min[i]) << what << " bucket " << i;
+      EXPECT_EQ(a.max[i], b.max[i]) << what << " bucket " << i;
+      EXPECT_NEAR(a.sum[i] / a.count[i], b.sum[i] / b.count[i],
+                  1e-9 * std::max(1.0, std::fabs(a.sum[i] / a.count[i])))
+          << what << " bucket " << i;
+    }
+  }
+}
+
+constexpr int64_t kDayMs = 86400 * 1000LL;
+constexpr int64_t kWeekStartMs = 1767225600000;  // 2026-01-01T00:00:00Z
+
+// The grids a chart may be asked for over a week of data: the console's aligned 7-day and 1-day
+// charts (buckets of 20 and 5 minutes), one bucket per day, ranges reaching past the data on
+// either side, and grids that are not whole windows (read raw).
+std::vector<ChartQuery> WeekGrids(const std::string& metric) {
+  const int64_t s = kWeekStartMs, e = kWeekStartMs + 7 * kDayMs, m5 = 300000;
+  return {
+      {.metric = metric, .start_ms = s, .end_ms = e, .points = 504},
+      {.metric = metric, .start_ms = s, .end_ms = e, .points = 2016},
+      {.metric = metric, .start_ms = s, .end_ms = e, .points = 7},
+      {.metric = metric, .gpu = "1", .start_ms = s, .end_ms = e, .points = 168},
+      {.metric = metric, .start_ms = e - kDayMs, .end_ms = e, .points = 288},
+      {.metric = metric, .start_ms = s - kDayMs, .end_ms = e + kDayMs, .points = 90},
+      {.metric = metric, .start_ms = s + m5, .end_ms = s + m5 + 3 * kDayMs, .points = 432},
+      {.metric = metric, .start_ms = s, .end_ms = e, .points = 600},  // 1008 s buckets
+      {.metric = metric, .start_ms = s + 1000, .end_ms = e + 1000, .points = 504},  // unaligned
+  };
+}
+
+std::string Describe(const ChartQuery& q) {
+  return q.metric + " gpu=" + q.gpu + " start=" + std::to_string(q.start_ms) +
+         " end=" + std::to_string(q.end_ms) + " points=" + std::to_string(q.points);
+}
+
+TEST(ChartRollupsTest, GridsOfWholeWindowsFitRollups) {
+  EXPECT_TRUE(ChartGridFitsRollups({.start_ms = 0, .end_ms = 7 * kDayMs, .points = 504}));
+  EXPECT_TRUE(ChartGridFitsRollups({.start_ms = 300000, .end_ms = 900000, .points = 2}));
+  EXPECT_FALSE(ChartGridFitsRollups({.start_ms = 0, .end_ms = 7 * kDayMs, .points = 600}));
+  EXPECT_FALSE(ChartGridFitsRollups({.start_ms = 1000, .end_ms = 601000, .points = 2}));
+  EXPECT_FALSE(ChartGridFitsRollups({.start_ms = 0, .end_ms = 600000, .points = 4}));
+  EXPECT_FALSE(ChartGridFitsRollups({.start_ms = 0, .end_ms = 600001, .points = 2}));
+}
+
+// Random data over a week (MemoryQuerier with rollups: every window complete): NaN, stale
+// markers, +-Inf, a GPU gone for hours, every series gone for a restart. Each grid's answer from
+// rollups equals the raw one, and the whole-window grids read a small part of the raw samples.
+TEST(ChartRollupsTest, RandomWeekFromRollupsEqualsRaw) {
+  tsdb::MemoryQuerier store;
+  std::mt19937_64 rng(15);
+  std::uniform_real_distribution<double> u(0, 1);
+  size_t total = 0;
+  for (int gpu = 0; gpu < 3; ++gpu) {
+    const tsdb::Labels labels = GpuLabels("gpu_temperature_celsius", std::to_string(gpu));
+    double v = 50;
+    for (int64_t t = kWeekStartMs + 7000; t < kWeekStartMs + 7 * kDayMs - 4000; t += 30000) {
+      const int64_t hour = (t - kWeekStartMs) / 3600000;
+      if (gpu == 2 && hour >= 30 && hour < 33) continue;   // GPU 2 lost for three hours
+      if (hour == 100 && (t / 60000) % 60 < 20) continue;  // a restart: 20 minutes of nothing
+      v = std::round((v + u(rng) - 0.5) * 100) / 100;
+      double x = v;
+      const double r = u(rng);
+      if (r < 0.002) x = std::nan("");
+      if (r > 0.998) x = tsdb::StaleNaN();
+      if (r > 0.4995 && r < 0.5) x = r < 0.49975 ? INFINITY : -INFINITY;
+      ASSERT_TRUE(store.Append(labels, t, x).ok());
+      ++total;
+    }
+  }
+  store.EnableRollups(true);
+  CountingQuerier counting(&store);
+  for (const ChartQuery& q : WeekGrids("gpu_temperature_celsius")) {
+    std::vector<ChartSeries> raw, roll;
+    counting.raw_samples = 0;
+    ASSERT_TRUE(ChartSeriesOf(&counting, q, {.rollups = false}, &raw).ok());
+    const size_t raw_read = counting.raw_samples;
+    counting.raw_samples = 0;
+    ASSERT_TRUE(ChartSeriesOf(&counting, q, {}, &roll).ok());
+    ExpectSameCharts(raw, roll, Describe(q));
+    if (ChartGridFitsRollups(q)) {
+      EXPECT_LT(counting.raw_samples * 5, raw_read) << Describe(q);
+    } else {
+      EXPECT_EQ(counting.raw_samples, raw_read) << Describe(q);
+    }
+    EXPECT_FALSE(raw.empty());
+  }
+  EXPECT_GT(total, 50000u);
+}
+
+// The real store: a week of 5 s samples for two GPUs, flushed every 3 hours into blocks (whose
+// rollups the chart reads), GPU 1 gone for 3 hours (stale marker), NaN samples, a restart on
+// day 4 (stale markers, the store closed unflushed and reopened from its WAL, 30 minutes of
+// nothing) and the last 40 minutes still in memory. Every grid's answer from rollups equals the
+// raw one; the console's 7-day chart decodes far fewer blocks.
+TEST(ChartRollupsTest, StoredWeekWithGapsAndARestartFromRollupsEqualsRaw) {
+  gw::testing::TempDir tmp;
+  tsdb::DBOptions o;
+  o.dir = tmp.path();
+  o.retention_ms = o.rollup_retention_ms = 100LL * 365 * kDayMs;
+  const int64_t restart = kWeekStartMs + 4 * kDayMs + 1234567;
+  const int64_t end = kWeekStartMs + 7 * kDayMs;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  double temp[2] = {40, 60};
+  auto write = [&](tsdb::DB* db, int64_t from, int64_t to) {
+    for (int64_t t = from; t < to; t += 5000) {
+      for (int gpu = 0; gpu < 2; ++gpu) {
+        const tsdb::Labels labels = GpuLabels("gpu_temperature_celsius", std::to_string(gpu));
+        const int64_t hour = (t - kWeekStartMs) / 3600000;
+        if (gpu == 1 && hour >= 40 && hour < 43) {
+          if (hour == 40 && t % 3600000 < 5000) {
+            ASSERT_TRUE(db->Append(labels, t, tsdb::StaleNaN()).ok());
+          }
+          continue;
+        }
+        temp[gpu] = std::clamp(temp[gpu] + std::round(u(rng) * 0.6), 20.0, 95.0);
+        const double v = u(rng) > 0.999 ? std::nan("") : temp[gpu];
+        ASSERT_TRUE(db->Append(labels, t, v).ok());
+      }
+      if ((t - kWeekStartMs) % 3600000 == 0) {
+        ASSERT_TRUE(db->Commit().ok());
+      }
+      if ((t - kWeekStartMs) % (3 * 3600000) == 0 && t > from && t < end - 40 * 60000) {
+        ASSERT_TRUE(db->Flush().ok());
+      }
+    }
+  };
+  {
+    auto db = tsdb::DB::Open(o);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    write(db->get(), kWeekStartMs, restart);
+    for (int gpu = 0; gpu < 2; ++gpu) {
+      ASSERT_TRUE((*db)
+                      ->Append(GpuLabels("gpu_temperature_celsius", std::to_string(gpu)), restart,
+                               tsdb::StaleNaN())
+                      .ok());
+    }
+    ASSERT_TRUE((*db)->Commit().ok());
+  }
+  auto db = tsdb::DB::Open(o);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  write(db->get(), restart + 30 * 60000, end);
+  for (const ChartQuery& q : WeekGrids("gpu_temperature_celsius")) {
+    std::vector<ChartSeries> raw, roll;
+    auto querier = (*db)->NewQuerier();
+    const uint64_t d0 = (*db)->stats().blocks_decoded;
+    ASSERT_TRUE(ChartSeriesOf(querier.get(), q, {.rollups = false}, &raw).ok());
+    const uint64_t d1 = (*db)->stats().blocks_decoded;
+    ASSERT_TRUE(ChartSeriesOf(querier.get(), q, {}, &roll).ok());
+    const uint64_t d2 = (*db)->stats().blocks_decoded;
+    ExpectSameCharts(raw, roll, Describe(q));
+    ASSERT_FALSE(raw.empty()) << Describe(q);
+    if (ChartGridFitsRollups(q) && q.end_ms - q.start_ms >= 3 * kDayMs) {
+      EXPECT_LT((d2 - d1) * 4, d1 - d0) << Describe(q);  // long scans are not cached: each decodes
+    }
+  }
 }
 
 TEST(JsonTextTest, NumbersAreShortAndNonFiniteIsNull) {

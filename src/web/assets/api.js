@@ -30,6 +30,24 @@ export async function getJson(path) {
   return body;
 }
 
+// The buckets a chart asks for over the range r = {start, end, live} (seconds): `points` equal
+// steps, a live range ending on a step so that refreshes keep the buckets. In a live range,
+// steps of 5 minutes or more become whole 5-minute windows on window boundaries (slightly wider,
+// fewer buckets), which the agent answers from its rollups instead of the raw samples
+// (web/chart.h): a week in milliseconds instead of seconds. An absolute range is kept as chosen.
+export const ROLLUP_WINDOW_S = 300;
+export function chartGrid(r, points) {
+  let step = (r.end - r.start) / points;
+  if (step < ROLLUP_WINDOW_S || !r.live) {
+    const end = r.live ? Math.ceil(r.end / step) * step : r.end;
+    return { start: end - (r.end - r.start), end, step, points };
+  }
+  step = Math.ceil(step / ROLLUP_WINDOW_S) * ROLLUP_WINDOW_S;
+  const n = Math.ceil((r.end - r.start) / step);
+  const end = Math.ceil(r.end / step) * step;
+  return { start: end - n * step, end, step, points: n };
+}
+
 // Downsampled history (web/chart.h): {start, end, step, points, series:[{labels, min, max, avg}]}
 export async function chart(metric, { gpu, start, end, points }) {
   const g = gpu === undefined || gpu === null ? '' : `&gpu=${gpu}`;

@@ -2,7 +2,7 @@
 // and alert intervals on the time axis, the processes and jobs on the GPU, its health; on
 // datacenter GPUs the profiling signals (GPM) next to utilization with a warning when the GPU is
 // busy but hollow, its MIG instances and its NVLink links.
-import { chart, gpuView, GPM_SIGNALS, HOLLOW_SM_ACTIVE, HOLLOW_UTILIZATION, SLOWDOWN_REASONS } from '../api.js';
+import { chart, chartGrid, gpuView, GPM_SIGNALS, HOLLOW_SM_ACTIVE, HOLLOW_UTILIZATION, SLOWDOWN_REASONS } from '../api.js';
 import { episodeGap, episodes, TimeChart } from '../chart.js';
 import { ago, bytes, celsius, clock, count, duration, html, mhz, pct, render, si, watts } from '../format.js';
 import { rangeToolbar } from '../timerange.js';
@@ -265,11 +265,8 @@ async function refreshCharts(ctx) {
   }
   const token = (st.token = (st.token || 0) + 1);
   const width = st.els.charts.clientWidth > 900 ? (st.els.charts.clientWidth - 16) / 2 : st.els.charts.clientWidth;
-  const points = Math.max(60, Math.min(1200, Math.round((width - 70) / 60) * 60));
-  const r = st.bar.range(ctx.now);
-  const step = (r.end - r.start) / points;
-  const end = r.live ? Math.ceil(r.end / step) * step : r.end;
-  const start = end - (r.end - r.start);
+  const want = Math.max(60, Math.min(1200, Math.round((width - 70) / 60) * 60));
+  const { start, end, step, points } = chartGrid(st.bar.range(ctx.now), want);
   const metrics = [...new Set(CHARTS.flatMap((c) => c.lines.map((l) => l.metric)))];
   const q = { gpu: st.index, start, end, points };
   // The alerts about this GPU and about the jobs holding it (a job's alerts carry no gpu label).
