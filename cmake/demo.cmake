@@ -60,10 +60,10 @@ endfunction()
 # the demo's targets go in groups of like flags: the first of each group makes the header, the
 # others reuse it (REUSE_FROM). Only system headers go in: the standard library and the
 # third-party ones the group's sources include (a project header in it would recompile the whole
-# group whenever it changed). scripts/check-demo-build.py (ctest demo_build_check) configures this and checks that
-# every compilation that reuses a header has its maker's flags. Should a group's flags drift
-# apart anyway, GCC ignores the header with a warning (not an error: -Wno-error=invalid-pch) and
-# parses the headers as usual, so the build only gets slower.
+# group whenever it changed). scripts/check-demo-build.py (ctest demo_build_check) configures
+# this and checks that every compilation that reuses a header has its maker's flags. Should a
+# group's flags drift apart anyway, GCC ignores the header with a warning (not an error:
+# -Wno-error=invalid-pch) and parses the headers as usual, so the build only gets slower.
 set(GW_DEMO_PCH_STD
     <algorithm> <array> <atomic> <cctype> <cerrno> <charconv> <chrono> <cmath> <condition_variable>
     <cstddef> <cstdint> <cstdio> <cstdlib> <cstring> <ctime> <deque> <filesystem> <fstream>
