@@ -73,7 +73,8 @@ function(gw_demo_pch)
   if(NOT GW_DEMO_PCH)
     return()
   endif()
-  # group: maker, the targets that reuse its header, the third-party headers on top of GW_DEMO_PCH_STD
+  # Per group: its targets (the first makes the header, the others reuse it) and the third-party
+  # headers on top of GW_DEMO_PCH_STD.
   set(plain_targets
       gw_base gw_build_info gw_expo gw_nvml gw_collect gw_config gw_diagnose gw_governance gw_hub
       gw_k8s gw_report gw_remote gw_serve gw_top gw_web gw_cli gw_inference_sim gw_training_sim)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the demo build's configuration without compiling anything; run by ctest (demo_build_check).
+"""Checks the demo build's configuration, compiling nothing; run by ctest (demo_build_check).
 
 Usage: check-demo-build.py SOURCE_DIR BUILD_DIR
   SOURCE_DIR  the repository
@@ -100,8 +100,9 @@ def check_demo(build, errors):
     units = list(compilations(build, compiler))
     makers = {unit.pch: unit for unit in units if unit.makes_pch}
     if {unit.target for unit in makers.values()} != MAKERS:
-        errors.append(f"demo: precompiled headers made by {sorted(u.target for u in makers.values())},"
-                      f" cmake/demo.cmake says {sorted(MAKERS)}")
+        made_by = sorted(unit.target for unit in makers.values())
+        errors.append(f"demo: precompiled headers made by {made_by}, cmake/demo.cmake says "
+                      f"{sorted(MAKERS)}")
     for unit in units:
         if ccache and "NOTFOUND" not in ccache and ccache in unit.launcher and \
                 SLOPPINESS not in unit.launcher:
