@@ -30,8 +30,8 @@ endif()
 
 # Files that cannot share a translation unit with the ones batched before them: each defines, in
 # an anonymous namespace, a name that another file of its library defines too (kMiB, kGiB, Fmt,
-# Percent, WallNowS, a Clock alias, config's At...). They are compiled on their own. Called at the end of the
-# top-level CMakeLists.txt, once every directory exists. A file added later that collides fails
+# Percent, WallNowS, a Clock alias, config's At...). They are compiled on their own. Called at
+# the end of the top-level CMakeLists.txt, once every directory exists. A file added later that collides fails
 # the unity build; scripts/build.sh demo then builds file by file (GW_DEMO_UNITY_BATCH=0).
 function(gw_demo_unity_exceptions)
   set(skips
