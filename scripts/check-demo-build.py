@@ -8,16 +8,15 @@ Usage: check-demo-build.py SOURCE_DIR BUILD_DIR
 Configures the demo build the way scripts/build.sh demo does (GW_DEMO=ON, cmake/demo.cmake) into
 a temporary directory, asks ninja for the commands that build the demo's binaries
 (`ninja -t commands`, nothing is run), and fails, naming what is wrong, when
-  - a compilation of the demo's binaries has no precompiled header in front of it, outside the
-    simulator's libraries that are compiled with hidden visibility (NO_PCH): a target added to
-    the demo without a group in gw_demo_pch,
-  - a compilation reuses a precompiled header made with other flags than its own (GCC would
-    ignore the header and parse everything again: the build gets slower, silently),
-  - the headers are not made by the targets cmake/demo.cmake names (MAKERS),
-  - the compiler launcher is ccache without the sloppiness it needs to cache those compilations,
-  - the fallback configuration (GW_DEMO_UNITY_BATCH=0, GW_DEMO_PCH=OFF) still has unity batches
-    or precompiled headers, or
-  - BUILD_DIR, the normal build, has any of it (precompiled headers are for the demo only).
+  - a compilation of the demo's binaries has debug information (-g), is not -O2, or compiles a
+    part of the Kubernetes module's gRPC code,
+  - the demo's libraries are not compiled in unity batches,
+  - a file that gw_demo_unity_exceptions (cmake/demo.cmake) compiles on its own is not compiled
+    on its own (a name misspelt or moved: the unity build would fail and scripts/build.sh demo
+    would fall back to building file by file, twice the time),
+  - the fallback configuration (GW_DEMO_UNITY_BATCH=0) still has unity batches, or
+  - BUILD_DIR, the normal build, has unity batches.
+What it cannot see: a new file that collides with its batch (only compiling finds that).
 """
 
 import os
@@ -28,129 +27,85 @@ import sys
 import tempfile
 
 DEMO_TARGETS = ["gpuwarden", "nvml-sim", "gw-inference-sim", "gw-training-sim"]
-NO_PCH = {"gw_sim_core", "nvml-sim"}
-MAKERS = {"gw_base", "gw_tsdb", "gw_http", "gpuwarden"}
-SLOPPINESS = "CCACHE_SLOPPINESS=pch_defines,time_macros"
-# Flags that name files, not how the code is compiled; everything else must agree.
-WITH_VALUE = {"-o", "-c", "-MT", "-MF", "-x", "-include", "-isystem"}
-ALONE = {"-MD", "-MMD"}
+SKIP_LINE = re.compile(r"^\s+([a-z_0-9/]+) ([a-z_0-9]+\.cpp)\s*$")
 
 
-def configure(source, build, batch, pch):
+def configure(source, build, batch):
     subprocess.run(
         ["cmake", "-S", source, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          "-DGW_DEMO=ON", "-DGW_BUILD_TESTS=OFF", "-DGW_BUILD_BENCH=OFF",
          "-DGW_BUILD_INTEGRATION=OFF", "-DGW_BUILD_K8S_MODULE=OFF",
-         f"-DGW_DEMO_UNITY_BATCH={batch}", f"-DGW_DEMO_PCH={pch}"],
+         f"-DGW_DEMO_UNITY_BATCH={batch}"],
         check=True, stdout=subprocess.DEVNULL)
 
 
-def cache_value(build, key):
-    with open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8") as cache:
-        for line in cache:
-            if line.startswith(key + ":"):
-                return line.split("=", 1)[1].strip()
-    return ""
+def unity_exceptions(source):
+    """The (folder, file) pairs listed in gw_demo_unity_exceptions."""
+    with open(os.path.join(source, "cmake", "demo.cmake"), encoding="utf-8") as cmake:
+        text = cmake.read()
+    body = text.split("function(gw_demo_unity_exceptions)", 1)[1].split("endfunction()", 1)[0]
+    return [m.groups() for m in map(SKIP_LINE.match, body.splitlines()) if m]
 
 
-class Compilation:
-    def __init__(self, line, compiler):
-        words = shlex.split(line)
-        at = words.index(compiler)
-        self.launcher = words[:at]
-        self.flags = []
-        self.output = self.pch = None
-        self.makes_pch = False
-        i = at + 1
-        while i < len(words):
-            word = words[i]
-            value = words[i + 1] if word in WITH_VALUE and i + 1 < len(words) else None
-            if word == "-o":
-                self.output = value
-            elif word == "-include" and value.endswith("cmake_pch.hxx"):
-                self.pch = value
-            elif word == "-x" and value == "c++-header":
-                self.makes_pch = True
-            if value is not None:
-                i += 2
-                continue
-            if word not in ALONE and not word.startswith("-I"):
-                self.flags.append(word)
-            i += 1
-        found = re.search(r"CMakeFiles/([^/]+)\.dir/", self.output or "")
-        self.target = found.group(1) if found else "?"
-
-
-def compilations(build, compiler):
+def compilations(build):
+    """(output, source, words) of each compilation the demo's binaries need."""
     out = subprocess.run(["ninja", "-C", build, "-t", "commands"] + DEMO_TARGETS, check=True,
                          capture_output=True, text=True).stdout
     seen = set()
     for line in out.splitlines():
-        if compiler not in line or " -c " not in line:
+        words = shlex.split(line)
+        if "-c" not in words or "-o" not in words:
             continue
-        unit = Compilation(line, compiler)
-        if unit.output and unit.output not in seen:
-            seen.add(unit.output)
-            yield unit
+        output = words[words.index("-o") + 1]
+        if output not in seen:
+            seen.add(output)
+            yield output, words[words.index("-c") + 1], words
 
 
-def check_demo(build, errors):
-    compiler = cache_value(build, "CMAKE_CXX_COMPILER")
-    ccache = cache_value(build, "CCACHE_PROGRAM")
-    units = list(compilations(build, compiler))
-    makers = {unit.pch: unit for unit in units if unit.makes_pch}
-    if {unit.target for unit in makers.values()} != MAKERS:
-        made_by = sorted(unit.target for unit in makers.values())
-        errors.append(f"demo: precompiled headers made by {made_by}, cmake/demo.cmake says "
-                      f"{sorted(MAKERS)}")
-    for unit in units:
-        if ccache and "NOTFOUND" not in ccache and ccache in unit.launcher and \
-                SLOPPINESS not in unit.launcher:
-            errors.append(f"demo: {unit.output}: ccache without {SLOPPINESS}: {unit.launcher}")
-        if unit.makes_pch:
-            continue
-        if unit.pch is None:
-            if unit.target not in NO_PCH:
-                errors.append(f"demo: {unit.output} ({unit.target}) has no precompiled header: "
-                              "put its target in a group of gw_demo_pch (cmake/demo.cmake)")
-            continue
-        maker = makers.get(unit.pch)
-        if maker is None:
-            errors.append(f"demo: {unit.output}: no compilation makes {unit.pch}")
-        elif unit.flags != maker.flags:
-            extra = [f for f in unit.flags if f not in maker.flags]
-            missing = [f for f in maker.flags if f not in unit.flags]
-            errors.append(f"demo: {unit.output} ({unit.target}) reuses {maker.target}'s "
-                          f"precompiled header with other flags: +{extra} -{missing}; GCC would "
-                          "ignore it: move the target to the group of its flags (cmake/demo.cmake)")
+def check_demo(source, build, errors):
+    units = list(compilations(build))
+    for output, _, words in units:
+        if any(word == "-g" or word.startswith("-g") and word[2:3].isdigit() for word in words):
+            errors.append(f"demo: {output} has debug information (-g)")
+        if "-O2" not in words:
+            errors.append(f"demo: {output} is not compiled with -O2")
+        if "grpc" in output or ".pb." in output:
+            errors.append(f"demo: {output} is the Kubernetes module's gRPC code")
+    batches = [output for output, _, _ in units if "/Unity/" in output]
+    if len(batches) < len(units) // 2:
+        errors.append(f"demo: only {len(batches)} of {len(units)} compilations are unity batches")
+    alone = {os.path.relpath(src, source) for _, src, _ in units if "/Unity/" not in src}
+    for folder, name in unity_exceptions(source):
+        path = os.path.join("src", folder, name)
+        if path not in alone:
+            errors.append(f"demo: {path}, listed in gw_demo_unity_exceptions (cmake/demo.cmake), "
+                          "is not compiled on its own in the demo build")
     return len(units)
 
 
-def check_plain(build, what, errors):
+def check_no_unity(build, what, errors):
     with open(os.path.join(build, "build.ninja"), encoding="utf-8") as ninja:
-        text = ninja.read()
-    for mark in ("cmake_pch", "/Unity/", "CCACHE_SLOPPINESS"):
-        if mark in text:
-            errors.append(f"{what}: build.ninja mentions {mark}")
+        if "/Unity/" in ninja.read():
+            errors.append(f"{what}: build.ninja has unity batches")
 
 
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    source, normal = sys.argv[1], sys.argv[2]
+    source, normal = os.path.realpath(sys.argv[1]), sys.argv[2]
     errors = []
     with tempfile.TemporaryDirectory(prefix="gw-demo-check-") as build:
-        configure(source, build, 8, "ON")
-        count = check_demo(build, errors)
-        configure(source, build, 0, "OFF")  # scripts/build.sh demo's fallback
-        check_plain(build, "demo fallback", errors)
-    check_plain(normal, f"normal build {normal}", errors)
+        configure(source, build, 8)
+        count = check_demo(source, build, errors)
+        configure(source, build, 0)  # scripts/build.sh demo's fallback
+        check_no_unity(build, "demo fallback (GW_DEMO_UNITY_BATCH=0)", errors)
+    check_no_unity(normal, f"normal build {normal}", errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:
         return 1
-    print(f"demo build: {count} compilations checked; fallback and {normal} without them")
+    print(f"demo build: {count} compilations checked; the fallback and {normal} without unity")
     return 0
 
 
