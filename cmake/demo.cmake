@@ -21,7 +21,7 @@ endif()
 # Percent, WallNowS, a Clock alias, config's At...). They are compiled on their own. Called at
 # the end of the top-level CMakeLists.txt, once every directory exists. A file added later that
 # collides fails the unity build; scripts/build.sh demo then builds file by file
-# (GW_DEMO_UNITY_BATCH=0), which costs about twice the CPU time. Only compiling finds such a file
+# (GW_DEMO_UNITY_BATCH=0), which costs up to twice the CPU time. Only compiling finds such a file
 # (scripts/check-demo-build.py checks that the files listed here are compiled on their own).
 function(gw_demo_unity_exceptions)
   set(skips
