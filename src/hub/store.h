@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,11 @@ struct StoreOptions {
   std::string url;  // http(s)://host:port[/prefix], the base of /api/v1/...
   double timeout_s = 5;
   double cache_ttl_s = 1.5;
+  // Optional, for the hub's /metrics (hub_metrics.h): each answer Post gives, whether from the
+  // cache or a request in flight (hit); each request sent, its seconds and whether it failed
+  // (no answer, or a status other than 2xx).
+  std::function<void(bool hit)> on_lookup;
+  std::function<void(double seconds, bool failed)> on_request;
 };
 
 // A store answer: the HTTP status and body as the store sent them.

@@ -5,6 +5,8 @@
 //   - the fault on node 7 (GPU 2's uncorrectable ECC error) in the fleet findings with its node,
 //     and on no other node; `gpuwarden diagnose --store` says the same;
 //   - `gpuwarden report --store URL --json` covers the 16 nodes and their 128 GPUs;
+//   - node 7's ECC alert firing with its node in /api/v1/alerts and on the Alerts page (over
+//     VictoriaMetrics from the hub's own evaluation of deploy/rules, `--rules`), not on node 8's;
 //   - a bad store URL is refused; the store stopped: the console's banner and the JSON API say
 //     so, and the hub keeps serving;
 //   - screenshots of the fleet, a node, a GPU and the findings at desktop and phone width.
@@ -139,6 +141,26 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await page.waitForSelector(card, { timeout: 20000 });
   assert.match(await page.textContent(`${card} .where`), new RegExp(`node ${fault}`));
   await shoot(page, 'findings-desktop');
+
+  // Alerts: node 7's ECC fault firing with its node (over VictoriaMetrics the hub's own rule
+  // evaluation, over Prometheus the store's ALERTS), on node 7's alert page and not on node 8's.
+  const eccAlert = await waitFor('GpuUncorrectableEccError of node 7 in /api/v1/alerts', async () => {
+    const r = await fleet.hubJson(`/api/v1/alerts?node=${fault}`);
+    return (r.body.data?.alerts || []).find((a) => a.labels.alertname === 'GpuUncorrectableEccError' && a.state === 'firing');
+  }, 60000);
+  assert.equal(eccAlert.labels.instance, fault);
+  assert.equal(eccAlert.labels.gpu, '2');
+  const others = await fleet.hubJson('/api/v1/alerts?node=node-08');
+  assert.ok(!others.body.data.alerts.some((a) => a.labels.alertname === 'GpuUncorrectableEccError'), JSON.stringify(others.body));
+  await page.goto(`${fleet.hubUrl}/#/alerts?node=${fault}`);
+  const row = '.firing tr[data-alert="GpuUncorrectableEccError"][data-gpu="2"]';
+  await page.waitForSelector(row, { timeout: 20000 });
+  assert.equal(await page.$eval('#node-select', (s) => s.value), fault);
+  await shoot(page, 'alerts-desktop');
+  await page.goto(`${fleet.hubUrl}/#/alerts?node=node-08`);
+  await page.waitForFunction(() => document.querySelector('#node-select')?.value === 'node-08' && document.querySelector('.firing table'), null, { timeout: 20000 });
+  await sleep(1000);
+  assert.equal(await page.$$eval('.firing tr[data-alert="GpuUncorrectableEccError"]', (r) => r.length), 0);
 
   // Phone width: the fleet and a node.
   const phone = await launchBrowser(PHONE);
