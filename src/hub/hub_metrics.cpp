@@ -35,11 +35,17 @@ void HubMetrics::Render(const HubFigures& figures, expo::Format format, std::str
       .Label("revision", build.revision)
       .Label("branch", build.branch)
       .Value(1);
-  w.Family("gpuwarden_hub_agents", Type::kGauge, "Agents listed in the --agents file.");
-  w.Sample(static_cast<double>(figures.agents_known));
-  w.Family("gpuwarden_hub_agents_reachable", Type::kGauge,
-           "Listed agents whose last answer (a /healthz probe or a request) came.");
-  w.Sample(static_cast<double>(figures.agents_reachable));
+  // A family of one sample without labels.
+  auto family = [&w](std::string_view name, Type type, std::string_view help, double v,
+                     std::string_view unit = {}) {
+    w.Family(name, type, help, unit);
+    w.Sample(v);
+  };
+  family("gpuwarden_hub_agents", Type::kGauge, "Agents listed in the --agents file.",
+         static_cast<double>(figures.agents_known));
+  family("gpuwarden_hub_agents_reachable", Type::kGauge,
+         "Listed agents whose last answer (a /healthz probe or a request) came.",
+         static_cast<double>(figures.agents_reachable));
   {
     std::lock_guard<std::mutex> lock(mu_);
     w.Family("gpuwarden_hub_http_requests_total", Type::kCounter,
@@ -49,12 +55,12 @@ void HubMetrics::Render(const HubFigures& figures, expo::Format format, std::str
           .Label("route", key.first)
           .Label("code", std::to_string(key.second))
           .Value(static_cast<double>(n));
-    w.Family("gpuwarden_hub_store_requests_total", Type::kCounter,
-             "Requests sent to the store (answers from the cache not counted).");
-    w.Sample(static_cast<double>(store_requests_));
-    w.Family("gpuwarden_hub_store_request_failures_total", Type::kCounter,
-             "Requests to the store that got no answer or an HTTP status other than 2xx.");
-    w.Sample(static_cast<double>(store_failures_));
+    family("gpuwarden_hub_store_requests_total", Type::kCounter,
+           "Requests sent to the store (answers from the cache not counted).",
+           static_cast<double>(store_requests_));
+    family("gpuwarden_hub_store_request_failures_total", Type::kCounter,
+           "Requests to the store that got no answer or an HTTP status other than 2xx.",
+           static_cast<double>(store_failures_));
     w.Family("gpuwarden_hub_store_request_duration_seconds", Type::kHistogram,
              "Time from sending a request to the store to its answer (or failure).", "seconds");
     for (size_t i = 0; i < kBuckets.size(); ++i) {
@@ -65,20 +71,14 @@ void HubMetrics::Render(const HubFigures& figures, expo::Format format, std::str
     w.Sample("_bucket").Label("le", "+Inf").Value(static_cast<double>(store_requests_));
     w.Sample("_sum").Value(latency_sum_s_);
     w.Sample("_count").Value(static_cast<double>(store_requests_));
-    w.Family("gpuwarden_hub_store_cache_hits_total", Type::kCounter,
-             "Store answers taken from the hub's cache, or from a request already in flight.");
-    w.Sample(static_cast<double>(hits_));
-    w.Family("gpuwarden_hub_store_cache_misses_total", Type::kCounter,
-             "Store answers that needed a request of their own.");
-    w.Sample(static_cast<double>(misses_));
+    family("gpuwarden_hub_store_cache_hits_total", Type::kCounter,
+           "Store answers taken from the hub's cache, or from a request already in flight.",
+           static_cast<double>(hits_));
+    family("gpuwarden_hub_store_cache_misses_total", Type::kCounter,
+           "Store answers that needed a request of their own.", static_cast<double>(misses_));
   }
   if (!figures.rules) return;
   const rules::Manager::Stats& s = *figures.rules;
-  auto family = [&w](std::string_view name, Type type, std::string_view help, double v,
-                     std::string_view unit = {}) {
-    w.Family(name, type, help, unit);
-    w.Sample(v);
-  };
   family("gpuwarden_rules", Type::kGauge, "Rules loaded (recording and alerting).",
          static_cast<double>(s.rules));
   family("gpuwarden_rule_evaluations_total", Type::kCounter, "Rule group evaluations.",
