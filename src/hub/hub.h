@@ -24,8 +24,8 @@
 // answer: connection refused"}); the hub keeps running and recovers when the store answers.
 //
 // Threading: HTTP handlers on the server's workers; one background thread reloads the agents
-// file and evaluates findings. Shared state is behind one mutex, never held across a request
-// to the store or an agent.
+// file and evaluates findings, another (with `rules_files`) evaluates the rules. Shared state is
+// behind one mutex, never held across a request to the store or an agent.
 #ifndef GPUWARDEN_HUB_HUB_H_
 #define GPUWARDEN_HUB_HUB_H_
 

@@ -77,7 +77,7 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
     return ecc.length ? ecc : null;
   }, 150000);
   assert.equal(found.length, 1, JSON.stringify(found));
-  assert.equal(found[0].node, fault);
+  assert.equal(found[0].node, fault, JSON.stringify(found[0]));
   assert.equal(found[0].subject.gpu, String(FAULT_GPU));
   const scoped = await fleet.hubJson(`/api/gw/v1/findings?node=${fault}`);
   assert.ok(scoped.body.data.findings.every((f) => f.node === fault), 'node= keeps that node only');
