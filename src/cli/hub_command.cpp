@@ -31,6 +31,7 @@ int RunHub(const config::Config& config, const HubArgs& args, Logger* logger) {
   o.thresholds = config.diagnose.thresholds;
   o.version = std::string(GetBuildInfo().version);
   o.rules_files = args.rules;
+  o.alertmanagers = args.alertmanagers;
   if (!Seconds("--findings-window", args.findings_window, 60, &o.findings_window_s) ||
       !Seconds("--findings-interval", args.findings_interval, 1, &o.findings_interval_s) ||
       !Seconds("--cache-ttl", args.cache_ttl, 0, &o.cache_ttl_s) ||

@@ -301,6 +301,7 @@ struct Hub::Impl {
         if (auto r = reachable.find(node); r != reachable.end() && r->second) ++f.agents_reachable;
     }
     if (rules) f.rules = rules->stats();
+    if (rules) f.notify = rules->notify_stats();
     const expo::Format format = expo::NegotiateFormat(req.header("accept"));
     metrics.Render(f, format, &res.body);
     expo::EndPage(format, &res.body);
@@ -693,10 +694,12 @@ Expected<std::unique_ptr<Hub>> Hub::Create(HubOptions options, Logger* log) {
                      [metrics](double s, bool failed) { metrics->StoreRequest(s, failed); }});
   if (!store.ok()) return store.error();
   impl->store = std::move(*store);
+  if (!options.alertmanagers.empty() && options.rules_files.empty())
+    return Error{"--alertmanager: the hub sends the alerts of its own --rules; none are given"};
   if (!options.rules_files.empty()) {
-    auto rules =
-        RuleEvaluator::Create({options.rules_files, options.rules_interval_s, options.node_label},
-                              impl->store.get(), log);
+    auto rules = RuleEvaluator::Create(
+        {options.rules_files, options.rules_interval_s, options.node_label, options.alertmanagers},
+        impl->store.get(), log);
     if (!rules.ok()) return rules.error();
     impl->rules = std::move(*rules);
   }

@@ -51,8 +51,9 @@ struct HubOptions {
   double findings_window_s = 3600;
   double findings_interval_s = 30;
   double agents_reload_s = 10;
-  std::vector<std::string> rules_files;  // alert rules the hub evaluates over the store
-  double rules_interval_s = 15;          // for rule groups without their own interval
+  std::vector<std::string> rules_files;    // alert rules the hub evaluates over the store
+  double rules_interval_s = 15;            // for rule groups without their own interval
+  std::vector<std::string> alertmanagers;  // where the hub's alerts are sent (with rules_files)
   diagnose::Thresholds thresholds;
   std::string version;
 };

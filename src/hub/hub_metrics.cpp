@@ -77,6 +77,7 @@ void HubMetrics::Render(const HubFigures& figures, expo::Format format, std::str
     family("gpuwarden_hub_store_cache_misses_total", Type::kCounter,
            "Store answers that needed a request of their own.", static_cast<double>(misses_));
   }
+  if (figures.notify) notify::WriteMetrics(*figures.notify, notify::Options().max_queue, &w);
   if (!figures.rules) return;
   const rules::Manager::Stats& s = *figures.rules;
   family("gpuwarden_rules", Type::kGauge, "Rules loaded (recording and alerting).",

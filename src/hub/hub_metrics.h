@@ -23,6 +23,7 @@
 
 #include "expo/expo.h"
 #include "http/server.h"
+#include "notify/notify.h"
 #include "rules/manager.h"
 
 namespace gw::hub {
@@ -31,7 +32,8 @@ namespace gw::hub {
 struct HubFigures {
   std::string version;
   size_t agents_known = 0, agents_reachable = 0;
-  std::optional<rules::Manager::Stats> rules;  // none without --rules
+  std::optional<rules::Manager::Stats> rules;     // none without --rules
+  std::optional<notify::Notifier::Stats> notify;  // none without --alertmanager
 };
 
 class HubMetrics {

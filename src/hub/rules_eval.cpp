@@ -72,7 +72,7 @@ RuleEvaluator::RuleEvaluator(RulesOptions options, Store* store, Logger* log)
   // The querier only serves the `for` restore, which reads ALERTS_FOR_STATE: the hub has none.
   manager_ = std::make_unique<rules::Manager>(
       std::move(mo), [] { return std::make_unique<tsdb::MemoryQuerier>(); }, discard_.get(),
-      nullptr, log);
+      [this](std::vector<rules::Alert> alerts) { Send(std::move(alerts)); }, log);
 }
 
 Expected<std::unique_ptr<RuleEvaluator>> RuleEvaluator::Create(RulesOptions options, Store* store,
@@ -80,6 +80,14 @@ Expected<std::unique_ptr<RuleEvaluator>> RuleEvaluator::Create(RulesOptions opti
   if (options.interval_s <= 0) return Error{"--rules-interval: must be more than 0"};
   auto files = options.files;
   std::unique_ptr<RuleEvaluator> r(new RuleEvaluator(std::move(options), store, log));
+  if (!r->options_.alertmanagers.empty()) {
+    notify::Options no;
+    for (const std::string& url : r->options_.alertmanagers)
+      no.targets.push_back({.kind = notify::Target::kAlertmanager, .url = url});
+    auto notifier = notify::Notifier::Create(std::move(no), log);
+    if (!notifier.ok()) return Error{"--alertmanager: " + notifier.error().message};
+    r->notifier_ = std::move(*notifier);
+  }
   if (Status st = r->manager_->Load(files); !st.ok()) return Error{"--rules: " + st.message()};
   return r;
 }
@@ -93,6 +101,18 @@ Expected<std::vector<promql::Series>> RuleEvaluator::Instant(const std::string& 
   auto data = store_->Query(expr, static_cast<double>(t_ms) / 1000);
   if (!data.ok()) return data.error();
   return SeriesFromStoreData(*data);
+}
+
+void RuleEvaluator::Send(std::vector<rules::Alert> alerts) {
+  if (!notifier_) return;
+  std::vector<notify::Alert> out;
+  for (rules::Alert& a : alerts) out.push_back(notify::FromRuleAlert(std::move(a)));
+  notifier_->Send(std::move(out));
+}
+
+std::optional<notify::Notifier::Stats> RuleEvaluator::notify_stats() const {
+  if (!notifier_) return std::nullopt;
+  return notifier_->stats();
 }
 
 void RuleEvaluator::EvalDue(int64_t t_ms) {
@@ -120,6 +140,7 @@ void RuleEvaluator::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (notifier_) notifier_->Stop();
 }
 
 json RuleEvaluator::AlertsApi(const std::string& node) const {

@@ -12,9 +12,11 @@
 // time (rules::InstantQueryFunc), never raw series pulled through a RemoteQuerier. Alerts keep
 // the store's labels, the node label (`instance`) among them.
 //
-// Nothing is written back: recording rules are evaluated (their health shows) and their results
-// dropped; the hub keeps no ALERTS history and restores no `for` state at start. A store that
-// fails an evaluation marks the rule `health: err` with the store's words in `lastError`; its
+// With `alertmanagers`, alerts go to them through notify/ (an in-memory queue per Alertmanager,
+// retries with backoff) as Prometheus sends them: firing ones every minute, resolved ones for 15
+// minutes. Nothing is written back: recording rules are evaluated (their health shows) and their
+// results dropped; the hub keeps no ALERTS history and restores no `for` state at start. A store
+// that fails an evaluation marks the rule `health: err` with the store's words in `lastError`; its
 // alerts keep their state until the next answer, as Prometheus' do.
 //
 // Threading: Start() runs evaluations on the evaluator's own thread (never on a request);
@@ -28,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -36,6 +39,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "hub/store.h"
+#include "notify/notify.h"
 #include "rules/manager.h"
 
 namespace gw::hub {
@@ -44,6 +48,7 @@ struct RulesOptions {
   std::vector<std::string> files;  // rule files, globs allowed (Prometheus' rule_files)
   double interval_s = 15;          // for groups without an `interval` of their own
   std::string node_label = "instance";
+  std::vector<std::string> alertmanagers;  // base URLs ("http://am:9093"); none: nothing sent
 };
 
 // The answer of one instant query as rules::InstantQueryFunc returns it, from the store's
@@ -71,15 +76,19 @@ class RuleEvaluator {
   // Firing alerts per node and severity (the fleet tiles' counts).
   std::map<std::string, std::map<std::string, int>> FiringByNode() const;
   rules::Manager::Stats stats() const;
+  // The Alertmanagers' delivery figures; none without `alertmanagers`.
+  std::optional<notify::Notifier::Stats> notify_stats() const;
 
  private:
   RuleEvaluator(RulesOptions options, Store* store, Logger* log);
   Expected<std::vector<promql::Series>> Instant(const std::string& expr, int64_t t_ms);
   void Run();
+  void Send(std::vector<rules::Alert> alerts);
 
   RulesOptions options_;
   Store* store_;
   std::unique_ptr<tsdb::Appender> discard_;
+  std::unique_ptr<notify::Notifier> notifier_;  // with alertmanagers
   std::unique_ptr<rules::Manager> manager_;
   std::mutex mu_;
   std::condition_variable wake_;

@@ -440,6 +440,47 @@ TEST(HubRulesTest, EvaluatesEachRuleAsOneStoreQueryPendingThenFiringAndKeepsStat
   EXPECT_EQ(state(), "firing");
 }
 
+TEST(HubRulesTest, SendsItsFiringAlertsToTheAlertmanager) {
+  FakeStore store([](const std::string&, const std::string&) {
+    return Vector(
+        {{{{"__name__", "gpu_ecc_errors_total"}, {"instance", "node-07"}, {"gpu", "2"}}, 1}});
+  });
+  std::mutex mu;
+  std::string received;
+  auto am = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+  ASSERT_TRUE(am.ok());
+  (*am)->Post("/api/v2/alerts", [&](const http::Request& req, http::Response&) {
+    std::lock_guard<std::mutex> lock(mu);
+    received += req.body;
+  });
+  ASSERT_TRUE((*am)->Start().ok());
+  auto client = Store::Create({store.url(), 2, 1.5});
+  ASSERT_TRUE(client.ok());
+  gw::testing::TempDir dir;
+  const std::string am_url = "http://127.0.0.1:" + std::to_string((*am)->port());
+  auto rules = RuleEvaluator::Create(
+      {{WriteTemp(dir, "rules.yml", kRuleFile)}, 15, "instance", {am_url}}, client->get(), nullptr);
+  ASSERT_TRUE(rules.ok()) << rules.error().message;
+  const int64_t t0 = 1'800'000'000'000;
+  (*rules)->EvalDue(t0);  // pending: nothing is sent
+  (*rules)->EvalDue(t0 + 10'000);
+  (*rules)->EvalDue(t0 + 20'000);  // firing
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !received.empty();
+      },
+      20));
+  std::lock_guard<std::mutex> lock(mu);
+  json body = json::parse(received);
+  ASSERT_EQ(body.size(), 1u) << received;
+  EXPECT_EQ(body[0]["labels"]["alertname"], "EccHeld");
+  EXPECT_EQ(body[0]["labels"]["instance"], "node-07");
+  EXPECT_EQ(body[0]["annotations"]["summary"], "GPU 2 of node-07: 1 error(s)");
+  ASSERT_TRUE((*rules)->notify_stats().has_value());
+  (*rules)->Stop();
+}
+
 TEST(HubRulesTest, SeriesFromStoreDataTakesVectorsAndScalarsOnly) {
   auto v = SeriesFromStoreData(json::parse(
       R"({"resultType":"vector","result":[{"metric":{"z":"1","a":"2"},"value":[1700000000.25,"4.5"]}]})"));
