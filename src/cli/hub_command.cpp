@@ -30,10 +30,13 @@ int RunHub(const config::Config& config, const HubArgs& args, Logger* logger) {
   o.web_config_file = args.web_config_file;
   o.thresholds = config.diagnose.thresholds;
   o.version = std::string(GetBuildInfo().version);
+  o.rules_files = args.rules;
+  o.alertmanagers = args.alertmanagers;
   if (!Seconds("--findings-window", args.findings_window, 60, &o.findings_window_s) ||
       !Seconds("--findings-interval", args.findings_interval, 1, &o.findings_interval_s) ||
       !Seconds("--cache-ttl", args.cache_ttl, 0, &o.cache_ttl_s) ||
-      !Seconds("--store-timeout", args.store_timeout, 0.1, &o.store_timeout_s))
+      !Seconds("--store-timeout", args.store_timeout, 0.1, &o.store_timeout_s) ||
+      !Seconds("--rules-interval", args.rules_interval, 1, &o.rules_interval_s))
     return 2;
   // SIGINT/SIGTERM are taken by sigwait below: blocked before any thread starts.
   sigset_t signals;

@@ -334,6 +334,14 @@ int main(int argc, char** argv) {
                   "how long a request waits for the store (default 5s)");
   hub->add_option("--web.config.file", flags.hub.web_config_file,
                   "TLS and basic auth (Prometheus web config)");
+  hub->add_option("--rules", flags.hub.rules,
+                  "alert rule files the hub evaluates over the store, globs allowed (repeatable; "
+                  "its alerts then answer /api/v1/alerts and /api/v1/rules)");
+  hub->add_option("--alertmanager", flags.hub.alertmanagers,
+                  "with --rules: an Alertmanager's base URL to send the hub's alerts to "
+                  "(repeatable)");
+  hub->add_option("--rules-interval", flags.hub.rules_interval,
+                  "evaluation interval of rule groups without their own (default 15s)");
   hub->add_option("--config", flags.config_file, "YAML configuration file (diagnose thresholds)");
 
   app.add_subcommand("version", "print the version and what it was built from");

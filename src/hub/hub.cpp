@@ -20,7 +20,9 @@
 #include "http/prom_format.h"
 #include "http/server.h"
 #include "hub/fleet.h"
+#include "hub/hub_metrics.h"
 #include "hub/remote_querier.h"
+#include "hub/rules_eval.h"
 #include "hub/store.h"
 #include "hub/views.h"
 #include "web/assets.h"
@@ -40,6 +42,12 @@ void Json(http::Response& res, std::string body, int status = 200) {
   res.status = status;
   res.content_type = "application/json";
   res.body = std::move(body);
+}
+
+// {"status":"success","data":…}, strings not in UTF-8 replaced.
+void Success(http::Response& res, nlohmann::json data) {
+  Json(res, nlohmann::json{{"status", "success"}, {"data", std::move(data)}}.dump(
+                -1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void Unavailable(http::Response& res, const std::string& why) {
@@ -85,7 +93,9 @@ Expected<std::map<std::string, std::string>> ReadAgentsFile(const std::string& p
 struct Hub::Impl {
   HubOptions options;
   Logger* log = nullptr;
+  HubMetrics metrics;
   std::unique_ptr<Store> store;
+  std::unique_ptr<RuleEvaluator> rules;  // with --rules
   std::unique_ptr<http::Server> server;
   web::AssetCatalog assets{web::EmbeddedAssets()};
 
@@ -157,6 +167,7 @@ struct Hub::Impl {
     const double now = Now();
     auto figures = NodeFiguresNow();
     if (!figures.ok()) return Unavailable(res, figures.error().message);
+    if (rules) CountOwnAlerts(&*figures);
     json names = json::array();
     for (const auto& f : *figures) names.push_back(f.node);
     if (node.empty()) {
@@ -232,8 +243,24 @@ struct Hub::Impl {
     return out;
   }
 
+  // With --rules the fleet tiles count the hub's own firing alerts, not the store's ALERTS.
+  void CountOwnAlerts(std::vector<NodeFigures>* figures) const {
+    const auto firing = rules->FiringByNode();
+    auto count = [&firing](const std::string& node, const char* severity) {
+      auto n = firing.find(node);
+      if (n == firing.end()) return 0;
+      auto c = n->second.find(severity);
+      return c == n->second.end() ? 0 : c->second;
+    };
+    for (NodeFigures& f : *figures) {
+      f.alerts_critical = count(f.node, "critical");
+      f.alerts_warning = count(f.node, "warning");
+    }
+  }
+
   void Alerts(const http::Request& req, http::Response& res) {
     const std::string node = Scope(req);
+    if (rules) return Success(res, rules->AlertsApi(node));
     auto v = store->Vector(node.empty() ? "ALERTS" : "ALERTS{" + Selector(node) + "}");
     if (!v.ok()) return Unavailable(res, v.error().message);
     Json(res, AlertsJson(*v));
@@ -253,6 +280,33 @@ struct Hub::Impl {
     auto reply = store->Post(path, Form(fields));
     if (!reply.ok()) return Unavailable(res, reply.error().message);
     Json(res, reply->body, reply->status);
+  }
+
+  void Rules(const http::Request& req, http::Response& res) {
+    if (!rules) return Proxy("/api/v1/rules", res);
+    const std::string type = req.param("type");
+    json data = rules->RulesApi(type, Scope(req));
+    if (data.is_null())
+      return http::WriteApiError(
+          res, 400, "bad_data", "invalid parameter \"type\": not supported value \"" + type + "\"");
+    Success(res, std::move(data));
+  }
+
+  void Metrics(const http::Request& req, http::Response& res) {
+    HubFigures f;
+    f.version = options.version;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      f.agents_known = agents.size();
+      for (const auto& [node, url] : agents)
+        if (auto r = reachable.find(node); r != reachable.end() && r->second) ++f.agents_reachable;
+    }
+    if (rules) f.rules = rules->stats();
+    if (rules) f.notify = rules->notify_stats();
+    const expo::Format format = expo::NegotiateFormat(req.header("accept"));
+    metrics.Render(f, format, &res.body);
+    expo::EndPage(format, &res.body);
+    res.content_type = std::string(expo::ContentType(format));
   }
 
   void Proxy(const std::string& path, http::Response& res) {
@@ -636,7 +690,8 @@ struct Hub::Impl {
     console.queriers = [s] { return std::make_unique<RemoteQuerier>(s); };
     console.now_ms = [] { return SystemClock().NowMs(); };
     web::RegisterConsole(server.get(), std::move(console));
-    http::Server* srv = server.get();
+    CountedRoutes counted(server.get(), &metrics);  // every route below counted on /metrics
+    CountedRoutes* srv = &counted;
     auto get = [this, srv](const std::string& path,
                            void (Impl::*fn)(const http::Request&, http::Response&)) {
       srv->Get(path, [this, fn](const http::Request& req, http::Response& res) {
@@ -645,6 +700,8 @@ struct Hub::Impl {
     };
     get("/api/snapshot", &Impl::Snapshot);
     get("/api/v1/alerts", &Impl::Alerts);
+    get("/api/v1/rules", &Impl::Rules);
+    get("/metrics", &Impl::Metrics);
     get("/api/gw/v1/chart", &Impl::Chart);
     get("/api/gw/v1/jobs", &Impl::Jobs);
     get("/api/gw/v1/teams", &Impl::Teams);
@@ -663,8 +720,6 @@ struct Hub::Impl {
       srv->Get(p, handler);
       srv->Post(p, handler);
     }
-    srv->Get("/api/v1/rules",
-             [this](const http::Request&, http::Response& res) { Proxy("/api/v1/rules", res); });
     srv->Get("/api/gw/v1/hub",
              [this](const http::Request&, http::Response& res) { HubStatus(res); });
     std::string info = json{
@@ -697,9 +752,22 @@ Expected<std::unique_ptr<Hub>> Hub::Create(HubOptions options, Logger* log) {
   if (!tsdb::IsValidLabelName(options.node_label))
     return Error{"--node-label: not a label name: '" + options.node_label + "'"};
   auto impl = std::make_unique<Impl>();
-  auto store = Store::Create({options.store_url, options.store_timeout_s, options.cache_ttl_s});
+  HubMetrics* metrics = &impl->metrics;
+  auto store =
+      Store::Create({options.store_url, options.store_timeout_s, options.cache_ttl_s,
+                     [metrics](bool hit) { metrics->CacheLookup(hit); },
+                     [metrics](double s, bool failed) { metrics->StoreRequest(s, failed); }});
   if (!store.ok()) return store.error();
   impl->store = std::move(*store);
+  if (!options.alertmanagers.empty() && options.rules_files.empty())
+    return Error{"--alertmanager: the hub sends the alerts of its own --rules; none are given"};
+  if (!options.rules_files.empty()) {
+    auto rules = RuleEvaluator::Create(
+        {options.rules_files, options.rules_interval_s, options.node_label, options.alertmanagers},
+        impl->store.get(), log);
+    if (!rules.ok()) return rules.error();
+    impl->rules = std::move(*rules);
+  }
   if (!options.agents_file.empty()) {
     auto agents = ReadAgentsFile(options.agents_file, options.node_label);
     if (!agents.ok()) return Error{"--agents: " + agents.error().message};
@@ -721,6 +789,7 @@ Expected<std::unique_ptr<Hub>> Hub::Create(HubOptions options, Logger* log) {
 Status Hub::Start() {
   if (Status st = impl_->server->Start(); !st.ok()) return st;
   impl_->worker = std::thread([this] { impl_->Run(); });
+  if (impl_->rules) impl_->rules->Start();
   return Status::Ok();
 }
 
@@ -732,6 +801,7 @@ void Hub::Stop() {
   }
   impl_->wake.notify_all();
   if (impl_->worker.joinable()) impl_->worker.join();
+  if (impl_->rules) impl_->rules->Stop();
   impl_->server->Stop();
 }
 

@@ -10,28 +10,31 @@
 // Routes (each takes `node=<name>` to scope it to one node; the console adds it once a node is
 // chosen): the console itself (web/), /api/snapshot (fleet: the nodes; with node: its GPUs),
 // /api/v1/query and query_range (the store's, with the node matcher added to every selector),
-// /api/v1/alerts (the store's ALERTS series), /api/v1/rules (the store's), /api/gw/v1/chart
+// /api/v1/alerts and /api/v1/rules (the store's ALERTS series and rules; with `rules_files`,
+// the hub's own evaluation of them instead: rules_eval.h), /api/gw/v1/chart
 // (web/chart.h over a RemoteQuerier), /api/gw/v1/jobs[/<id>] (the store's running jobs and the
 // nodes' agents' records, running and finished, each with its node; silent agents named),
 // /api/gw/v1/teams (with each team's cost from the nodes' gpu_cost_* counters),
 // /api/gw/v1/findings (diagnose/ over the store, evaluated every `findings_interval_s` on the
 // hub's own thread, never on a request), /api/gw/v1/report, /api/gw/v1/reclaim and
 // /api/gw/v1/queue (from the nodes' agents), /api/gw/v1/console, /api/gw/v1/hub (the hub's own
-// state), /api/gw/v1/hub/exposition (task-layer families as text for the console), /healthz.
+// state), /api/gw/v1/hub/exposition (task-layer families as text for the console), /healthz,
+// /metrics (the hub's own: hub_metrics.h).
 //
 // A store that is down or refuses: every route that needs it answers 503 with the store's URL
 // and the reason ({"status":"error","errorType":"unavailable","error":"the store at … did not
 // answer: connection refused"}); the hub keeps running and recovers when the store answers.
 //
 // Threading: HTTP handlers on the server's workers; one background thread reloads the agents
-// file and evaluates findings. Shared state is behind one mutex, never held across a request
-// to the store or an agent.
+// file and evaluates findings, another (with `rules_files`) evaluates the rules. Shared state is
+// behind one mutex, never held across a request to the store or an agent.
 #ifndef GPUWARDEN_HUB_HUB_H_
 #define GPUWARDEN_HUB_HUB_H_
 
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -50,6 +53,9 @@ struct HubOptions {
   double findings_window_s = 3600;
   double findings_interval_s = 30;
   double agents_reload_s = 10;
+  std::vector<std::string> rules_files;    // alert rules the hub evaluates over the store
+  double rules_interval_s = 15;            // for rule groups without their own interval
+  std::vector<std::string> alertmanagers;  // where the hub's alerts are sent (with rules_files)
   diagnose::Thresholds thresholds;
   std::string version;
 };

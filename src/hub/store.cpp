@@ -134,7 +134,11 @@ Expected<StoreReply> Store::Send(const std::string& path, const std::string& for
     if (!made.ok()) return Error{"the store at " + options_.url + ": " + made.error().message};
     client = std::move(*made);
   }
+  const auto sent_at = SteadyClock::now();
   auto reply = client->Post(form, "application/x-www-form-urlencoded");
+  if (options_.on_request)
+    options_.on_request(std::chrono::duration<double>(SteadyClock::now() - sent_at).count(),
+                        !reply.ok() || reply->status < 200 || reply->status > 299);
   std::lock_guard<std::mutex> lock(mu_);
   if (!reply.ok()) {
     last_error_ = "the store at " + options_.url + " did not answer: " + reply.error().message;
@@ -167,6 +171,7 @@ Expected<StoreReply> Store::Post(const std::string& path, const std::string& for
       mine = true;
     }
   }
+  if (options_.on_lookup) options_.on_lookup(!mine);
   if (mine) {
     Expected<StoreReply> reply = Send(path, form);
     {

@@ -43,6 +43,11 @@ struct StoreOptions {
   double timeout_s = 5;
   double cache_ttl_s = 1.5;
   size_t max_parallel = 6;  // queries of one RunAll at once (the caller's thread among them)
+  // Optional, for the hub's /metrics (hub_metrics.h): each answer Post gives, whether from the
+  // cache or a request in flight (hit); each request sent, its seconds and whether it failed
+  // (no answer, or a status other than 2xx).
+  std::function<void(bool hit)> on_lookup;
+  std::function<void(double seconds, bool failed)> on_request;
 };
 
 // Runs a batch of tasks on a fixed set of threads plus the caller's: Run returns when every task

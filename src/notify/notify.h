@@ -78,6 +78,19 @@ struct Alert {
   std::string generator_url;
 };
 
+// A rule engine's alert (rules::Alert: labels and annotations of {name, value}, starts_at_ms,
+// ends_at_ms, generator_url) as the notifier takes it. A template so notify/ needs no rules/.
+template <typename RuleAlert>
+Alert FromRuleAlert(RuleAlert a) {
+  Alert n;
+  for (auto& l : a.labels) n.labels.emplace_back(std::move(l.name), std::move(l.value));
+  for (auto& l : a.annotations) n.annotations.emplace_back(std::move(l.name), std::move(l.value));
+  n.starts_at_ms = a.starts_at_ms;
+  n.ends_at_ms = a.ends_at_ms;
+  n.generator_url = std::move(a.generator_url);
+  return n;
+}
+
 struct Target {
   enum Kind { kAlertmanager, kWebhook };
   Kind kind = kAlertmanager;

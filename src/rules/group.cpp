@@ -92,7 +92,8 @@ void Rule::set_result(Status s, int64_t t_ms, double duration_s) {
 
 Expected<std::vector<tsdb::SeriesData>> Rule::Eval(int64_t t_ms, tsdb::Querier& q,
                                                    const promql::Engine& engine, int limit) {
-  auto v = QueryVector(q, engine, query(), t_ms);
+  auto v = env_->instant_query ? env_->instant_query(spec_.expr, t_ms)
+                               : QueryVector(q, engine, query(), t_ms);
   if (!v.ok()) return v.error();
   if (is_alert()) return EvalAlert(t_ms, std::move(*v), q, engine, limit);
   std::vector<tsdb::SeriesData> out;
@@ -118,7 +119,8 @@ Expected<std::vector<tsdb::SeriesData>> Rule::EvalAlert(int64_t t_ms,
   TemplateContext ctx;
   ctx.external_url = env_->external_url;
   ctx.query = [&](const std::string& expr) -> Expected<std::vector<QuerySample>> {
-    auto r = QueryVector(q, engine, expr, t_ms);
+    auto r =
+        env_->instant_query ? env_->instant_query(expr, t_ms) : QueryVector(q, engine, expr, t_ms);
     if (!r.ok()) return r.error();
     std::vector<QuerySample> out;
     for (auto& s : *r) out.push_back({std::move(s.labels), s.points.empty() ? 0 : s.points[0].v});

@@ -16,6 +16,7 @@
 #define GPUWARDEN_RULES_GROUP_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,10 +42,19 @@ struct AlertInstance {
   bool sent = false;  // last_sent_at_ms is meaningful
 };
 
-// What templates see besides the alert: the global external labels and URL.
+// Evaluates an instant query elsewhere than the engine over the querier — the hub asks a
+// central store's own /api/v1/query (docs/hub.md) — and returns what QueryVector would: an
+// instant vector, a scalar as one series without labels, an Error with the reason otherwise.
+using InstantQueryFunc =
+    std::function<Expected<std::vector<promql::Series>>(const std::string& expr, int64_t t_ms)>;
+
+// What templates see besides the alert: the global external labels and URL. When
+// `instant_query` is set, rules and the templates' `query` evaluate through it (the querier
+// and engine passed to Eval are then not read for them).
 struct EvalEnv {
   tsdb::Labels external_labels;
   std::string external_url;
+  InstantQueryFunc instant_query;
 };
 
 // One rule and its state across evaluations.

@@ -76,6 +76,7 @@ Manager::Manager(ManagerOptions options, QuerierFactory querier, tsdb::Appender*
       log_(log) {
   env_.external_labels = options_.external_labels;
   env_.external_url = options_.external_url;
+  env_.instant_query = options_.instant_query;
 }
 
 Manager::~Manager() = default;

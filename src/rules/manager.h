@@ -42,6 +42,9 @@ struct ManagerOptions {
   int64_t resend_delay_ms = 60000;
   int64_t outage_tolerance_ms = 3600000, for_grace_period_ms = 600000;
   promql::EngineOptions engine;
+  // Set: every rule is evaluated through it instead of the engine over the querier (the hub:
+  // the central store's query API); the querier then only serves the `for` state restore.
+  InstantQueryFunc instant_query;
 };
 
 struct Alert {  // one alert ready to send (Alertmanager v2 fields)

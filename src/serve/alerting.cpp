@@ -198,15 +198,9 @@ void Alerting::Send(std::vector<rules::Alert> alerts) {
     shift = wall - eval_time_ms_.load();
   }
   for (rules::Alert& a : alerts) {  // external labels are already on them (rules::Manager)
-    notify::Alert n;
     if (a.starts_at_ms != 0) a.starts_at_ms += shift;
     if (a.ends_at_ms != 0) a.ends_at_ms += shift;
-    for (auto& l : a.labels) n.labels.emplace_back(std::move(l.name), std::move(l.value));
-    for (auto& l : a.annotations) n.annotations.emplace_back(std::move(l.name), std::move(l.value));
-    n.starts_at_ms = a.starts_at_ms;
-    n.ends_at_ms = a.ends_at_ms;
-    n.generator_url = std::move(a.generator_url);
-    out.push_back(std::move(n));
+    out.push_back(notify::FromRuleAlert(std::move(a)));
   }
   notifier_->Send(std::move(out));
 }

@@ -1,6 +1,8 @@
 // hub/: the store client's cache, the Querier over HTTP, query scoping and the documents the
 // console reads, against a stand-in store (an http::Server answering canned Prometheus API
-// replies and counting what it is asked). The real stores: tests/web/hub_browser_test.mjs.
+// replies and counting what it is asked). The hub's own alert rules and /metrics also over a real
+// VictoriaMetrics 1.79 (HubOverVictoriaMetrics). The console over the real stores:
+// tests/web/hub_browser_test.mjs.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,8 +16,11 @@
 #include "http/server.h"
 #include "hub/hub.h"
 #include "hub/remote_querier.h"
+#include "hub/rules_eval.h"
 #include "hub/store.h"
 #include "hub/views.h"
+#include "support/metrics_doc.h"
+#include "support/process.h"
 
 namespace gw::hub {
 namespace {
@@ -617,6 +622,354 @@ TEST(AgentsFileTest, ReadsFileSdGroups) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("file_sd"), std::string::npos) << bad.error().message;
   std::filesystem::remove(path);
+}
+
+// --- the hub's own rules (rules_eval.h) ---
+
+constexpr const char* kRuleFile = R"(groups:
+  - name: faults
+    interval: 10s
+    rules:
+      - alert: EccHeld
+        expr: gpu_ecc_errors_total{type="uncorrected"} > 0
+        for: 20s
+        labels: {severity: critical}
+        annotations:
+          summary: 'GPU {{ $labels.gpu }} of {{ $labels.instance }}: {{ $value }} error(s)'
+      - record: node:ecc:sum
+        expr: sum by (instance) (gpu_ecc_errors_total)
+)";
+
+std::string WriteTemp(const gw::testing::TempDir& dir, const std::string& name,
+                      const std::string& text) {
+  gw::testing::WriteFile(dir / name, text);
+  return dir / name;
+}
+
+const json* FindRule(const json& rules, const std::string& name) {
+  for (const json& g : rules["groups"])
+    for (const json& r : g["rules"])
+      if (r["name"] == name) return &r;
+  return nullptr;
+}
+
+TEST(HubRulesTest, EvaluatesEachRuleAsOneStoreQueryPendingThenFiringAndKeepsStateWhenItFails) {
+  std::atomic<bool> down{false};
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> asked;  // query, time
+  FakeStore store([&](const std::string& q, const std::string& time) -> json {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      asked.emplace_back(q, time);
+    }
+    if (down) return {{"__status", 503}, {"status", "error"}, {"error", "storage is read-only"}};
+    if (q.starts_with("sum by"))
+      return {{"status", "success"}, {"data", {{"resultType", "scalar"}, {"result", {1, "2"}}}}};
+    return Vector({{{{"__name__", "gpu_ecc_errors_total"},
+                     {"instance", "node-07"},
+                     {"gpu", "2"},
+                     {"type", "uncorrected"}},
+                    3}});
+  });
+  auto client = Store::Create({store.url(), 2, 1.5});
+  ASSERT_TRUE(client.ok());
+  gw::testing::TempDir dir;
+  auto bad = RuleEvaluator::Create({{WriteTemp(dir, "bad.yml",
+                                               "groups: [{name: x, rules: "
+                                               "[{alert: A, expr: 'sum('}]}]\n")}},
+                                   client->get(), nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--rules: "), std::string::npos) << bad.error().message;
+
+  auto rules = RuleEvaluator::Create({{WriteTemp(dir, "rules.yml", kRuleFile)}, 15, "instance"},
+                                     client->get(), nullptr);
+  ASSERT_TRUE(rules.ok()) << rules.error().message;
+  RuleEvaluator& r = **rules;
+  const int64_t t0 = 1'800'000'000'000;
+  auto state = [&] {
+    json a = r.AlertsApi("")["alerts"];
+    return a.size() == 1 ? a[0]["state"].get<std::string>() : "none:" + a.dump();
+  };
+  r.EvalDue(t0);
+  EXPECT_EQ(state(), "pending");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(asked.size(), 2u);  // one query per rule, at the evaluation's time
+    EXPECT_EQ(asked[0].first, "gpu_ecc_errors_total{type=\"uncorrected\"} > 0");
+    EXPECT_EQ(asked[1].first, "sum by (instance) (gpu_ecc_errors_total)");
+    EXPECT_NEAR(std::stod(asked[0].second), double(t0) / 1000, 10.0);
+  }
+  r.EvalDue(t0 + 10'000);
+  EXPECT_EQ(state(), "pending");
+  r.EvalDue(t0 + 20'000);
+  EXPECT_EQ(state(), "firing");
+  json alert = r.AlertsApi("node-07")["alerts"][0];
+  EXPECT_EQ(alert["labels"], json({{"alertname", "EccHeld"},
+                                   {"gpu", "2"},
+                                   {"instance", "node-07"},
+                                   {"severity", "critical"},
+                                   {"type", "uncorrected"}}));
+  EXPECT_EQ(alert["annotations"]["summary"], "GPU 2 of node-07: 3 error(s)");
+  EXPECT_EQ(r.AlertsApi("node-03")["alerts"].size(), 0u);
+  EXPECT_EQ(r.FiringByNode()["node-07"]["critical"], 1);
+  json scoped = r.RulesApi("", "node-03");
+  ASSERT_NE(FindRule(scoped, "EccHeld"), nullptr);
+  EXPECT_EQ((*FindRule(scoped, "EccHeld"))["state"], "inactive");
+  EXPECT_EQ((*FindRule(r.RulesApi("alert", "node-07"), "EccHeld"))["state"], "firing");
+  EXPECT_EQ(FindRule(r.RulesApi("alert", ""), "node:ecc:sum"), nullptr);
+  EXPECT_TRUE(r.RulesApi("bogus", "").is_null());
+
+  // The store fails: both rules unhealthy with the store's words, the alert still firing.
+  down = true;
+  r.EvalDue(t0 + 30'000);
+  json all = r.RulesApi("", "");
+  for (const char* name : {"EccHeld", "node:ecc:sum"}) {
+    const json* rule = FindRule(all, name);
+    ASSERT_NE(rule, nullptr) << name;
+    EXPECT_EQ((*rule)["health"], "err") << name;
+    EXPECT_NE((*rule)["lastError"].get<std::string>().find("storage is read-only"),
+              std::string::npos)
+        << (*rule)["lastError"];
+  }
+  EXPECT_EQ(state(), "firing");
+  EXPECT_EQ(r.stats().evaluation_failures, 2u);
+  down = false;
+  r.EvalDue(t0 + 40'000);
+  EXPECT_EQ((*FindRule(r.RulesApi("", ""), "EccHeld"))["health"], "ok");
+  EXPECT_EQ(state(), "firing");
+}
+
+TEST(HubRulesTest, SendsItsFiringAlertsToTheAlertmanager) {
+  FakeStore store([](const std::string&, const std::string&) {
+    return Vector(
+        {{{{"__name__", "gpu_ecc_errors_total"}, {"instance", "node-07"}, {"gpu", "2"}}, 1}});
+  });
+  std::mutex mu;
+  std::string received;
+  auto am = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+  ASSERT_TRUE(am.ok());
+  (*am)->Post("/api/v2/alerts", [&](const http::Request& req, http::Response&) {
+    std::lock_guard<std::mutex> lock(mu);
+    received += req.body;
+  });
+  ASSERT_TRUE((*am)->Start().ok());
+  auto client = Store::Create({store.url(), 2, 1.5});
+  ASSERT_TRUE(client.ok());
+  gw::testing::TempDir dir;
+  const std::string am_url = "http://127.0.0.1:" + std::to_string((*am)->port());
+  auto rules = RuleEvaluator::Create(
+      {{WriteTemp(dir, "rules.yml", kRuleFile)}, 15, "instance", {am_url}}, client->get(), nullptr);
+  ASSERT_TRUE(rules.ok()) << rules.error().message;
+  const int64_t t0 = 1'800'000'000'000;
+  (*rules)->EvalDue(t0);  // pending: nothing is sent
+  (*rules)->EvalDue(t0 + 10'000);
+  (*rules)->EvalDue(t0 + 20'000);  // firing
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !received.empty();
+      },
+      20));
+  std::lock_guard<std::mutex> lock(mu);
+  json body = json::parse(received);
+  ASSERT_EQ(body.size(), 1u) << received;
+  EXPECT_EQ(body[0]["labels"]["alertname"], "EccHeld");
+  EXPECT_EQ(body[0]["labels"]["instance"], "node-07");
+  EXPECT_EQ(body[0]["annotations"]["summary"], "GPU 2 of node-07: 1 error(s)");
+  ASSERT_TRUE((*rules)->notify_stats().has_value());
+  (*rules)->Stop();
+}
+
+TEST(HubRulesTest, SeriesFromStoreDataTakesVectorsAndScalarsOnly) {
+  auto v = SeriesFromStoreData(json::parse(
+      R"({"resultType":"vector","result":[{"metric":{"z":"1","a":"2"},"value":[1700000000.25,"4.5"]}]})"));
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  ASSERT_EQ(v->size(), 1u);
+  EXPECT_EQ((*v)[0].labels, (tsdb::Labels{{"a", "2"}, {"z", "1"}}));
+  EXPECT_EQ((*v)[0].points[0].t_ms, 1700000000250);
+  EXPECT_EQ((*v)[0].points[0].v, 4.5);
+  auto m = SeriesFromStoreData(json::parse(R"({"resultType":"matrix","result":[]})"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message, "rule result is not a vector or scalar");
+}
+
+// --- over a real VictoriaMetrics: the rule pack, a fault on node-07, the store going down,
+// the hub's /metrics ---
+
+class VictoriaMetrics {
+ public:
+  VictoriaMetrics(const std::string& dir, int port) : dir_(dir), port_(port) { Start(); }
+  void Start() {
+    process_ = std::make_unique<gw::testing::Process>(
+        std::vector<std::string>{"victoria-metrics", "-storageDataPath=" + dir_ + "/vm",
+                                 "-httpListenAddr=127.0.0.1:" + std::to_string(port_),
+                                 "-search.latencyOffset=1s", "-search.disableCache",
+                                 "-loggerLevel=ERROR"},
+        dir_ + "/vm.log");
+  }
+  void Stop() { process_->Stop(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string Log() const { return process_->Output(); }
+
+ private:
+  std::string dir_;
+  int port_;
+  std::unique_ptr<gw::testing::Process> process_;
+};
+
+json GetJson(const std::string& url) {
+  auto r = http::GetUrl(url, 10);
+  if (!r.ok()) return {{"error", r.error().message}};
+  return json::parse(r->body, nullptr, false);
+}
+
+TEST(HubOverVictoriaMetrics, RulePackFiresTheNodesFaultSurvivesTheStoreDownAndCountsOnMetrics) {
+  if (::access("/usr/bin/victoria-metrics", X_OK) != 0)
+    GTEST_SKIP() << "/usr/bin/victoria-metrics missing";
+  gw::testing::TempDir dir;
+  VictoriaMetrics vm(dir.path(), gw::testing::FreePort());
+  ASSERT_TRUE(gw::testing::WaitFor([&] { return http::GetUrl(vm.url() + "/health", 2).ok(); }, 30))
+      << vm.Log();
+  // 16 nodes, one GPU each; node-07's GPU 2 has an uncorrectable ECC error.
+  std::string lines;
+  for (int n = 1; n <= 16; ++n) {
+    char node[16];
+    std::snprintf(node, sizeof node, "node-%02d", n);
+    const std::string gpu = n == 7 ? "2" : "0";
+    lines += "gpu_up{instance=\"" + std::string(node) + "\",gpu=\"" + gpu + "\"} 1\n";
+    lines += "gpu_ecc_errors_total{instance=\"" + std::string(node) + "\",gpu=\"" + gpu +
+             "\",uuid=\"GPU-" + node + "\",type=\"uncorrected\",scope=\"volatile\"} " +
+             (n == 7 ? "1" : "0") + "\n";
+  }
+  auto importer = http::PostClient::Create(vm.url() + "/api/v1/import/prometheus", {});
+  ASSERT_TRUE(importer.ok());
+  auto imported = (*importer)->Post(lines, "text/plain");
+  ASSERT_TRUE(imported.ok() && imported->status == 204) << (imported.ok() ? imported->body : "");
+  (void)http::GetUrl(vm.url() + "/internal/force_flush", 5);  // searchable now, not in seconds
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        json r = GetJson(vm.url() + "/api/v1/query?query=count(gpu_up)");
+        return r.contains("data") && !r["data"]["result"].empty();
+      },
+      30));
+
+  const std::string held = WriteTemp(dir, "held.yml", R"(groups:
+  - name: held
+    interval: 1s
+    rules:
+      - alert: EccHeldOnNode
+        expr: gpu_ecc_errors_total{type="uncorrected", scope="volatile"} > 0
+        for: 3s
+        labels: {severity: warning}
+)");
+  HubOptions o;
+  o.store_url = vm.url();
+  o.listen_address = "127.0.0.1:0";
+  o.cache_ttl_s = 0.5;
+  o.store_timeout_s = 2;
+  o.findings_interval_s = 3600;
+  o.rules_files = {std::string(GW_SOURCE_DIR) + "/deploy/rules/*.yml", held};
+  o.rules_interval_s = 2;
+  o.version = "test";
+  auto hub = Hub::Create(o, nullptr);
+  ASSERT_TRUE(hub.ok()) << hub.error().message;
+  ASSERT_TRUE((*hub)->Start().ok());
+  const std::string base = "http://127.0.0.1:" + std::to_string((*hub)->port());
+  int alert_requests = 0;
+  auto alerts = [&](const std::string& query = "") {
+    ++alert_requests;
+    json r = GetJson(base + "/api/v1/alerts" + query);
+    return r.contains("data") ? r["data"]["alerts"] : json::array();
+  };
+  auto find = [](const json& list, const std::string& name) -> json {
+    for (const json& a : list)
+      if (a["labels"]["alertname"] == name) return a;
+    return nullptr;
+  };
+  // Pending first (for: 3s), then firing; with node-07's label.
+  bool seen_pending = false;
+  json firing;
+  ASSERT_TRUE(gw::testing::WaitFor(
+      [&] {
+        json a = find(alerts(), "EccHeldOnNode");
+        if (a.is_object() && a["state"] == "pending") seen_pending = true;
+        if (a.is_object() && a["state"] == "firing") firing = a;
+        return firing.is_object();
+      },
+      30));
+  EXPECT_TRUE(seen_pending) << "EccHeldOnNode fired without being pending first";
+  EXPECT_EQ(firing["labels"]["instance"], "node-07");
+  EXPECT_EQ(firing["labels"]["gpu"], "2");
+  json pack = find(alerts("?node=node-07"), "GpuUncorrectableEccError");
+  ASSERT_TRUE(pack.is_object());
+  EXPECT_EQ(pack["state"], "firing");
+  EXPECT_EQ(pack["labels"]["instance"], "node-07");
+  EXPECT_EQ(pack["annotations"]["summary"], "GPU 2 has uncorrectable ECC errors");
+  EXPECT_EQ(alerts("?node=node-03"), json::array());
+  // Every rule of the pack evaluated over VictoriaMetrics without an error.
+  json rules = GetJson(base + "/api/v1/rules");
+  ASSERT_TRUE(rules.contains("data")) << rules.dump();
+  size_t count = 0;
+  double cycle_s = 0;  // for docs/benchmarks.md: the pack's cost per evaluation cycle
+  for (const json& g : rules["data"]["groups"]) {
+    cycle_s += g["evaluationTime"].get<double>();
+    for (const json& r : g["rules"]) {
+      ++count;
+      EXPECT_NE(r["health"], "err") << g["name"] << "/" << r["name"] << ": " << r["lastError"];
+    }
+  }
+  EXPECT_GT(count, 60u);
+  std::printf("# the rule pack (%zu rules) over VictoriaMetrics at 16 nodes: %.1f ms per cycle\n",
+              count, cycle_s * 1000);
+  EXPECT_EQ(GetJson(base + "/api/v1/rules?type=x")["errorType"], "bad_data");
+
+  // The store goes down: the rules say so, the alerts keep their state, the hub keeps serving.
+  vm.Stop();
+  auto held_rule = [&] {
+    json r = GetJson(base + "/api/v1/rules?type=alert&node=node-07");
+    const json* rule = r.contains("data") ? FindRule(r["data"], "EccHeldOnNode") : nullptr;
+    return rule ? *rule : json();
+  };
+  ASSERT_TRUE(gw::testing::WaitFor([&] { return held_rule().value("health", "") == "err"; }, 30));
+  EXPECT_NE(held_rule()["lastError"].get<std::string>().find("did not answer"), std::string::npos)
+      << held_rule().dump();
+  EXPECT_EQ(find(alerts(), "EccHeldOnNode")["state"], "firing");
+  EXPECT_TRUE(http::GetUrl(base + "/healthz", 5).ok());
+  vm.Start();
+  ASSERT_TRUE(gw::testing::WaitFor([&] { return held_rule().value("health", "") == "ok"; }, 30))
+      << held_rule().dump() << vm.Log();
+  EXPECT_EQ(find(alerts(), "EccHeldOnNode")["state"], "firing");
+
+  // /metrics: promtool accepts it, every family docs/metrics.md lists for the hub is there, and
+  // it counted the requests above.
+  auto page = http::GetUrl(base + "/metrics", 5);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->status, 200);
+  const std::string text = page->body;
+  gw::testing::WriteFile(dir / "metrics.txt", text);
+  if (::access("/usr/bin/promtool", X_OK) == 0) {
+    std::string out;
+    EXPECT_EQ(gw::testing::RunCommand({"/usr/bin/promtool", "check", "metrics"}, &out, 60,
+                                      dir / "metrics.txt"),
+              0)
+        << out << text;
+  }
+  const auto documented = gw::testing::DocumentedFamilies("## The hub");
+  EXPECT_GT(documented.size(), 10u);
+  for (const std::string& family : documented)
+    EXPECT_TRUE(gw::testing::HasSampleOf(text, family)) << family << "\n" << text;
+  auto value_of = [&](const std::string& line_start) {
+    size_t at = text.find("\n" + line_start);
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + 1 + line_start.size()));
+  };
+  EXPECT_GE(value_of("gpuwarden_hub_http_requests_total{route=\"/api/v1/alerts\",code=\"200\"} "),
+            double(alert_requests));
+  EXPECT_GE(value_of("gpuwarden_hub_http_requests_total{route=\"/api/v1/rules\",code=\"400\"} "),
+            1.0);
+  EXPECT_GT(value_of("gpuwarden_hub_store_request_failures_total "), 0.0);
+  EXPECT_GT(value_of("gpuwarden_rule_evaluation_failures_total "), 0.0);
+  EXPECT_GE(value_of("gpuwarden_alerts_firing "), 2.0);
+  (*hub)->Stop();
 }
 
 }  // namespace

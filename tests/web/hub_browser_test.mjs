@@ -10,6 +10,8 @@
 //     shows it; node 3's finished job (its agent's record) is on the Jobs page with its node; an
 //     agent stopped is named in /api/gw/v1/jobs while its node's running jobs still come from the
 //     store;
+//   - node 7's ECC alert firing with its node in /api/v1/alerts and on the Alerts page (over
+//     VictoriaMetrics from the hub's own evaluation of deploy/rules, `--rules`), not on node 8's;
 //   - a bad store URL is refused; the store stopped: the console's banner and the JSON API say
 //     so, and the hub keeps serving;
 //   - screenshots of the fleet, a node, a GPU and the findings at desktop and phone width.
@@ -80,7 +82,7 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
     return ecc.length ? ecc : null;
   }, 150000);
   assert.equal(found.length, 1, JSON.stringify(found));
-  assert.equal(found[0].node, fault);
+  assert.equal(found[0].node, fault, JSON.stringify(found[0]));
   assert.equal(found[0].subject.gpu, String(FAULT_GPU));
   const scoped = await fleet.hubJson(`/api/gw/v1/findings?node=${fault}`);
   assert.ok(scoped.body.data.findings.every((f) => f.node === fault), 'node= keeps that node only');
@@ -195,6 +197,26 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await page.goto(`${fleet.hubUrl}/#/jobs`);
   await page.waitForSelector(`.finished tr[data-job="${FINISHED_JOB.job_id}"]`, { timeout: 20000 });
   await shoot(page, 'jobs-desktop');
+
+  // Alerts: node 7's ECC fault firing with its node (over VictoriaMetrics the hub's own rule
+  // evaluation, over Prometheus the store's ALERTS), on node 7's alert page and not on node 8's.
+  const eccAlert = await waitFor('GpuUncorrectableEccError of node 7 in /api/v1/alerts', async () => {
+    const r = await fleet.hubJson(`/api/v1/alerts?node=${fault}`);
+    return (r.body.data?.alerts || []).find((a) => a.labels.alertname === 'GpuUncorrectableEccError' && a.state === 'firing');
+  }, 60000);
+  assert.equal(eccAlert.labels.instance, fault);
+  assert.equal(eccAlert.labels.gpu, '2');
+  const others = await fleet.hubJson('/api/v1/alerts?node=node-08');
+  assert.ok(!others.body.data.alerts.some((a) => a.labels.alertname === 'GpuUncorrectableEccError'), JSON.stringify(others.body));
+  await page.goto(`${fleet.hubUrl}/#/alerts?node=${fault}`);
+  const row = '.firing tr[data-alert="GpuUncorrectableEccError"][data-gpu="2"]';
+  await page.waitForSelector(row, { timeout: 20000 });
+  assert.equal(await page.$eval('#node-select', (s) => s.value), fault);
+  await shoot(page, 'alerts-desktop');
+  await page.goto(`${fleet.hubUrl}/#/alerts?node=node-08`);
+  await page.waitForFunction(() => document.querySelector('#node-select')?.value === 'node-08' && document.querySelector('.firing table'), null, { timeout: 20000 });
+  await sleep(1000);
+  assert.equal(await page.$$eval('.firing tr[data-alert="GpuUncorrectableEccError"]', (r) => r.length), 0);
 
   // Phone width: the fleet and a node.
   const phone = await launchBrowser(PHONE);

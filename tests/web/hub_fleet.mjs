@@ -166,7 +166,9 @@ governance: {prices: ${JSON.stringify(PRICES)}}
     await this.startStore();
     const hubPort = await freePort();
     this.hub = this.spawn('hub', [this.binary, 'hub', '--store', this.storeUrl, '--agents', this.agentsFile,
-      '--listen', `127.0.0.1:${hubPort}`, '--findings-interval', this.findingsInterval, '--findings-window', '15m']);
+      '--listen', `127.0.0.1:${hubPort}`, '--findings-interval', this.findingsInterval, '--findings-window', '15m',
+      // VictoriaMetrics has no ALERTS (no vmalert): the hub evaluates the rule pack itself.
+      ...(this.kind === 'victoriametrics' ? ['--rules', join(SOURCE, 'deploy/rules/*.yml'), '--rules-interval', '2s'] : [])]);
     await this.hub.waitFor(/\(port (\d+)\)/, 30000);
     this.hubUrl = `http://127.0.0.1:${hubPort}`;
   }
