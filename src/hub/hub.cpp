@@ -753,10 +753,12 @@ Expected<std::unique_ptr<Hub>> Hub::Create(HubOptions options, Logger* log) {
     return Error{"--node-label: not a label name: '" + options.node_label + "'"};
   auto impl = std::make_unique<Impl>();
   HubMetrics* metrics = &impl->metrics;
-  auto store =
-      Store::Create({options.store_url, options.store_timeout_s, options.cache_ttl_s,
-                     [metrics](bool hit) { metrics->CacheLookup(hit); },
-                     [metrics](double s, bool failed) { metrics->StoreRequest(s, failed); }});
+  auto store = Store::Create(
+      {.url = options.store_url,
+       .timeout_s = options.store_timeout_s,
+       .cache_ttl_s = options.cache_ttl_s,
+       .on_lookup = [metrics](bool hit) { metrics->CacheLookup(hit); },
+       .on_request = [metrics](double s, bool failed) { metrics->StoreRequest(s, failed); }});
   if (!store.ok()) return store.error();
   impl->store = std::move(*store);
   if (!options.alertmanagers.empty() && options.rules_files.empty())
