@@ -1,6 +1,8 @@
 // The hub's own rule evaluation over the store (rules_eval.h, docs/hub.md).
 #include "hub/rules_eval.h"
 
+#include <glob.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -78,6 +80,15 @@ RuleEvaluator::RuleEvaluator(RulesOptions options, Store* store, Logger* log)
 Expected<std::unique_ptr<RuleEvaluator>> RuleEvaluator::Create(RulesOptions options, Store* store,
                                                                Logger* log) {
   if (options.interval_s <= 0) return Error{"--rules-interval: must be more than 0"};
+  // A pattern the user named that matches nothing would leave the hub evaluating no rules and
+  // its alert views silently empty (a plain path that does not exist is said by the parser).
+  for (const std::string& pattern : options.files) {
+    if (pattern.find_first_of("*?[") == std::string::npos) continue;
+    glob_t g{};
+    const bool matched = glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0;
+    globfree(&g);
+    if (!matched) return Error{"--rules: '" + pattern + "' matches no file"};
+  }
   auto files = options.files;
   std::unique_ptr<RuleEvaluator> r(new RuleEvaluator(std::move(options), store, log));
   if (!r->options_.alertmanagers.empty()) {

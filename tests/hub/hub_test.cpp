@@ -680,6 +680,10 @@ TEST(HubRulesTest, EvaluatesEachRuleAsOneStoreQueryPendingThenFiringAndKeepsStat
                                    client->get(), nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("--rules: "), std::string::npos) << bad.error().message;
+  auto none = RuleEvaluator::Create({{dir / "nothing-*.yml"}}, client->get(), nullptr);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("matches no file"), std::string::npos)
+      << none.error().message;
 
   auto rules = RuleEvaluator::Create({{WriteTemp(dir, "rules.yml", kRuleFile)}, 15, "instance"},
                                      client->get(), nullptr);
