@@ -1,6 +1,6 @@
 // Alerts: firing and pending now (/api/v1/alerts), their history on a time axis (the ALERTS series
 // in the store, downsampled by /api/gw/v1/chart), and the health of the rules that raise them.
-import { chart, getJson } from '../api.js';
+import { chart, getJson, scope } from '../api.js';
 import { episodeGap, episodes } from '../chart.js';
 import { ago, clock, duration, html, render, severityRank } from '../format.js';
 import { activeSince, alertSubject } from './links.js';
@@ -112,7 +112,7 @@ function drawRanges(ctx) {
 export default {
   title: () => 'Alerts',
   mount(root, ctx) {
-    root.innerHTML = `<div class="pagehead"><div><h1>Alerts</h1><div class="sub">Raised by the rules this agent evaluates over its own history</div></div></div>
+    root.innerHTML = `<div class="pagehead"><div><h1>Alerts</h1><div class="sub">${scope.hub ? "Raised by the rules evaluated over the fleet's central store" : 'Raised by the rules this agent evaluates over its own history'}</div></div></div>
       <div class="kpis"></div><h2>Firing</h2><div class="firing"></div><h2>Pending</h2><div class="pending"></div>
       <div class="pagehead"><h2>History</h2><div class="ranges"></div></div><div class="history"></div><h2>Rules</h2><div class="rules"></div>`;
     st = { range: 21600, histAt: -Infinity, forOf: {}, want: ctx.route.query.get('alert'), els: Object.fromEntries(['kpis', 'firing', 'pending', 'ranges', 'history', 'rules'].map((c) => [c, root.querySelector(`.${c}`)])) };
