@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 
 #include "base/utc_time.h"
 #include "rules/template.h"
@@ -156,10 +157,17 @@ void Manager::EvalDue(int64_t now_ms) {
     ++evaluations_;
     failures_ += static_cast<uint64_t>(failed);
     if (failed > 0 && log_) {
+      // One line per distinct error: a store that does not answer fails every rule of the group
+      // with the same message, which would otherwise be a line per rule per evaluation.
+      std::map<std::string, std::vector<std::string>> rules_by_error;
       for (const auto& r : g.rules())
-        if (r->health() == "err")
-          log_->Warn("rules: evaluating rule failed: group=" + g.name() + " rule=" + r->name() +
-                     " err=" + r->last_error());
+        if (r->health() == "err") rules_by_error[r->last_error()].push_back(r->name());
+      for (const auto& [err, names] : rules_by_error) {
+        std::string list;
+        for (const std::string& n : names) list += (list.empty() ? "" : ",") + n;
+        log_->Warn("rules: evaluating rule failed: group=" + g.name() +
+                   (names.size() == 1 ? " rule=" : " rules=") + list + " err=" + err);
+      }
     }
     if (g.should_restore && g.evals_since_load >= 2) {
       std::unique_ptr<tsdb::Querier> rq = querier_();

@@ -101,6 +101,36 @@ TEST_F(ManagerTest, EvaluatesWhenDueAndSendsFiringAlerts) {
   EXPECT_GE(sent.size(), 2u);
 }
 
+// A store that does not answer fails every rule of a group with one message: one log line per
+// distinct error and group, naming its rules, not a line per rule.
+TEST(ManagerLog, RulesFailingWithOneErrorAreOneLine) {
+  testing::TempDir dir;
+  const std::string file = dir / "rules.yml";
+  testing::WriteFile(file,
+                     "groups:\n- name: g\n  rules:\n"
+                     "  - alert: A\n    expr: up == 0\n"
+                     "  - alert: B\n    expr: up > 1\n"
+                     "  - record: c\n    expr: sum(up)\n"
+                     "  - alert: D\n    expr: vector(1)\n");
+  std::vector<std::string> lines;
+  Logger log(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  ManagerOptions o;
+  o.instant_query = [](const std::string& expr, int64_t) -> Expected<std::vector<promql::Series>> {
+    if (expr == "vector(1)") return Error{"bad answer"};
+    return Error{"the store did not answer"};
+  };
+  Manager m(
+      o, [] { return std::make_unique<tsdb::MemoryQuerier>(); }, nullptr, [](std::vector<Alert>) {},
+      &log);
+  ASSERT_TRUE(m.Load({file}).ok());
+  m.EvalDue(1700000000000);
+  ASSERT_EQ(lines.size(), 2u);
+  std::string all = lines[0] + "\n" + lines[1];
+  EXPECT_NE(all.find("group=g rules=A,B,c err=the store did not answer"), std::string::npos) << all;
+  EXPECT_NE(all.find("group=g rule=D err=bad answer"), std::string::npos) << all;
+  EXPECT_EQ(m.stats().evaluation_failures, 4u);
+}
+
 TEST_F(ManagerTest, ReloadCarriesAlertState) {
   std::string path = Write(
       "a.yml", "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: vector(1)\n    for: 10m\n");
