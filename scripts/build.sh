@@ -2,7 +2,7 @@
 # Builds gpuwarden. Usage: scripts/build.sh [release|asan|demo]   (default release)
 #   release -> build/      RelWithDebInfo, with tests and benchmarks
 #   asan    -> build-asan/ Debug with AddressSanitizer + UndefinedBehaviorSanitizer
-#   demo    -> build-demo/ -O2 without debug information, a unity build (cmake/demo.cmake), only
+#   demo    -> build-demo/ -O1 without debug information, a unity build (cmake/demo.cmake), only
 #              what scripts/demo.sh runs: the agent, the simulated driver and the demo's workloads
 #              (no tests, no benchmarks, no Kubernetes module, so no gRPC)
 set -euo pipefail
@@ -20,7 +20,7 @@ case "$kind" in
     cmake --build build -j "$jobs"
     ;;
   demo)
-    # cmake/demo.cmake: -O2 without debug information, a unity build, no Kubernetes module (so no
+    # cmake/demo.cmake: -O1 without debug information, a unity build, no Kubernetes module (so no
     # gRPC). A cold ccache (a fresh machine) costs less in depend mode: no second preprocessor run.
     export CCACHE_DEPEND=true
     configure_demo() {

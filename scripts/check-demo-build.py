@@ -8,7 +8,7 @@ Usage: check-demo-build.py SOURCE_DIR BUILD_DIR
 Configures the demo build the way scripts/build.sh demo does (GW_DEMO=ON, cmake/demo.cmake) into
 a temporary directory, asks ninja for the commands that build the demo's binaries
 (`ninja -t commands`, nothing is run), and fails, naming what is wrong, when
-  - a compilation of the demo's binaries has debug information (-g), is not -O2, or compiles a
+  - a compilation of the demo's binaries has debug information (-g), is not -O1, or compiles a
     part of the Kubernetes module's gRPC code,
   - the demo's libraries are not compiled in unity batches,
   - a file that gw_demo_unity_exceptions (cmake/demo.cmake) compiles on its own is not compiled
@@ -67,8 +67,8 @@ def check_demo(source, build, errors):
     for output, _, words in units:
         if any(word == "-g" or word.startswith("-g") and word[2:3].isdigit() for word in words):
             errors.append(f"demo: {output} has debug information (-g)")
-        if "-O2" not in words:
-            errors.append(f"demo: {output} is not compiled with -O2")
+        if "-O1" not in words:
+            errors.append(f"demo: {output} is not compiled with -O1")
         if "grpc" in output or ".pb." in output:
             errors.append(f"demo: {output} is the Kubernetes module's gRPC code")
     batches = [output for output, _, _ in units if "/Unity/" in output]
