@@ -14,9 +14,12 @@
 //     Prometheus' incremental mean differs only by rounding).
 //   last/present_over_time: O(1) from the window's end.
 //   rate/increase: the counter corrections are the values before the window's drops, added in
-//     sample order as Prometheus does; the drops of a series are listed once, so a step visits
-//     only those inside its window (a subtraction of prefix sums would round differently and
-//     mishandle infinities).
+//     sample order as Prometheus does; the drops of a series are listed once (with the values
+//     before them, contiguous), so a step visits only those inside its window (a subtraction of
+//     prefix sums would round differently and mishandle infinities). A gauge read as a counter
+//     drops at every other sample, so those additions are most of the work; each window's are
+//     a chain of dependent additions, and the chains of eight steps run interleaved
+//     (CounterSums), each in its own order: the same roundings as one step at a time.
 //   Everything else (delta, deriv, predict_linear, changes, resets, quantile, stddev, stdvar)
 //   runs the step-by-step arithmetic on the window the two indexes give: these are either
 //   O(window) by definition in Prometheus or need order statistics or a numerically stable
@@ -37,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string_view>
 
 #include "promql/eval.h"
@@ -95,6 +99,54 @@ bool IsRollupFunction(std::string_view n) {
 
 int64_t FloorWindow(int64_t t) {
   return tsdb::RollupWindowStart(t);
+}
+
+// One step's rate/increase window: the samples [lo, hi) of a series, and [da, db), the positions
+// in the series' drop list of the drops inside it (a drop at lo compares with a sample outside).
+struct CounterWindow {
+  size_t k, lo, hi, da, db;
+};
+
+// Per window, what Prometheus' extrapolatedRate adds before it extrapolates: last - first, then
+// the value before every drop inside the window (`before`, in sample order), one addition at a
+// time. Each window's additions depend on the one before, so one window at a time waits on the
+// adder's latency at each; the windows are independent, so kLanes of them advance together
+// (the processor overlaps their chains), each still adding its own values in its own order —
+// the same roundings, bit for bit. Lanes past the last window repeat it and are not written.
+void CounterSums(std::span<const Point> pts, std::span<const double> before,
+                 std::span<const CounterWindow> windows, double* out) {
+  constexpr size_t kLanes = 8;  // the loop below names each
+  for (size_t g = 0; g < windows.size(); g += kLanes) {
+    const size_t used = std::min(kLanes, windows.size() - g);
+    double r[kLanes];
+    const double* from[kLanes];
+    size_t len[kLanes];
+    size_t common = std::numeric_limits<size_t>::max();
+    for (size_t j = 0; j < kLanes; ++j) {
+      const CounterWindow& w = windows[g + std::min(j, used - 1)];
+      r[j] = pts[w.hi - 1].v - pts[w.lo].v;
+      from[j] = before.data() + w.da;
+      len[j] = w.db - w.da;
+      common = std::min(common, len[j]);
+    }
+    // Spelled out lane by lane so that the eight sums stay in registers.
+    double r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
+    for (size_t i = 0; i < common; ++i) {
+      r0 += from[0][i];
+      r1 += from[1][i];
+      r2 += from[2][i];
+      r3 += from[3][i];
+      r4 += from[4][i];
+      r5 += from[5][i];
+      r6 += from[6][i];
+      r7 += from[7][i];
+    }
+    r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3, r[4] = r4, r[5] = r5, r[6] = r6, r[7] = r7;
+    for (size_t j = 0; j < used; ++j) {
+      for (size_t i = common; i < len[j]; ++i) r[j] += from[j][i];
+      out[g + j] = r[j];
+    }
+  }
 }
 
 // The aggregate of min/max/sum/count/avg_over_time over a window folded from raw samples and
@@ -312,19 +364,35 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   const int64_t last_ref = RefTime(ms.selector->mods, StepTime(n - 1));
   std::vector<Point> pts;
   std::vector<size_t> deque;  // indexes into pts, [head, size)
-  std::vector<size_t> drops;  // rate, increase: the indexes i with pts[i].v < pts[i - 1].v
+  // rate, increase: the indexes i with pts[i].v < pts[i - 1].v, and those pts[i - 1].v
+  std::vector<size_t> drops;
+  std::vector<double> before;
+  std::vector<CounterWindow> windows;  // rate, increase: the series' steps with >= 2 samples
+  std::vector<double> corrected;       // CounterSums of `windows`
   size_t cells = 0;
   for (const tsdb::SeriesRuns& s : f.series) {
     // The series' non-stale samples that any step's window holds.
     pts.clear();
+    size_t held = 0;
+    for (const auto& run : s.runs) held += run.size();
+    pts.reserve(held);
     for (const auto& run : s.runs)
       for (const tsdb::Sample& x : run)
         if (x.t_ms >= first_mint && x.t_ms <= last_ref && !tsdb::IsStaleNaN(x.v))
           pts.push_back(Point{x.t_ms, x.v});
-    drops.clear();
-    if (counter)
-      for (size_t i = 1; i < pts.size(); ++i)
-        if (pts[i].v < pts[i - 1].v) drops.push_back(i);
+    size_t ndrops = 0;
+    if (counter && pts.size() > 1) {
+      // Without branches: a gauge read as a counter drops at random.
+      drops.resize(pts.size() - 1);
+      before.resize(pts.size() - 1);
+      for (size_t i = 1; i < pts.size(); ++i) {
+        drops[ndrops] = i;
+        before[ndrops] = pts[i - 1].v;
+        ndrops += pts[i].v < pts[i - 1].v ? 1 : 0;
+      }
+    }
+    size_t da = 0, db = 0;  // rate, increase: the drops in (lo, hi)
+    windows.clear();
     const size_t row = table->labels.size();
     table->labels.push_back(name == "last_over_time" ? s.labels : DropName(s.labels));
     table->values.resize((row + 1) * n);
@@ -363,7 +431,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
         head = 0;
         deque.clear();
       }
-      CheckHeld(cells + (hi - lo));
+      CheckHeld(cells + windows.size() + (hi - lo));  // windows: this row's pending cells
       if (lo == hi) continue;
       double v = 0;
       bool ok = true;
@@ -372,18 +440,13 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       } else if (extreme) {
         v = head < deque.size() ? pts[deque[head]].v : std::numeric_limits<double>::quiet_NaN();
       } else if (counter) {
-        // Prometheus' extrapolatedRate adds the value before every drop inside the window, in
-        // sample order; visiting only the drops makes the same additions in the same order
-        // (bit for bit) in O(drops) per step instead of O(window).
-        ok = hi - lo >= 2;
-        if (ok) {
-          double result = pts[hi - 1].v - pts[lo].v;
-          for (auto d = std::upper_bound(drops.begin(), drops.end(), lo);
-               d != drops.end() && *d < hi; ++d)
-            result += pts[*d - 1].v;
-          v = ExtrapolateRate(result, pts[lo], pts[hi - 1], hi - lo, mint, ref, ms.range_ms, true,
-                              name == "rate");
+        // Summed and extrapolated for all steps at once below.
+        for (; da < ndrops && drops[da] <= lo; ++da) {
         }
+        for (db = std::max(db, da); db < ndrops && drops[db] < hi; ++db) {
+        }
+        if (hi - lo >= 2) windows.push_back(CounterWindow{k, lo, hi, da, db});
+        continue;
       } else {
         ok = RangeFunctionValue(name, std::span<const Point>(pts.data() + lo, hi - lo), mint, ref,
                                 ms.range_ms, t, scalar, &v);
@@ -393,6 +456,18 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       table->present[row * n + k] = 1;
       ++cells;
     }
+    if (windows.empty()) continue;
+    corrected.resize(windows.size());
+    CounterSums(pts, std::span<const double>(before.data(), ndrops), windows, corrected.data());
+    for (size_t w = 0; w < windows.size(); ++w) {
+      const CounterWindow& x = windows[w];
+      const int64_t ref = RefTime(ms.selector->mods, StepTime(x.k));
+      table->values[row * n + x.k] =
+          ExtrapolateRate(corrected[w], pts[x.lo], pts[x.hi - 1], x.hi - x.lo, ref - ms.range_ms,
+                          ref, ms.range_ms, true, name == "rate");
+      table->present[row * n + x.k] = 1;
+    }
+    cells += windows.size();
   }
 }
 
