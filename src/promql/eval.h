@@ -84,6 +84,11 @@ class Evaluator {
   // The results of `call` at t_ms from its step table (built on first use), or nullptr when the
   // call is evaluated step by step (windows.cpp says when a table is used).
   const StepTable* TableFor(const Call& call, int64_t t_ms, size_t* step);
+  // A range query whose whole expression is a call with a step table: its matrix straight from
+  // the table, with what evaluating it step by step would give (series in label order, the
+  // same sample-limit and duplicate-labelset errors at the same step); false when `root` is not
+  // such a call (then nothing was evaluated). Saves copying every series' labels at every step.
+  bool MatrixFromTable(const Expr& root, Value* out);
 
   Vector EvalBinary(const BinaryExpr& b, const EvalValue& lhs, const EvalValue& rhs,
                     EvalValue* out);

@@ -285,6 +285,67 @@ Vector StepTable::At(size_t step) const {
   return out;
 }
 
+bool Evaluator::MatrixFromTable(const Expr& root, Value* out) {
+  const Expr* e = StripParens(&root);
+  if (e->kind != ExprKind::kCall || step_ms_ <= 0) return false;
+  // Step 0 as Engine::Range begins it.
+  CheckDeadline();
+  ResetStepSamples();
+  size_t step = 0;
+  const StepTable* table = TableFor(*static_cast<const Call*>(e), start_ms_, &step);
+  if (!table) return false;
+  const size_t n = table->steps, rows = table->labels.size();
+  // Rows in label order; rows with equal labels (DropName can make them equal) are one output
+  // series, unless two of them have a value at the same step: then that step fails.
+  std::vector<size_t> order(rows);
+  for (size_t i = 0; i < rows; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [table](size_t a, size_t b) { return table->labels[a] < table->labels[b]; });
+  std::vector<std::pair<size_t, size_t>> groups;  // [first, last) in order
+  std::vector<uint8_t> duplicate(n, 0);           // a step where a group has two values
+  std::vector<size_t> present(n, 0);              // values per step
+  for (size_t i = 0; i < rows;) {
+    size_t j = i + 1;
+    while (j < rows && table->labels[order[j]] == table->labels[order[i]]) ++j;
+    groups.emplace_back(i, j);
+    for (size_t k = 0; k < n; ++k) {
+      size_t values = 0;
+      for (size_t g = i; g < j; ++g) values += table->present[order[g] * n + k];
+      present[k] += values;
+      if (values > 1) duplicate[k] = 1;
+    }
+    i = j;
+  }
+  // Engine::Range's checks, step by step: the deadline, the points output so far counted with
+  // what the tables hold, then the step's own value (the duplicate labelsets).
+  size_t total = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (k > 0) {
+      CheckDeadline();
+      ResetStepSamples();
+      AddSamples(total);
+    }
+    if (duplicate[k])
+      throw EvalError{QueryError::Kind::kExecution,
+                      "vector cannot contain metrics with the same labelset"};
+    total += present[k];
+  }
+  out->type = ValueType::kMatrix;
+  out->t_ms = end_ms_;
+  out->series.clear();
+  for (const auto& [first, last] : groups) {
+    Series s;
+    for (size_t k = 0; k < n; ++k)
+      for (size_t g = first; g < last; ++g)
+        if (table->present[order[g] * n + k])
+          s.points.push_back(Point{StepTime(k), table->values[order[g] * n + k]});
+    if (s.points.empty()) continue;
+    s.labels = table->labels[order[first]];
+    out->series.push_back(std::move(s));
+  }
+  return true;
+}
+
 size_t Evaluator::StepCount() const {
   if (step_ms_ <= 0) return 1;
   // Unsigned: end - start may not fit in int64 (Engine::Range checked end >= start).

@@ -234,6 +234,60 @@ TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
   EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
 }
 
+// A range query that is one table call alone is answered from the table without stepping
+// (Evaluator::MatrixFromTable): the limit is the one the steps would check (the table's cells
+// plus the points output before the last step), series that DropName makes equal merge where
+// their steps do not overlap and fail where they do, as step by step.
+TEST(SlidingWindows, WholeQueryTableAnswersAsTheStepsWould) {
+  tsdb::MemoryQuerier q;
+  for (int s = 0; s < 10; ++s)
+    for (int64_t t = 0; t < 400; ++t)
+      ASSERT_TRUE(q.Append({{"__name__", "x"}, {"s", std::to_string(s)}}, t * 1000, 1).ok());
+  EngineOptions o;
+  // 10 series x 200 steps: 2,000 cells, and 1,990 points output before the last step.
+  o.max_samples = 3990;
+  QueryResult r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 259000, 1000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r.value().series.size(), 10u);
+  EXPECT_EQ(r.value().series[3].points.size(), 200u);
+  o.max_samples = 3989;
+  r = Engine(o).Range(q, "(max_over_time(x[1m]))", 60000, 259000, 1000);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, QueryError::Kind::kExecution);
+
+  // a{k="1"} over the first 100 s, b{k="1"} over the last 100 s (of 300 s), c{k="2"} throughout.
+  tsdb::MemoryQuerier d;
+  for (int64_t t = 0; t < 300; ++t) {
+    if (t < 100) {
+      ASSERT_TRUE(d.Append({{"__name__", "a"}, {"k", "1"}}, t * 1000, t).ok());
+    }
+    if (t >= 200) {
+      ASSERT_TRUE(d.Append({{"__name__", "b"}, {"k", "1"}}, t * 1000, 2 * t).ok());
+    }
+    ASSERT_TRUE(d.Append({{"__name__", "c"}, {"k", "2"}}, t * 1000, 3 * t).ok());
+  }
+  EngineOptions step_opts;
+  step_opts.sliding_windows = false;
+  const Engine slide, step(step_opts);
+  for (const std::string range : {"10s", "2m"}) {
+    const std::string expr = "rate({__name__=~\"a|b|c\"}[" + range + "])";
+    ExpectSame(slide.Range(d, expr, 0, 299000, 7000), step.Range(d, expr, 0, 299000, 7000), true,
+               expr);
+    if (HasFatalFailure()) return;
+  }
+  const QueryResult merged = slide.Range(d, "rate({__name__=~\"a|b|c\"}[10s])", 0, 299000, 7000);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  ASSERT_EQ(merged.value().series.size(), 2u);
+  EXPECT_EQ(merged.value().series[0].labels, (tsdb::Labels{{"k", "1"}}));
+  const std::vector<Point>& p = merged.value().series[0].points;
+  EXPECT_EQ(p.front().t_ms, 7000);   // a's
+  EXPECT_EQ(p.back().t_ms, 294000);  // b's
+  for (const Point& x : p) EXPECT_TRUE(x.t_ms < 110000 || x.t_ms > 200000) << x.t_ms;
+  const QueryResult overlap = slide.Range(d, "rate({__name__=~\"a|b|c\"}[2m])", 0, 299000, 7000);
+  ASSERT_FALSE(overlap.ok());
+  EXPECT_EQ(overlap.error().message, "vector cannot contain metrics with the same labelset");
+}
+
 EngineOptions RawOnly() {
   EngineOptions o;
   o.sliding_windows = o.rollups = false;
