@@ -431,6 +431,9 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   std::vector<CounterWindow> windows;  // rate, increase: the series' steps with >= 2 samples
   std::vector<double> corrected;       // CounterSums of `windows`
   size_t cells = 0;
+  table->labels.reserve(f.series.size());
+  table->values.reserve(f.series.size() * n);
+  table->present.reserve(f.series.size() * n);
   for (const tsdb::SeriesRuns& s : f.series) {
     // The series' non-stale samples that any step's window holds.
     pts.clear();
@@ -443,7 +446,8 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
           pts.push_back(Point{x.t_ms, x.v});
     size_t ndrops = 0;
     if (counter && pts.size() > 1) {
-      // Without branches: a gauge read as a counter drops at random.
+      // Without branches: a gauge read as a counter drops at random. Each sample is written at
+      // the next free place, which moves on only at a drop.
       drops.resize(pts.size() - 1);
       before.resize(pts.size() - 1);
       for (size_t i = 1; i < pts.size(); ++i) {
