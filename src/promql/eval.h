@@ -214,6 +214,8 @@ void CheckNoDuplicateLabelsets(const Vector& v);
 std::string FormatFloatPlain(double v);
 // Prometheus' quantile(): linear interpolation between the closest ranks.
 double Quantile(double q, std::vector<double> values);
+// The same of values already in Quantile's order (NaN first, then ascending).
+double QuantileOfSorted(double q, std::span<const double> sorted);
 
 // A range function (not absent_over_time or holt_winters) over the points `p` (non-empty) of the
 // window (range_start, range_end] ending at the reference time, evaluated at t_ms with the scalar

@@ -20,11 +20,13 @@
 //     drops at every other sample, so those additions are most of the work; each window's are
 //     a chain of dependent additions, and the chains of eight steps run interleaved
 //     (CounterSums), each in its own order: the same roundings as one step at a time.
-//   Everything else (delta, deriv, predict_linear, changes, resets, quantile, stddev, stdvar)
-//   runs the step-by-step arithmetic on the window the two indexes give: these are either
-//   O(window) by definition in Prometheus or need order statistics or a numerically stable
-//   variance (Welford), which running sums of squares are not; the saving is the window search
-//   and the copy.
+//   quantile_over_time: the window's values kept sorted across steps (SortedWindow): per step
+//     the samples that left are taken out and those that came in merged in, one pass, instead
+//     of a sort of the whole window; the same sorted values, so the same interpolation.
+//   Everything else (delta, deriv, predict_linear, changes, resets, stddev, stdvar) runs the
+//   step-by-step arithmetic on the window the two indexes give: these are either O(window) by
+//   definition in Prometheus or need a numerically stable variance (Welford), which running
+//   sums of squares are not; the saving is the window search and the copy.
 //
 // Rollups. (rate, increase, delta, last/present_over_time and plain selectors: rollup_reads.cpp.)
 // A long window (EngineOptions::rollup_min_range_ms) is split into the complete
@@ -105,6 +107,61 @@ int64_t FloorWindow(int64_t t) {
 // in the series' drop list of the drops inside it (a drop at lo compares with a sample outside).
 struct CounterWindow {
   size_t k, lo, hi, da, db;
+};
+
+// quantile_over_time's window in Quantile's order (NaN first, then ascending), carried from one
+// step to the next: the samples that left the window are taken out and the ones that came in
+// (sorted, few) merged in, in one pass: O(window + moved log moved) per step instead of a sort
+// of the window. A jump that moves most of the window sorts it anew. -0 sorts before +0 here,
+// so that a value leaving takes out exactly its own bits (NaNs are all alike: any NaN's result
+// is NaN); Quantile's sort leaves -0 and +0 in either order, so the caller answers a window
+// that holds a -0 step by step.
+class SortedWindow {
+ public:
+  void Clear() {
+    sorted_.clear();
+    lo_ = hi_ = 0;
+  }
+  // Makes it the window pts[lo, hi); lo and hi never move back between Clear()s.
+  std::span<const double> Move(std::span<const Point> pts, size_t lo, size_t hi) {
+    const size_t moved = (lo - lo_) + (hi - hi_);
+    if (lo >= hi_ || 2 * moved > hi - lo) {
+      sorted_.clear();
+      for (size_t i = lo; i < hi; ++i) sorted_.push_back(pts[i].v);
+      std::sort(sorted_.begin(), sorted_.end(), Less);
+    } else {
+      out_.clear();
+      in_.clear();
+      for (size_t i = lo_; i < lo; ++i) out_.push_back(pts[i].v);
+      for (size_t i = hi_; i < hi; ++i) in_.push_back(pts[i].v);
+      std::sort(out_.begin(), out_.end(), Less);
+      std::sort(in_.begin(), in_.end(), Less);
+      merged_.clear();
+      size_t a = 0, b = 0, r = 0;
+      while (a < sorted_.size() || b < in_.size()) {
+        const bool take_in = a == sorted_.size() || (b < in_.size() && Less(in_[b], sorted_[a]));
+        const double x = take_in ? in_[b++] : sorted_[a++];
+        if (r < out_.size() && !Less(x, out_[r]) && !Less(out_[r], x)) {
+          ++r;  // a sample that left
+          continue;
+        }
+        merged_.push_back(x);
+      }
+      std::swap(sorted_, merged_);
+    }
+    lo_ = lo;
+    hi_ = hi;
+    return sorted_;
+  }
+
+ private:
+  static bool Less(double a, double b) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+    return a < b || (a == 0 && b == 0 && std::signbit(a) && !std::signbit(b));
+  }
+  std::vector<double> sorted_, in_, out_, merged_;
+  size_t lo_ = 0, hi_ = 0;
 };
 
 // Per window, what Prometheus' extrapolatedRate adds before it extrapolates: last - first, then
@@ -421,6 +478,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   const bool is_max = name == "max_over_time";
   const bool sums = name == "sum_over_time" || name == "avg_over_time" || name == "count_over_time";
   const bool counter = name == "rate" || name == "increase";
+  const bool quantile = name == "quantile_over_time";
   const int64_t first_mint = RefTime(ms.selector->mods, StepTime(0)) - ms.range_ms;
   const int64_t last_ref = RefTime(ms.selector->mods, StepTime(n - 1));
   std::vector<Point> pts;
@@ -430,6 +488,8 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   std::vector<double> before;
   std::vector<CounterWindow> windows;  // rate, increase: the series' steps with >= 2 samples
   std::vector<double> corrected;       // CounterSums of `windows`
+  SortedWindow sorted;                 // quantile
+  std::vector<size_t> negative_zeros;  // quantile: how many of pts[0, i) are -0
   size_t cells = 0;
   table->labels.reserve(f.series.size());
   table->values.reserve(f.series.size() * n);
@@ -457,6 +517,13 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       }
     }
     size_t da = 0, db = 0;  // rate, increase: the drops in (lo, hi)
+    if (quantile) {
+      sorted.Clear();
+      negative_zeros.assign(pts.size() + 1, 0);
+      for (size_t i = 0; i < pts.size(); ++i)
+        negative_zeros[i + 1] =
+            negative_zeros[i] + (pts[i].v == 0 && std::signbit(pts[i].v) ? 1 : 0);
+    }
     windows.clear();
     const size_t row = table->labels.size();
     table->labels.push_back(name == "last_over_time" ? s.labels : DropName(s.labels));
@@ -512,6 +579,8 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
         }
         if (hi - lo >= 2) windows.push_back(CounterWindow{k, lo, hi, da, db});
         continue;
+      } else if (quantile && negative_zeros[hi] == negative_zeros[lo]) {
+        v = QuantileOfSorted(scalar, sorted.Move(pts, lo, hi));
       } else {
         ok = RangeFunctionValue(name, std::span<const Point>(pts.data() + lo, hi - lo), mint, ref,
                                 ms.range_ms, t, scalar, &v);
