@@ -504,18 +504,28 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       for (const tsdb::Sample& x : run)
         if (x.t_ms >= first_mint && x.t_ms <= last_ref && !tsdb::IsStaleNaN(x.v))
           pts.push_back(Point{x.t_ms, x.v});
-    size_t ndrops = 0;
-    if (counter && pts.size() > 1) {
-      // Without branches: a gauge read as a counter drops at random. Each sample is written at
-      // the next free place, which moves on only at a drop.
-      drops.resize(pts.size() - 1);
-      before.resize(pts.size() - 1);
-      for (size_t i = 1; i < pts.size(); ++i) {
-        drops[ndrops] = i;
-        before[ndrops] = pts[i - 1].v;
-        ndrops += pts[i].v < pts[i - 1].v ? 1 : 0;
+    drops.clear();
+    before.clear();
+    if (counter) {
+      // Without branches (a gauge read as a counter drops at random), a block at a time: each
+      // sample is written at the block's next free place, which moves on only at a drop; the
+      // drops found are appended. Memory grows with the drops, not with the samples.
+      constexpr size_t kBlock = 512;
+      size_t block_drops[kBlock];
+      double block_before[kBlock];
+      for (size_t from = 1; from < pts.size(); from += kBlock) {
+        const size_t to = std::min(pts.size(), from + kBlock);
+        size_t found = 0;
+        for (size_t i = from; i < to; ++i) {
+          block_drops[found] = i;
+          block_before[found] = pts[i - 1].v;
+          found += pts[i].v < pts[i - 1].v ? 1 : 0;
+        }
+        drops.insert(drops.end(), block_drops, block_drops + found);
+        before.insert(before.end(), block_before, block_before + found);
       }
     }
+    const size_t ndrops = drops.size();
     size_t da = 0, db = 0;  // rate, increase: the drops in (lo, hi)
     if (quantile) {
       sorted.Clear();
