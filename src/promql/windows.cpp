@@ -11,7 +11,10 @@
 //     apart (Neumaier), samples leaving the window subtracted; NaN, +Inf and -Inf are counted
 //     apart so the window's result is what Prometheus' sum gives: NaN when one is NaN or both
 //     infinities are in, else the infinity, else the finite sum (avg divides it by the count;
-//     Prometheus' incremental mean differs only by rounding).
+//     Prometheus' incremental mean differs only by rounding). A series whose finite samples are
+//     all integers, their magnitudes summing to at most 2^53, makes every one of those additions
+//     exact: its windows are differences of integer prefix sums (IntegerPrefix), O(1) per step
+//     and the same value the running sum reaches.
 //   last/present_over_time: O(1) from the window's end.
 //   rate/increase: the counter corrections are the values before the window's drops, added in
 //     sample order as Prometheus does; the drops of a series are listed once (with the values
@@ -292,6 +295,61 @@ struct Fold {
   }
 };
 
+// sum/avg/count_over_time over a series whose finite samples are integers with sum(|v|) <= 2^53:
+// every sum of its samples, in any order, is exact, so a window's is a difference of prefix
+// sums. NaN and the infinities are counted apart as Fold counts them.
+class IntegerPrefix {
+ public:
+  // False (and nothing kept) when some finite sample is no integer or the bound is passed.
+  bool Build(std::span<const Point> pts) {
+    constexpr double kExact = 9007199254740992.0;  // 2^53
+    double magnitude = 0;                          // exact while below 2^53: integers
+    bool integral = true, special = false;
+    for (const Point& p : pts) {
+      const bool finite = std::isfinite(p.v);
+      special |= !finite;
+      integral &= !finite || p.v == std::trunc(p.v);
+      magnitude += finite ? std::fabs(p.v) : 0;
+    }
+    if (!integral || magnitude > kExact) return false;
+    const size_t n = pts.size();
+    sum_.resize(n + 1);
+    sum_[0] = 0;
+    for (size_t i = 0; i < n; ++i)
+      sum_[i + 1] = sum_[i] + (std::isfinite(pts[i].v) ? static_cast<int64_t>(pts[i].v) : 0);
+    special_ = special;
+    if (special) {
+      nan_.assign(n + 1, 0);
+      pos_.assign(n + 1, 0);
+      neg_.assign(n + 1, 0);
+      for (size_t i = 0; i < n; ++i) {
+        const double v = pts[i].v;
+        nan_[i + 1] = nan_[i] + (std::isnan(v) ? 1 : 0);
+        pos_[i + 1] = pos_[i] + (std::isinf(v) && v > 0 ? 1 : 0);
+        neg_[i + 1] = neg_[i] + (std::isinf(v) && v < 0 ? 1 : 0);
+      }
+    }
+    return true;
+  }
+  // The samples [lo, hi) as the running Fold would hold them.
+  Fold Window(size_t lo, size_t hi) const {
+    Fold f;
+    f.count = hi - lo;
+    if (special_) {
+      f.nan = nan_[hi] - nan_[lo];
+      f.pos_inf = pos_[hi] - pos_[lo];
+      f.neg_inf = neg_[hi] - neg_[lo];
+    }
+    f.sum = static_cast<double>(sum_[hi] - sum_[lo]);
+    return f;
+  }
+
+ private:
+  std::vector<int64_t> sum_;
+  bool special_ = false;  // NaN or an infinity among the samples: nan_, pos_, neg_ are built
+  std::vector<size_t> nan_, pos_, neg_;
+};
+
 }  // namespace
 
 bool RollupUsable(const tsdb::Rollup& r) {
@@ -489,6 +547,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   std::vector<CounterWindow> windows;  // rate, increase: the series' steps with >= 2 samples
   std::vector<double> corrected;       // CounterSums of `windows`
   SortedWindow sorted;                 // quantile
+  IntegerPrefix integer_prefix;        // sums
   std::vector<size_t> negative_zeros;  // quantile: how many of pts[0, i) are -0
   size_t cells = 0;
   table->labels.reserve(f.series.size());
@@ -542,12 +601,14 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
     size_t lo = 0, hi = 0, head = 0;
     deque.clear();
     Fold fold;  // sums: the window's samples
+    const bool integers = sums && integer_prefix.Build(pts);
+    const bool running = sums && !integers;
     for (size_t k = 0; k < n; ++k) {
       const int64_t t = StepTime(k);
       const int64_t ref = RefTime(ms.selector->mods, t), mint = ref - ms.range_ms;
       for (; hi < pts.size() && pts[hi].t_ms <= ref; ++hi) {
         const double v = pts[hi].v;
-        if (sums) fold.AddToSum(v);
+        if (running) fold.AddToSum(v);
         if (extreme && !std::isnan(v)) {
           while (deque.size() > head &&
                  (is_max ? pts[deque.back()].v < v : pts[deque.back()].v > v))
@@ -556,7 +617,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
         }
       }
       for (; lo < hi && pts[lo].t_ms < mint; ++lo) {
-        if (!sums) continue;
+        if (!running) continue;
         const double v = pts[lo].v;
         --fold.count;
         if (std::isnan(v)) {
@@ -567,7 +628,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
           KahanAdd(-v, &fold.sum, &fold.comp);
         }
       }
-      if (sums && fold.count == 0) fold.sum = fold.comp = 0;  // no rounding carried over
+      if (running && fold.count == 0) fold.sum = fold.comp = 0;  // no rounding carried over
       while (head < deque.size() && deque[head] < lo) ++head;
       if (head == deque.size()) {
         head = 0;
@@ -577,7 +638,9 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       if (lo == hi) continue;
       double v = 0;
       bool ok = true;
-      if (sums) {
+      if (integers) {
+        v = integer_prefix.Window(lo, hi).Result(name);
+      } else if (sums) {
         v = fold.Result(name);
       } else if (extreme) {
         v = head < deque.size() ? pts[deque[head]].v : std::numeric_limits<double>::quiet_NaN();
