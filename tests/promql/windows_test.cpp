@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,6 +93,23 @@ void ExpectSame(const QueryResult& a, const QueryResult& b, bool exact, const st
   }
 }
 
+// Series g{s="0"} .. g{s="n-1"}, a sample a second over span_ms from kT0, valued value(s, t).
+void FillG(tsdb::MemoryQuerier* q, int n, int64_t span_ms,
+           const std::function<double(int, int64_t)>& value) {
+  for (int s = 0; s < n; ++s) {
+    tsdb::Labels l{{"__name__", "g"}, {"s", std::to_string(s)}};
+    for (int64_t t = kT0; t < kT0 + span_ms; t += 1000)
+      ASSERT_TRUE(q->Append(l, t, value(s, t)).ok());
+  }
+}
+
+// Options for the step-by-step reference the sliding path is compared with.
+EngineOptions StepByStep() {
+  EngineOptions o;
+  o.sliding_windows = false;
+  return o;
+}
+
 bool ExactFunction(const std::string& f) {
   return f != "sum_over_time" && f != "avg_over_time";
 }
@@ -177,17 +195,13 @@ TEST(SlidingWindows, CounterCorrectionsOfManyDropsAgreeBitForBit) {
   std::mt19937_64 rng(1514);
   std::uniform_real_distribution<double> u(0, 1);
   tsdb::MemoryQuerier q;
-  for (int s = 0; s < 3; ++s) {
-    tsdb::Labels l{{"__name__", "g"}, {"s", std::to_string(s)}};
-    double v = 1000 * u(rng);
-    for (int64_t t = kT0; t < kT0 + 3 * 3600 * 1000; t += 1000) {
-      ASSERT_TRUE(q.Append(l, t, s == 2 && u(rng) < 0.01 ? std::nan("") : v).ok());
-      v += (u(rng) - 0.5) * 3.7;  // ~half the samples drop
-    }
-  }
-  EngineOptions step_opts;
-  step_opts.sliding_windows = false;
-  const Engine slide, step(step_opts);
+  double v = 0;
+  FillG(&q, 3, 3 * 3600 * 1000, [&](int s, int64_t t) {
+    v = t == kT0 ? 1000 * u(rng) : v + (u(rng) - 0.5) * 3.7;  // ~half the samples drop
+    return s == 2 && u(rng) < 0.01 ? std::nan("") : v;
+  });
+  ASSERT_FALSE(HasFatalFailure());
+  const Engine slide, step(StepByStep());
   int drops_seen = 0;
   for (const std::string f : {"increase", "rate"}) {
     for (int64_t n : {1, 2, 7, 8, 9, 16, 17, 121}) {
@@ -218,22 +232,18 @@ TEST(SlidingWindows, QuantileOverSortedWindowsAgreesBitForBit) {
   std::mt19937_64 rng(1515);
   std::uniform_int_distribution<int> pick(0, 40);
   tsdb::MemoryQuerier q;
-  for (int s = 0; s < 3; ++s) {
-    tsdb::Labels l{{"__name__", "g"}, {"s", std::to_string(s)}};
-    for (int64_t t = kT0; t < kT0 + 2 * 3600 * 1000; t += 1000) {
-      const int r = pick(rng);
-      double v = (r % 13) * 0.37 - 1.5;
-      if (s > 0 && r == 0) v = std::nan("");
-      if (s > 0 && r == 1) v = std::numeric_limits<double>::infinity();
-      if (s > 0 && r == 2) v = -std::numeric_limits<double>::infinity();
-      // Mostly zeros, -0 only in the second hour: a quantile lands on two zeros often.
-      if (s == 2 && r > 4) v = r % 3 == 0 ? 1 : (r % 3 == 1 || t < kT0 + 3600 * 1000 ? 0.0 : -0.0);
-      ASSERT_TRUE(q.Append(l, t, v).ok());
-    }
-  }
-  EngineOptions step_opts;
-  step_opts.sliding_windows = false;
-  const Engine slide, step(step_opts);
+  FillG(&q, 3, 2 * 3600 * 1000, [&](int s, int64_t t) {
+    const int r = pick(rng);
+    double v = (r % 13) * 0.37 - 1.5;
+    if (s > 0 && r == 0) v = std::nan("");
+    if (s > 0 && r == 1) v = std::numeric_limits<double>::infinity();
+    if (s > 0 && r == 2) v = -std::numeric_limits<double>::infinity();
+    // Mostly zeros, -0 only in the second hour: a quantile lands on two zeros often.
+    if (s == 2 && r > 4) v = r % 3 == 0 ? 1 : (r % 3 == 1 || t < kT0 + 3600 * 1000 ? 0.0 : -0.0);
+    return v;
+  });
+  ASSERT_FALSE(HasFatalFailure());
+  const Engine slide, step(StepByStep());
   for (const std::string qv : {"0", "0.5", "0.99", "1"}) {
     for (const std::string range : {"30s", "10m"}) {
       for (int64_t step_ms : {1000, 7000, 60000, 600000, 1800000}) {
@@ -264,23 +274,19 @@ TEST(SlidingWindows, IntegerSeriesSumAsPrefixDifferences) {
   std::mt19937_64 rng(1516);
   std::uniform_int_distribution<int> pick(-50, 50);
   tsdb::MemoryQuerier q;
-  for (int s = 0; s < 4; ++s) {
-    tsdb::Labels l{{"__name__", "g"}, {"s", std::to_string(s)}};
-    for (int64_t t = kT0; t < kT0 + 3600 * 1000; t += 1000) {
-      const int r = pick(rng);
-      double v = r;
-      if (s == 1 && r == 50) v = std::nan("");
-      if (s == 1 && r == 49) v = std::numeric_limits<double>::infinity();
-      if (s == 1 && r == -50) v = -std::numeric_limits<double>::infinity();
-      if (s == 1 && r == 48) v = tsdb::StaleNaN();
-      if (s == 2 && t == kT0 + 1800 * 1000) v = 9007199254740000.0;  // passes 2^53 in all
-      if (s == 3 && t == kT0 + 1800 * 1000) v = 0.5;
-      ASSERT_TRUE(q.Append(l, t, v).ok());
-    }
-  }
-  EngineOptions step_opts;
-  step_opts.sliding_windows = false;
-  const Engine slide, step(step_opts);
+  FillG(&q, 4, 3600 * 1000, [&](int s, int64_t t) {
+    const int r = pick(rng);
+    double v = r;
+    if (s == 1 && r == 50) v = std::nan("");
+    if (s == 1 && r == 49) v = std::numeric_limits<double>::infinity();
+    if (s == 1 && r == -50) v = -std::numeric_limits<double>::infinity();
+    if (s == 1 && r == 48) v = tsdb::StaleNaN();
+    if (s == 2 && t == kT0 + 1800 * 1000) v = 9007199254740000.0;  // passes 2^53 in all
+    if (s == 3 && t == kT0 + 1800 * 1000) v = 0.5;
+    return v;
+  });
+  ASSERT_FALSE(HasFatalFailure());
+  const Engine slide, step(StepByStep());
   for (const std::string f : {"sum_over_time", "count_over_time", "avg_over_time"}) {
     for (const std::string range : {"1m", "5m", "17m"}) {
       for (int64_t step_ms : {1000, 60000, 420000}) {
@@ -318,21 +324,11 @@ TEST(SlidingWindows, CachedStepsCountAgainstMaxSamples) {
   r = Engine(o).Range(q, expr, 60000, 259000, 1000);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r.value().series.at(0).points.size(), 200u);
-}
-
-// A range query that is one table call alone is answered from the table without stepping
-// (Evaluator::MatrixFromTable): the limit is the one the steps would check (the table's cells
-// plus the points output before the last step), series that DropName makes equal merge where
-// their steps do not overlap and fail where they do, as step by step.
-TEST(SlidingWindows, WholeQueryTableAnswersAsTheStepsWould) {
-  tsdb::MemoryQuerier q;
-  for (int s = 0; s < 10; ++s)
-    for (int64_t t = 0; t < 400; ++t)
-      ASSERT_TRUE(q.Append({{"__name__", "x"}, {"s", std::to_string(s)}}, t * 1000, 1).ok());
-  EngineOptions o;
-  // 10 series x 200 steps: 2,000 cells, and 1,990 points output before the last step.
+  // The table call alone is answered from the table without stepping
+  // (Evaluator::MatrixFromTable), with the limit the steps would check: 2,000 cells, and 1,990
+  // points output before the last step.
   o.max_samples = 3990;
-  QueryResult r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 259000, 1000);
+  r = Engine(o).Range(q, "max_over_time(x[1m])", 60000, 259000, 1000);
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r.value().series.size(), 10u);
   EXPECT_EQ(r.value().series[3].points.size(), 200u);
@@ -340,7 +336,13 @@ TEST(SlidingWindows, WholeQueryTableAnswersAsTheStepsWould) {
   r = Engine(o).Range(q, "(max_over_time(x[1m]))", 60000, 259000, 1000);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, QueryError::Kind::kExecution);
+}
 
+// A range query that is one table call alone is answered from the table without stepping
+// (Evaluator::MatrixFromTable; its sample limit: CachedStepsCountAgainstMaxSamples): series that
+// DropName makes equal merge where their steps do not overlap and fail where they do, as step
+// by step.
+TEST(SlidingWindows, WholeQueryTableAnswersAsTheStepsWould) {
   // a{k="1"} over the first 100 s, b{k="1"} over the last 100 s (of 300 s), c{k="2"} throughout.
   tsdb::MemoryQuerier d;
   for (int64_t t = 0; t < 300; ++t) {
@@ -352,9 +354,7 @@ TEST(SlidingWindows, WholeQueryTableAnswersAsTheStepsWould) {
     }
     ASSERT_TRUE(d.Append({{"__name__", "c"}, {"k", "2"}}, t * 1000, 3 * t).ok());
   }
-  EngineOptions step_opts;
-  step_opts.sliding_windows = false;
-  const Engine slide, step(step_opts);
+  const Engine slide, step(StepByStep());
   for (const std::string range : {"10s", "2m"}) {
     const std::string expr = "rate({__name__=~\"a|b|c\"}[" + range + "])";
     ExpectSame(slide.Range(d, expr, 0, 299000, 7000), step.Range(d, expr, 0, 299000, 7000), true,
