@@ -1,10 +1,13 @@
 // promql_bench: the query side without HTTP — storage_compare.sh's query set evaluated by the
 // engine over a data directory (as `gpuwarden tsdb import` left it) and turned into the JSON body
 // the API would send. For profiling (perf, callgrind) and for before/after comparisons.
-//   promql_bench DIR END_S [--repeat N] [--only I]
+//   promql_bench DIR END_S [--repeat N] [--only I] [--start S] [--query range|EXPR]...
 // END_S is the data set's last timestamp in seconds; instant queries run at END_S, range queries
-// over [END_S - 5 h, END_S] at 60 s steps, as storage_compare.sh does. Prints per query the first
-// (cold block cache) and the median and best of N warm runs, and the size of the JSON.
+// over [END_S - 5 h, END_S] (from START_S when given: storage_compare.sh starts at the set's first
+// second when it is shorter than 5 h) at 60 s steps, as storage_compare.sh does. --query
+// ("range|EXPR" or "instant|EXPR", repeatable) replaces the built-in list. Prints per query the
+// first (cold block cache) and the median and best of N warm runs, the median of the engine
+// alone (without the JSON), and the size of the JSON.
 //   promql_bench --synthetic [--repeat N]
 // Sliding windows and rollups (issue 15) on generated data held in memory (no data directory):
 // 8 GPUs at 1 s for 7 days (temperature, power, utilization, an energy counter) and 8 throttle
@@ -264,9 +267,27 @@ int main(int argc, char** argv) {
   const int64_t end_ms = std::atoll(argv[2]) * 1000;
   int repeat = 20;
   int only = -1;
+  int64_t start_ms = end_ms - 5 * 3600 * 1000;
+  std::vector<std::string> exprs;  // --query: owns the strings the Query entries point into
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--start") && i + 1 < argc)
+      start_ms = std::max<int64_t>(start_ms, std::atoll(argv[++i]) * 1000);
+    if (!std::strcmp(argv[i], "--query") && i + 1 < argc) exprs.emplace_back(argv[++i]);
+  }
+  std::vector<Query> queries(std::begin(kQueries), std::end(kQueries));
+  if (!exprs.empty()) {
+    queries.clear();
+    for (const std::string& e : exprs) {
+      const size_t bar = e.find('|');
+      const std::string kind = bar == std::string::npos ? "" : e.substr(0, bar);
+      if (kind != "range" && kind != "instant") {
+        std::fprintf(stderr, "--query wants range|EXPR or instant|EXPR, got %s\n", e.c_str());
+        return 2;
+      }
+      queries.push_back(Query{kind == "range", e.c_str() + bar + 1});
+    }
   }
   auto db = tsdb::DB::Open(o);
   if (!db.ok()) {
@@ -274,11 +295,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   promql::Engine engine;
-  const int64_t start_ms = end_ms - 5 * 3600 * 1000;
-  for (int qi = 0; qi < static_cast<int>(std::size(kQueries)); ++qi) {
+  for (int qi = 0; qi < static_cast<int>(queries.size()); ++qi) {
     if (only >= 0 && qi != only) continue;
-    const Query& q = kQueries[qi];
-    std::vector<double> times;
+    const Query& q = queries[qi];
+    std::vector<double> times, engine_times;
     size_t json_bytes = 0;
     for (int i = 0; i <= repeat; ++i) {
       auto querier = (*db)->NewQuerier();
@@ -289,17 +309,23 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str());
         return 1;
       }
+      engine_times.push_back(Since(t0));
       json_bytes = http::QueryResultJson(r.value()).size();
       times.push_back(Since(t0));
     }
     const double first = times[0];
     times.erase(times.begin());
+    engine_times.erase(engine_times.begin());
     std::sort(times.begin(), times.end());
+    std::sort(engine_times.begin(), engine_times.end());
     const double median = times.empty() ? first : times[times.size() / 2];
     const double best = times.empty() ? first : times[0];
-    std::printf("%-7s %-55s first %7.3f ms  median %7.3f ms  best %7.3f ms  (%zu B JSON)\n",
-                q.range ? "range" : "instant", q.expr, first * 1e3, median * 1e3, best * 1e3,
-                json_bytes);
+    const double engine_median = engine_times.empty() ? 0 : engine_times[engine_times.size() / 2];
+    std::printf(
+        "%-7s %-55s first %7.3f ms  median %7.3f ms  best %7.3f ms  engine %7.3f ms  (%zu B "
+        "JSON)\n",
+        q.range ? "range" : "instant", q.expr, first * 1e3, median * 1e3, best * 1e3,
+        engine_median * 1e3, json_bytes);
   }
   return 0;
 }

@@ -47,11 +47,15 @@ std::string FormatFloatPlain(double v) {
 }
 
 double Quantile(double q, std::vector<double> values) {
+  std::sort(values.begin(), values.end(),
+            [](double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; });
+  return QuantileOfSorted(q, values);
+}
+
+double QuantileOfSorted(double q, std::span<const double> values) {
   if (values.empty()) return std::nan("");
   if (q < 0) return -HUGE_VAL;
   if (q > 1) return HUGE_VAL;
-  std::sort(values.begin(), values.end(),
-            [](double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; });
   double n = static_cast<double>(values.size());
   double rank = q * (n - 1);
   double lower = std::max(0.0, std::floor(rank));

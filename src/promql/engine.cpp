@@ -512,6 +512,7 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
   try {
     Evaluator ev(querier, options_, start_ms, end_ms, deadline, step_ms);
     ev.Prepare(**parsed);
+    if (Value direct; ev.MatrixFromTable(**parsed, &direct)) return direct;
     using ByLabels = std::map<tsdb::Labels, std::vector<Point>>;
     ByLabels by_labels;
     // The output series of the previous step's elements, by position: steps usually yield the

@@ -84,6 +84,11 @@ class Evaluator {
   // The results of `call` at t_ms from its step table (built on first use), or nullptr when the
   // call is evaluated step by step (windows.cpp says when a table is used).
   const StepTable* TableFor(const Call& call, int64_t t_ms, size_t* step);
+  // A range query whose whole expression is a call with a step table: its matrix straight from
+  // the table, with what evaluating it step by step would give (series in label order, the
+  // same sample-limit and duplicate-labelset errors at the same step); false when `root` is not
+  // such a call (then nothing was evaluated). Saves copying every series' labels at every step.
+  bool MatrixFromTable(const Expr& root, Value* out);
 
   Vector EvalBinary(const BinaryExpr& b, const EvalValue& lhs, const EvalValue& rhs,
                     EvalValue* out);
@@ -209,6 +214,8 @@ void CheckNoDuplicateLabelsets(const Vector& v);
 std::string FormatFloatPlain(double v);
 // Prometheus' quantile(): linear interpolation between the closest ranks.
 double Quantile(double q, std::vector<double> values);
+// The same of values already in Quantile's order (NaN first, then ascending).
+double QuantileOfSorted(double q, std::span<const double> sorted);
 
 // A range function (not absent_over_time or holt_winters) over the points `p` (non-empty) of the
 // window (range_start, range_end] ending at the reference time, evaluated at t_ms with the scalar

@@ -11,17 +11,25 @@
 //     apart (Neumaier), samples leaving the window subtracted; NaN, +Inf and -Inf are counted
 //     apart so the window's result is what Prometheus' sum gives: NaN when one is NaN or both
 //     infinities are in, else the infinity, else the finite sum (avg divides it by the count;
-//     Prometheus' incremental mean differs only by rounding).
+//     Prometheus' incremental mean differs only by rounding). A series whose finite samples are
+//     all integers, their magnitudes summing to at most 2^53, makes every one of those additions
+//     exact: its windows are differences of integer prefix sums (IntegerPrefix), O(1) per step
+//     and the same value the running sum reaches.
 //   last/present_over_time: O(1) from the window's end.
 //   rate/increase: the counter corrections are the values before the window's drops, added in
-//     sample order as Prometheus does; the drops of a series are listed once, so a step visits
-//     only those inside its window (a subtraction of prefix sums would round differently and
-//     mishandle infinities).
-//   Everything else (delta, deriv, predict_linear, changes, resets, quantile, stddev, stdvar)
-//   runs the step-by-step arithmetic on the window the two indexes give: these are either
-//   O(window) by definition in Prometheus or need order statistics or a numerically stable
-//   variance (Welford), which running sums of squares are not; the saving is the window search
-//   and the copy.
+//     sample order as Prometheus does; the drops of a series are listed once (with the values
+//     before them, contiguous), so a step visits only those inside its window (a subtraction of
+//     prefix sums would round differently and mishandle infinities). A gauge read as a counter
+//     drops at every other sample, so those additions are most of the work; each window's are
+//     a chain of dependent additions, and the chains of eight steps run interleaved
+//     (CounterSums), each in its own order: the same roundings as one step at a time.
+//   quantile_over_time: the window's values kept sorted across steps (SortedWindow): per step
+//     the samples that left are taken out and those that came in merged in, one pass, instead
+//     of a sort of the whole window; the same sorted values, so the same interpolation.
+//   Everything else (delta, deriv, predict_linear, changes, resets, stddev, stdvar) runs the
+//   step-by-step arithmetic on the window the two indexes give: these are either O(window) by
+//   definition in Prometheus or need a numerically stable variance (Welford), which running
+//   sums of squares are not; the saving is the window search and the copy.
 //
 // Rollups. (rate, increase, delta, last/present_over_time and plain selectors: rollup_reads.cpp.)
 // A long window (EngineOptions::rollup_min_range_ms) is split into the complete
@@ -37,10 +45,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string_view>
 
 #include "promql/eval.h"
 #include "promql/functions.h"
+#include "promql/window_kernels.h"
 
 namespace gw::promql {
 namespace {
@@ -96,92 +106,6 @@ bool IsRollupFunction(std::string_view n) {
 int64_t FloorWindow(int64_t t) {
   return tsdb::RollupWindowStart(t);
 }
-
-// The aggregate of min/max/sum/count/avg_over_time over a window folded from raw samples and
-// rollups in any order.
-struct Fold {
-  size_t count = 0;  // samples (NaN included)
-  size_t nan = 0, pos_inf = 0, neg_inf = 0;
-  double sum = 0, comp = 0;  // finite samples, Neumaier
-  bool has_extreme = false;  // a non-NaN sample was seen
-  double min = 0, max = 0;
-
-  void Extremes(double lo, double hi) {
-    if (!has_extreme) {
-      min = lo;
-      max = hi;
-      has_extreme = true;
-      return;
-    }
-    if (lo < min) min = lo;
-    if (hi > max) max = hi;
-  }
-  // Add without the extremes (sum, avg and count do not need them).
-  void AddToSum(double v) {
-    ++count;
-    if (std::isnan(v)) {
-      ++nan;
-    } else if (std::isinf(v)) {
-      ++(v > 0 ? pos_inf : neg_inf);
-    } else {
-      KahanAdd(v, &sum, &comp);
-    }
-  }
-  void Add(double v) {
-    ++count;
-    if (std::isnan(v)) {
-      ++nan;
-      return;
-    }
-    Extremes(v, v);
-    if (std::isinf(v)) {
-      ++(v > 0 ? pos_inf : neg_inf);
-    } else {
-      KahanAdd(v, &sum, &comp);
-    }
-  }
-  void AddRollup(const tsdb::Rollup& r) {
-    if (r.count == 0) return;
-    count += r.count;
-    Extremes(r.min, r.max);
-    KahanAdd(r.sum, &sum, &comp);
-  }
-  // Adds (subtracts) another Fold's counts and sum, not its extremes.
-  void AddCounts(const Fold& x) {
-    count += x.count;
-    nan += x.nan;
-    pos_inf += x.pos_inf;
-    neg_inf += x.neg_inf;
-    KahanAdd(x.sum, &sum, &comp);
-    KahanAdd(x.comp, &sum, &comp);
-  }
-  void SubtractCounts(const Fold& x) {
-    count -= x.count;
-    nan -= x.nan;
-    pos_inf -= x.pos_inf;
-    neg_inf -= x.neg_inf;
-    KahanAdd(-x.sum, &sum, &comp);
-    KahanAdd(-x.comp, &sum, &comp);
-  }
-  double Sum() const {
-    if (nan > 0 || (pos_inf > 0 && neg_inf > 0)) return std::numeric_limits<double>::quiet_NaN();
-    if (pos_inf > 0) return std::numeric_limits<double>::infinity();
-    if (neg_inf > 0) return -std::numeric_limits<double>::infinity();
-    return sum + comp;
-  }
-  // The finite samples' count for avg.
-  double Result(std::string_view name) const {
-    if (name == "count_over_time") return static_cast<double>(count);
-    if (name == "sum_over_time") return Sum();
-    if (name == "avg_over_time") {
-      const double s = Sum();
-      if (!std::isfinite(s)) return s;
-      return s / static_cast<double>(count);
-    }
-    if (!has_extreme) return std::numeric_limits<double>::quiet_NaN();
-    return name == "max_over_time" ? max : min;
-  }
-};
 
 }  // namespace
 
@@ -308,23 +232,64 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   const bool is_max = name == "max_over_time";
   const bool sums = name == "sum_over_time" || name == "avg_over_time" || name == "count_over_time";
   const bool counter = name == "rate" || name == "increase";
+  const bool quantile = name == "quantile_over_time";
   const int64_t first_mint = RefTime(ms.selector->mods, StepTime(0)) - ms.range_ms;
   const int64_t last_ref = RefTime(ms.selector->mods, StepTime(n - 1));
   std::vector<Point> pts;
   std::vector<size_t> deque;  // indexes into pts, [head, size)
-  std::vector<size_t> drops;  // rate, increase: the indexes i with pts[i].v < pts[i - 1].v
+  // rate, increase: the indexes i with pts[i].v < pts[i - 1].v, and those pts[i - 1].v
+  std::vector<size_t> drops;
+  std::vector<double> before;
+  std::vector<CounterWindow> windows;  // rate, increase: the series' steps with >= 2 samples
+  std::vector<double> corrected;       // CounterSums of `windows`
+  SortedWindow sorted;                 // quantile
+  IntegerPrefix integer_prefix;        // sums
+  std::vector<size_t> negative_zeros;  // quantile: how many of pts[0, i) are -0
   size_t cells = 0;
+  table->labels.reserve(f.series.size());
+  table->values.reserve(f.series.size() * n);
+  table->present.reserve(f.series.size() * n);
   for (const tsdb::SeriesRuns& s : f.series) {
     // The series' non-stale samples that any step's window holds.
     pts.clear();
+    size_t held = 0;
+    for (const auto& run : s.runs) held += run.size();
+    pts.reserve(held);
     for (const auto& run : s.runs)
       for (const tsdb::Sample& x : run)
         if (x.t_ms >= first_mint && x.t_ms <= last_ref && !tsdb::IsStaleNaN(x.v))
           pts.push_back(Point{x.t_ms, x.v});
     drops.clear();
-    if (counter)
-      for (size_t i = 1; i < pts.size(); ++i)
-        if (pts[i].v < pts[i - 1].v) drops.push_back(i);
+    before.clear();
+    if (counter) {
+      // Without branches (a gauge read as a counter drops at random), a block at a time: each
+      // sample is written at the block's next free place, which moves on only at a drop; the
+      // drops found are appended. Memory grows with the drops, not with the samples.
+      constexpr size_t kBlock = 512;
+      size_t block_drops[kBlock];
+      double block_before[kBlock];
+      for (size_t from = 1; from < pts.size(); from += kBlock) {
+        const size_t to = std::min(pts.size(), from + kBlock);
+        size_t found = 0;
+        for (size_t i = from; i < to; ++i) {
+          block_drops[found] = i;
+          block_before[found] = pts[i - 1].v;
+          found += pts[i].v < pts[i - 1].v ? 1 : 0;
+        }
+        drops.insert(drops.end(), block_drops, block_drops + found);
+        before.insert(before.end(), block_before, block_before + found);
+      }
+    }
+    const size_t ndrops = drops.size();
+    size_t da = 0, db = 0;  // rate, increase: the drops in (lo, hi)
+    if (quantile) {
+      sorted.Clear();
+      negative_zeros.assign(pts.size() + 1, 0);
+      for (size_t i = 0; i < pts.size(); ++i)
+        negative_zeros[i + 1] =
+            negative_zeros[i] + (pts[i].v == 0 && std::signbit(pts[i].v) ? 1 : 0);
+    }
+    windows.clear();
     const size_t row = table->labels.size();
     table->labels.push_back(name == "last_over_time" ? s.labels : DropName(s.labels));
     table->values.resize((row + 1) * n);
@@ -332,12 +297,14 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
     size_t lo = 0, hi = 0, head = 0;
     deque.clear();
     Fold fold;  // sums: the window's samples
+    const bool integers = sums && integer_prefix.Build(pts);
+    const bool running = sums && !integers;
     for (size_t k = 0; k < n; ++k) {
       const int64_t t = StepTime(k);
       const int64_t ref = RefTime(ms.selector->mods, t), mint = ref - ms.range_ms;
       for (; hi < pts.size() && pts[hi].t_ms <= ref; ++hi) {
         const double v = pts[hi].v;
-        if (sums) fold.AddToSum(v);
+        if (running) fold.AddToSum(v);
         if (extreme && !std::isnan(v)) {
           while (deque.size() > head &&
                  (is_max ? pts[deque.back()].v < v : pts[deque.back()].v > v))
@@ -346,7 +313,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
         }
       }
       for (; lo < hi && pts[lo].t_ms < mint; ++lo) {
-        if (!sums) continue;
+        if (!running) continue;
         const double v = pts[lo].v;
         --fold.count;
         if (std::isnan(v)) {
@@ -357,33 +324,32 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
           KahanAdd(-v, &fold.sum, &fold.comp);
         }
       }
-      if (sums && fold.count == 0) fold.sum = fold.comp = 0;  // no rounding carried over
+      if (running && fold.count == 0) fold.sum = fold.comp = 0;  // no rounding carried over
       while (head < deque.size() && deque[head] < lo) ++head;
       if (head == deque.size()) {
         head = 0;
         deque.clear();
       }
-      CheckHeld(cells + (hi - lo));
+      CheckHeld(cells + windows.size() + (hi - lo));  // windows: this row's pending cells
       if (lo == hi) continue;
       double v = 0;
       bool ok = true;
-      if (sums) {
+      if (integers) {
+        v = integer_prefix.Window(lo, hi).Result(name);
+      } else if (sums) {
         v = fold.Result(name);
       } else if (extreme) {
         v = head < deque.size() ? pts[deque[head]].v : std::numeric_limits<double>::quiet_NaN();
       } else if (counter) {
-        // Prometheus' extrapolatedRate adds the value before every drop inside the window, in
-        // sample order; visiting only the drops makes the same additions in the same order
-        // (bit for bit) in O(drops) per step instead of O(window).
-        ok = hi - lo >= 2;
-        if (ok) {
-          double result = pts[hi - 1].v - pts[lo].v;
-          for (auto d = std::upper_bound(drops.begin(), drops.end(), lo);
-               d != drops.end() && *d < hi; ++d)
-            result += pts[*d - 1].v;
-          v = ExtrapolateRate(result, pts[lo], pts[hi - 1], hi - lo, mint, ref, ms.range_ms, true,
-                              name == "rate");
+        // Summed and extrapolated for all steps at once below.
+        for (; da < ndrops && drops[da] <= lo; ++da) {
         }
+        for (db = std::max(db, da); db < ndrops && drops[db] < hi; ++db) {
+        }
+        if (hi - lo >= 2) windows.push_back(CounterWindow{k, lo, hi, da, db});
+        continue;
+      } else if (quantile && negative_zeros[hi] == negative_zeros[lo]) {
+        v = QuantileOfSorted(scalar, sorted.Move(pts, lo, hi));
       } else {
         ok = RangeFunctionValue(name, std::span<const Point>(pts.data() + lo, hi - lo), mint, ref,
                                 ms.range_ms, t, scalar, &v);
@@ -393,6 +359,18 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       table->present[row * n + k] = 1;
       ++cells;
     }
+    if (windows.empty()) continue;
+    corrected.resize(windows.size());
+    CounterSums(pts, std::span<const double>(before.data(), ndrops), windows, corrected.data());
+    for (size_t w = 0; w < windows.size(); ++w) {
+      const CounterWindow& x = windows[w];
+      const int64_t ref = RefTime(ms.selector->mods, StepTime(x.k));
+      table->values[row * n + x.k] =
+          ExtrapolateRate(corrected[w], pts[x.lo], pts[x.hi - 1], x.hi - x.lo, ref - ms.range_ms,
+                          ref, ms.range_ms, true, name == "rate");
+      table->present[row * n + x.k] = 1;
+    }
+    cells += windows.size();
   }
 }
 
