@@ -136,6 +136,7 @@ DBStats DB::stats() const {
   s.compaction_seconds_total = compaction_seconds_total_.load();
   s.last_compaction_seconds = last_compaction_seconds_.load();
   s.blocks_decoded = blocks_decoded_.load();
+  s.rollups_decoded = rollups_decoded_.load();
   s.selects = selects_.load();
   s.select_seconds_total = select_seconds_total_.load();
   {

@@ -123,6 +123,8 @@ struct DBStats {
   // Blocks decoded from SQLite since open by reads (cache misses) and by ReadRollups' fallback
   // for blocks written before format 3; compaction's and retention's decodes are not counted.
   uint64_t blocks_decoded = 0;
+  // Blocks' rollup columns decoded by ReadRollups since open (the decoded-rollup cache's misses).
+  uint64_t rollups_decoded = 0;
 };
 
 class DB {
@@ -270,6 +272,7 @@ class DB {
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
   std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};
+  std::atomic<uint64_t> rollups_decoded_{0};
   std::atomic<double> last_flush_seconds_{0};
   std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
   std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},

@@ -174,6 +174,11 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
   sqlite3_bind_int64(s, 2,
                      static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
   std::vector<Rollup> decoded, computed;
+  // At most one rollup per window: reserved once rather than grown by doubling (a week is 2016
+  // windows of ~110 bytes per series; each regrowth copied them and touched fresh pages).
+  const uint64_t span = static_cast<uint64_t>(maxt_ms) - static_cast<uint64_t>(from);
+  out->reserve(static_cast<size_t>(std::min<uint64_t>(span / kRollupWindowMs + 1, 1 << 16)));
+  decoded.reserve(static_cast<size_t>(block_range_ms_ / kRollupWindowMs + 1));
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     decoded.clear();
@@ -181,6 +186,7 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
     // retention deleted, so those of the samples still there are computed (column 2 is the data
     // then; the statement leaves it NULL for format 3).
     if (!BlobColumn(s, 3).empty()) {
+      ++rollups_decoded_;
       if (Status st = DecodeRollups(BlobColumn(s, 3), &decoded); !st.ok()) {
         ++chunk_corruptions_;
         Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
