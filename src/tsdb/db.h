@@ -76,6 +76,9 @@ struct DBOptions {
   bool compact_on_flush = true;  // Flush writes blocks directly (else chunk rows; see Compact)
   int zstd_level = 3;
   size_t block_cache_bytes = 64ULL << 20;  // decoded blocks kept for queries (0: no cache)
+  // Decoded rollup columns kept for long-range queries (0: no cache): a week of one series is
+  // 2016 windows, ~240 KB decoded, so the default holds about 70 series-weeks.
+  size_t rollup_cache_bytes = 16ULL << 20;
   // false: Append/Commit do not write the WAL; only Flush makes data durable. For bulk imports
   // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
   // Flush loses the import, never older data.
@@ -123,8 +126,10 @@ struct DBStats {
   // Blocks decoded from SQLite since open by reads (cache misses) and by ReadRollups' fallback
   // for blocks written before format 3; compaction's and retention's decodes are not counted.
   uint64_t blocks_decoded = 0;
-  // Blocks' rollup columns decoded by ReadRollups since open (the decoded-rollup cache's misses).
-  uint64_t rollups_decoded = 0;
+  // Blocks' rollup columns decoded by ReadRollups since open (the rollup cache's misses), and
+  // those the cache answered; bytes of decoded rollups it holds now.
+  uint64_t rollups_decoded = 0, rollup_cache_hits = 0;
+  uint64_t rollup_cache_bytes = 0;
 };
 
 class DB {
@@ -241,6 +246,9 @@ class DB {
   // The decoded block of the current row of `s` (columns id, crc32, data), through the cache
   // (put there only if `admit`); nullptr (counted, logged) when corrupt. sql_mu_ held.
   Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true);
+  // The decoded format-3 rollups column of the current row of `s` (columns id, crc32, data,
+  // rollups), through the rollup cache; nullptr (counted, logged) when corrupt. sql_mu_ held.
+  std::shared_ptr<const std::vector<Rollup>> DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s);
 
   DBOptions options_;
   Head head_;
@@ -269,6 +277,8 @@ class DB {
 
   struct BlockCache;  // LRU of decoded blocks, own mutex (db_internal.h)
   std::unique_ptr<BlockCache> cache_;
+  struct RollupCache;  // LRU of decoded rollup columns, own mutex (db_internal.h)
+  std::unique_ptr<RollupCache> rollup_cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
   std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};

@@ -142,6 +142,27 @@ bool DB::InsertRollups(sqlite3_stmt* select, sqlite3_stmt* insert, SeriesRef ref
   return true;
 }
 
+DB::RollupCache::Ptr DB::DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s) {
+  const std::string_view blob = BlobColumn(s, 3);
+  const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  // Keyed by the block, checked against the column's own CRC: a rewritten block (compaction,
+  // retention converting older rollups) is never answered from an older decode.
+  const uint32_t crc = Crc32(blob);
+  if (RollupCache::Ptr hit = rollup_cache_->Get(id, crc)) return hit;
+  ++rollups_decoded_;
+  auto decoded = std::make_shared<std::vector<Rollup>>();
+  if (Status st = DecodeRollups(blob, decoded.get()); !st.ok()) {
+    ++chunk_corruptions_;
+    Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
+         "; skipped");
+    return nullptr;
+  }
+  decoded->shrink_to_fit();
+  const size_t bytes = decoded->capacity() * sizeof(Rollup);
+  rollup_cache_->Put(id, crc, decoded, bytes);
+  return decoded;
+}
+
 Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out) {
   out->clear();
   const int64_t window_start =
@@ -178,16 +199,23 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
   // windows of ~110 bytes per series; each regrowth copied them and touched fresh pages).
   const uint64_t span = static_cast<uint64_t>(maxt_ms) - static_cast<uint64_t>(from);
   out->reserve(static_cast<size_t>(std::min<uint64_t>(span / kRollupWindowMs + 1, 1 << 16)));
-  decoded.reserve(static_cast<size_t>(block_range_ms_ / kRollupWindowMs + 1));
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    decoded.clear();
+    const std::string_view blob = BlobColumn(s, 3);
     // Format 3 stands for every sample the block ever had; older rollups only for samples
     // retention deleted, so those of the samples still there are computed (column 2 is the data
     // then; the statement leaves it NULL for format 3).
-    if (!BlobColumn(s, 3).empty()) {
+    if (sqlite3_column_type(s, 2) == SQLITE_NULL && !blob.empty()) {
+      if (RollupCache::Ptr r = DecodeRollupsCached(ref, s)) {
+        for (const Rollup& x : *r)
+          if (x.t_ms >= from && x.t_ms <= maxt_ms) out->push_back(x);
+      }
+      continue;
+    }
+    decoded.clear();
+    if (!blob.empty()) {
       ++rollups_decoded_;
-      if (Status st = DecodeRollups(BlobColumn(s, 3), &decoded); !st.ok()) {
+      if (Status st = DecodeRollups(blob, &decoded); !st.ok()) {
         ++chunk_corruptions_;
         Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
              "; skipped");
