@@ -190,9 +190,9 @@ run_set() {
   echo "| | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
   echo "|---|---|---|---|"
   awk -v s="$samples" -v a="$gw_bytes" -v b="$prom_bytes" -v c="$vm_bytes" 'BEGIN {
-    printf "| bytes per sample on disk | %.3f | %s | %.3f |\n", a/s, b > 0 ? sprintf("%.3f", b/s) : "-", c/s }'
+    printf "| bytes per sample on disk | %.3f | %s | %.3f |\n", a/s, (b > 0 ? sprintf("%.3f", b/s) : "-"), c/s }'
   awk -v s="$samples" -v a="$gw_s" -v b="$prom_s" -v c="$vm_s" 'BEGIN {
-    printf "| text import, M samples/s | %.2f | %s | %.2f |\n", s/a/1e6, b > 0 ? sprintf("%.2f", s/b/1e6) : "-", s/c/1e6 }'
+    printf "| text import, M samples/s | %.2f | %s | %.2f |\n", s/a/1e6, (b > 0 ? sprintf("%.2f", s/b/1e6) : "-"), s/c/1e6 }'
   if [ "$sizes_only" = 1 ]; then
     stop_servers
     rm -rf "$d"
