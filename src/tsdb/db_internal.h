@@ -122,7 +122,7 @@ struct LruCache {
   }
   void Put(uint64_t id, uint32_t crc, Ptr value, size_t size) {
     std::lock_guard lock(mu);
-    if (size > limit) return;
+    if (limit == 0 || size > limit) return;
     if (auto it = map.find(id); it != map.end()) {
       bytes -= it->second.bytes;
       lru.erase(it->second.lru);

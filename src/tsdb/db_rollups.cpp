@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
+#include <memory>
 
 #include "tsdb/block.h"
 #include "tsdb/chunk.h"
@@ -194,46 +196,48 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
                      static_cast<sqlite3_int64>(BlockId(ref, WindowOf(from, block_range_ms_))));
   sqlite3_bind_int64(s, 2,
                      static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
-  std::vector<Rollup> decoded, computed;
-  // At most one rollup per window: reserved once rather than grown by doubling (a week is 2016
-  // windows of ~110 bytes per series; each regrowth copied them and touched fresh pages).
-  const uint64_t span = static_cast<uint64_t>(maxt_ms) - static_cast<uint64_t>(from);
-  out->reserve(static_cast<size_t>(std::min<uint64_t>(span / kRollupWindowMs + 1, 1 << 16)));
+  // Each block's rollups, in time order (the cache's shared decode, or computed here), then
+  // copied into `out` at its exact size: grown by doubling, a week's 2016 windows of 120 bytes
+  // per series were copied again at each regrowth, into fresh pages.
+  std::vector<RollupCache::Ptr> parts;
+  std::vector<Rollup> computed;
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     const std::string_view blob = BlobColumn(s, 3);
     // Format 3 stands for every sample the block ever had; older rollups only for samples
     // retention deleted, so those of the samples still there are computed (column 2 is the data
     // then; the statement leaves it NULL for format 3).
-    if (sqlite3_column_type(s, 2) == SQLITE_NULL && !blob.empty()) {
-      if (RollupCache::Ptr r = DecodeRollupsCached(ref, s)) {
-        for (const Rollup& x : *r)
-          if (x.t_ms >= from && x.t_ms <= maxt_ms) out->push_back(x);
-      }
+    if (sqlite3_column_type(s, 2) == SQLITE_NULL) {
+      if (blob.empty()) continue;
+      if (RollupCache::Ptr r = DecodeRollupsCached(ref, s)) parts.push_back(std::move(r));
       continue;
     }
-    decoded.clear();
+    auto decoded = std::make_shared<std::vector<Rollup>>();
     if (!blob.empty()) {
       ++rollups_decoded_;
-      if (Status st = DecodeRollups(blob, &decoded); !st.ok()) {
+      if (Status st = DecodeRollups(blob, decoded.get()); !st.ok()) {
         ++chunk_corruptions_;
         Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
              "; skipped");
-        decoded.clear();
+        decoded->clear();
       }
     }
-    if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
-      if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
-        computed.clear();
-        AddToRollups(*d, &computed);
-        MergeRollups(&decoded, computed);
-      }
+    if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
+      computed.clear();
+      AddToRollups(*d, &computed);
+      MergeRollups(decoded.get(), computed);
     }
-    for (const Rollup& r : decoded)
-      if (r.t_ms >= from && r.t_ms <= maxt_ms) out->push_back(r);
+    parts.push_back(std::move(decoded));
   }
   sqlite3_reset(s);
   if (rc != SQLITE_DONE) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
+  auto in_range = [&](const Rollup& r) { return r.t_ms >= from && r.t_ms <= maxt_ms; };
+  size_t n = 0;
+  for (const RollupCache::Ptr& p : parts)
+    n += static_cast<size_t>(std::count_if(p->begin(), p->end(), in_range));
+  out->reserve(n + rows.size());
+  for (const RollupCache::Ptr& p : parts)
+    std::copy_if(p->begin(), p->end(), std::back_inserter(*out), in_range);
   // Rows of the table are of samples newer than the blocks' of the same window (a block is
   // written from the chunk rows, whose rows are then deleted) — or the only ones there.
   MergeRollups(out, rows);
