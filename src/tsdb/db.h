@@ -19,14 +19,16 @@
 // samples and keeps the rollups.
 // Reads decode blocks through a bounded cache (block_cache_bytes); a read of one series spanning
 // more than 4 blocks (24 h at the default range) uses what the cache holds but adds nothing to
-// it, so long scans neither evict the recent blocks dashboards re-read nor grow memory.
+// it, so long scans neither evict the recent blocks dashboards re-read nor grow memory. Decoded
+// rollup columns are kept in a second bounded cache (rollup_cache_bytes).
 //
 // Memory of reads (the bound measured in docs/benchmarks.md, "Long ranges from rollups"): the
-// block cache (block_cache_bytes) + what the queries running at the moment hold: the decoded
-// samples of the series a Select returns (16 bytes a sample; a 7-day raw read of one 1 s series
-// is ~9.7 MB) — none for windows answered from rollups (SelectRollups). The agent's query API
-// gives freed memory back to the kernel after queries (base/heap.h), so between queries the
-// resident size returns to the cache + the idle process.
+// block cache (block_cache_bytes) + the rollup cache (rollup_cache_bytes) + what the queries
+// running at the moment hold: the decoded samples of the series a Select returns (16 bytes a
+// sample; a 7-day raw read of one 1 s series is ~9.7 MB), and for windows answered from rollups
+// (SelectRollups) 120 bytes a window (a week of one series: 2016 windows, ~240 KB). The agent's
+// query API gives freed memory back to the kernel after queries (base/heap.h), so between queries
+// the resident size returns to the cache + the idle process.
 //
 // Rollups in queries: where raw data has aged out (before the newest ApplyRetention cutoff), a
 // Querier's Select returns one sample per 5-minute window — the window's last numeric sample
