@@ -8,6 +8,8 @@
 #   GW_BUILD_DIR=build-rel bench/storage_compare.sh 30m     (the build to measure; default build)
 #   SIZES_ONLY=1 bench/storage_compare.sh                   (bytes/sample and import only)
 #   WARM_RUNS=7                                             (warm runs per query; default 5)
+#   NO_PROM=1 bench/storage_compare.sh 7d 15s telemetry     (gpuwarden and VictoriaMetrics only:
+#                                                            promtool takes most of a week's run)
 #
 # Per set, one table: bytes per sample on disk (gpuwarden's data dir after import; Prometheus'
 # blocks from promtool before the server starts; VictoriaMetrics' data dir after a flush and a
@@ -28,6 +30,7 @@ sets=("$@")
 [ ${#sets[@]} -eq 0 ] && sets=(demo walk noise counters quantized churn telemetry)
 warm_runs="${WARM_RUNS:-5}"
 sizes_only="${SIZES_ONLY:-0}"
+no_prom="${NO_PROM:-0}"
 work="$(mktemp -d /tmp/gw-storage-bench.XXXXXX)"
 pids=()
 stop_servers() {
@@ -54,18 +57,21 @@ start_servers() {  # $1: set directory
     --listen 127.0.0.1:$gw_port --log-level error 2>>"$d/gw-serve.log" &
   pids+=($!)
   gw_pid=$!
-  prometheus --config.file=/dev/null --storage.tsdb.path="$d/prom" \
-    --storage.tsdb.retention.time=100y --web.listen-address=127.0.0.1:$prom_port \
-    --log.level=error 2>/dev/null &
-  pids+=($!)
-  prom_pid=$!
+  prom_pid=
+  if [ "$no_prom" != 1 ]; then
+    prometheus --config.file=/dev/null --storage.tsdb.path="$d/prom" \
+      --storage.tsdb.retention.time=100y --web.listen-address=127.0.0.1:$prom_port \
+      --log.level=error 2>/dev/null &
+    pids+=($!)
+    prom_pid=$!
+  fi
   victoria-metrics -storageDataPath="$d/vm" -httpListenAddr=127.0.0.1:$vm_port \
     -retentionPeriod=100y -search.latencyOffset=0s -search.disableCache -loggerLevel=ERROR \
     >/dev/null 2>&1 &
   pids+=($!)
   vm_pid=$!
   wait_http localhost:$gw_port/api/v1/status/buildinfo
-  wait_http localhost:$prom_port/-/ready
+  [ "$no_prom" = 1 ] || wait_http localhost:$prom_port/-/ready
   wait_http localhost:$vm_port/health
 }
 
@@ -116,12 +122,15 @@ query_url() {  # port kind expr
   fi
 }
 warm_ms() {  # url: one untimed run, then the median of warm_runs over one connection (ms)
+  [[ "$no_prom" = 1 && "$1" = *":$prom_port/"* ]] && { echo -n "-"; return; }
   local args=(-s -o /dev/null "$1") i
   for ((i = 0; i < warm_runs; i++)); do args+=(-o /dev/null "$1"); done
   curl -w '%{time_total}\n' "${args[@]}" | tail -n "$warm_runs" | sort -g |
     awk '{a[NR] = $1} END {printf "%.1f", 1000 * a[int((NR + 1) / 2)]}'
 }
-once_ms() { curl -s -o /dev/null -w '%{time_total}' "$1" | awk '{printf "%.1f", 1000 * $1}'; }
+once_ms() {
+  [[ "$no_prom" = 1 && "$1" = *":$prom_port/"* ]] && { echo -n "-"; return; }
+  curl -s -o /dev/null -w '%{time_total}' "$1" | awk '{printf "%.1f", 1000 * $1}'; }
 
 run_set() {
   local set=$1 d="$work/$1"
@@ -151,13 +160,16 @@ run_set() {
   t1=$(now_ms)
   gw_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
   # Prometheus 2.42
-  t0=$(now_ms)
-  promtool tsdb create-blocks-from openmetrics "$d/data.om" "$d/prom" >/dev/null
-  t1=$(now_ms)
-  prom_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
-  local gw_bytes prom_bytes vm_bytes
+  local gw_bytes prom_bytes=0 vm_bytes
+  prom_s=0
+  if [ "$no_prom" != 1 ]; then
+    t0=$(now_ms)
+    promtool tsdb create-blocks-from openmetrics "$d/data.om" "$d/prom" >/dev/null
+    t1=$(now_ms)
+    prom_s=$(awk "BEGIN {print ($t1-$t0)/1000}")
+    prom_bytes=$(du_bytes "$d/prom")
+  fi
   gw_bytes=$(du_bytes "$d/gw")
-  prom_bytes=$(du_bytes "$d/prom")
   # VictoriaMetrics 1.79 (Prometheus text with millisecond timestamps)
   grep -v '^#' "$d/data.om" | sed -E 's/ ([0-9]+)\.([0-9]{3})$/ \1\2/' >"$d/data.prom"
   start_servers "$d"
@@ -178,9 +190,9 @@ run_set() {
   echo "| | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
   echo "|---|---|---|---|"
   awk -v s="$samples" -v a="$gw_bytes" -v b="$prom_bytes" -v c="$vm_bytes" 'BEGIN {
-    printf "| bytes per sample on disk | %.3f | %.3f | %.3f |\n", a/s, b/s, c/s }'
+    printf "| bytes per sample on disk | %.3f | %s | %.3f |\n", a/s, (b > 0 ? sprintf("%.3f", b/s) : "-"), c/s }'
   awk -v s="$samples" -v a="$gw_s" -v b="$prom_s" -v c="$vm_s" 'BEGIN {
-    printf "| text import, M samples/s | %.2f | %.2f | %.2f |\n", s/a/1e6, s/b/1e6, s/c/1e6 }'
+    printf "| text import, M samples/s | %.2f | %s | %.2f |\n", s/a/1e6, (b > 0 ? sprintf("%.2f", s/b/1e6) : "-"), s/c/1e6 }'
   if [ "$sizes_only" = 1 ]; then
     stop_servers
     rm -rf "$d"
@@ -222,7 +234,7 @@ run_set() {
       "$b" "${cb// /}" "$c" "${cc// /}"
   done
   printf '| RSS after the queries (MiB) | %s | %s | %s |\n' "$(rss_mib "$gw_pid")" \
-    "$(rss_mib "$prom_pid")" "$(rss_mib "$vm_pid")"
+    "$([ -n "$prom_pid" ] && rss_mib "$prom_pid" || echo -)" "$(rss_mib "$vm_pid")"
   stop_servers
   rm -rf "$d"
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <memory>
 
 #include "tsdb/chunk.h"
 #include "tsdb/coding.h"
@@ -58,7 +59,16 @@ Status Unpack(std::string_view in, std::string* storage, std::vector<std::string
     if (!GetUvarint(&in, &plain_size) || !PlausibleZstd(in, plain_size))
       return Error{"block: bad length"};
     storage->resize(plain_size);
-    const size_t n = ZSTD_decompress(storage->data(), storage->size(), in.data(), in.size());
+    // One decompression context per thread: ZSTD_decompress would allocate and initialise a
+    // fresh one (~100 KB) per call, which cost more than the decode itself for the few hundred
+    // bytes of a block's rollups.
+    struct FreeDCtx {
+      void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+    };
+    thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
+    if (dctx == nullptr) return Error{"block: no memory for a zstd context"};
+    const size_t n =
+        ZSTD_decompressDCtx(dctx.get(), storage->data(), storage->size(), in.data(), in.size());
     if (ZSTD_isError(n) || n != plain_size) return Error{"block: zstd frame does not decode"};
     in = *storage;
   } else if (kind != kPlain) {
@@ -422,8 +432,11 @@ std::string EncodeRollups(std::span<const Rollup> rollups, int zstd_level) {
     const auto part = rollups.subspan(off, std::min(kMaxChunkSamples, rollups.size() - off));
     parts.push_back(EncodeRollupInts(part));
     col.resize(part.size());
+    // The value columns are timestamped 0, 1, 2, ... (readers take the window starts from
+    // part 0): one run on the chunk codec's grid, where the window starts cost a base and a
+    // step per column (docs/tsdb-format.md §1b).
     auto column = [&](double Rollup::*field) {
-      for (size_t i = 0; i < part.size(); ++i) col[i] = {part[i].t_ms, part[i].*field};
+      for (size_t i = 0; i < part.size(); ++i) col[i] = {static_cast<int64_t>(i), part[i].*field};
       parts.push_back(EncodeChunk(col));
     };
     column(&Rollup::min);
@@ -441,14 +454,23 @@ std::string EncodeRollups(std::span<const Rollup> rollups, int zstd_level) {
 Status DecodeRollups(std::string_view encoded, std::vector<Rollup>* out) {
   const int format = RollupsFormat(encoded);
   if (format == 3) encoded.remove_prefix(1);
-  std::string storage;
-  std::vector<std::string_view> parts;
+  // Scratch reused across calls on a thread: a long-range read decodes one rollup column per
+  // block (hundreds per query), each only a few hundred bytes.
+  thread_local std::string storage;
+  thread_local std::vector<std::string_view> parts;
+  thread_local std::vector<Rollup> group;
+  thread_local std::vector<Sample> col;
+  struct Bound {  // a thread keeps no more than a typical block's worth between calls
+    ~Bound() {
+      if (storage.capacity() > (64u << 10)) std::string().swap(storage);
+      if (group.capacity() > 4096) std::vector<Rollup>().swap(group);
+      if (col.capacity() > 4096) std::vector<Sample>().swap(col);
+    }
+  } bound;
   if (Status st = Unpack(encoded, &storage, &parts); !st.ok()) return st;
   if (format == 2) return DecodeRollups2(parts, out);
   if (parts.size() % kRollupGroup != 0) return Error{"rollups: bad column count"};
   const size_t first = out->size();
-  std::vector<Rollup> group;
-  std::vector<Sample> col;
   double Rollup::*const fields[] = {&Rollup::min,   &Rollup::max,  &Rollup::sum,
                                     &Rollup::first, &Rollup::last, &Rollup::counter_correction};
   for (size_t g = 0; g < parts.size(); g += kRollupGroup) {

@@ -34,8 +34,10 @@ DB::DB(const DBOptions& options)
       flush_log_(std::make_unique<FailureLog>("tsdb: flush to " + options.dir + "/" + kDbFile,
                                               "the data stays in memory and in the WAL",
                                               options.failure_summary_interval_s, options.logger)),
-      cache_(std::make_unique<BlockCache>()) {
+      cache_(std::make_unique<BlockCache>()),
+      rollup_cache_(std::make_unique<RollupCache>()) {
   cache_->limit = options.block_cache_bytes;
+  rollup_cache_->limit = options.rollup_cache_bytes;
 }
 
 DB::~DB() {
@@ -136,6 +138,7 @@ DBStats DB::stats() const {
   s.compaction_seconds_total = compaction_seconds_total_.load();
   s.last_compaction_seconds = last_compaction_seconds_.load();
   s.blocks_decoded = blocks_decoded_.load();
+  s.rollups_decoded = rollups_decoded_.load();
   s.selects = selects_.load();
   s.select_seconds_total = select_seconds_total_.load();
   {
@@ -143,6 +146,11 @@ DBStats DB::stats() const {
     s.block_cache_hits = cache_->hits;
     s.block_cache_misses = cache_->misses;
     s.block_cache_bytes = cache_->bytes;
+  }
+  {
+    std::lock_guard lock(rollup_cache_->mu);
+    s.rollup_cache_hits = rollup_cache_->hits;
+    s.rollup_cache_bytes = rollup_cache_->bytes;
   }
   return s;
 }

@@ -19,14 +19,16 @@
 // samples and keeps the rollups.
 // Reads decode blocks through a bounded cache (block_cache_bytes); a read of one series spanning
 // more than 4 blocks (24 h at the default range) uses what the cache holds but adds nothing to
-// it, so long scans neither evict the recent blocks dashboards re-read nor grow memory.
+// it, so long scans neither evict the recent blocks dashboards re-read nor grow memory. Decoded
+// rollup columns are kept in a second bounded cache (rollup_cache_bytes).
 //
 // Memory of reads (the bound measured in docs/benchmarks.md, "Long ranges from rollups"): the
-// block cache (block_cache_bytes) + what the queries running at the moment hold: the decoded
-// samples of the series a Select returns (16 bytes a sample; a 7-day raw read of one 1 s series
-// is ~9.7 MB) — none for windows answered from rollups (SelectRollups). The agent's query API
-// gives freed memory back to the kernel after queries (base/heap.h), so between queries the
-// resident size returns to the cache + the idle process.
+// block cache (block_cache_bytes) + the rollup cache (rollup_cache_bytes) + what the queries
+// running at the moment hold: the decoded samples of the series a Select returns (16 bytes a
+// sample; a 7-day raw read of one 1 s series is ~9.7 MB), and for windows answered from rollups
+// (SelectRollups) 120 bytes a window (a week of one series: 2016 windows, ~240 KB). The agent's
+// query API gives freed memory back to the kernel after queries (base/heap.h), so between queries
+// the resident size returns to the cache + the idle process.
 //
 // Rollups in queries: where raw data has aged out (before the newest ApplyRetention cutoff), a
 // Querier's Select returns one sample per 5-minute window — the window's last numeric sample
@@ -76,6 +78,9 @@ struct DBOptions {
   bool compact_on_flush = true;  // Flush writes blocks directly (else chunk rows; see Compact)
   int zstd_level = 3;
   size_t block_cache_bytes = 64ULL << 20;  // decoded blocks kept for queries (0: no cache)
+  // Decoded rollup columns kept for long-range queries (0: no cache): a week of one series is
+  // 2016 windows, ~240 KB decoded, so the default holds about 70 series-weeks.
+  size_t rollup_cache_bytes = 16ULL << 20;
   // false: Append/Commit do not write the WAL; only Flush makes data durable. For bulk imports
   // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
   // Flush loses the import, never older data.
@@ -123,6 +128,10 @@ struct DBStats {
   // Blocks decoded from SQLite since open by reads (cache misses) and by ReadRollups' fallback
   // for blocks written before format 3; compaction's and retention's decodes are not counted.
   uint64_t blocks_decoded = 0;
+  // Blocks' rollup columns decoded by ReadRollups since open (the rollup cache's misses), and
+  // those the cache answered; bytes of decoded rollups it holds now.
+  uint64_t rollups_decoded = 0, rollup_cache_hits = 0;
+  uint64_t rollup_cache_bytes = 0;
 };
 
 class DB {
@@ -239,6 +248,9 @@ class DB {
   // The decoded block of the current row of `s` (columns id, crc32, data), through the cache
   // (put there only if `admit`); nullptr (counted, logged) when corrupt. sql_mu_ held.
   Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true);
+  // The decoded format-3 rollups column of the current row of `s` (columns id, crc32, data,
+  // rollups), through the rollup cache; nullptr (counted, logged) when corrupt. sql_mu_ held.
+  std::shared_ptr<const std::vector<Rollup>> DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s);
 
   DBOptions options_;
   Head head_;
@@ -267,9 +279,12 @@ class DB {
 
   struct BlockCache;  // LRU of decoded blocks, own mutex (db_internal.h)
   std::unique_ptr<BlockCache> cache_;
+  struct RollupCache;  // LRU of decoded rollup columns, own mutex (db_internal.h)
+  std::unique_ptr<RollupCache> rollup_cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
   std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};
+  std::atomic<uint64_t> rollups_decoded_{0};
   std::atomic<double> last_flush_seconds_{0};
   std::atomic<uint64_t> compactions_{0}, blocks_written_{0}, selects_{0};
   std::atomic<double> compaction_seconds_total_{0}, last_compaction_seconds_{0},

@@ -10,37 +10,12 @@
 namespace gw::tsdb {
 
 DB::Decoded DB::CacheGet(uint64_t id, uint32_t crc) {
-  std::lock_guard lock(cache_->mu);
-  auto it = cache_->map.find(id);
-  if (it == cache_->map.end() || it->second.crc != crc) {
-    ++cache_->misses;
-    return nullptr;
-  }
-  ++cache_->hits;
-  cache_->lru.splice(cache_->lru.begin(), cache_->lru, it->second.lru);
-  return it->second.samples;
+  return cache_->Get(id, crc);
 }
 
 void DB::CachePut(uint64_t id, uint32_t crc, Decoded samples) {
   const size_t bytes = samples->size() * sizeof(Sample);
-  BlockCache& c = *cache_;
-  std::lock_guard lock(c.mu);
-  if (bytes > c.limit) return;
-  auto it = c.map.find(id);
-  if (it != c.map.end()) {
-    c.bytes -= it->second.samples->size() * sizeof(Sample);
-    c.lru.erase(it->second.lru);
-    c.map.erase(it);
-  }
-  while (c.bytes + bytes > c.limit && !c.lru.empty()) {
-    auto victim = c.map.find(c.lru.back());
-    c.bytes -= victim->second.samples->size() * sizeof(Sample);
-    c.map.erase(victim);
-    c.lru.pop_back();
-  }
-  c.lru.push_front(id);
-  c.map[id] = BlockCache::Entry{crc, std::move(samples), c.lru.begin()};
-  c.bytes += bytes;
+  cache_->Put(id, crc, std::move(samples), bytes);
 }
 
 DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {

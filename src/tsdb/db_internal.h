@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include "tsdb/coding.h"
 #include "tsdb/db.h"
+#include "tsdb/rollup.h"
 
 namespace gw::tsdb {
 
@@ -89,12 +91,16 @@ inline std::string_view BlobColumn(sqlite3_stmt* s, int col) {
            : std::string_view();
 }
 
-// Decoded blocks for queries: LRU by bytes of samples held. An entry is valid for one version of
-// a block (its crc32); a rewritten block gets a new crc and the old entry ages out.
-struct DB::BlockCache {
+// Decoded data for queries, LRU by bytes held: decoded blocks (DB::BlockCache) and decoded
+// rollup columns (DB::RollupCache). An entry is valid for one version of what it decoded (a
+// crc32); a rewritten block gets a new crc and the old entry ages out.
+template <class T>
+struct LruCache {
+  using Ptr = std::shared_ptr<const T>;
   struct Entry {
     uint32_t crc = 0;
-    Decoded samples;
+    Ptr value;
+    size_t bytes = 0;
     std::list<uint64_t>::iterator lru;
   };
   std::mutex mu;
@@ -102,7 +108,40 @@ struct DB::BlockCache {
   uint64_t hits = 0, misses = 0;
   std::list<uint64_t> lru;  // front: most recently used
   std::unordered_map<uint64_t, Entry> map;
+
+  Ptr Get(uint64_t id, uint32_t crc) {
+    std::lock_guard lock(mu);
+    auto it = map.find(id);
+    if (it == map.end() || it->second.crc != crc) {
+      ++misses;
+      return nullptr;
+    }
+    ++hits;
+    lru.splice(lru.begin(), lru, it->second.lru);
+    return it->second.value;
+  }
+  void Put(uint64_t id, uint32_t crc, Ptr value, size_t size) {
+    std::lock_guard lock(mu);
+    if (limit == 0 || size > limit) return;
+    if (auto it = map.find(id); it != map.end()) {
+      bytes -= it->second.bytes;
+      lru.erase(it->second.lru);
+      map.erase(it);
+    }
+    while (bytes + size > limit && !lru.empty()) {
+      auto victim = map.find(lru.back());
+      bytes -= victim->second.bytes;
+      map.erase(victim);
+      lru.pop_back();
+    }
+    lru.push_front(id);
+    map[id] = Entry{crc, std::move(value), size, lru.begin()};
+    bytes += size;
+  }
 };
+
+struct DB::BlockCache : LruCache<std::vector<Sample>> {};
+struct DB::RollupCache : LruCache<std::vector<Rollup>> {};
 
 }  // namespace gw::tsdb
 

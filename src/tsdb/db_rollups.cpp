@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
+#include <memory>
 
 #include "tsdb/block.h"
 #include "tsdb/chunk.h"
@@ -142,6 +144,27 @@ bool DB::InsertRollups(sqlite3_stmt* select, sqlite3_stmt* insert, SeriesRef ref
   return true;
 }
 
+DB::RollupCache::Ptr DB::DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s) {
+  const std::string_view blob = BlobColumn(s, 3);
+  const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  // Keyed by the block, checked against the column's own CRC: a rewritten block (compaction,
+  // retention converting older rollups) is never answered from an older decode.
+  const uint32_t crc = Crc32(blob);
+  if (RollupCache::Ptr hit = rollup_cache_->Get(id, crc)) return hit;
+  ++rollups_decoded_;
+  auto decoded = std::make_shared<std::vector<Rollup>>();
+  if (Status st = DecodeRollups(blob, decoded.get()); !st.ok()) {
+    ++chunk_corruptions_;
+    Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
+         "; skipped");
+    return nullptr;
+  }
+  decoded->shrink_to_fit();
+  const size_t bytes = decoded->capacity() * sizeof(Rollup);
+  rollup_cache_->Put(id, crc, decoded, bytes);
+  return decoded;
+}
+
 Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out) {
   out->clear();
   const int64_t window_start =
@@ -173,33 +196,48 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
                      static_cast<sqlite3_int64>(BlockId(ref, WindowOf(from, block_range_ms_))));
   sqlite3_bind_int64(s, 2,
                      static_cast<sqlite3_int64>(BlockId(ref, WindowOf(maxt_ms, block_range_ms_))));
-  std::vector<Rollup> decoded, computed;
+  // Each block's rollups, in time order (the cache's shared decode, or computed here), then
+  // copied into `out` at its exact size: grown by doubling, a week's 2016 windows of 120 bytes
+  // per series were copied again at each regrowth, into fresh pages.
+  std::vector<RollupCache::Ptr> parts;
+  std::vector<Rollup> computed;
   int rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    decoded.clear();
+    const std::string_view blob = BlobColumn(s, 3);
     // Format 3 stands for every sample the block ever had; older rollups only for samples
     // retention deleted, so those of the samples still there are computed (column 2 is the data
     // then; the statement leaves it NULL for format 3).
-    if (!BlobColumn(s, 3).empty()) {
-      if (Status st = DecodeRollups(BlobColumn(s, 3), &decoded); !st.ok()) {
+    if (sqlite3_column_type(s, 2) == SQLITE_NULL) {
+      if (blob.empty()) continue;
+      if (RollupCache::Ptr r = DecodeRollupsCached(ref, s)) parts.push_back(std::move(r));
+      continue;
+    }
+    auto decoded = std::make_shared<std::vector<Rollup>>();
+    if (!blob.empty()) {
+      ++rollups_decoded_;
+      if (Status st = DecodeRollups(blob, decoded.get()); !st.ok()) {
         ++chunk_corruptions_;
         Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
              "; skipped");
-        decoded.clear();
+        decoded->clear();
       }
     }
-    if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
-      if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
-        computed.clear();
-        AddToRollups(*d, &computed);
-        MergeRollups(&decoded, computed);
-      }
+    if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
+      computed.clear();
+      AddToRollups(*d, &computed);
+      MergeRollups(decoded.get(), computed);
     }
-    for (const Rollup& r : decoded)
-      if (r.t_ms >= from && r.t_ms <= maxt_ms) out->push_back(r);
+    parts.push_back(std::move(decoded));
   }
   sqlite3_reset(s);
   if (rc != SQLITE_DONE) return Error{std::string("tsdb: rollups: ") + sqlite3_errmsg(sql_)};
+  auto in_range = [&](const Rollup& r) { return r.t_ms >= from && r.t_ms <= maxt_ms; };
+  size_t n = 0;
+  for (const RollupCache::Ptr& p : parts)
+    n += static_cast<size_t>(std::count_if(p->begin(), p->end(), in_range));
+  out->reserve(n + rows.size());
+  for (const RollupCache::Ptr& p : parts)
+    std::copy_if(p->begin(), p->end(), std::back_inserter(*out), in_range);
   // Rows of the table are of samples newer than the blocks' of the same window (a block is
   // written from the chunk rows, whose rows are then deleted) — or the only ones there.
   MergeRollups(out, rows);

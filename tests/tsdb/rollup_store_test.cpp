@@ -181,6 +181,63 @@ TEST(DBRollups, StoredWithEveryBlockAndReadWithoutDecoding) {
   EXPECT_TRUE(raw.empty());  // all aged out
 }
 
+// Long-range reads decode each block's rollup column once: later reads of the same windows are
+// answered from the rollup cache (no decode), a block rewritten by a later flush is decoded
+// afresh (never served from the older decode), and a cache of 0 bytes decodes every time.
+TEST(DBRollups, DecodedRollupsAreCachedUntilTheBlockChanges) {
+  TempDir tmp;
+  std::vector<Sample> all;
+  for (int i = 0; i < 6 * 240; ++i) all.push_back({1'700'000'000'000 + i * 15'000LL, i % 17 * 0.5});
+  {
+    auto db = Open(tmp.path());  // 1 h blocks: 6 of them
+    for (const Sample& x : all) ASSERT_TRUE(db->Append(L("power", 0), x.t_ms, x.v).ok());
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  auto db = Open(tmp.path());
+  const SeriesRef ref = *db->GetRef(L("power", 0));
+  std::vector<Rollup> want, got;
+  AddToRollups(all, &want);
+  ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  const uint64_t blocks = db->stats().rollups_decoded;
+  EXPECT_GE(blocks, 6u);
+  EXPECT_GT(db->stats().rollup_cache_bytes, 0u);
+  ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().rollups_decoded, blocks);  // all from the cache
+  EXPECT_EQ(db->stats().rollup_cache_hits, blocks);
+  // A part of the range: the cached windows outside it are left out.
+  const int64_t lo = want[3].t_ms, hi = want[9].t_ms;
+  ASSERT_TRUE(db->ReadRollups(ref, lo, hi, &got).ok());
+  ExpectSame(std::vector<Rollup>(want.begin() + 3, want.begin() + 10), got);
+  // New samples rewrite the newest block: its rollups change and are decoded afresh.
+  for (int i = 0; i < 10; ++i) {
+    const Sample x{all.back().t_ms + 15'000, 100.0 + i};
+    all.push_back(x);
+    ASSERT_TRUE(db->Append(ref, x.t_ms, x.v).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  const uint64_t before = db->stats().rollups_decoded;
+  want.clear();
+  AddToRollups(all, &want);
+  ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().rollups_decoded, before + 1);
+  // Without a cache every read decodes.
+  DBOptions o;
+  o.dir = tmp.path();
+  o.rollup_cache_bytes = 0;
+  db.reset();
+  auto uncached = DB::Open(o);
+  ASSERT_TRUE(uncached.ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*uncached)->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+    ExpectSame(want, got);
+  }
+  EXPECT_EQ((*uncached)->stats().rollups_decoded, 2 * blocks);
+  EXPECT_EQ((*uncached)->stats().rollup_cache_hits, 0u);
+}
+
 TEST(DBRollups, BlockDecodesAreCounted) {
   TempDir tmp;
   auto db = Open(tmp.path());
