@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -57,6 +59,24 @@ void LimitMallocArenas(int arenas) {
   mallopt(M_ARENA_MAX, arenas);
 #else
   (void)arenas;
+#endif
+}
+
+void KeepFreedHeap(size_t trim_threshold, size_t mmap_threshold) {
+#if defined(__GLIBC__)
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  const auto tuned = [tunables](const char* name) {
+    return tunables != nullptr && std::strstr(tunables, name) != nullptr;
+  };
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr && !tuned("trim_threshold")) {
+    mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min<size_t>(trim_threshold, INT_MAX)));
+  }
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr && !tuned("mmap_threshold")) {
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(std::min<size_t>(mmap_threshold, INT_MAX)));
+  }
+#else
+  (void)trim_threshold;
+  (void)mmap_threshold;
 #endif
 }
 

@@ -7,6 +7,7 @@
 // kernel. docs/operations.md ("Memory") has the measurements.
 //
 //   LimitMallocArenas(2);                 // first thing in main
+//   KeepFreedHeap(64 << 20, 4 << 20);     // then: queries reuse freed pages instead of faulting
 //   ProcessHeapTrimmer().MaybeTrim();     // after a query
 //   HeapFigures h = ReadHeap();           // mallinfo2: walks every arena under its lock
 #ifndef GPUWARDEN_BASE_HEAP_H_
@@ -39,6 +40,15 @@ uint64_t TrimsTotal();
 // sets a cap (MALLOC_ARENA_MAX, or glibc.malloc.arena_max in GLIBC_TUNABLES). Call before any
 // thread starts. Fewer arenas: less memory kept per thread that once allocated much.
 void LimitMallocArenas(int arenas);
+
+// Lets malloc keep up to `trim_threshold` bytes free at the top of a heap (M_TRIM_THRESHOLD) and
+// serve blocks under `mmap_threshold` from the heap (a fixed M_MMAP_THRESHOLD), unless the
+// environment sets either (MALLOC_TRIM_THRESHOLD_ / MALLOC_MMAP_THRESHOLD_, or trim_threshold /
+// mmap_threshold in GLIBC_TUNABLES). Without it glibc hands a query's freed top-of-heap back to the
+// kernel and the next query faults the same pages in again: half of a warm 7-day query was those
+// faults (docs/benchmarks.md, "The allocator keeps a query's pages"). What it keeps is bounded by
+// the HeapTrimmer the query API runs after each query. Call before any thread starts.
+void KeepFreedHeap(size_t trim_threshold, size_t mmap_threshold);
 
 // Trims when the memory resident beyond the heap in use (RSS − in use) has grown by more than
 // `threshold_bytes` since the last trim, at most once per `min_interval_ms`: cheap enough to call

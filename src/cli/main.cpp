@@ -189,6 +189,9 @@ int main(int argc, char** argv) {
   // Two malloc arenas instead of up to 8 per core: a thread that once ran a large query keeps
   // little memory afterwards (docs/operations.md, "Memory"). Before any thread starts.
   gw::LimitMallocArenas(2);
+  // Freed query memory stays for the next query (up to 64 MiB, bounded by the query API's trims);
+  // blocks under 4 MiB come from the heap, not from mmap. docs/operations.md, "Memory".
+  gw::KeepFreedHeap(size_t{64} << 20, size_t{4} << 20);
   // A scraper that disconnects mid-response must not kill the agent (see http/server.h).
   std::signal(SIGPIPE, SIG_IGN);
   const gw::config::Config defaults;
