@@ -54,6 +54,7 @@ struct StoreFigures {
   double compactions = 0, blocks_written = 0, compaction_seconds = 0, last_compaction_seconds = 0;
   double selects = 0, select_seconds = 0, block_cache_hits = 0, block_cache_misses = 0;
   double block_cache_bytes = 0;
+  double rollups_decoded = 0, rollup_cache_hits = 0, rollup_cache_bytes = 0;
   double snapshots_recorded = 0, snapshots_skipped = 0, stale_markers = 0, append_errors = 0;
 };
 

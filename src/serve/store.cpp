@@ -111,6 +111,9 @@ collect::StoreFigures StoreFiguresOf(const tsdb::DB& db, const collect::Recorder
   f.block_cache_hits = static_cast<double>(s.block_cache_hits);
   f.block_cache_misses = static_cast<double>(s.block_cache_misses);
   f.block_cache_bytes = static_cast<double>(s.block_cache_bytes);
+  f.rollups_decoded = static_cast<double>(s.rollups_decoded);
+  f.rollup_cache_hits = static_cast<double>(s.rollup_cache_hits);
+  f.rollup_cache_bytes = static_cast<double>(s.rollup_cache_bytes);
   if (recorder != nullptr) {
     collect::RecorderStats r = recorder->stats();
     f.snapshots_recorded = static_cast<double>(r.snapshots_recorded);
