@@ -51,17 +51,8 @@ struct Fold {
     }
   }
   void Add(double v) {
-    ++count;
-    if (std::isnan(v)) {
-      ++nan;
-      return;
-    }
-    Extremes(v, v);
-    if (std::isinf(v)) {
-      ++(v > 0 ? pos_inf : neg_inf);
-    } else {
-      KahanAdd(v, &sum, &comp);
-    }
+    if (!std::isnan(v)) Extremes(v, v);
+    AddToSum(v);
   }
   void AddRollup(const tsdb::Rollup& r) {
     if (r.count == 0) return;

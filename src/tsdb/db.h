@@ -49,6 +49,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -251,6 +252,9 @@ class DB {
   // The decoded format-3 rollups column of the current row of `s` (columns id, crc32, data,
   // rollups), through the rollup cache; nullptr (counted, logged) when corrupt. sql_mu_ held.
   std::shared_ptr<const std::vector<Rollup>> DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s);
+  // Decodes a rollups column into `out`, counted in rollups_decoded; false (counted as a
+  // corruption, logged; `out` may hold part of it) when it does not decode.
+  bool DecodeRollupsCounted(SeriesRef ref, std::string_view blob, std::vector<Rollup>* out);
 
   DBOptions options_;
   Head head_;

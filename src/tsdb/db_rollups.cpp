@@ -144,6 +144,17 @@ bool DB::InsertRollups(sqlite3_stmt* select, sqlite3_stmt* insert, SeriesRef ref
   return true;
 }
 
+bool DB::DecodeRollupsCounted(SeriesRef ref, std::string_view blob, std::vector<Rollup>* out) {
+  ++rollups_decoded_;
+  if (Status st = DecodeRollups(blob, out); !st.ok()) {
+    ++chunk_corruptions_;
+    Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
+         "; skipped");
+    return false;
+  }
+  return true;
+}
+
 DB::RollupCache::Ptr DB::DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s) {
   const std::string_view blob = BlobColumn(s, 3);
   const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
@@ -151,14 +162,8 @@ DB::RollupCache::Ptr DB::DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s) {
   // retention converting older rollups) is never answered from an older decode.
   const uint32_t crc = Crc32(blob);
   if (RollupCache::Ptr hit = rollup_cache_->Get(id, crc)) return hit;
-  ++rollups_decoded_;
   auto decoded = std::make_shared<std::vector<Rollup>>();
-  if (Status st = DecodeRollups(blob, decoded.get()); !st.ok()) {
-    ++chunk_corruptions_;
-    Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
-         "; skipped");
-    return nullptr;
-  }
+  if (!DecodeRollupsCounted(ref, blob, decoded.get())) return nullptr;
   decoded->shrink_to_fit();
   const size_t bytes = decoded->capacity() * sizeof(Rollup);
   rollup_cache_->Put(id, crc, decoded, bytes);
@@ -213,15 +218,7 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
       continue;
     }
     auto decoded = std::make_shared<std::vector<Rollup>>();
-    if (!blob.empty()) {
-      ++rollups_decoded_;
-      if (Status st = DecodeRollups(blob, decoded.get()); !st.ok()) {
-        ++chunk_corruptions_;
-        Warn("tsdb: corrupt rollups of series " + std::to_string(ref) + ": " + st.message() +
-             "; skipped");
-        decoded->clear();
-      }
-    }
+    if (!blob.empty() && !DecodeRollupsCounted(ref, blob, decoded.get())) decoded->clear();
     if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
       computed.clear();
       AddToRollups(*d, &computed);
