@@ -116,6 +116,9 @@ Expected<ClientReply> PostClient::Post(
   for (const auto& [k, v] : impl_->options.headers) h.emplace(k, v);
   for (const auto& [k, v] : headers) h.emplace(k, v);
   auto res = impl_->client.Post(impl_->path, h, body.data(), body.size(), content_type);
+  // cpp-httplib reports Error::Read only once the request has been written: waiting for (or
+  // reading) the status line failed.
+  answer_lost_ = !res && res.error() == httplib::Error::Read;
   if (!res) return Error{TransportError(res.error(), impl_->options.timeout_s)};
   return ClientReply{res->status, std::move(res->body)};
 }

@@ -43,6 +43,10 @@ class PostClient {
   ~PostClient();
   Expected<ClientReply> Post(std::string_view body, const std::string& content_type,
                              const std::vector<std::pair<std::string, std::string>>& headers = {});
+  // After a failed Post: true when the request went out whole and the answer never came (the
+  // connection dropped or timed out while waiting), so the server may have acted on it; false
+  // when it failed before that (no connection, TLS, a write error) or the last Post succeeded.
+  bool answer_lost() const { return answer_lost_; }
   const std::string& url() const { return url_; }
 
  private:
@@ -50,6 +54,7 @@ class PostClient {
   PostClient(std::string url, std::unique_ptr<Impl> impl);
   std::string url_;
   std::unique_ptr<Impl> impl_;
+  bool answer_lost_ = false;
 };
 
 // Percent-encodes a query parameter value.

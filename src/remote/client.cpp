@@ -49,6 +49,7 @@ SendResult Client::Send(const std::vector<TimeSeries>& series,
   if (!reply.ok()) {
     r.outcome = SendResult::kRetry;
     r.error = reply.error().message;
+    r.answer_lost = impl_->http->answer_lost();
     return r;
   }
   r.status = reply->status;

@@ -39,6 +39,10 @@ struct SendResult {
   int status = 0;         // HTTP status; 0 when no answer came
   std::string error;      // one line: what went wrong, with the receiver's own words
   std::size_t bytes = 0;  // compressed body size
+  // kRetry only: the request went out whole and no answer came, so the receiver may have
+  // stored it (remote::Queue then treats a later "out of order" refusal of the same request as
+  // already stored, docs/remote-write.md).
+  bool answer_lost = false;
 };
 
 class Client {

@@ -1,6 +1,7 @@
 #include "remote/queue.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -63,6 +64,19 @@ const char* AggregateName(Aggregate a) {
   }
   return "?";
 }
+
+namespace {
+
+// The words Prometheus ("out of order sample") and Mimir/Cortex ("out-of-order") use for a
+// sample older than the newest its series holds.
+bool RefusedAsOutOfOrder(const std::string& error) {
+  std::string lower(error);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("out of order") != std::string::npos ||
+         lower.find("out-of-order") != std::string::npos;
+}
+
+}  // namespace
 
 Queue::Queue(QueueOptions options, tsdb::DB* db, SendFn send, Logger* log)
     : options_(std::move(options)),
@@ -387,6 +401,8 @@ bool Queue::Flush() {
     ApplyProgress();
     return true;
   }
+  // Set once an attempt of this request went out whole and its answer was lost.
+  bool maybe_stored = false;
   while (true) {
     SendResult r = send_(batch_);
     int64_t newest = 0;
@@ -402,12 +418,23 @@ bool Queue::Flush() {
         figures_.highest_sent_ms = std::max(figures_.highest_sent_ms, newest);
       } else {
         ++figures_.requests_failed;
-        if (r.outcome == SendResult::kDrop) {
+        if (r.outcome == SendResult::kDrop && maybe_stored && RefusedAsOutOfOrder(r.error)) {
+          figures_.samples_already_stored += batch_samples_;
+          figures_.highest_sent_ms = std::max(figures_.highest_sent_ms, newest);
+        } else if (r.outcome == SendResult::kDrop) {
           figures_.samples_failed += batch_samples_;
         } else {
           figures_.samples_retried += batch_samples_;
         }
       }
+    }
+    if (r.outcome == SendResult::kRetry && r.answer_lost) maybe_stored = true;
+    if (r.outcome == SendResult::kDrop && maybe_stored && RefusedAsOutOfOrder(r.error)) {
+      log_->Info("remote_write " + options_.name + ": the receiver refused a resent request of " +
+                 std::to_string(batch_samples_) + " samples as out of order (" + r.error +
+                 "): the attempt whose answer was lost stored them; moving on");
+      backoff_.Reset();
+      break;
     }
     if (r.outcome == SendResult::kRetry) {
       const double delay = backoff_.NextDelayS();

@@ -93,6 +93,11 @@ class Queue {
     uint64_t samples_sent = 0;     // accepted by the receiver
     uint64_t samples_failed = 0;   // refused for good (4xx other than 429): never resent
     uint64_t samples_retried = 0;  // in requests that were retried (5xx, 429, no answer)
+    // A request whose answer was lost (it went out whole, the connection dropped) and whose
+    // resend the receiver then refused as out of order: the lost attempt stored it (a receiver
+    // takes or refuses a request whole, and nothing else writes these series), so its samples
+    // are counted here, not in samples_failed. docs/remote-write.md.
+    uint64_t samples_already_stored = 0;
     uint64_t bytes_sent = 0;       // compressed request bodies accepted
     uint64_t requests_failed = 0;  // requests that did not succeed, retried or not
     uint64_t pending = 0;          // samples read from the store, not yet sent

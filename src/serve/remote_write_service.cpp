@@ -150,6 +150,10 @@ class RemoteWriteService : public Service {
         {"prometheus_remote_storage_samples_dropped_total", "counter",
          "Samples of series write_relabel_configs drops: read from the store, never sent.",
          [](const F& x) { return static_cast<double>(x.samples_dropped); }},
+        {"gpuwarden_remote_write_samples_already_stored_total", "counter",
+         "Samples of a request whose answer was lost, refused as out of order when resent: the "
+         "lost attempt stored them.",
+         [](const F& x) { return static_cast<double>(x.samples_already_stored); }},
         {"prometheus_remote_storage_samples_retried_total", "counter",
          "Samples in requests that failed recoverably (5xx, 429, no answer) and were retried.",
          [](const F& x) { return static_cast<double>(x.samples_retried); }},

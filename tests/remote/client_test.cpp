@@ -3,9 +3,14 @@
 #include "remote/client.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <snappy.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "support/notify_webhook_receiver.h"
 
@@ -88,6 +93,88 @@ TEST(RemoteClient, ClassifiesAnswersAsTheProtocolAsks) {
   EXPECT_EQ(r.outcome, SendResult::kRetry);
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.error.find("connection refused"), std::string::npos) << r.error;
+}
+
+// A receiver that reads each request whole (head and Content-Length body) and closes the
+// connection without answering: a store stopping after it acted on a request.
+class AnswerlessReceiver {
+ public:
+  AnswerlessReceiver() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd_, 4) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      return;
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      while (true) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        std::string in;
+        char buf[4096];
+        size_t want = std::string::npos;
+        while (want == std::string::npos || in.size() < want) {
+          ssize_t n = read(c, buf, sizeof buf);
+          if (n <= 0) break;
+          in.append(buf, static_cast<size_t>(n));
+          const size_t head_end = in.find("\r\n\r\n");
+          const size_t cl = in.find("Content-Length: ");
+          if (want == std::string::npos && head_end != std::string::npos && cl != std::string::npos)
+            want = head_end + 4 + std::stoul(in.substr(cl + 16));
+        }
+        if (want != std::string::npos && in.size() >= want) ++whole_requests_;
+        close(c);
+      }
+    });
+  }
+  ~AnswerlessReceiver() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+  int whole_requests() const { return whole_requests_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::atomic<int> whole_requests_{0};
+  std::thread thread_;
+};
+
+TEST(RemoteClient, SaysWhenTheRequestWentOutWholeAndTheAnswerWasLost) {
+  AnswerlessReceiver rx;
+  ASSERT_NE(rx.port(), 0);
+  auto client = Client::Create(
+      {.url = "http://127.0.0.1:" + std::to_string(rx.port()) + "/write", .timeout_s = 5});
+  ASSERT_TRUE(client.ok());
+  SendResult r = (*client)->Send(Batch());
+  EXPECT_EQ(r.outcome, SendResult::kRetry);
+  EXPECT_TRUE(r.answer_lost) << r.error;
+  EXPECT_NE(r.error.find("no reply"), std::string::npos) << r.error;
+  EXPECT_EQ(rx.whole_requests(), 1);
+
+  // Refused before anything was sent: nothing can have been stored.
+  WebhookReceiver gone;
+  ASSERT_TRUE(gone.Start());
+  const std::string url = gone.url("/write");
+  gone.Stop();
+  auto other = Client::Create({.url = url, .timeout_s = 5});
+  ASSERT_TRUE(other.ok());
+  r = (*other)->Send(Batch());
+  EXPECT_EQ(r.outcome, SendResult::kRetry);
+  EXPECT_FALSE(r.answer_lost) << r.error;
+  // An answer, even a failing one, is not a lost answer.
+  WebhookReceiver failing;
+  ASSERT_TRUE(failing.Start());
+  failing.set_status(503);
+  auto third = Client::Create({.url = failing.url("/write"), .timeout_s = 5});
+  ASSERT_TRUE(third.ok());
+  r = (*third)->Send(Batch());
+  EXPECT_EQ(r.outcome, SendResult::kRetry);
+  EXPECT_FALSE(r.answer_lost);
 }
 
 TEST(RemoteClient, RefusesWhatIsNotAnHttpUrl) {

@@ -201,6 +201,59 @@ TEST_F(QueueTest, RetriesRecoverableFailuresAndDropsRefusals) {
   EXPECT_EQ(refused, 2);  // not again
 }
 
+// A receiver stopping mid-request acts on it and drops the connection; the resend is refused as
+// out of order (Prometheus 2.42: a series' samples older than its newest). Those samples are
+// stored — counted apart, not as failed. Without a lost answer the same refusal is a failure.
+TEST_F(QueueTest, AResendRefusedAsOutOfOrderAfterALostAnswerWasStored) {
+  Append("gpu_power_watts", 1, t0_, 100);
+  Received rx;
+  int attempts = 0;
+  auto q = MakeQueue(Options(), [&](const auto& b) -> SendResult {
+    if (++attempts == 1) {
+      rx.Take(b);  // stored, then the connection dropped before the answer
+      return {.outcome = SendResult::kRetry, .error = "no reply", .answer_lost = true};
+    }
+    if (attempts == 2)
+      return {.outcome = SendResult::kRetry, .status = 503, .error = "HTTP 503: stopping"};
+    if (attempts == 3)
+      return {
+          .outcome = SendResult::kDrop, .status = 400, .error = "HTTP 400: out of order sample"};
+    return rx.Take(b);
+  });
+  q->Notify(t0_ + 99'000);
+  Drain(q.get());
+  ExpectSeries(rx.series["__name__=gpu_power_watts,gpu=0,"], t0_, 100, 0);
+  EXPECT_EQ(rx.requests, 2u);
+  Queue::Figures f = q->figures();
+  EXPECT_EQ(f.samples_already_stored, 50u);
+  EXPECT_EQ(f.samples_failed, 0u);
+  EXPECT_EQ(f.samples_sent, 50u);
+  EXPECT_EQ(f.samples_retried, 100u);
+  EXPECT_EQ(f.highest_sent_ms, t0_ + 99'000);
+
+  // No lost answer (the connection was refused before sending): the refusal is a failure, and so
+  // is any other reason after a lost answer.
+  Append("gpu_power_watts", 1, t0_ + 100'000, 100);
+  attempts = 0;
+  auto q2 = MakeQueue(Options(), [&](const auto&) -> SendResult {
+    ++attempts;
+    if (attempts == 1)
+      return {.outcome = SendResult::kRetry, .error = "connection refused or unreachable"};
+    if (attempts == 2)
+      return {
+          .outcome = SendResult::kDrop, .status = 400, .error = "HTTP 400: out of order sample"};
+    if (attempts == 3)
+      return {.outcome = SendResult::kRetry, .error = "no reply", .answer_lost = true};
+    return {.outcome = SendResult::kDrop, .status = 400, .error = "HTTP 400: out of bounds"};
+  });
+  q2->Notify(t0_ + 199'000);
+  Drain(q2.get());
+  f = q2->figures();
+  EXPECT_EQ(attempts, 4);
+  EXPECT_EQ(f.samples_failed, 100u);
+  EXPECT_EQ(f.samples_already_stored, 0u);
+}
+
 TEST_F(QueueTest, WriteRelabelKeepsAndDropsByRegexAndAddsExternalLabels) {
   Append("gpu_power_watts", 2, t0_, 10);
   Append("gpu_process_memory_bytes", 2, t0_, 10);
