@@ -130,6 +130,90 @@ struct Group {
   std::vector<double> values;  // quantile
 };
 
+// sum, avg, group, min, max, count, stdvar, stddev: a group is a few numbers folded in input
+// order (the others also keep elements or values: topk/bottomk, quantile, count_values' labels).
+bool FoldsValues(AggregateOp op) {
+  switch (op) {
+    case AggregateOp::kSum:
+    case AggregateOp::kAvg:
+    case AggregateOp::kGroup:
+    case AggregateOp::kMin:
+    case AggregateOp::kMax:
+    case AggregateOp::kCount:
+    case AggregateOp::kStdvar:
+    case AggregateOp::kStddev:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A group's first value.
+void StartGroup(Group* g, AggregateOp op, double v) {
+  g->value = v;
+  g->mean = v;
+  if (op == AggregateOp::kStdvar || op == AggregateOp::kStddev) g->value = 0;
+  if (op == AggregateOp::kGroup) g->value = 1;
+}
+
+// Every later value of a group, as Prometheus 2.42 folds it (count_values counts).
+void FoldValue(Group* g, AggregateOp op, double v) {
+  switch (op) {
+    case AggregateOp::kSum:
+      g->value += v;
+      break;
+    case AggregateOp::kAvg: {
+      ++g->count;
+      if (std::isinf(g->mean)) {
+        if (std::isinf(v) && (g->mean > 0) == (v > 0)) break;
+        if (!std::isinf(v) && !std::isnan(v)) break;
+      }
+      const double n = static_cast<double>(g->count);
+      g->mean += v / n - g->mean / n;
+      break;
+    }
+    case AggregateOp::kMax:
+      if (g->value < v || std::isnan(g->value)) g->value = v;
+      break;
+    case AggregateOp::kMin:
+      if (g->value > v || std::isnan(g->value)) g->value = v;
+      break;
+    case AggregateOp::kCount:
+    case AggregateOp::kCountValues:
+      ++g->count;
+      break;
+    case AggregateOp::kStdvar:
+    case AggregateOp::kStddev: {
+      ++g->count;
+      const double delta = v - g->mean;
+      g->mean += delta / static_cast<double>(g->count);
+      g->value += delta * (v - g->mean);
+      break;
+    }
+    default:  // group: stays 1; topk, bottomk, quantile: not folded here
+      break;
+  }
+}
+
+// The group's result, for every operator but topk/bottomk (quantile: its values' quantile q).
+double FinishGroup(Group* g, AggregateOp op, double q) {
+  switch (op) {
+    case AggregateOp::kAvg:
+      return g->mean;
+    case AggregateOp::kCount:
+    case AggregateOp::kCountValues:
+      return static_cast<double>(g->count);
+    case AggregateOp::kStdvar:
+      return g->value / static_cast<double>(g->count);
+    case AggregateOp::kStddev:
+      return std::sqrt(g->value / static_cast<double>(g->count));
+    case AggregateOp::kQuantile:
+      return Quantile(q, std::move(g->values));
+    default:
+      return g->value;
+  }
+}
+
 tsdb::Labels GroupLabels(const tsdb::Labels& l, const std::vector<std::string>& grouping,
                          bool without) {
   tsdb::Labels out;
@@ -143,6 +227,7 @@ tsdb::Labels GroupLabels(const tsdb::Labels& l, const std::vector<std::string>& 
 }  // namespace
 
 Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
+  if (Vector out; AggregateFromTable(a, t_ms, &out)) return out;
   Vector input = Eval(*a.expr, t_ms).vector;
   AggregateOp op = a.op;
   int64_t k = 0;
@@ -190,16 +275,8 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
     if (inserted) {
       Group g;
       if (!one_group) g.labels = GroupLabels(s.labels, grouping, a.without);
-      g.value = s.v;
-      g.mean = s.v;
+      StartGroup(&g, op, s.v);
       switch (op) {
-        case AggregateOp::kStdvar:
-        case AggregateOp::kStddev:
-          g.value = 0;
-          break;
-        case AggregateOp::kGroup:
-          g.value = 1;
-          break;
         case AggregateOp::kTopk:
         case AggregateOp::kBottomk:
           g.heap = std::make_unique<GoHeap>(op == AggregateOp::kBottomk);
@@ -216,39 +293,6 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
     }
     Group& g = groups[it->second];
     switch (op) {
-      case AggregateOp::kSum:
-        g.value += s.v;
-        break;
-      case AggregateOp::kAvg: {
-        ++g.count;
-        if (std::isinf(g.mean)) {
-          if (std::isinf(s.v) && (g.mean > 0) == (s.v > 0)) break;
-          if (!std::isinf(s.v) && !std::isnan(s.v)) break;
-        }
-        double n = static_cast<double>(g.count);
-        g.mean += s.v / n - g.mean / n;
-        break;
-      }
-      case AggregateOp::kGroup:
-        break;
-      case AggregateOp::kMax:
-        if (g.value < s.v || std::isnan(g.value)) g.value = s.v;
-        break;
-      case AggregateOp::kMin:
-        if (g.value > s.v || std::isnan(g.value)) g.value = s.v;
-        break;
-      case AggregateOp::kCount:
-      case AggregateOp::kCountValues:
-        ++g.count;
-        break;
-      case AggregateOp::kStdvar:
-      case AggregateOp::kStddev: {
-        ++g.count;
-        double delta = s.v - g.mean;
-        g.mean += delta / static_cast<double>(g.count);
-        g.value += delta * (s.v - g.mean);
-        break;
-      }
       case AggregateOp::kTopk:
       case AggregateOp::kBottomk: {
         GoHeap& h = *g.heap;
@@ -269,38 +313,95 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
       case AggregateOp::kQuantile:
         g.values.push_back(s.v);
         break;
+      default:
+        FoldValue(&g, op, s.v);
+        break;
     }
   }
 
   Vector out;
   for (Group& g : groups) {
-    switch (op) {
-      case AggregateOp::kAvg:
-        g.value = g.mean;
-        break;
-      case AggregateOp::kCount:
-      case AggregateOp::kCountValues:
-        g.value = static_cast<double>(g.count);
-        break;
-      case AggregateOp::kStdvar:
-        g.value = g.value / static_cast<double>(g.count);
-        break;
-      case AggregateOp::kStddev:
-        g.value = std::sqrt(g.value / static_cast<double>(g.count));
-        break;
-      case AggregateOp::kTopk:
-      case AggregateOp::kBottomk:
-        for (Element& e : g.heap->SortedReverse()) out.push_back(Element{e.labels, e.v, 0});
-        continue;
-      case AggregateOp::kQuantile:
-        g.value = Quantile(q, std::move(g.values));
-        break;
-      default:
-        break;
+    if (op == AggregateOp::kTopk || op == AggregateOp::kBottomk) {
+      for (Element& e : g.heap->SortedReverse()) out.push_back(Element{e.labels, e.v, 0});
+      continue;
     }
-    out.push_back(Element{std::move(g.labels), g.value, 0});
+    const double v = FinishGroup(&g, op, q);
+    out.push_back(Element{std::move(g.labels), v, 0});
   }
   return out;
+}
+
+bool Evaluator::AggregateFromTable(const AggregateExpr& a, int64_t t_ms, Vector* out) {
+  if (!FoldsValues(a.op)) return false;
+  const Expr* e = a.expr.get();
+  while (e->kind == ExprKind::kParen) e = static_cast<const ParenExpr*>(e)->expr.get();
+  if (e->kind != ExprKind::kCall) return false;
+  size_t step = 0;
+  const StepTable* table = TableFor(*static_cast<const Call*>(e), t_ms, &step);
+  if (!table) return false;
+  auto [it, inserted] = aggregate_plans_.try_emplace(&a);
+  AggregatePlan& plan = it->second;
+  const size_t rows = table->labels.size();
+  if (inserted) {
+    // Rows with equal labels (DropName can make them equal) would be the step-by-step path's
+    // duplicate-labelset error at a step where both have a value: that path says so.
+    std::vector<const tsdb::Labels*> sorted;
+    for (const tsdb::Labels& l : table->labels) sorted.push_back(&l);
+    std::sort(sorted.begin(), sorted.end(), [](auto* x, auto* y) { return *x < *y; });
+    plan.usable = std::adjacent_find(sorted.begin(), sorted.end(),
+                                     [](auto* x, auto* y) { return *x == *y; }) == sorted.end();
+    const bool one_group = !a.without && a.grouping.empty();
+    std::unordered_map<std::string, uint32_t> index;
+    std::string key;
+    for (const tsdb::Labels& l : table->labels) {
+      key.clear();
+      if (!one_group) {
+        for (const tsdb::Label& x : l) {
+          const bool listed =
+              std::find(a.grouping.begin(), a.grouping.end(), x.name) != a.grouping.end();
+          if (a.without ? (!listed && x.name != "__name__") : listed) {
+            key += x.name;
+            key.push_back('\xff');
+            key += x.value;
+            key.push_back('\xff');
+          }
+        }
+      }
+      auto [g, fresh] = index.try_emplace(key, static_cast<uint32_t>(plan.group_labels.size()));
+      if (fresh)
+        plan.group_labels.push_back(one_group ? tsdb::Labels{}
+                                              : GroupLabels(l, a.grouping, a.without));
+      plan.group_of_row.push_back(g->second);
+    }
+    plan.slot.assign(plan.group_labels.size(), -1);
+  }
+  if (!plan.usable) return false;
+  // The step's present rows in row order — the order of table->At(step) — folded exactly as
+  // EvalAggregate folds that vector; groups come out in order of first appearance.
+  std::vector<Group> groups;
+  std::vector<uint32_t> order;
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t k = r * table->steps + step;
+    if (!table->present[k]) continue;
+    Tick();
+    const uint32_t gi = plan.group_of_row[r];
+    const double v = table->values[k];
+    if (plan.slot[gi] < 0) {
+      plan.slot[gi] = static_cast<int32_t>(groups.size());
+      order.push_back(gi);
+      groups.emplace_back();
+      StartGroup(&groups.back(), a.op, v);
+    } else {
+      FoldValue(&groups[static_cast<size_t>(plan.slot[gi])], a.op, v);
+    }
+  }
+  out->clear();
+  out->reserve(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    plan.slot[order[i]] = -1;
+    out->push_back(Element{plan.group_labels[order[i]], FinishGroup(&groups[i], a.op, 0), 0});
+  }
+  return true;
 }
 
 }  // namespace gw::promql

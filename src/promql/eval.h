@@ -93,6 +93,11 @@ class Evaluator {
   Vector EvalBinary(const BinaryExpr& b, const EvalValue& lhs, const EvalValue& rhs,
                     EvalValue* out);
   Vector EvalAggregate(const AggregateExpr& a, int64_t t_ms);
+  // sum/avg/min/max/count/group/stddev/stdvar over a call with a step table, straight from the
+  // table: each row's group found once per query, no labels copied per step; the same values, in
+  // the same order, as folding table->At(step). False (nothing evaluated) where that does not
+  // apply.
+  bool AggregateFromTable(const AggregateExpr& a, int64_t t_ms, Vector* out);
   EvalValue EvalCall(const Call& c, int64_t t_ms);
 
   // Helpers for functions.
@@ -202,6 +207,14 @@ class Evaluator {
   std::map<const Call*, RollupPlan> rollup_plans_;
   std::map<const Call*, StepTable> tables_;
   std::map<const VectorSelector*, SelectorPlan> selector_plans_;
+  // AggregateFromTable's per-query state: each table row's group and the groups' labels.
+  struct AggregatePlan {
+    bool usable = false;
+    std::vector<uint32_t> group_of_row;
+    std::vector<tsdb::Labels> group_labels;
+    std::vector<int32_t> slot;  // scratch: a group's index in the step's output, -1 if none yet
+  };
+  std::map<const AggregateExpr*, AggregatePlan> aggregate_plans_;
   std::vector<Point> points_buffer_;  // ForEachRangeSeries' reused buffer
 };
 
