@@ -5,8 +5,9 @@
 // END_S is the data set's last timestamp in seconds; instant queries run at END_S, range queries
 // over [END_S - 5 h, END_S] (from START_S when given: storage_compare.sh starts at the set's first
 // second when it is shorter than 5 h) at 60 s steps, as storage_compare.sh does. --query
-// ("range|EXPR" or "instant|EXPR", repeatable) replaces the built-in list. Prints per query the
-// first (cold block cache) and the median and best of N warm runs, the median of the engine
+// ("range|EXPR", "instant|EXPR" or "longrange|EXPR": from --start to END_S at 10-minute steps,
+// as storage_compare.sh's longrange rows; repeatable) replaces the built-in list. Prints per query
+// the first (cold block cache) and the median and best of N warm runs, the median of the engine
 // alone (without the JSON), and the size of the JSON.
 //   promql_bench --synthetic [--repeat N]
 // Sliding windows and rollups (issue 15) on generated data held in memory (no data directory):
@@ -38,6 +39,7 @@ namespace {
 struct Query {
   bool range;
   const char* expr;
+  bool longrange = false;  // from --start (rounded up to 10 min) to END_S at 10-minute steps
 };
 
 // bench/storage_compare.sh's set, in its order.
@@ -268,12 +270,15 @@ int main(int argc, char** argv) {
   int repeat = 20;
   int only = -1;
   int64_t start_ms = end_ms - 5 * 3600 * 1000;
+  int64_t set_start_ms = -1;       // --start as given: the longrange queries' span begins there
   std::vector<std::string> exprs;  // --query: owns the strings the Query entries point into
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--start") && i + 1 < argc)
-      start_ms = std::max<int64_t>(start_ms, std::atoll(argv[++i]) * 1000);
+    if (!std::strcmp(argv[i], "--start") && i + 1 < argc) {
+      set_start_ms = std::atoll(argv[++i]) * 1000;
+      start_ms = std::max<int64_t>(start_ms, set_start_ms);
+    }
     if (!std::strcmp(argv[i], "--query") && i + 1 < argc) exprs.emplace_back(argv[++i]);
   }
   std::vector<Query> queries(std::begin(kQueries), std::end(kQueries));
@@ -282,11 +287,12 @@ int main(int argc, char** argv) {
     for (const std::string& e : exprs) {
       const size_t bar = e.find('|');
       const std::string kind = bar == std::string::npos ? "" : e.substr(0, bar);
-      if (kind != "range" && kind != "instant") {
-        std::fprintf(stderr, "--query wants range|EXPR or instant|EXPR, got %s\n", e.c_str());
+      if (kind != "range" && kind != "instant" && kind != "longrange") {
+        std::fprintf(stderr, "--query wants range|EXPR, longrange|EXPR or instant|EXPR, got %s\n",
+                     e.c_str());
         return 2;
       }
-      queries.push_back(Query{kind == "range", e.c_str() + bar + 1});
+      queries.push_back(Query{kind != "instant", e.c_str() + bar + 1, kind == "longrange"});
     }
   }
   auto db = tsdb::DB::Open(o);
@@ -303,8 +309,13 @@ int main(int argc, char** argv) {
     for (int i = 0; i <= repeat; ++i) {
       auto querier = (*db)->NewQuerier();
       const auto t0 = std::chrono::steady_clock::now();
-      promql::QueryResult r = q.range ? engine.Range(*querier, q.expr, start_ms, end_ms, 60000)
-                                      : engine.Instant(*querier, q.expr, end_ms);
+      // longrange: storage_compare.sh's whole-set span at 10-minute steps.
+      const int64_t long_start =
+          ((set_start_ms < 0 ? start_ms : set_start_ms) + 599'999) / 600'000 * 600'000;
+      promql::QueryResult r = q.longrange
+                                  ? engine.Range(*querier, q.expr, long_start, end_ms, 600'000)
+                              : q.range ? engine.Range(*querier, q.expr, start_ms, end_ms, 60000)
+                                        : engine.Instant(*querier, q.expr, end_ms);
       if (!r.ok()) {
         std::fprintf(stderr, "%s: %s\n", q.expr, r.error().message.c_str());
         return 1;
@@ -324,8 +335,10 @@ int main(int argc, char** argv) {
     std::printf(
         "%-7s %-55s first %7.3f ms  median %7.3f ms  best %7.3f ms  engine %7.3f ms  (%zu B "
         "JSON)\n",
-        q.range ? "range" : "instant", q.expr, first * 1e3, median * 1e3, best * 1e3,
-        engine_median * 1e3, json_bytes);
+        q.longrange ? "lrange"
+        : q.range   ? "range"
+                    : "instant",
+        q.expr, first * 1e3, median * 1e3, best * 1e3, engine_median * 1e3, json_bytes);
   }
   return 0;
 }

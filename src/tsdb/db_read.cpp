@@ -15,6 +15,37 @@ namespace gw::tsdb {
 // Reads of one series spanning more blocks than this put none in the cache (db.h).
 constexpr int64_t kAdmitBlocks = 4;
 
+namespace {
+thread_local DB::ReadBatch* t_batch = nullptr;  // the thread's innermost ReadBatch
+}  // namespace
+
+DB::ReadBatch::ReadBatch(DB* db) : db_(db), outer_(t_batch) {
+  for (ReadBatch* b = outer_; b; b = b->outer_)
+    if (b->db_ == db) inert_ = true;
+  t_batch = this;
+}
+
+DB::ReadBatch::~ReadBatch() {
+  if (in_transaction_ && sqlite3_exec(db_->sql_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+    sqlite3_exec(db_->sql_, "ROLLBACK", nullptr, nullptr, nullptr);
+  t_batch = outer_;
+}
+
+std::unique_lock<std::mutex> DB::LockForRead() {
+  for (ReadBatch* b = t_batch; b; b = b->outer_) {
+    if (b->db_ != this || b->inert_) continue;
+    if (!b->lock_.owns_lock()) {
+      b->lock_ = std::unique_lock(sql_mu_);
+      // A deferred BEGIN takes no lock itself; the first SELECT takes SQLite's read lock and
+      // the transaction keeps it until COMMIT. Without it the reads run in autocommit as usual.
+      b->in_transaction_ = sqlite3_get_autocommit(sql_) &&
+                           sqlite3_exec(sql_, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK;
+    }
+    return {};
+  }
+  return std::unique_lock(sql_mu_);
+}
+
 // What one series holds in [mint_ms, maxt_ms], by source: views of decoded blocks (shared with
 // the cache), samples decoded from chunk rows, and the head's samples.
 struct DB::SeriesParts {
@@ -38,7 +69,7 @@ Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesPart
   // samples, never newer ones; the persisted time starts at the newest one found at open.
   if (mint_ms > persisted_maxt) return Status::Ok();
   {
-    std::lock_guard lock(sql_mu_);
+    const std::unique_lock lock = LockForRead();
     sqlite3_stmt* s = select_blocks_;
     sqlite3_bind_int64(
         s, 1, static_cast<sqlite3_int64>(BlockId(ref, WindowOf(mint_ms, block_range_ms_))));

@@ -177,7 +177,7 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
   const int64_t from = std::max(window_start, rollup_horizon_.load());
   if (from > maxt_ms) return Status::Ok();
   std::vector<Rollup> rows;  // the rollups table's (chunk rows left by non-compacting flushes)
-  std::lock_guard lock(sql_mu_);
+  const std::unique_lock lock = LockForRead();
   if (rollup_rows_) {
     sqlite3_stmt* s = select_rollup_rows_;
     sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(ref));

@@ -1,6 +1,7 @@
 // DB::NewQuerier: the tsdb::Querier over a DB (head + SQLite), merged per series by DB::ReadSeries.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 
 #include "tsdb/db.h"
@@ -85,7 +86,13 @@ class DBQuerier : public Querier {
   Status Collect(const std::vector<Matcher>& matchers, std::vector<T>* out, Read read,
                  Empty empty) {
     out->clear();
+    std::optional<DB::ReadBatch> batch;
+    size_t in_batch = 0;
     for (SeriesRef ref : db_->head().Select(matchers)) {
+      if (in_batch++ % DB::kReadBatchSeries == 0) {
+        batch.reset();
+        batch.emplace(db_);
+      }
       T one;
       if (Status st = read(ref, &one); !st.ok()) return st;
       if (empty(one)) continue;
@@ -109,7 +116,13 @@ class DBQuerier : public Querier {
         for (SeriesRef r : db_->head().Select(set)) refs.insert(r);
     }
     std::vector<Sample> samples;
+    std::optional<DB::ReadBatch> batch;
+    size_t in_batch = 0;
     for (SeriesRef ref : refs) {
+      if (in_batch++ % DB::kReadBatchSeries == 0) {
+        batch.reset();
+        batch.emplace(db_);
+      }
       Status st = db_->ReadSeries(ref, mint_ms, maxt_ms, &samples);
       if (!st.ok()) return st;
       if (!samples.empty()) fn(db_->head().LabelsOf(ref));

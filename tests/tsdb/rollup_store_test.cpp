@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "support/process.h"
 #include "tsdb/block.h"
@@ -184,6 +187,73 @@ TEST(DBRollups, StoredWithEveryBlockAndReadWithoutDecoding) {
 // Long-range reads decode each block's rollup column once: later reads of the same windows are
 // answered from the rollup cache (no decode), a block rewritten by a later flush is decoded
 // afresh (never served from the older decode), and a cache of 0 bytes decodes every time.
+// DB::ReadBatch: reads inside a batch give what reads outside give; a batch inside another of
+// the same DB does nothing (no deadlock); a flush from another thread waits for the batch's
+// connection and lands once it ends; and the batch ends its read transaction — left open, the
+// flush's BEGIN IMMEDIATE would fail ("cannot start a transaction within a transaction").
+TEST(DBReadBatch, ReadsShareOneTransactionAndLeaveTheConnectionFree) {
+  TempDir tmp;
+  auto db = Open(tmp.path());  // 1 h blocks
+  const int64_t t0 = 1'700'000'000'000;
+  auto append = [&](int from, int to) {
+    for (int g = 0; g < 8; ++g)
+      for (int i = from; i < to; ++i)
+        ASSERT_TRUE(db->Append(L("power", g), t0 + i * 10'000LL, g * 100 + i * 0.5).ok());
+  };
+  append(0, 720);  // two blocks per series
+  ASSERT_TRUE(db->Flush().ok());
+  append(720, 760);  // and some in the head only
+  std::vector<SeriesRef> refs;
+  for (int g = 0; g < 8; ++g) refs.push_back(*db->GetRef(L("power", g)));
+  auto read_all = [&](std::vector<std::vector<Sample>>* samples,
+                      std::vector<std::vector<Rollup>>* rollups) {
+    samples->assign(8, {});
+    rollups->assign(8, {});
+    for (int g = 0; g < 8; ++g) {
+      ASSERT_TRUE(db->ReadSeries(refs[g], INT64_MIN, INT64_MAX, &(*samples)[g]).ok());
+      ASSERT_TRUE(db->ReadRollups(refs[g], INT64_MIN, INT64_MAX, &(*rollups)[g]).ok());
+    }
+  };
+  std::vector<std::vector<Sample>> plain, batched;
+  std::vector<std::vector<Rollup>> plain_r, batched_r;
+  read_all(&plain, &plain_r);
+  std::atomic<bool> flushed{false};
+  std::thread writer;
+  {
+    std::optional<DB::ReadBatch> batch(std::in_place, db.get());
+    DB::ReadBatch inner(db.get());
+    read_all(&batched, &batched_r);
+    append(760, 800);
+    writer = std::thread([&] {
+      EXPECT_TRUE(db->Flush().ok());
+      flushed = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(flushed.load()) << "the flush did not wait for the batch's connection";
+  }
+  writer.join();
+  EXPECT_TRUE(flushed.load());
+  for (int g = 0; g < 8; ++g) {
+    ASSERT_EQ(batched[g].size(), 760u) << g;
+    ASSERT_EQ(plain[g].size(), batched[g].size()) << g;
+    for (size_t i = 0; i < plain[g].size(); ++i) {
+      EXPECT_EQ(plain[g][i].t_ms, batched[g][i].t_ms);
+      EXPECT_EQ(plain[g][i].v, batched[g][i].v);
+    }
+    ExpectSame(plain_r[g], batched_r[g]);
+  }
+  // The connection is free again: another flush and reads see everything.
+  append(800, 810);
+  ASSERT_TRUE(db->Flush().ok());
+  std::vector<Sample> all;
+  {
+    DB::ReadBatch batch(db.get());
+    ASSERT_TRUE(db->ReadSeries(refs[3], INT64_MIN, INT64_MAX, &all).ok());
+  }
+  ASSERT_EQ(all.size(), 810u);
+  EXPECT_EQ(all.back().v, 300 + 809 * 0.5);
+}
+
 TEST(DBRollups, DecodedRollupsAreCachedUntilTheBlockChanges) {
   TempDir tmp;
   std::vector<Sample> all;
