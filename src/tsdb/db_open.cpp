@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 // (one ALTER TABLE, no rows rewritten) and read as it is by a read-only one.
 constexpr const char* kFormatVersion = "3";
 constexpr const char* kPreSchema = R"sql(
-PRAGMA page_size=1024;
+PRAGMA page_size=512;
 PRAGMA auto_vacuum=INCREMENTAL;
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
