@@ -196,8 +196,9 @@ namespace {
 // samples no longer there: all of them when the block had no samples left (and the new ones
 // are newer), else those of windows wholly before the first sample (format 3) or all (older
 // formats, which hold only deleted samples' windows).
+// *only_present: the result is just the present samples' rollups (none kept for deleted ones).
 std::vector<Rollup> WindowRollups(std::vector<Sample>* samples, size_t existing,
-                                  std::vector<Rollup> kept, bool full) {
+                                  std::vector<Rollup> kept, bool full, bool* only_present) {
   const bool deleted_only = !full || existing == 0;
   const bool newer =
       kept.empty() || existing > 0 || (*samples)[existing].t_ms > kept.back().last_raw_t_ms;
@@ -207,6 +208,7 @@ std::vector<Rollup> WindowRollups(std::vector<Sample>* samples, size_t existing,
     const int64_t first = samples->front().t_ms;
     std::erase_if(kept, [&](const Rollup& r) { return r.t_ms > first - kRollupWindowMs; });
   }
+  *only_present = kept.empty();
   std::vector<Rollup> computed;
   AddToRollups(*samples, &computed);
   MergeRollups(&kept, computed);
@@ -311,8 +313,14 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
     auto encode = [&] {
       for (size_t i; (i = next.fetch_add(1)) < work.size();) {
         BlockJob::Window& w = *work[i];
-        w.rollups = EncodeRollups(
-            WindowRollups(&w.samples, w.existing, std::move(w.kept_rollups), w.full), level);
+        bool only_present = false;
+        std::vector<Rollup> rollups =
+            WindowRollups(&w.samples, w.existing, std::move(w.kept_rollups), w.full, &only_present);
+        // A sparse block whose rollups are exactly its samples' keeps no rollups column: readers
+        // compute them from the samples (docs/tsdb-format.md §1b, "Sparse blocks").
+        w.rollups = only_present && w.samples.size() < options_.rollup_min_samples
+                        ? std::string()
+                        : EncodeRollups(rollups, level);
         w.data = EncodeBlock(w.samples, level);
         w.mint = w.samples.front().t_ms;
         w.maxt = w.samples.back().t_ms;

@@ -217,8 +217,27 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
       if (RollupCache::Ptr r = DecodeRollupsCached(ref, s)) parts.push_back(std::move(r));
       continue;
     }
+    if (blob.empty()) {
+      // A sparse block (DBOptions::rollup_min_samples): its rollups are its samples', computed
+      // once and cached like a decoded column, keyed by the data's CRC (the other half of the
+      // key space from the columns' CRCs).
+      const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+      const uint32_t key = static_cast<uint32_t>(sqlite3_column_int64(s, 1)) ^ 0xffffffffu;
+      if (RollupCache::Ptr hit = rollup_cache_->Get(id, key)) {
+        parts.push_back(std::move(hit));
+        continue;
+      }
+      auto own = std::make_shared<std::vector<Rollup>>();
+      if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
+        AddToRollups(*d, own.get());
+        own->shrink_to_fit();
+        rollup_cache_->Put(id, key, own, own->capacity() * sizeof(Rollup));
+      }
+      parts.push_back(std::move(own));
+      continue;
+    }
     auto decoded = std::make_shared<std::vector<Rollup>>();
-    if (!blob.empty() && !DecodeRollupsCounted(ref, blob, decoded.get())) decoded->clear();
+    if (!DecodeRollupsCounted(ref, blob, decoded.get())) decoded->clear();
     if (Decoded d = LoadBlockLocked(ref, s, /*admit=*/false)) {
       computed.clear();
       AddToRollups(*d, &computed);

@@ -92,12 +92,16 @@ std::vector<Sample> Awkward(int64_t start, int n) {
   return s;
 }
 
-std::unique_ptr<DB> Open(const std::string& dir, bool compact = true, int64_t range = 3'600'000) {
+// rollup_min_samples 0: these tests' blocks are small, and what they check is the stored
+// rollups column (DBRollups.SparseBlocksKeepNoColumn checks the default).
+std::unique_ptr<DB> Open(const std::string& dir, bool compact = true, int64_t range = 3'600'000,
+                         size_t rollup_min_samples = 0) {
   DBOptions o;
   o.dir = dir;
   o.compact_on_flush = compact;
   o.block_range_ms = range;
   o.head.samples_per_chunk = 120;
+  o.rollup_min_samples = rollup_min_samples;
   auto db = DB::Open(o);
   EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
   return db.ok() ? std::move(db).value() : nullptr;
@@ -418,6 +422,86 @@ TEST(DBQuerierRollups, CompleteWindowsOnlyInSelectOrder) {
   EXPECT_EQ(got.size(), 3u);
   EXPECT_TRUE(
       SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "none")}, 0, INT64_MAX).empty());
+}
+
+// Sparse blocks (DBOptions::rollup_min_samples, default 1024): a block of fewer samples keeps
+// no rollups column and its rollups are computed from the samples — the same ones; a dense block
+// keeps format 3; a sparse block that grows past the threshold gets its column; retention writes
+// the column before it drops the samples, so the rollups outlive them.
+TEST(DBRollups, SparseBlocksKeepNoColumn) {
+  TempDir tmp;
+  auto db = Open(tmp.path(), /*compact=*/true, /*range=*/3'600'000, DBOptions{}.rollup_min_samples);
+  std::vector<Sample> sparse, dense;
+  for (int64_t t = 0; t < 9'000'000; t += 15'000) {  // 240 per 1 h block, 120 in the third
+    sparse.push_back({t, static_cast<double>(t / 15'000 % 23)});
+    ASSERT_TRUE(db->Append(L("sparse", 0), t, sparse.back().v).ok());
+  }
+  for (int64_t t = 0; t < 3 * 3'600'000; t += 1'000) {  // 3,600
+    dense.push_back({t, static_cast<double>(t / 1'000 % 29)});
+    ASSERT_TRUE(db->Append(L("dense", 0), t, dense.back().v).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  const SeriesRef sref = *db->GetRef(L("sparse", 0)), dref = *db->GetRef(L("dense", 0));
+  // What compaction wrote, read with SQLite itself: per block of a series, the rollups column's
+  // first byte (0 when empty) and whether data is there.
+  auto columns = [&](SeriesRef ref) {
+    std::vector<std::pair<int, bool>> out;
+    sqlite3* raw = nullptr;
+    EXPECT_EQ(
+        sqlite3_open_v2((tmp.path() + "/tsdb.sqlite").c_str(), &raw, SQLITE_OPEN_READONLY, nullptr),
+        SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(
+        raw, "SELECT rollups, data IS NOT NULL FROM blocks WHERE id >> 32 = ? ORDER BY id", -1, &st,
+        nullptr);
+    sqlite3_bind_int64(st, 1, static_cast<sqlite3_int64>(ref));
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const int n = sqlite3_column_bytes(st, 0);
+      const auto* b = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
+      out.emplace_back(n > 0 ? b[0] : 0, sqlite3_column_int(st, 1) != 0);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    return out;
+  };
+  EXPECT_EQ(columns(sref), (std::vector<std::pair<int, bool>>{{0, true}, {0, true}, {0, true}}));
+  EXPECT_EQ(columns(dref), (std::vector<std::pair<int, bool>>{{3, true}, {3, true}, {3, true}}));
+  std::vector<Rollup> want, got;
+  AddToRollups(sparse, &want);
+  ASSERT_TRUE(db->ReadRollups(sref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  const uint64_t decoded = db->stats().blocks_decoded;
+  EXPECT_GE(decoded, 3u);  // computed from the samples, then kept in the rollup cache:
+  ASSERT_TRUE(db->ReadRollups(sref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+  EXPECT_EQ(db->stats().blocks_decoded, decoded);
+  // Through the Querier as the evaluator reads it: complete windows only.
+  auto sel = SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "sparse")}, 0, INT64_MAX);
+  ASSERT_EQ(sel.size(), 1u);
+  ExpectSame(std::vector<Rollup>(want.begin(), want.end() - 1), sel[0].rollups);
+
+  // The newest block grows past the threshold (120 + 1,800 samples): now it has a column.
+  for (int64_t t = 9'000'000; t < 3 * 3'600'000; t += 1'000) {
+    sparse.push_back({t, static_cast<double>(t / 1'000 % 7)});
+    ASSERT_TRUE(db->Append(sref, t, sparse.back().v).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(columns(sref).back(), (std::pair<int, bool>{3, true}));
+  want.clear();
+  AddToRollups(sparse, &want);
+  ASSERT_TRUE(db->ReadRollups(sref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
+
+  // Retention drops the first hour's samples: its rollups are written first and read the same.
+  DBOptions defaults;
+  ASSERT_TRUE(db->ApplyRetention(3'600'000 + defaults.retention_ms).ok());
+  const auto after = columns(sref);
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0], (std::pair<int, bool>{3, false}));
+  EXPECT_EQ(after[1], (std::pair<int, bool>{0, true}));
+  EXPECT_EQ(after[2], (std::pair<int, bool>{3, true}));
+  ASSERT_TRUE(db->ReadRollups(sref, INT64_MIN, INT64_MAX, &got).ok());
+  ExpectSame(want, got);
 }
 
 // Raw data aged out: SelectRollups still answers from the rollups; Select keeps today's one
