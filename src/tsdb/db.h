@@ -279,8 +279,10 @@ class DB {
                        std::vector<Sample>* out);
   Decoded CacheGet(uint64_t id, uint32_t crc);
   void CachePut(uint64_t id, uint32_t crc, Decoded samples);
-  // The decoded block of the current row of `s` (columns id, crc32, data), through the cache
-  // (put there only if `admit`); nullptr (counted, logged) when corrupt. sql_mu_ held.
+  // The decoded block of the current row of `s` (columns id, crc32), through the cache (put
+  // there only if `admit`); its data is read (select_block_data_) only when the cache misses:
+  // selecting it with the row made SQLite read every overflow page of it at each step, cached
+  // or not (docs/tsdb-format.md §5). nullptr (counted, logged) when corrupt. sql_mu_ held.
   Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true);
   // The decoded format-3 rollups column of the current row of `s` (columns id, crc32, data,
   // rollups), through the rollup cache; nullptr (counted, logged) when corrupt. sql_mu_ held.
@@ -307,6 +309,7 @@ class DB {
   sqlite3_stmt* select_chunks_ = nullptr;
   sqlite3_stmt* select_blocks_ = nullptr;
   sqlite3_stmt* select_block_rollups_ = nullptr;  // ReadRollups: blocks' rollups (db_open.cpp)
+  sqlite3_stmt* select_block_data_ = nullptr;     // LoadBlockLocked: one block's data
   sqlite3_stmt* select_rollup_rows_ = nullptr;    // ReadRollups: the rollups table
   bool rollups_ext_ = true;                       // the rollups table has `ext` (version 3)
   std::atomic<bool> rollup_rows_{true};           // the rollups table may have rows

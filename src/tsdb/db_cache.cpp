@@ -22,11 +22,17 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
   const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
   const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
   if (Decoded d = CacheGet(id, crc)) return d;
-  const std::string_view data = BlobColumn(s, 2);
+  sqlite3_stmt* q = select_block_data_;
+  sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(id));
   auto decoded = std::make_shared<std::vector<Sample>>();
   ++blocks_decoded_;
-  Status dst =
-      Crc32(data) == crc ? DecodeBlock(data, decoded.get()) : Status(Error{"checksum mismatch"});
+  Status dst = Error{"row not found"};
+  if (sqlite3_step(q) == SQLITE_ROW) {
+    const std::string_view data = BlobColumn(q, 0);
+    dst =
+        Crc32(data) == crc ? DecodeBlock(data, decoded.get()) : Status(Error{"checksum mismatch"});
+  }
+  sqlite3_reset(q);
   if (!dst.ok()) {
     ++chunk_corruptions_;
     Warn("tsdb: corrupt block of series " + std::to_string(ref) + " (window " +

@@ -176,15 +176,19 @@ Status DB::OpenSqlite() {
                          "AND mint <= ? ORDER BY mint",
                          -1, &select_chunks_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(sql_,
-                         "SELECT id, crc32, data FROM blocks WHERE id BETWEEN ? AND ? "
-                         "AND maxt >= ? AND mint <= ? AND data IS NOT NULL ORDER BY id",
+                         "SELECT id, crc32 FROM blocks WHERE id BETWEEN ? AND ? "
+                         "AND maxt >= ? AND mint <= ? AND typeof(data) = 'blob' ORDER BY id",
                          -1, &select_blocks_, nullptr) != SQLITE_OK ||
-      // A block's rollups; its data only where they are not format 3 (written before version
-      // 3, or an empty column): those are summarised from the samples at read time.
+      // A block's rollups, and whether its samples are needed too: they are where the rollups
+      // are not format 3 (written before version 3, or a sparse block's empty column) and the
+      // samples are still there; those are summarised from the samples at read time.
       sqlite3_prepare_v2(sql_,
-                         "SELECT id, crc32, CASE WHEN substr(rollups, 1, 1) = x'03' THEN NULL "
-                         "ELSE data END, rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id",
+                         "SELECT id, crc32, typeof(data) = 'blob' AND substr(rollups, 1, 1) IS NOT "
+                         "x'03', rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id",
                          -1, &select_block_rollups_, nullptr) != SQLITE_OK ||
+      // A block's samples, read only when the block cache does not have them (db_cache.cpp).
+      sqlite3_prepare_v2(sql_, "SELECT data FROM blocks WHERE id = ?", -1, &select_block_data_,
+                         nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(sql_,
                          rollups_ext_ ? "SELECT t, min_v, max_v, sum_v, count_v, last_v, last_t, "
                                         "ext FROM rollups WHERE series_id = ? AND t >= ? AND "

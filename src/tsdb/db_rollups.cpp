@@ -210,9 +210,9 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     const std::string_view blob = BlobColumn(s, 3);
     // Format 3 stands for every sample the block ever had; older rollups only for samples
-    // retention deleted, so those of the samples still there are computed (column 2 is the data
-    // then; the statement leaves it NULL for format 3).
-    if (sqlite3_column_type(s, 2) == SQLITE_NULL) {
+    // retention deleted, so those of the samples still there are computed (column 2: 1 when
+    // the block has samples and its rollups are not format 3).
+    if (sqlite3_column_int(s, 2) == 0) {
       if (blob.empty()) continue;
       if (RollupCache::Ptr r = DecodeRollupsCached(ref, s)) parts.push_back(std::move(r));
       continue;
