@@ -214,6 +214,22 @@ double FinishGroup(Group* g, AggregateOp op, double q) {
   }
 }
 
+// The key of the group `l` falls in: LabelsKey(GroupLabels(l, grouping, without)), built
+// without the intermediate label set.
+void GroupKey(const tsdb::Labels& l, const std::vector<std::string>& grouping, bool without,
+              std::string* key) {
+  key->clear();
+  for (const tsdb::Label& x : l) {
+    const bool listed = std::find(grouping.begin(), grouping.end(), x.name) != grouping.end();
+    if (without ? (!listed && x.name != "__name__") : listed) {
+      *key += x.name;
+      key->push_back('\xff');
+      *key += x.value;
+      key->push_back('\xff');
+    }
+  }
+}
+
 tsdb::Labels GroupLabels(const tsdb::Labels& l, const std::vector<std::string>& grouping,
                          bool without) {
   tsdb::Labels out;
@@ -258,19 +274,7 @@ Vector Evaluator::EvalAggregate(const AggregateExpr& a, int64_t t_ms) {
   for (Element& s : input) {
     Tick();
     if (op == AggregateOp::kCountValues) SetLabel(&s.labels, value_label, FormatFloatPlain(s.v));
-    // The key is LabelsKey(GroupLabels(...)), built without the intermediate label set.
-    key.clear();
-    if (!one_group) {
-      for (const tsdb::Label& x : s.labels) {
-        bool listed = std::find(grouping.begin(), grouping.end(), x.name) != grouping.end();
-        if (a.without ? (!listed && x.name != "__name__") : listed) {
-          key += x.name;
-          key.push_back('\xff');
-          key += x.value;
-          key.push_back('\xff');
-        }
-      }
-    }
+    if (!one_group) GroupKey(s.labels, grouping, a.without, &key);
     auto [it, inserted] = index.try_emplace(key, groups.size());
     if (inserted) {
       Group g;
@@ -354,19 +358,7 @@ bool Evaluator::AggregateFromTable(const AggregateExpr& a, int64_t t_ms, Vector*
     std::unordered_map<std::string, uint32_t> index;
     std::string key;
     for (const tsdb::Labels& l : table->labels) {
-      key.clear();
-      if (!one_group) {
-        for (const tsdb::Label& x : l) {
-          const bool listed =
-              std::find(a.grouping.begin(), a.grouping.end(), x.name) != a.grouping.end();
-          if (a.without ? (!listed && x.name != "__name__") : listed) {
-            key += x.name;
-            key.push_back('\xff');
-            key += x.value;
-            key.push_back('\xff');
-          }
-        }
-      }
+      if (!one_group) GroupKey(l, a.grouping, a.without, &key);
       auto [g, fresh] = index.try_emplace(key, static_cast<uint32_t>(plan.group_labels.size()));
       if (fresh)
         plan.group_labels.push_back(one_group ? tsdb::Labels{}

@@ -409,6 +409,8 @@ bool Queue::Flush() {
     for (const TimeSeries& ts : batch_)
       if (!ts.samples.empty()) newest = std::max(newest, ts.samples.back().timestamp_ms);
     const double now = MonotonicSeconds();
+    const bool already_stored =
+        r.outcome == SendResult::kDrop && maybe_stored && RefusedAsOutOfOrder(r.error);
     {
       std::lock_guard lock(mu_);
       figures_.last_status = r.status;
@@ -418,7 +420,7 @@ bool Queue::Flush() {
         figures_.highest_sent_ms = std::max(figures_.highest_sent_ms, newest);
       } else {
         ++figures_.requests_failed;
-        if (r.outcome == SendResult::kDrop && maybe_stored && RefusedAsOutOfOrder(r.error)) {
+        if (already_stored) {
           figures_.samples_already_stored += batch_samples_;
           figures_.highest_sent_ms = std::max(figures_.highest_sent_ms, newest);
         } else if (r.outcome == SendResult::kDrop) {
@@ -429,7 +431,7 @@ bool Queue::Flush() {
       }
     }
     if (r.outcome == SendResult::kRetry && r.answer_lost) maybe_stored = true;
-    if (r.outcome == SendResult::kDrop && maybe_stored && RefusedAsOutOfOrder(r.error)) {
+    if (already_stored) {
       log_->Info("remote_write " + options_.name + ": the receiver refused a resent request of " +
                  std::to_string(batch_samples_) + " samples as out of order (" + r.error +
                  "): the attempt whose answer was lost stored them; moving on");

@@ -9,6 +9,22 @@
 namespace gw::tsdb {
 namespace {
 
+// One DB::ReadBatch per DB::kReadBatchSeries series read: call Next() before each read.
+class ReadBatches {
+ public:
+  explicit ReadBatches(DB* db) : db_(db) {}
+  void Next() {
+    if (reads_++ % DB::kReadBatchSeries != 0) return;
+    batch_.reset();
+    batch_.emplace(db_);
+  }
+
+ private:
+  DB* db_;
+  size_t reads_ = 0;
+  std::optional<DB::ReadBatch> batch_;
+};
+
 class DBQuerier : public Querier {
  public:
   explicit DBQuerier(DB* db) : db_(db) {}
@@ -86,13 +102,9 @@ class DBQuerier : public Querier {
   Status Collect(const std::vector<Matcher>& matchers, std::vector<T>* out, Read read,
                  Empty empty) {
     out->clear();
-    std::optional<DB::ReadBatch> batch;
-    size_t in_batch = 0;
+    ReadBatches batches(db_);
     for (SeriesRef ref : db_->head().Select(matchers)) {
-      if (in_batch++ % DB::kReadBatchSeries == 0) {
-        batch.reset();
-        batch.emplace(db_);
-      }
+      batches.Next();
       T one;
       if (Status st = read(ref, &one); !st.ok()) return st;
       if (empty(one)) continue;
@@ -116,13 +128,9 @@ class DBQuerier : public Querier {
         for (SeriesRef r : db_->head().Select(set)) refs.insert(r);
     }
     std::vector<Sample> samples;
-    std::optional<DB::ReadBatch> batch;
-    size_t in_batch = 0;
+    ReadBatches batches(db_);
     for (SeriesRef ref : refs) {
-      if (in_batch++ % DB::kReadBatchSeries == 0) {
-        batch.reset();
-        batch.emplace(db_);
-      }
+      batches.Next();
       Status st = db_->ReadSeries(ref, mint_ms, maxt_ms, &samples);
       if (!st.ok()) return st;
       if (!samples.empty()) fn(db_->head().LabelsOf(ref));
