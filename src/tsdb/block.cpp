@@ -24,6 +24,21 @@ bool PlausibleZstd(std::string_view frame, uint64_t plain_size) {
          ZSTD_getFrameContentSize(frame.data(), frame.size()) == plain_size;
 }
 
+// Decompresses one zstd frame into `*out`, already sized to the frame's content size. One
+// decompression context per thread: ZSTD_decompress would allocate and initialise a fresh one
+// (~100 KB) per call, which cost more than the decode itself for the few hundred bytes of a
+// block's rollups.
+bool Decompress(std::string_view frame, std::string* out) {
+  struct FreeDCtx {
+    void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+  };
+  thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
+  if (dctx == nullptr) return false;
+  const size_t n =
+      ZSTD_decompressDCtx(dctx.get(), out->data(), out->size(), frame.data(), frame.size());
+  return !ZSTD_isError(n) && n == out->size();
+}
+
 // Frames `parts` as uvarint k, k × (uvarint length, bytes), then picks plain or zstd.
 std::string Pack(const std::vector<std::string>& parts, int zstd_level) {
   std::string plain;
@@ -59,17 +74,7 @@ Status Unpack(std::string_view in, std::string* storage, std::vector<std::string
     if (!GetUvarint(&in, &plain_size) || !PlausibleZstd(in, plain_size))
       return Error{"block: bad length"};
     storage->resize(plain_size);
-    // One decompression context per thread: ZSTD_decompress would allocate and initialise a
-    // fresh one (~100 KB) per call, which cost more than the decode itself for the few hundred
-    // bytes of a block's rollups.
-    struct FreeDCtx {
-      void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
-    };
-    thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
-    if (dctx == nullptr) return Error{"block: no memory for a zstd context"};
-    const size_t n =
-        ZSTD_decompressDCtx(dctx.get(), storage->data(), storage->size(), in.data(), in.size());
-    if (ZSTD_isError(n) || n != plain_size) return Error{"block: zstd frame does not decode"};
+    if (!Decompress(in, storage)) return Error{"block: zstd frame does not decode"};
     in = *storage;
   } else if (kind != kPlain) {
     return Error{"block: unknown container " + std::to_string(static_cast<int>(kind))};
@@ -126,9 +131,9 @@ bool GetSection(std::string_view* in, std::string* raw) {
       !PlausibleZstd(in->substr(0, len), raw_len))
     return false;
   raw->resize(raw_len);
-  const size_t n = ZSTD_decompress(raw->data(), raw->size(), in->data(), len);
+  const bool ok = Decompress(in->substr(0, len), raw);
   in->remove_prefix(len);
-  return !ZSTD_isError(n) && n == raw_len;
+  return ok;
 }
 
 // The smallest decimal scale at which every value is an exact integer below 2^53; -1 if none
@@ -217,9 +222,11 @@ Status DecodePlanes(std::string_view in, std::vector<Sample>* out) {
   std::string ts;
   if (!GetSection(&in, &ts)) return Error{"block: bad timestamps"};
   std::string_view tv = ts;
-  const size_t first = out->size();
-  out->resize(first + n);
-  Sample* s = out->data() + first;
+  // Timestamps and residual codes go to per-thread scratch buffers (warm after the first part);
+  // each sample is then appended whole, so `out`'s fresh memory is written once.
+  thread_local std::vector<int64_t> times;
+  thread_local std::vector<uint64_t> codes;
+  times.resize(n);
   uint64_t prev = 0, prev_delta = 0;
   for (size_t i = 0; i < n; ++i) {
     int64_t x;
@@ -231,7 +238,7 @@ Status DecodePlanes(std::string_view in, std::vector<Sample>* out) {
       prev += delta;
       prev_delta = delta;
     }
-    s[i].t_ms = static_cast<int64_t>(prev);
+    times[i] = static_cast<int64_t>(prev);
   }
   if (in.size() < 3) return Error{"block: truncated header"};
   const int scale = in[0], order = in[1];
@@ -243,15 +250,16 @@ Status DecodePlanes(std::string_view in, std::vector<Sample>* out) {
   const int width = in[0];
   in.remove_prefix(1);
   if (width < 0 || width > 8) return Error{"block: bad width"};
-  std::vector<uint64_t> codes(n, 0);
+  codes.assign(n, 0);
   std::string plane;
   for (int j = 0; j < width; ++j) {
     if (!GetSection(&in, &plane) || plane.size() != n) return Error{"block: bad plane"};
-    for (size_t i = 0; i < n; ++i)
-      codes[i] |= static_cast<uint64_t>(static_cast<unsigned char>(plane[i])) << (8 * j);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(plane.data());
+    for (size_t i = 0; i < n; ++i) codes[i] |= static_cast<uint64_t>(bytes[i]) << (8 * j);
   }
   if (!in.empty()) return Error{"block: trailing bytes"};
   const double pow10 = kPow10[scale];
+  ReserveForDecode(out, n);
   uint64_t p1 = 0, p2 = 0;
   for (size_t i = 0; i < n; ++i) {
     uint64_t x;
@@ -263,7 +271,7 @@ Status DecodePlanes(std::string_view in, std::vector<Sample>* out) {
       x = 2 * p1 - p2 + static_cast<uint64_t>(UnZigZag(codes[i]));
     p2 = p1;
     p1 = x;
-    s[i].v = static_cast<double>(static_cast<int64_t>(x)) / pow10;
+    out->push_back({times[i], static_cast<double>(static_cast<int64_t>(x)) / pow10});
   }
   return Status::Ok();
 }

@@ -3,6 +3,8 @@
 // is seen next to the other; split, the pairs would drift apart.
 #include "tsdb/chunk.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -233,11 +235,16 @@ void WriteInts(const std::vector<IntItem>& items, const IntPlan& plan, BitWriter
   }
 }
 
-// Decodes `n` items; for escaped ones `escaped_out[i]` is set and `raw_out[i]` holds the bits.
-// `format2`: plain packing and the grid predictor are allowed (the grid for timestamps only:
-// callers pass `max_order` 3 there, 2 for values).
-bool ReadInts(BitReader* r, size_t n, bool format2, int max_order, std::vector<int64_t>* xs,
-              std::vector<uint64_t>* raw_out, std::vector<uint8_t>* escaped_out) {
+// Decodes `n` items, in order: emit(i, x) for the i-th integer, escape(i, raw) for an escaped
+// value's bits (kEscapes: values; timestamps have no escapes and fail on one). `format2`: plain
+// packing and the grid predictor are allowed (the grid for timestamps only: callers pass
+// `max_order` 3 there, 2 for values). The sinks write straight into their destination, so a
+// decode allocates nothing per sample.
+struct NoEscapes {
+  void operator()(size_t, uint64_t) const {}
+};
+template <bool kEscapes, typename Emit, typename Escape = NoEscapes>
+bool ReadInts(BitReader* r, size_t n, bool format2, int max_order, Emit emit, Escape escape = {}) {
   const int order = static_cast<int>(r->Read(2));
   const bool dense = r->ReadBit();
   int width = static_cast<int>(r->Read(7));
@@ -248,12 +255,11 @@ bool ReadInts(BitReader* r, size_t n, bool format2, int max_order, std::vector<i
       order == 0 || order == kGridOrder ? static_cast<uint64_t>(UnZigZag(r->ReadVar())) : 0;
   const uint64_t step = order == kGridOrder ? static_cast<uint64_t>(UnZigZag(r->ReadVar())) : 0;
   Predictor p{order, base, step};
-  const size_t first = xs->size();
+  size_t i = 0;
   auto push = [&](uint64_t code) {
     const uint64_t x = p.Next() + p.FromCode(code);
     p.Push(x);
-    xs->push_back(static_cast<int64_t>(x));
-    if (escaped_out) escaped_out->push_back(0), raw_out->push_back(0);
+    emit(i++, x);
   };
   if (plain) {
     if (r->overrun()) return false;
@@ -262,11 +268,11 @@ bool ReadInts(BitReader* r, size_t n, bool format2, int max_order, std::vector<i
   }
   auto read_run = [&]() {
     const uint64_t run = r->ReadGamma();
-    if (run > n - (xs->size() - first)) return false;
+    if (run > n - i) return false;
     for (uint64_t k = 0; k < run; ++k) push(0);
     return true;
   };
-  while (xs->size() - first < n) {
+  while (i < n) {
     if (r->overrun()) return false;
     if (!r->ReadBit()) {  // 0: run (sparse) or packed (dense)
       if (dense)
@@ -281,11 +287,12 @@ bool ReadInts(BitReader* r, size_t n, bool format2, int max_order, std::vector<i
     } else if (!r->ReadBit()) {
       push(r->ReadVar());
     } else {
-      if (!escaped_out) return false;  // timestamps have no escapes
-      xs->push_back(0);
-      escaped_out->push_back(1);
-      raw_out->push_back(r->Read(64));
-      ++p.i;  // the grid counts every sample; the other predictors skip escapes
+      if constexpr (!kEscapes) {
+        return false;
+      } else {
+        escape(i++, r->Read(64));
+        ++p.i;  // the grid counts every sample; the other predictors skip escapes
+      }
     }
   }
   return !r->overrun();
@@ -352,7 +359,7 @@ void WriteXorValues(std::span<const Sample> samples, BitWriter* w) {
   }
 }
 
-bool ReadXorValues(BitReader* r, size_t n, std::vector<Sample>* out, size_t first) {
+bool ReadXorValues(BitReader* r, size_t n, const int64_t* ts, std::vector<Sample>* out) {
   uint64_t prev = 0;
   int lead = -1, trail = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -370,7 +377,7 @@ bool ReadXorValues(BitReader* r, size_t n, std::vector<Sample>* out, size_t firs
       }
       prev ^= r->Read(64 - lead - trail) << trail;
     }
-    (*out)[first + i].v = FromBits(prev);
+    out->push_back({ts[i], FromBits(prev)});
   }
   return !r->overrun();
 }
@@ -574,6 +581,22 @@ std::string EncodeChunk(std::span<const Sample> samples) {
   return !near.empty() && near.size() < best.size() ? near : best;
 }
 
+void ReserveForDecode(std::vector<Sample>* out, size_t n) {
+  const size_t first = out->size();
+  if (out->capacity() < first + n) out->reserve(std::max(first + n, 2 * out->capacity()));
+  // Below 64 KiB the faults are few and the pages often already there (freed heap reused).
+  constexpr size_t kPopulateMin = size_t{64} << 10;
+  const size_t bytes = n * sizeof(Sample);
+  if (bytes >= kPopulateMin) {
+    constexpr uintptr_t kPage = 4096;  // a multiple of every page size Linux uses on x86/arm64
+    uintptr_t lo = reinterpret_cast<uintptr_t>(out->data() + first);
+    uintptr_t hi = (lo + bytes) & ~(kPage - 1);
+    lo = (lo + kPage - 1) & ~(kPage - 1);
+    // Best effort: on an older kernel (before 5.14) or any error the pages fault in as before.
+    if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
+  }
+}
+
 uint8_t ChunkEncodingOf(std::string_view chunk) {
   return chunk.empty() ? 0 : static_cast<uint8_t>(chunk[0]) & ~kFormat2;
 }
@@ -589,46 +612,52 @@ Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out) {
       enc != ChunkEncoding::kNearDecimal)
     return Error{"chunk: unknown encoding " + std::to_string(static_cast<int>(byte))};
   BitReader r(chunk);
-  std::vector<int64_t> ts;
-  ts.reserve(n);
   const bool format2 = (byte & kFormat2) != 0;
-  if (!ReadInts(&r, n, format2, kGridOrder, &ts, nullptr, nullptr))
+  // Timestamps go to a per-thread scratch buffer (warm in the cache after the first chunk); each
+  // sample is then appended whole, so `out`'s fresh memory is written once (no zeroing pass).
+  thread_local std::vector<int64_t> ts_buf;
+  ts_buf.resize(n);
+  int64_t* const ts = ts_buf.data();
+  if (!ReadInts<false>(&r, n, format2, kGridOrder,
+                       [ts](size_t i, uint64_t x) { ts[i] = static_cast<int64_t>(x); }))
     return Error{"chunk: truncated timestamps"};
   const size_t first = out->size();
-  out->resize(first + n);
-  for (size_t i = 0; i < n; ++i) (*out)[first + i].t_ms = ts[i];
+  ReserveForDecode(out, n);
   if (enc == ChunkEncoding::kXor) {
-    if (!ReadXorValues(&r, n, out, first)) return Error{"chunk: truncated XOR values"};
+    if (!ReadXorValues(&r, n, ts, out)) return Error{"chunk: truncated XOR values"};
     return Status::Ok();
   }
   const int scale = static_cast<int>(r.Read(4));
   const double pow10 = kPow10[static_cast<size_t>(scale)];
-  std::vector<int64_t> ks;
-  std::vector<uint64_t> raw;
-  std::vector<uint8_t> escaped;
-  ks.reserve(n);
-  raw.reserve(n);
-  escaped.reserve(n);
-  if (!ReadInts(&r, n, format2, 2, &ks, &raw, &escaped))
-    return Error{"chunk: truncated integer values"};
+  auto escape = [ts, out](size_t i, uint64_t raw) { out->push_back({ts[i], FromBits(raw)}); };
   if (enc == ChunkEncoding::kScaledInt) {
-    for (size_t i = 0; i < n; ++i)
-      (*out)[first + i].v = escaped[i] ? FromBits(raw[i]) : static_cast<double>(ks[i]) / pow10;
+    auto emit = [ts, out, pow10](size_t i, uint64_t k) {
+      out->push_back({ts[i], static_cast<double>(static_cast<int64_t>(k)) / pow10});
+    };
+    if (!ReadInts<true>(&r, n, format2, 2, emit, escape))
+      return Error{"chunk: truncated integer values"};
     return Status::Ok();
   }
-  size_t near = 0;
-  for (uint8_t e : escaped) near += e ? 0 : 1;
-  std::vector<int64_t> cs;
-  cs.reserve(near);
-  if (!ReadInts(&r, near, format2, 2, &cs, nullptr, nullptr))
+  // Near-decimal: the k's wait in the values' bits until their ULP offsets are read; escaped
+  // values (rare) are listed so the offsets can skip them.
+  std::vector<uint32_t> escaped;
+  auto keep_k = [ts, out](size_t i, uint64_t k) { out->push_back({ts[i], FromBits(k)}); };
+  auto escape_near = [&escaped, &escape](size_t i, uint64_t raw) {
+    escape(i, raw);
+    escaped.push_back(static_cast<uint32_t>(i));
+  };
+  if (!ReadInts<true>(&r, n, format2, 2, keep_k, escape_near))
+    return Error{"chunk: truncated integer values"};
+  Sample* const s = out->data() + first;
+  size_t i = 0, e = 0;
+  auto add_offset = [&](size_t, uint64_t c) {
+    while (e < escaped.size() && escaped[e] == i) ++i, ++e;
+    Sample& smp = s[i++];
+    const auto k = static_cast<int64_t>(Bits(smp.v));
+    smp.v = FromBits(Bits(static_cast<double>(k) / pow10) + c);
+  };
+  if (!ReadInts<false>(&r, n - escaped.size(), format2, 2, add_offset))
     return Error{"chunk: truncated ULP offsets"};
-  for (size_t i = 0, j = 0; i < n; ++i) {
-    Sample& smp = (*out)[first + i];
-    smp.v =
-        escaped[i]
-            ? FromBits(raw[i])
-            : FromBits(Bits(static_cast<double>(ks[i]) / pow10) + static_cast<uint64_t>(cs[j++]));
-  }
   return Status::Ok();
 }
 

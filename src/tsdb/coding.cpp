@@ -34,18 +34,7 @@ void BitWriter::WriteGamma(uint64_t v) {
   Write(v, len);
 }
 
-uint64_t BitReader::Read(int n) {
-  // Fast path: the bits lie inside one 8-byte window that is wholly in the input (n <= 56 and at
-  // most 7 bits of the first byte already used): one load instead of a loop over bytes.
-  const size_t first = pos_ >> 3;
-  if (n > 0 && n <= 56 && first + 8 <= in_.size()) {
-    uint64_t word;
-    std::memcpy(&word, in_.data() + first, sizeof word);
-    if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
-    const int used = static_cast<int>(pos_ & 7);
-    pos_ += static_cast<size_t>(n);
-    return (word << used) >> (64 - n);
-  }
+uint64_t BitReader::ReadSlow(int n) {
   uint64_t v = 0;
   while (n > 0) {
     const size_t byte = pos_ >> 3;

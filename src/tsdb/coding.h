@@ -5,8 +5,10 @@
 #ifndef GPUWARDEN_TSDB_CODING_H_
 #define GPUWARDEN_TSDB_CODING_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -47,13 +49,29 @@ class BitWriter {
 class BitReader {
  public:
   explicit BitReader(std::string_view in) : in_(in) {}
-  uint64_t Read(int n);
+  // Inline: the decoders call it once or twice per sample.
+  uint64_t Read(int n) {
+    // Fast path: the bits lie inside one 8-byte window that is wholly in the input (n <= 56 and
+    // at most 7 bits of the first byte already used): one load instead of a loop over bytes.
+    const size_t first = pos_ >> 3;
+    if (n > 0 && n <= 56 && first + 8 <= in_.size()) {
+      uint64_t word;
+      std::memcpy(&word, in_.data() + first, sizeof word);
+      if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
+      const int used = static_cast<int>(pos_ & 7);
+      pos_ += static_cast<size_t>(n);
+      return (word << used) >> (64 - n);
+    }
+    return ReadSlow(n);
+  }
   bool ReadBit() { return Read(1) != 0; }
   uint64_t ReadVar();
   uint64_t ReadGamma();
   bool overrun() const { return overrun_; }
 
  private:
+  uint64_t ReadSlow(int n);  // byte by byte: the input's last 7 bytes, n > 56, n == 0
+
   std::string_view in_;
   size_t pos_ = 0;  // in bits
   bool overrun_ = false;

@@ -31,6 +31,13 @@ void ExpectBitExact(const std::vector<Sample>& in) {
     ASSERT_EQ(std::bit_cast<uint64_t>(out[i].v), std::bit_cast<uint64_t>(in[i].v))
         << i << " " << in[i].v << " vs " << out[i].v;
   }
+  // Decoding appends: a second decode into the same vector leaves the first one intact.
+  ASSERT_TRUE(DecodeChunk(chunk, &out).ok());
+  ASSERT_EQ(out.size(), 2 * in.size());
+  for (size_t i = 0; i < 2 * in.size(); ++i) {
+    ASSERT_EQ(out[i].t_ms, in[i % in.size()].t_ms) << i;
+    ASSERT_EQ(std::bit_cast<uint64_t>(out[i].v), std::bit_cast<uint64_t>(in[i % in.size()].v)) << i;
+  }
   std::vector<Sample> xor_out;
   ASSERT_TRUE(DecodeChunk(EncodeXorChunk(in), &xor_out).ok());
   ASSERT_EQ(xor_out.size(), in.size());
@@ -322,6 +329,11 @@ TEST(Chunk, NearDecimalValuesAreSmallAndExact) {
   // Negative values and sign changes.
   for (Sample& x : s) x.v = -x.v + 0.3;
   ExpectBitExact(s);
+  // Escapes at both ends: the ULP offsets skip them there too.
+  s[0].v = StaleNaN();
+  s[239].v = -std::numeric_limits<double>::infinity();
+  ExpectBitExact(s);
+  EXPECT_EQ(ChunkEncodingOf(EncodeChunk(s)), static_cast<uint8_t>(ChunkEncoding::kNearDecimal));
 }
 
 TEST(Chunk, JitteredTimestampsUseTheGrid) {
