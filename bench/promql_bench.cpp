@@ -29,6 +29,7 @@
 #include <memory>
 #include <random>
 
+#include "base/heap.h"
 #include "http/prom_api.h"
 #include "promql/engine.h"
 #include "tsdb/db.h"
@@ -249,6 +250,9 @@ int RunSynthetic(int repeat, int only) {
 
 int main(int argc, char** argv) {
   using namespace gw;
+  // The agent's heap policy (src/cli/main.cpp), so that warm numbers are the agent's.
+  LimitMallocArenas(2);
+  KeepFreedHeap(size_t{64} << 20, size_t{4} << 20);
   if (argc >= 2 && !std::strcmp(argv[1], "--synthetic")) {
     int repeat = 9, only = -1;
     for (int i = 2; i + 1 < argc; ++i) {

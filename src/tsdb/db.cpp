@@ -47,6 +47,7 @@ DB::~DB() {
   sqlite3_finalize(select_block_rollups_);
   sqlite3_finalize(select_block_data_);
   sqlite3_finalize(select_rollup_rows_);
+  sqlite3_close(data_sql_);
   sqlite3_close(sql_);
 }
 

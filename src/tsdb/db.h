@@ -245,6 +245,7 @@ class DB {
     ReadBatch* outer_;  // the thread's enclosing batch (any DB), restored at the end
     bool inert_ = false;
     bool in_transaction_ = false;
+    bool data_in_transaction_ = false;  // on data_sql_, begun by the batch's first block read
     std::unique_lock<std::mutex> lock_;
   };
   static constexpr size_t kReadBatchSeries = 64;
@@ -253,6 +254,9 @@ class DB {
   // The connection for one read: the thread's batch's (begun now if it was not; the returned
   // lock is then empty) or, outside a batch, an owning lock of sql_mu_.
   std::unique_lock<std::mutex> LockForRead();
+  // Called with sql_mu_ held before a read on data_sql_: inside a batch, begins the batch's read
+  // transaction there too (once), for the same reason as on sql_.
+  void BeginDataRead();
   explicit DB(const DBOptions& options);
   Status OpenSqlite();
   Status LoadSeries();
@@ -309,10 +313,15 @@ class DB {
   sqlite3_stmt* select_chunks_ = nullptr;
   sqlite3_stmt* select_blocks_ = nullptr;
   sqlite3_stmt* select_block_rollups_ = nullptr;  // ReadRollups: blocks' rollups (db_open.cpp)
-  sqlite3_stmt* select_block_data_ = nullptr;     // LoadBlockLocked: one block's data
-  sqlite3_stmt* select_rollup_rows_ = nullptr;    // ReadRollups: the rollups table
-  bool rollups_ext_ = true;                       // the rollups table has `ext` (version 3)
-  std::atomic<bool> rollup_rows_{true};           // the rollups table may have rows
+  // Block data is read through a second, read-only connection with a small page cache (its
+  // pages are decoded once into the block cache and would only push the index pages out of
+  // sql_'s); null in a read-only DB, which reads it through sql_. Guarded by sql_mu_ too, so it
+  // sees what sql_ sees: every commit of the writing process happens under sql_mu_.
+  sqlite3* data_sql_ = nullptr;
+  sqlite3_stmt* select_block_data_ = nullptr;   // LoadBlockLocked: one block's data (data_sql_)
+  sqlite3_stmt* select_rollup_rows_ = nullptr;  // ReadRollups: the rollups table
+  bool rollups_ext_ = true;                     // the rollups table has `ext` (version 3)
+  std::atomic<bool> rollup_rows_{true};         // the rollups table may have rows
   int64_t block_range_ms_ = 0;
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted

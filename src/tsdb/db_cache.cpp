@@ -22,6 +22,7 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
   const auto id = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
   const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
   if (Decoded d = CacheGet(id, crc)) return d;
+  BeginDataRead();
   sqlite3_stmt* q = select_block_data_;
   sqlite3_bind_int64(q, 1, static_cast<sqlite3_int64>(id));
   auto decoded = std::make_shared<std::vector<Sample>>();

@@ -26,6 +26,11 @@ namespace fs = std::filesystem;
 // carries the rollups of all its samples); version 2 is upgraded in place at a writable open
 // (one ALTER TABLE, no rows rewritten) and read as it is by a read-only one.
 constexpr const char* kFormatVersion = "3";
+// The block-data connection's page cache: 64 KiB. Its pages are read once and decoded into the
+// block cache, so a large cache only costs fresh memory per page on the first reads after a
+// start, and the index pages the main connection keeps (2 MiB, SQLite's default) stay there.
+constexpr const char* kDataConnectionPragmas = "PRAGMA cache_size=-64;";
+
 constexpr const char* kPreSchema = R"sql(
 PRAGMA page_size=512;
 PRAGMA auto_vacuum=INCREMENTAL;
@@ -186,9 +191,6 @@ Status DB::OpenSqlite() {
                          "SELECT id, crc32, typeof(data) = 'blob' AND substr(rollups, 1, 1) IS NOT "
                          "x'03', rollups FROM blocks WHERE id BETWEEN ? AND ? ORDER BY id",
                          -1, &select_block_rollups_, nullptr) != SQLITE_OK ||
-      // A block's samples, read only when the block cache does not have them (db_cache.cpp).
-      sqlite3_prepare_v2(sql_, "SELECT data FROM blocks WHERE id = ?", -1, &select_block_data_,
-                         nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(sql_,
                          rollups_ext_ ? "SELECT t, min_v, max_v, sum_v, count_v, last_v, last_t, "
                                         "ext FROM rollups WHERE series_id = ? AND t >= ? AND "
@@ -198,6 +200,27 @@ Status DB::OpenSqlite() {
                                         "t <= ? ORDER BY t",
                          -1, &select_rollup_rows_, nullptr) != SQLITE_OK)
     return Error{std::string("tsdb: ") + sqlite3_errmsg(sql_)};
+  // A block's samples, read only when the block cache does not have them (db_cache.cpp), through
+  // a connection of their own with a small page cache (docs/tsdb-format.md §5, "Cold reads").
+  // Only in the writing process, where every commit happens under sql_mu_ (so both connections
+  // see the same database while it is held); a read-only opener beside another process's
+  // writer, and an in-memory database, read it through sql_, in the same snapshot as the rows.
+  if (!options_.read_only) {
+    if (sqlite3_open_v2(path.c_str(), &data_sql_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) == SQLITE_OK) {
+      sqlite3_busy_timeout(data_sql_, 5000);
+      (void)sqlite3_exec(data_sql_, kDataConnectionPragmas, nullptr, nullptr, nullptr);
+    } else {
+      Warn("tsdb: cannot open a second connection to " + path + " (" + sqlite3_errmsg(data_sql_) +
+           "); block data is read through the first");
+      sqlite3_close(data_sql_);
+      data_sql_ = nullptr;
+    }
+  }
+  sqlite3* data = data_sql_ ? data_sql_ : sql_;
+  if (sqlite3_prepare_v2(data, "SELECT data FROM blocks WHERE id = ?", -1, &select_block_data_,
+                         nullptr) != SQLITE_OK)
+    return Error{std::string("tsdb: ") + sqlite3_errmsg(data)};
   return Status::Ok();
 }
 

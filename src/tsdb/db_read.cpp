@@ -26,9 +26,25 @@ DB::ReadBatch::ReadBatch(DB* db) : db_(db), outer_(t_batch) {
 }
 
 DB::ReadBatch::~ReadBatch() {
-  if (in_transaction_ && sqlite3_exec(db_->sql_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
-    sqlite3_exec(db_->sql_, "ROLLBACK", nullptr, nullptr, nullptr);
+  auto end = [](sqlite3* c) {
+    if (sqlite3_exec(c, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+      sqlite3_exec(c, "ROLLBACK", nullptr, nullptr, nullptr);
+  };
+  if (in_transaction_) end(db_->sql_);
+  if (data_in_transaction_) end(db_->data_sql_);
   t_batch = outer_;
+}
+
+void DB::BeginDataRead() {
+  if (data_sql_ == nullptr) return;
+  for (ReadBatch* b = t_batch; b; b = b->outer_) {
+    if (b->db_ != this || b->inert_) continue;
+    if (!b->data_in_transaction_)
+      b->data_in_transaction_ =
+          sqlite3_get_autocommit(data_sql_) &&
+          sqlite3_exec(data_sql_, "BEGIN", nullptr, nullptr, nullptr) == SQLITE_OK;
+    return;
+  }
 }
 
 std::unique_lock<std::mutex> DB::LockForRead() {
