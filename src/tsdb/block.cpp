@@ -297,7 +297,53 @@ std::string EncodeBlock(std::span<const Sample> samples, int zstd_level) {
   return Pack(parts, zstd_level);
 }
 
+namespace {
+constexpr char kValuesOnly = 3;  // a block whose timestamps are stored apart
+}  // namespace
+
+std::string EncodeTimestamps(std::span<const Sample> samples, int zstd_level) {
+  std::vector<Sample> times(samples.begin(), samples.end());
+  for (Sample& s : times) s.v = 0;  // a constant: a run of zero codes
+  return EncodeBlock(times, zstd_level);
+}
+
+Status DecodeTimestamps(std::string_view encoded, std::vector<int64_t>* out) {
+  std::vector<Sample> times;
+  if (Status st = DecodeBlock(encoded, &times); !st.ok()) return st;
+  out->reserve(out->size() + times.size());
+  for (const Sample& s : times) out->push_back(s.t_ms);
+  return Status::Ok();
+}
+
+std::string EncodeBlockValues(std::span<const Sample> samples, int zstd_level) {
+  // The values with the timestamps 0, 1, 2, ...: a regular grid, which the codec stores in a few
+  // bytes; the decoder puts the real ones back.
+  std::vector<Sample> values(samples.begin(), samples.end());
+  for (size_t i = 0; i < values.size(); ++i) values[i].t_ms = static_cast<int64_t>(i);
+  return std::string(1, kValuesOnly) + EncodeBlock(values, zstd_level);
+}
+
+bool BlockSharesTimestamps(std::string_view block) {
+  return !block.empty() && block[0] == kValuesOnly;
+}
+
+Status DecodeBlock(std::string_view block, std::span<const int64_t> timestamps,
+                   std::vector<Sample>* out) {
+  if (!BlockSharesTimestamps(block)) return DecodeBlock(block, out);
+  block.remove_prefix(1);
+  const size_t first = out->size();
+  if (Status st = DecodeBlock(block, out); !st.ok()) return st;
+  if (const size_t n = out->size() - first; n != timestamps.size()) {
+    out->resize(first);
+    return Error{"block: " + std::to_string(timestamps.size()) + " shared timestamps for " +
+                 std::to_string(n) + " values"};
+  }
+  for (size_t i = 0; i < timestamps.size(); ++i) (*out)[first + i].t_ms = timestamps[i];
+  return Status::Ok();
+}
+
 Status DecodeBlock(std::string_view block, std::vector<Sample>* out) {
+  if (BlockSharesTimestamps(block)) return Error{"block: its timestamps are stored apart"};
   std::string storage;
   std::vector<std::string_view> parts;
   if (Status st = Unpack(block, &storage, &parts); !st.ok()) return st;

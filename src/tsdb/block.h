@@ -7,12 +7,14 @@
 //
 // Both use one container: byte 0 is 1 (plain) or 2 (zstd: uvarint plain length, then one zstd
 // frame of the plain form); the plain form is uvarint k, then k × (uvarint length, bytes). The
-// encoder keeps whichever is smaller. Layout in docs/tsdb-format.md §1b.
+// encoder keeps whichever is smaller. A block of values alone (shared timestamps, below) is byte
+// 3 followed by such a container. Layout in docs/tsdb-format.md §1b.
 //
 // Pure functions; thread-safe. Decoders never read out of bounds and fail on malformed input.
 #ifndef GPUWARDEN_TSDB_BLOCK_H_
 #define GPUWARDEN_TSDB_BLOCK_H_
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,8 +29,27 @@ namespace gw::tsdb {
 // Encodes time-ordered samples (any number) as consecutive chunks (chunk.h) of at most
 // kMaxChunkSamples, compressed as a whole with zstd at `zstd_level` when that is smaller.
 std::string EncodeBlock(std::span<const Sample> samples, int zstd_level = 3);
-// Appends the block's samples to `out`.
+// Appends the block's samples to `out`. A block whose timestamps are stored apart (below) is
+// an error here: its timestamps are needed.
 Status DecodeBlock(std::string_view block, std::vector<Sample>* out);
+
+// Timestamps stored apart (docs/tsdb-format.md §1b, "Shared timestamps"): series scraped
+// together have identical, jittered timestamps, which cost more than their values; the store
+// keeps them once per window in a table of their own and the blocks only their values.
+//   std::string ts = EncodeTimestamps(samples, level);    // the timestamps alone
+//   std::string data = EncodeBlockValues(samples, level);  // byte 3, then a block of the values
+//   DecodeTimestamps(ts, &times);  DecodeBlock(data, times, &samples);
+// Timestamps whose encoding is shorter than this stay in the block (a regular grid is ~10 bytes).
+inline constexpr size_t kMinSharedTimestampBytes = 64;
+std::string EncodeTimestamps(std::span<const Sample> samples, int zstd_level = 3);
+Status DecodeTimestamps(std::string_view encoded, std::vector<int64_t>* out);
+std::string EncodeBlockValues(std::span<const Sample> samples, int zstd_level = 3);
+// True for EncodeBlockValues' output.
+bool BlockSharesTimestamps(std::string_view block);
+// Appends the block's samples to `out`: a block of values takes its timestamps from
+// `timestamps` (an error unless there is one per value); any other block ignores them.
+Status DecodeBlock(std::string_view block, std::span<const int64_t> timestamps,
+                   std::vector<Sample>* out);
 
 // Encodes rollups (ascending by window, each with raw_count() > 0) with every field of rollup.h
 // (format 3: byte 3, then the container above holding integer columns and six chunk-coded value

@@ -35,8 +35,11 @@ DB::DB(const DBOptions& options)
                                               "the data stays in memory and in the WAL",
                                               options.failure_summary_interval_s, options.logger)),
       cache_(std::make_unique<BlockCache>()),
-      rollup_cache_(std::make_unique<RollupCache>()) {
+      rollup_cache_(std::make_unique<RollupCache>()),
+      ts_cache_(std::make_unique<TimestampCache>()) {
   cache_->limit = options.block_cache_bytes;
+  // Shared timestamps are small next to the samples: an eighth of the block cache's budget.
+  ts_cache_->limit = options.block_cache_bytes / 8;
   rollup_cache_->limit = options.rollup_cache_bytes;
 }
 
@@ -46,6 +49,7 @@ DB::~DB() {
   sqlite3_finalize(select_blocks_);
   sqlite3_finalize(select_block_rollups_);
   sqlite3_finalize(select_block_data_);
+  sqlite3_finalize(select_timestamps_);
   sqlite3_finalize(select_rollup_rows_);
   sqlite3_close(data_sql_);
   sqlite3_close(sql_);

@@ -50,6 +50,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -254,6 +255,18 @@ class DB {
   // The connection for one read: the thread's batch's (begun now if it was not; the returned
   // lock is then empty) or, outside a batch, an owning lock of sql_mu_.
   std::unique_lock<std::mutex> LockForRead();
+  // Decodes a block row's `data`; `ts_id` > 0 names the timestamps row its values share, read
+  // through `select_ts` ("SELECT crc32, data FROM timestamps WHERE id = ?" on the connection the
+  // caller reads with) and the timestamp cache. With sql_mu_ held.
+  Status DecodeStoredBlock(std::string_view data, int64_t ts_id, sqlite3_stmt* select_ts,
+                           std::vector<Sample>* out);
+  // Compaction's timestamps rows (db_flush.cpp): the id of the row holding `encoded` for
+  // `window` — one this run wrote (`written`), one already there (`find`), or a new one (`put`).
+  Expected<int64_t> StoreTimestamps(int64_t window, const std::string& encoded, sqlite3_stmt* find,
+                                    sqlite3_stmt* put,
+                                    std::unordered_map<std::string, int64_t>* written);
+  // Deletes the timestamps rows no block refers to. In the writer's transaction.
+  Status DropUnusedTimestampsLocked();
   // Called with sql_mu_ held before a read on data_sql_: inside a batch, begins the batch's read
   // transaction there too (once), for the same reason as on sql_.
   void BeginDataRead();
@@ -318,10 +331,12 @@ class DB {
   // sql_'s); null in a read-only DB, which reads it through sql_. Guarded by sql_mu_ too, so it
   // sees what sql_ sees: every commit of the writing process happens under sql_mu_.
   sqlite3* data_sql_ = nullptr;
-  sqlite3_stmt* select_block_data_ = nullptr;   // LoadBlockLocked: one block's data (data_sql_)
+  sqlite3_stmt* select_block_data_ = nullptr;   // LoadBlockLocked: data, ts_id (data_sql_)
+  sqlite3_stmt* select_timestamps_ = nullptr;   // a timestamps row, on the same connection
   sqlite3_stmt* select_rollup_rows_ = nullptr;  // ReadRollups: the rollups table
   bool rollups_ext_ = true;                     // the rollups table has `ext` (version 3)
-  std::atomic<bool> rollup_rows_{true};         // the rollups table may have rows
+  bool shared_ts_ = true;                // blocks.ts_id and the timestamps table exist (version 4)
+  std::atomic<bool> rollup_rows_{true};  // the rollups table may have rows
   int64_t block_range_ms_ = 0;
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted
@@ -330,6 +345,8 @@ class DB {
   std::unique_ptr<BlockCache> cache_;
   struct RollupCache;  // LRU of decoded rollup columns, own mutex (db_internal.h)
   std::unique_ptr<RollupCache> rollup_cache_;
+  struct TimestampCache;  // LRU of decoded shared timestamps, own mutex (db_internal.h)
+  std::unique_ptr<TimestampCache> ts_cache_;
 
   uint64_t wal_replayed_samples_ = 0, wal_corruptions_ = 0, out_of_order_at_open_ = 0;
   std::atomic<uint64_t> chunk_corruptions_{0}, chunks_persisted_{0}, blocks_decoded_{0};

@@ -30,8 +30,9 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
   Status dst = Error{"row not found"};
   if (sqlite3_step(q) == SQLITE_ROW) {
     const std::string_view data = BlobColumn(q, 0);
-    dst =
-        Crc32(data) == crc ? DecodeBlock(data, decoded.get()) : Status(Error{"checksum mismatch"});
+    dst = Crc32(data) == crc ? DecodeStoredBlock(data, sqlite3_column_int64(q, 1),
+                                                 select_timestamps_, decoded.get())
+                             : Status(Error{"checksum mismatch"});
   }
   sqlite3_reset(q);
   if (!dst.ok()) {
@@ -42,6 +43,32 @@ DB::Decoded DB::LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit) {
   }
   if (admit) CachePut(id, crc, decoded);
   return decoded;
+}
+
+Status DB::DecodeStoredBlock(std::string_view data, int64_t ts_id, sqlite3_stmt* select_ts,
+                             std::vector<Sample>* out) {
+  if (!BlockSharesTimestamps(data)) return DecodeBlock(data, out);
+  if (ts_id <= 0 || select_ts == nullptr) return Error{"values without a timestamps row"};
+  // Timestamps rows are never rewritten and their ids never reused (AUTOINCREMENT): the cache
+  // needs no checksum of its own (the key's crc half is 0).
+  const auto key = static_cast<uint64_t>(ts_id);
+  TimestampCache::Ptr times = ts_cache_->Get(key, 0);
+  if (times == nullptr) {
+    sqlite3_bind_int64(select_ts, 1, ts_id);
+    auto own = std::make_shared<std::vector<int64_t>>();
+    Status st = Error{"timestamps row " + std::to_string(ts_id) + " not found"};
+    if (sqlite3_step(select_ts) == SQLITE_ROW) {
+      const std::string_view blob = BlobColumn(select_ts, 1);
+      st = Crc32(blob) == static_cast<uint32_t>(sqlite3_column_int64(select_ts, 0))
+               ? DecodeTimestamps(blob, own.get())
+               : Status(Error{"timestamps row " + std::to_string(ts_id) + ": checksum mismatch"});
+    }
+    sqlite3_reset(select_ts);
+    if (!st.ok()) return st;
+    ts_cache_->Put(key, 0, own, own->size() * sizeof(int64_t));
+    times = std::move(own);
+  }
+  return DecodeBlock(data, *times, out);
 }
 
 }  // namespace gw::tsdb

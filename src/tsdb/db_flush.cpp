@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <unordered_map>
 
 #include "tsdb/block.h"
 #include "tsdb/chunk.h"
@@ -30,6 +31,9 @@ struct DB::BlockJob {
     std::vector<Rollup> kept_rollups;
     bool full = false;
     std::string data, rollups;
+    // Timestamps stored apart (docs/tsdb-format.md §1b, "Shared timestamps"): their encoding,
+    // when `data` holds only the values; empty otherwise.
+    std::string timestamps;
     int64_t mint = 0, maxt = 0;
   };
   std::vector<Window> windows;
@@ -219,15 +223,20 @@ std::vector<Rollup> WindowRollups(std::vector<Sample>* samples, size_t existing,
 
 Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
   Stmt sel_chunks(sql_, "SELECT crc32, data FROM chunks WHERE series_id = ? ORDER BY maxt");
-  Stmt sel_block(sql_, "SELECT crc32, data, rollups FROM blocks WHERE id = ?");
+  Stmt sel_block(sql_, "SELECT crc32, data, rollups, ts_id FROM blocks WHERE id = ?");
+  Stmt sel_ts(sql_, "SELECT crc32, data FROM timestamps WHERE id = ?");
+  Stmt find_ts(sql_, "SELECT id FROM timestamps WHERE window = ? AND crc32 = ? AND data = ?");
+  Stmt put_ts(sql_, "INSERT INTO timestamps(window, crc32, data) VALUES(?, ?, ?)");
   Stmt put_block(sql_,
-                 "INSERT OR REPLACE INTO blocks(id, mint, maxt, num_samples, crc32, rollups, data) "
-                 "VALUES(?, ?, ?, ?, ?, ?, ?)");
+                 "INSERT OR REPLACE INTO blocks(id, mint, maxt, num_samples, crc32, rollups, data, "
+                 "ts_id) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
   Stmt del_chunks(sql_, "DELETE FROM chunks WHERE series_id = ?");
   Stmt del_rollups(sql_, "DELETE FROM rollups WHERE series_id = ? AND t >= ? AND t < ?");
-  if (!sel_chunks.ok() || !sel_block.ok() || !put_block.ok() || !del_chunks.ok() ||
-      !del_rollups.ok())
+  if (!sel_chunks.ok() || !sel_block.ok() || !sel_ts.ok() || !find_ts.ok() || !put_ts.ok() ||
+      !put_block.ok() || !del_chunks.ok() || !del_rollups.ok())
     return Error{sqlite3_errmsg(sql_)};
+  // Timestamps rows written or found in this run, by window and encoding.
+  std::unordered_map<std::string, int64_t> ts_ids;
   auto corrupt = [this](SeriesRef ref, const std::string& what) {
     ++chunk_corruptions_;
     Warn("tsdb: corrupt chunk of series " + std::to_string(ref) + ": " + what + "; skipped");
@@ -289,7 +298,8 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
           if (sqlite3_column_type(q, 1) != SQLITE_NULL) {
             const std::string_view data = BlobColumn(q, 1);
             Status dst = Crc32(data) == static_cast<uint32_t>(sqlite3_column_int64(q, 0))
-                             ? DecodeBlock(data, &win.samples)
+                             ? DecodeStoredBlock(data, sqlite3_column_int64(q, 3), sel_ts.get(),
+                                                 &win.samples)
                              : Status(Error{"checksum mismatch"});
             if (!dst.ok()) {
               win.samples.clear();
@@ -321,7 +331,15 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         w.rollups = only_present && w.samples.size() < options_.rollup_min_samples
                         ? std::string()
                         : EncodeRollups(rollups, level);
-        w.data = EncodeBlock(w.samples, level);
+        // Timestamps that cost more than a regular grid's few bytes go to the timestamps table,
+        // where the series scraped with this one share them.
+        w.timestamps = EncodeTimestamps(w.samples, level);
+        if (w.timestamps.size() >= kMinSharedTimestampBytes) {
+          w.data = EncodeBlockValues(w.samples, level);
+        } else {
+          w.timestamps.clear();
+          w.data = EncodeBlock(w.samples, level);
+        }
         w.mint = w.samples.front().t_ms;
         w.maxt = w.samples.back().t_ms;
       }
@@ -336,6 +354,13 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
     for (size_t j = b0; j < b1; ++j) {
       BlockJob& job = (*jobs)[j];
       for (BlockJob::Window& w : job.windows) {
+        int64_t ts_id = 0;
+        if (!w.timestamps.empty()) {
+          Expected<int64_t> id =
+              StoreTimestamps(w.window, w.timestamps, find_ts.get(), put_ts.get(), &ts_ids);
+          if (!id.ok()) return Error{id.error().message};
+          ts_id = *id;
+        }
         sqlite3_stmt* s = put_block.get();
         sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(BlockId(job.ref, w.window)));
         sqlite3_bind_int64(s, 2, w.mint);
@@ -345,6 +370,10 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         sqlite3_bind_blob(s, 6, w.rollups.data(), static_cast<int>(w.rollups.size()),
                           SQLITE_STATIC);
         sqlite3_bind_blob(s, 7, w.data.data(), static_cast<int>(w.data.size()), SQLITE_STATIC);
+        if (ts_id > 0)
+          sqlite3_bind_int64(s, 8, ts_id);
+        else
+          sqlite3_bind_null(s, 8);
         const bool ok = sqlite3_step(s) == SQLITE_DONE;
         sqlite3_reset(s);
         if (!ok) return Error{sqlite3_errmsg(sql_)};
@@ -369,6 +398,41 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
       job.windows = {};
     }
   }
+  // Rewritten blocks may have left timestamps rows nothing refers to.
+  return DropUnusedTimestampsLocked();
+}
+
+Expected<int64_t> DB::StoreTimestamps(int64_t window, const std::string& encoded,
+                                      sqlite3_stmt* find, sqlite3_stmt* put,
+                                      std::unordered_map<std::string, int64_t>* written) {
+  std::string key(reinterpret_cast<const char*>(&window), sizeof window);
+  key += encoded;
+  if (auto it = written->find(key); it != written->end()) return it->second;
+  const uint32_t crc = Crc32(encoded);
+  // A row of an earlier run, still used by the blocks this run did not rewrite.
+  sqlite3_bind_int64(find, 1, window);
+  sqlite3_bind_int64(find, 2, crc);
+  sqlite3_bind_blob(find, 3, encoded.data(), static_cast<int>(encoded.size()), SQLITE_STATIC);
+  int64_t id = sqlite3_step(find) == SQLITE_ROW ? sqlite3_column_int64(find, 0) : 0;
+  sqlite3_reset(find);
+  if (id == 0) {
+    sqlite3_bind_int64(put, 1, window);
+    sqlite3_bind_int64(put, 2, crc);
+    sqlite3_bind_blob(put, 3, encoded.data(), static_cast<int>(encoded.size()), SQLITE_STATIC);
+    const bool ok = sqlite3_step(put) == SQLITE_DONE;
+    sqlite3_reset(put);
+    if (!ok) return Error{sqlite3_errmsg(sql_)};
+    id = sqlite3_last_insert_rowid(sql_);
+  }
+  written->emplace(std::move(key), id);
+  return id;
+}
+
+Status DB::DropUnusedTimestampsLocked() {
+  Stmt drop(sql_,
+            "DELETE FROM timestamps WHERE NOT EXISTS (SELECT 1 FROM blocks WHERE blocks.ts_id = "
+            "timestamps.id)");
+  if (!drop.ok() || sqlite3_step(drop.get()) != SQLITE_DONE) return Error{sqlite3_errmsg(sql_)};
   return Status::Ok();
 }
 

@@ -142,6 +142,7 @@ struct LruCache {
 
 struct DB::BlockCache : LruCache<std::vector<Sample>> {};
 struct DB::RollupCache : LruCache<std::vector<Rollup>> {};
+struct DB::TimestampCache : LruCache<std::vector<int64_t>> {};
 
 }  // namespace gw::tsdb
 

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 // Version 3 added the rollups table's `ext` column and format-3 rollups in blocks (every block
 // carries the rollups of all its samples); version 2 is upgraded in place at a writable open
 // (one ALTER TABLE, no rows rewritten) and read as it is by a read-only one.
-constexpr const char* kFormatVersion = "3";
+constexpr const char* kFormatVersion = "4";
 // The block-data connection's page cache: 64 KiB. Its pages are read once and decoded into the
 // block cache, so a large cache only costs fresh memory per page on the first reads after a
 // start, and the index pages the main connection keeps (2 MiB, SQLite's default) stay there.
@@ -39,7 +39,7 @@ PRAGMA synchronous=NORMAL;
 )sql";
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', '3');
+INSERT OR IGNORE INTO meta(key, value) VALUES('format_version', '4');
 CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, labels BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks(
   series_id INTEGER NOT NULL,
@@ -68,7 +68,19 @@ CREATE TABLE IF NOT EXISTS blocks(
   num_samples INTEGER NOT NULL,
   crc32 INTEGER NOT NULL,
   rollups BLOB NOT NULL DEFAULT x'',
-  data BLOB);
+  data BLOB,
+  ts_id INTEGER);
+)sql";
+// Version 4: timestamps shared by the blocks of series scraped together (docs/tsdb-format.md
+// §1b, "Shared timestamps"). Run after the upgrade from 3, which adds blocks.ts_id.
+constexpr const char* kSchema4 = R"sql(
+CREATE TABLE IF NOT EXISTS timestamps(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  window INTEGER NOT NULL,
+  crc32 INTEGER NOT NULL,
+  data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS timestamps_by_crc ON timestamps(window, crc32);
+CREATE INDEX IF NOT EXISTS blocks_by_ts ON blocks(ts_id) WHERE ts_id IS NOT NULL;
 )sql";
 
 }  // namespace
@@ -150,26 +162,35 @@ Status DB::OpenSqlite() {
     if (q.ok() && sqlite3_step(q.get()) == SQLITE_ROW) {
       const auto* v = reinterpret_cast<const char*>(sqlite3_column_text(q.get(), 0));
       version = v ? v : "";
-      if (version != kFormatVersion && version != "2")
+      if (version != kFormatVersion && version != "2" && version != "3")
         return Error{"tsdb: " + path + " has format version " + version +
-                     "; this build reads versions 2 and " + kFormatVersion +
+                     "; this build reads versions 2 to " + kFormatVersion +
                      " only (no migration: move the data directory away and start afresh)"};
     }
   }
   if (writable) {
     if (Status st = exec(kSchema); !st.ok()) return st;
-    if (version == "2") {
-      Status st = exec(
-          "BEGIN IMMEDIATE; ALTER TABLE rollups ADD COLUMN ext BLOB; UPDATE meta SET value = '3' "
-          "WHERE key = 'format_version'; COMMIT");
-      if (!st.ok()) {
+    if (version.empty()) version = kFormatVersion;  // a new database
+    // Upgrades, each one transaction: 2 → 3 (exact rollups), 3 → 4 (shared timestamps).
+    const std::pair<const char*, const char*> upgrades[] = {
+        {"2",
+         "BEGIN IMMEDIATE; ALTER TABLE rollups ADD COLUMN ext BLOB; UPDATE meta SET value = '3' "
+         "WHERE key = 'format_version'; COMMIT"},
+        {"3",
+         "BEGIN IMMEDIATE; ALTER TABLE blocks ADD COLUMN ts_id INTEGER; UPDATE meta SET value = "
+         "'4' WHERE key = 'format_version'; COMMIT"}};
+    for (const auto& [from, sql] : upgrades) {
+      if (version != from) continue;
+      if (Status st = exec(sql); !st.ok()) {
         (void)exec("ROLLBACK");
         return st;
       }
-      version = kFormatVersion;
+      version = std::to_string(std::stoi(version) + 1);
     }
+    if (Status st = exec(kSchema4); !st.ok()) return st;
   }
   rollups_ext_ = version != "2";
+  shared_ts_ = version == "4";
   if (!options_.read_only) {
     // Skips the table in reads while it is empty (a reader beside a live writer always looks:
     // the writer may add rows later).
@@ -218,8 +239,12 @@ Status DB::OpenSqlite() {
     }
   }
   sqlite3* data = data_sql_ ? data_sql_ : sql_;
-  if (sqlite3_prepare_v2(data, "SELECT data FROM blocks WHERE id = ?", -1, &select_block_data_,
-                         nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(data,
+                         shared_ts_ ? "SELECT data, ts_id FROM blocks WHERE id = ?"
+                                    : "SELECT data, NULL FROM blocks WHERE id = ?",
+                         -1, &select_block_data_, nullptr) != SQLITE_OK ||
+      (shared_ts_ && sqlite3_prepare_v2(data, "SELECT crc32, data FROM timestamps WHERE id = ?", -1,
+                                        &select_timestamps_, nullptr) != SQLITE_OK))
     return Error{std::string("tsdb: ") + sqlite3_errmsg(data)};
   return Status::Ok();
 }

@@ -32,13 +32,15 @@ Status DB::ApplyRetention(int64_t now_ms) {
     // Blocks whose samples expire keep their 5-minute rollups: format 3 already stands for
     // every sample (the samples are simply dropped); older blocks get theirs computed now.
     Stmt drop(sql_,
-              "UPDATE blocks SET data = NULL, crc32 = 0 WHERE maxt < ? AND maxt >= ? AND data IS "
-              "NOT NULL AND substr(rollups, 1, 1) = x'03'");
+              "UPDATE blocks SET data = NULL, crc32 = 0, ts_id = NULL WHERE maxt < ? AND maxt >= "
+              "? AND data IS NOT NULL AND substr(rollups, 1, 1) = x'03'");
     Stmt sel(sql_,
-             "SELECT id, crc32, data, rollups FROM blocks WHERE maxt < ? AND maxt >= ? "
+             "SELECT id, crc32, data, rollups, ts_id FROM blocks WHERE maxt < ? AND maxt >= ? "
              "AND data IS NOT NULL");
-    Stmt upd(sql_, "UPDATE blocks SET data = NULL, crc32 = 0, rollups = ? WHERE id = ?");
-    if (!drop.ok() || !sel.ok() || !upd.ok()) return fail();
+    Stmt sel_ts(sql_, "SELECT crc32, data FROM timestamps WHERE id = ?");
+    Stmt upd(sql_,
+             "UPDATE blocks SET data = NULL, crc32 = 0, ts_id = NULL, rollups = ? WHERE id = ?");
+    if (!drop.ok() || !sel.ok() || !sel_ts.ok() || !upd.ok()) return fail();
     sqlite3_bind_int64(drop.get(), 1, raw_cutoff);
     sqlite3_bind_int64(drop.get(), 2, rollup_cutoff);
     if (sqlite3_step(drop.get()) != SQLITE_DONE) return fail();
@@ -59,7 +61,8 @@ Status DB::ApplyRetention(int64_t now_ms) {
       }
       samples.clear();
       if (Crc32(data) == static_cast<uint32_t>(sqlite3_column_int64(sel.get(), 1)) &&
-          DecodeBlock(data, &samples).ok()) {
+          DecodeStoredBlock(data, sqlite3_column_int64(sel.get(), 4), sel_ts.get(), &samples)
+              .ok()) {
         std::vector<Rollup> computed;
         AddToRollups(samples, &computed);
         MergeRollups(&rollups, computed);  // the stored ones are of older, deleted samples
@@ -89,6 +92,7 @@ Status DB::ApplyRetention(int64_t now_ms) {
     sqlite3_bind_int64(del.get(), 1, cutoff);
     if (sqlite3_step(del.get()) != SQLITE_DONE) return fail();
   }
+  if (!DropUnusedTimestampsLocked().ok()) return fail();
   // Remembered so that reads know where raw data (and rollups) may be missing.
   const int64_t raw_h = std::max(raw_cutoff, raw_horizon_.load());
   const int64_t rollup_h = std::max(rollup_cutoff, rollup_horizon_.load());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string_view>
 
 #include "tsdb/chunk.h"
 
@@ -133,6 +134,48 @@ TEST(Block, RollupsRoundTrip) {
   EXPECT_TRUE(DecodeRollups(EncodeRollups({}), &got).ok());
   EXPECT_TRUE(got.empty());
   EXPECT_FALSE(DecodeRollups("\x07garbage", &got).ok());
+}
+
+// Timestamps stored apart: a block of values plus its timestamps decode to the samples, bit for
+// bit; the values alone are far smaller than the block when the timestamps are jittered.
+TEST(Block, ValuesAndSharedTimestampsRoundTrip) {
+  std::mt19937_64 rng(3);
+  std::vector<Sample> s;
+  int64_t counter = 0;
+  for (int i = 0; i < 7200; ++i) {
+    counter += 200 + static_cast<int64_t>(rng() % 60);
+    s.push_back({1'700'000'000'000 + i * 1000LL + static_cast<int64_t>(rng() % 16),
+                 i == 100 ? std::nan("") : static_cast<double>(counter)});
+  }
+  const std::string whole = EncodeBlock(s);
+  const std::string ts = EncodeTimestamps(s);
+  const std::string values = EncodeBlockValues(s);
+  EXPECT_TRUE(BlockSharesTimestamps(values));
+  EXPECT_FALSE(BlockSharesTimestamps(whole));
+  EXPECT_GE(ts.size(), kMinSharedTimestampBytes);
+  // The jitter is 4 bits a sample, 3,600 bytes here, that the values alone do without.
+  EXPECT_LT(values.size() + 3000, whole.size()) << values.size() << " vs " << whole.size();
+  std::vector<int64_t> times;
+  ASSERT_TRUE(DecodeTimestamps(ts, &times).ok());
+  ASSERT_EQ(times.size(), s.size());
+  std::vector<Sample> out = {{1, 2}};  // decoding appends
+  ASSERT_TRUE(DecodeBlock(values, times, &out).ok());
+  ASSERT_EQ(out.size(), s.size() + 1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    ASSERT_EQ(out[i + 1].t_ms, s[i].t_ms) << i;
+    ASSERT_EQ(std::bit_cast<uint64_t>(out[i + 1].v), std::bit_cast<uint64_t>(s[i].v)) << i;
+  }
+  // A whole block ignores the timestamps it is given.
+  out.clear();
+  ASSERT_TRUE(DecodeBlock(whole, times, &out).ok());
+  EXPECT_EQ(out.size(), s.size());
+  // Values without their timestamps, or with the wrong number, are errors that append nothing.
+  out.clear();
+  EXPECT_FALSE(DecodeBlock(values, &out).ok());
+  times.pop_back();
+  EXPECT_FALSE(DecodeBlock(values, times, &out).ok());
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(DecodeBlock(std::string_view("\x03", 1), times, &out).ok());
 }
 
 }  // namespace

@@ -12,11 +12,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "support/mutate.h"
 #include "support/process.h"
+#include "tsdb/block.h"
 
 namespace gw::tsdb {
 namespace {
@@ -866,6 +868,137 @@ TEST(DB, OtherFormatVersionsAreRefusedClearly) {
   auto db = DB::Open(o);
   ASSERT_FALSE(db.ok());
   EXPECT_NE(db.error().message.find("format version 1"), std::string::npos) << db.error().message;
+}
+
+// Series scraped together share their jittered timestamps (docs/tsdb-format.md §1b, "Shared
+// timestamps"): one timestamps row per instance and window, the blocks hold only values, and
+// every sample reads back exactly — after a restart, after some of a group's blocks are
+// rewritten (the old row stays while a block uses it, then goes), and after retention.
+TEST(DB, SeriesScrapedTogetherShareTheirTimestamps) {
+  TempDir tmp;
+  const int64_t t0 = 1'700'006'400'000 - 3'600'000;  // 1 h before a 6 h window starts
+  std::mt19937_64 rng(11);
+  std::vector<std::string> lines;
+  Logger logger(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  std::map<std::string, std::vector<Sample>> want;  // by instance/series
+  auto labels = [](int inst, int k) {
+    return Labels{{"__name__", "requests_total"},
+                  {"instance", "host-" + std::to_string(inst)},
+                  {"k", std::to_string(k)}};
+  };
+  auto key = [](int inst, int k) { return std::to_string(inst) + "/" + std::to_string(k); };
+  // Scrapes of instances 0 and 1 (5 series each, one jitter per instance per scrape) and of a
+  // regular series (instance 2), from scrape `from` to `to`; `only` limits instance 1's series.
+  auto scrape = [&](DB* db, int from, int to, int only = 5) {
+    for (int i = from; i < to; ++i)
+      for (int inst = 0; inst < 3; ++inst) {
+        const int64_t t = t0 + i * 1000LL + (inst == 2 ? 0 : static_cast<int64_t>(rng() % 16));
+        for (int k = 0; k < (inst == 2 ? 1 : inst == 1 ? only : 5); ++k) {
+          const double v = static_cast<double>(i * (100 + k) + static_cast<int>(rng() % 50));
+          ASSERT_TRUE(db->Append(labels(inst, k), t, v).ok());
+          want[key(inst, k)].push_back({t, v});
+        }
+      }
+  };
+  int64_t raw_from = INT64_MIN;  // before it, after retention: one sample per 5-minute window
+  auto expect_all = [&](DB* db) {
+    for (const auto& [k, samples] : want) {
+      const int inst = k[0] - '0', n = k[2] - '0';
+      std::vector<Sample> got = ReadAll(db, labels(inst, n));
+      std::erase_if(got, [&](const Sample& x) { return x.t_ms < raw_from; });
+      ASSERT_EQ(got.size(), samples.size()) << k << (lines.empty() ? "" : lines[0]);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].t_ms, samples[i].t_ms) << k << " " << i;
+        ASSERT_EQ(got[i].v, samples[i].v) << k << " " << i;
+      }
+    }
+  };
+  const std::string dir = tmp.path();
+  const char* kRows = "SELECT count(*) FROM timestamps";
+  const char* kUnused =
+      "SELECT count(*) FROM timestamps WHERE id NOT IN (SELECT ts_id FROM blocks WHERE ts_id IS "
+      "NOT NULL)";
+  {
+    auto db = OpenDb(dir, &logger);
+    scrape(db.get(), 0, 7200);  // 2 h: an hour in each of two windows
+    ASSERT_TRUE(db->Flush().ok());
+    expect_all(db.get());
+  }
+  EXPECT_EQ(CountRows(dir, kRows), 4);  // 2 instances x 2 windows; the regular series inline
+  EXPECT_EQ(CountRows(dir, "SELECT count(*) FROM blocks WHERE ts_id IS NOT NULL"), 20);
+  EXPECT_EQ(CountRows(dir, "SELECT count(*) FROM blocks WHERE ts_id IS NULL"), 2);
+  // Under 80 % of the bytes of the same blocks with their timestamps inline (4 bits of jitter a
+  // sample next to the values' 7).
+  const int64_t values = CountRows(dir, "SELECT sum(length(data)) FROM blocks");
+  const int64_t shared = CountRows(dir, "SELECT sum(length(data)) FROM timestamps");
+  int64_t inline_bytes = 0;
+  for (const auto& [k, samples] : want) {
+    for (int64_t w : {0, 1}) {
+      std::vector<Sample> part;
+      for (const Sample& x : samples)
+        if ((x.t_ms >= 1'700'006'400'000) == (w == 1)) part.push_back(x);
+      inline_bytes += static_cast<int64_t>(EncodeBlock(part).size());
+    }
+  }
+  EXPECT_LT((values + shared) * 10, inline_bytes * 8) << values << " + " << shared;
+  {
+    auto db = OpenDb(dir);  // a restart: the cold read path
+    expect_all(db.get());
+    // Three of instance 1's five series go on: their blocks of the second window are rewritten
+    // with new timestamps; the other two keep the old row.
+    scrape(db.get(), 7200, 7500, /*only=*/3);
+    ASSERT_TRUE(db->Flush().ok());
+    expect_all(db.get());
+    EXPECT_EQ(CountRows(dir, kRows), 5);
+    EXPECT_EQ(CountRows(dir, kUnused), 0);
+    // Now all of them, so the old row is used no more: the two that paused have timestamps of
+    // their own (a gap), the three others share theirs with each other.
+    scrape(db.get(), 7500, 7600);
+    ASSERT_TRUE(db->Flush().ok());
+    expect_all(db.get());
+    EXPECT_EQ(CountRows(dir, kRows), 5);
+    EXPECT_EQ(CountRows(dir, kUnused), 0);
+    // Raw retention past the first window: its blocks keep their rollups, not their samples,
+    // and its two rows go.
+    ASSERT_TRUE(db->ApplyRetention(1'700'006'400'000 + 15LL * 24 * 3'600'000).ok());
+    EXPECT_EQ(CountRows(dir, kRows), 3);
+    EXPECT_EQ(CountRows(dir, kUnused), 0);
+    raw_from = 1'700'006'400'000;
+    for (auto& [k, samples] : want)
+      std::erase_if(samples, [&](const Sample& x) { return x.t_ms < raw_from; });
+    expect_all(db.get());
+  }
+}
+
+// A damaged timestamps row costs the blocks that use it, said as corruption, and nothing else.
+TEST(DB, ADamagedTimestampsRowSkipsItsBlocksAndSaysSo) {
+  TempDir tmp;
+  std::mt19937_64 rng(5);
+  {
+    auto db = OpenDb(tmp.path());
+    for (int i = 0; i < 3000; ++i) {
+      const int64_t t = 1'700'006'400'000 + i * 1000LL + static_cast<int64_t>(rng() % 16);
+      for (int g = 0; g < 2; ++g) ASSERT_TRUE(db->Append(Series(g), t, i + g).ok());
+      ASSERT_TRUE(db->Append(Series(9), 1'700'006'400'000 + i * 1000LL, i).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  ASSERT_EQ(CountRows(tmp.path(), "SELECT count(*) FROM timestamps"), 1);
+  sqlite3* sql = nullptr;
+  ASSERT_EQ(sqlite3_open((tmp.path() + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(sql, "UPDATE timestamps SET data = x'0102030405'", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(sql);
+  std::vector<std::string> lines;
+  Logger logger(LogLevel::kWarn, [&](LogLevel, const std::string& line) { lines.push_back(line); });
+  auto db = OpenDb(tmp.path(), &logger);
+  EXPECT_TRUE(ReadAll(db.get(), Series(0)).empty());
+  EXPECT_TRUE(ReadAll(db.get(), Series(1)).empty());
+  EXPECT_EQ(ReadAll(db.get(), Series(9)).size(), 3000u);  // regular: its timestamps inline
+  EXPECT_EQ(db->stats().chunk_corruptions, 2u);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("checksum mismatch"), std::string::npos) << lines[0];
 }
 
 // kill -9 at random points of a Flush that compacts: every committed sample is there after.

@@ -686,7 +686,7 @@ TEST(DBFormat2, WritableOpenUpgradesAndNewWritesAreExact) {
   {
     auto db = Open(dir);
     ASSERT_NE(db, nullptr);
-    EXPECT_EQ(FormatVersion(dir), "3");
+    EXPECT_EQ(FormatVersion(dir), "4");  // through 3 (exact rollups) to 4 (shared timestamps)
     ExpectFixture(db.get());
     // New samples of the counter compact its chunk rows into blocks: exact rollups from then
     // on, with the table's rows gone; the old temp blocks still read as before.
