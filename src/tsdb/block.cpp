@@ -308,9 +308,12 @@ std::string EncodeTimestamps(std::span<const Sample> samples, int zstd_level) {
 }
 
 Status DecodeTimestamps(std::string_view encoded, std::vector<int64_t>* out) {
-  std::vector<Sample> times;
+  thread_local std::vector<Sample> times;  // scratch, warm after the first call
+  times.clear();
   if (Status st = DecodeBlock(encoded, &times); !st.ok()) return st;
-  out->reserve(out->size() + times.size());
+  const size_t first = out->size();
+  out->reserve(first + times.size());
+  PrefaultForWrite(out->data() + first, times.size() * sizeof(int64_t));
   for (const Sample& s : times) out->push_back(s.t_ms);
   return Status::Ok();
 }

@@ -581,20 +581,22 @@ std::string EncodeChunk(std::span<const Sample> samples) {
   return !near.empty() && near.size() < best.size() ? near : best;
 }
 
+void PrefaultForWrite(void* begin, size_t bytes) {
+  // Below 16 KiB (a few pages) the faults cost about what the call does.
+  constexpr size_t kMin = size_t{16} << 10;
+  if (bytes < kMin) return;
+  constexpr uintptr_t kPage = 4096;  // a multiple of every page size Linux uses on x86/arm64
+  uintptr_t lo = reinterpret_cast<uintptr_t>(begin);
+  const uintptr_t hi = (lo + bytes) & ~(kPage - 1);
+  lo = (lo + kPage - 1) & ~(kPage - 1);
+  // Best effort: on an older kernel (before 5.14) or any error the pages fault in as before.
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
+}
+
 void ReserveForDecode(std::vector<Sample>* out, size_t n) {
   const size_t first = out->size();
   if (out->capacity() < first + n) out->reserve(std::max(first + n, 2 * out->capacity()));
-  // Below 64 KiB the faults are few and the pages often already there (freed heap reused).
-  constexpr size_t kPopulateMin = size_t{64} << 10;
-  const size_t bytes = n * sizeof(Sample);
-  if (bytes >= kPopulateMin) {
-    constexpr uintptr_t kPage = 4096;  // a multiple of every page size Linux uses on x86/arm64
-    uintptr_t lo = reinterpret_cast<uintptr_t>(out->data() + first);
-    uintptr_t hi = (lo + bytes) & ~(kPage - 1);
-    lo = (lo + kPage - 1) & ~(kPage - 1);
-    // Best effort: on an older kernel (before 5.14) or any error the pages fault in as before.
-    if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
-  }
+  PrefaultForWrite(out->data() + first, n * sizeof(Sample));
 }
 
 uint8_t ChunkEncodingOf(std::string_view chunk) {

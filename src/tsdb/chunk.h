@@ -53,10 +53,12 @@ std::string EncodeXorChunk(std::span<const Sample> samples);
 // chunk; never reads out of bounds.
 Status DecodeChunk(std::string_view chunk, std::vector<Sample>* out);
 
-// Reserves room for `n` more samples in `out`, for a decoder to append. The fresh pages of a
-// large reservation are populated in one madvise(MADV_POPULATE_WRITE) call instead of one page
-// fault per 4 KiB page (docs/tsdb-format.md §5, "Cold reads").
+// Reserves room for `n` more samples in `out`, for a decoder to append, and prefaults it.
 void ReserveForDecode(std::vector<Sample>* out, size_t n);
+// Populates the whole pages inside [begin, begin + bytes) for writing in one
+// madvise(MADV_POPULATE_WRITE) call instead of one page fault per 4 KiB page (several µs each
+// on a VM: docs/tsdb-format.md §5, "Cold reads"), from 16 KiB up; best effort.
+void PrefaultForWrite(void* begin, size_t bytes);
 
 // The value encoding of a chunk (its first byte without kChunkFormat2), 0 if empty.
 uint8_t ChunkEncodingOf(std::string_view chunk);
