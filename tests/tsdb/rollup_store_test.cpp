@@ -705,5 +705,82 @@ TEST(DBFormat2, WritableOpenUpgradesAndNewWritesAreExact) {
   EXPECT_EQ(db->stats().blocks_decoded, 0u);
 }
 
+// A version-3 directory (made here from a version-4 one with regular timestamps, so nothing is
+// shared, by taking away what version 4 added): a read-only open reads it unchanged; a writable
+// open upgrades it in place, reads every old block as it was and shares the timestamps of new
+// jittered scrapes.
+TEST(DBFormat3, ReadOnlyOpenReadsItUnchangedAndAWritableOpenUpgradesIt) {
+  TempDir tmp;
+  const std::string dir = tmp.path();
+  std::vector<Sample> regular;
+  {
+    auto db = Open(dir);
+    ASSERT_NE(db, nullptr);
+    for (int64_t i = 0; i < 3000; ++i) {
+      regular.push_back({kStart + i * 1000, static_cast<double>(i % 97)});
+      ASSERT_TRUE(db->Append(L("temp", 0), regular.back().t_ms, regular.back().v).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  {
+    sqlite3* sql = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(sql,
+                           "DROP INDEX blocks_by_ts; ALTER TABLE blocks DROP COLUMN ts_id; DROP "
+                           "TABLE timestamps; UPDATE meta SET value = '3' WHERE key = "
+                           "'format_version'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(sql);
+    sqlite3_close(sql);
+  }
+  ASSERT_EQ(FormatVersion(dir), "3");
+  auto read = [](DB* db, const Labels& l) {
+    std::vector<Sample> got;
+    EXPECT_TRUE(db->ReadSeries(*db->GetRef(l), INT64_MIN, INT64_MAX, &got).ok());
+    return got;
+  };
+  auto same = [](const std::vector<Sample>& a, const std::vector<Sample>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].t_ms != b[i].t_ms || a[i].v != b[i].v) return false;
+    return true;
+  };
+  {
+    DBOptions o;
+    o.dir = dir;
+    o.read_only = true;
+    auto db = DB::Open(o);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    EXPECT_TRUE(same(read(db->get(), L("temp", 0)), regular));
+  }
+  EXPECT_EQ(FormatVersion(dir), "3");
+  auto db = Open(dir);
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(FormatVersion(dir), "4");
+  EXPECT_TRUE(same(read(db.get(), L("temp", 0)), regular));
+  // Two series scraped together, with jitter, in a later window: one timestamps row.
+  std::mt19937_64 rng(2);
+  std::vector<Sample> jittered[2];
+  for (int64_t i = 0; i < 3000; ++i) {
+    const int64_t t = kStart + 7'200'000 + i * 1000 + static_cast<int64_t>(rng() % 16);
+    for (int g = 0; g < 2; ++g) {
+      jittered[g].push_back({t, static_cast<double>(i * (g + 1))});
+      ASSERT_TRUE(db->Append(L("power", g), t, jittered[g].back().v).ok());
+    }
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  for (int g = 0; g < 2; ++g) EXPECT_TRUE(same(read(db.get(), L("power", g)), jittered[g])) << g;
+  sqlite3* sql = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/tsdb.sqlite").c_str(), &sql), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(sql, "SELECT count(*) FROM timestamps", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int64(st, 0), 1);  // the 3,000 s lie in one (1 h) window
+  sqlite3_finalize(st);
+  sqlite3_close(sql);
+}
+
 }  // namespace
 }  // namespace gw::tsdb
