@@ -265,8 +265,9 @@ class DB {
   Expected<int64_t> StoreTimestamps(int64_t window, const std::string& encoded, sqlite3_stmt* find,
                                     sqlite3_stmt* put,
                                     std::unordered_map<std::string, int64_t>* written);
-  // Deletes the timestamps rows no block refers to. In the writer's transaction.
-  Status DropUnusedTimestampsLocked();
+  // Deletes the timestamps rows of windows [min_window, max_window] that no block refers to. In
+  // the writer's transaction.
+  Status DropUnusedTimestampsLocked(int64_t min_window, int64_t max_window);
   // Called with sql_mu_ held before a read on data_sql_: inside a batch, begins the batch's read
   // transaction there too (once), for the same reason as on sql_.
   void BeginDataRead();

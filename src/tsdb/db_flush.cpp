@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <unordered_map>
 
@@ -37,6 +38,7 @@ struct DB::BlockJob {
     int64_t mint = 0, maxt = 0;
   };
   std::vector<Window> windows;
+  std::vector<int64_t> touched_windows;  // every window written (`windows` is emptied per batch)
 };
 
 Status DB::Flush() {
@@ -311,6 +313,7 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         win.existing = win.samples.size();
         win.samples.insert(win.samples.end(), merged.begin() + static_cast<ptrdiff_t>(i),
                            merged.begin() + static_cast<ptrdiff_t>(k));
+        job.touched_windows.push_back(w);
         job.windows.push_back(std::move(win));
         i = k;
       }
@@ -398,8 +401,11 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
       job.windows = {};
     }
   }
-  // Rewritten blocks may have left timestamps rows nothing refers to.
-  return DropUnusedTimestampsLocked();
+  // Rewritten blocks may have left timestamps rows nothing refers to, in the windows written.
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const BlockJob& job : *jobs)
+    for (int64_t w : job.touched_windows) lo = std::min(lo, w), hi = std::max(hi, w);
+  return lo <= hi ? DropUnusedTimestampsLocked(lo, hi) : Status::Ok();
 }
 
 Expected<int64_t> DB::StoreTimestamps(int64_t window, const std::string& encoded,
@@ -428,11 +434,14 @@ Expected<int64_t> DB::StoreTimestamps(int64_t window, const std::string& encoded
   return id;
 }
 
-Status DB::DropUnusedTimestampsLocked() {
+Status DB::DropUnusedTimestampsLocked(int64_t min_window, int64_t max_window) {
   Stmt drop(sql_,
-            "DELETE FROM timestamps WHERE NOT EXISTS (SELECT 1 FROM blocks WHERE blocks.ts_id = "
-            "timestamps.id)");
-  if (!drop.ok() || sqlite3_step(drop.get()) != SQLITE_DONE) return Error{sqlite3_errmsg(sql_)};
+            "DELETE FROM timestamps WHERE window BETWEEN ? AND ? AND NOT EXISTS (SELECT 1 FROM "
+            "blocks WHERE blocks.ts_id = timestamps.id)");
+  if (!drop.ok()) return Error{sqlite3_errmsg(sql_)};
+  sqlite3_bind_int64(drop.get(), 1, min_window);
+  sqlite3_bind_int64(drop.get(), 2, max_window);
+  if (sqlite3_step(drop.get()) != SQLITE_DONE) return Error{sqlite3_errmsg(sql_)};
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "tsdb/block.h"
@@ -92,7 +93,7 @@ Status DB::ApplyRetention(int64_t now_ms) {
     sqlite3_bind_int64(del.get(), 1, cutoff);
     if (sqlite3_step(del.get()) != SQLITE_DONE) return fail();
   }
-  if (!DropUnusedTimestampsLocked().ok()) return fail();
+  if (!DropUnusedTimestampsLocked(INT64_MIN, INT64_MAX).ok()) return fail();
   // Remembered so that reads know where raw data (and rollups) may be missing.
   const int64_t raw_h = std::max(raw_cutoff, raw_horizon_.load());
   const int64_t rollup_h = std::max(rollup_cutoff, rollup_horizon_.load());
