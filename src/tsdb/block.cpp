@@ -307,6 +307,16 @@ std::string EncodeTimestamps(std::span<const Sample> samples, int zstd_level) {
   return EncodeBlock(times, zstd_level);
 }
 
+std::string SharedTimestamps(std::span<const Sample> samples, int zstd_level) {
+  bool even = true;
+  for (size_t i = 2; i < samples.size() && even; ++i)
+    even = samples[i].t_ms - samples[i - 1].t_ms == samples[1].t_ms - samples[0].t_ms;
+  if (even) return {};
+  std::string ts = EncodeTimestamps(samples, zstd_level);
+  if (ts.size() < kMinSharedTimestampBytes) ts.clear();
+  return ts;
+}
+
 Status DecodeTimestamps(std::string_view encoded, std::vector<int64_t>* out) {
   thread_local std::vector<Sample> times;  // scratch, warm after the first call
   times.clear();

@@ -42,6 +42,9 @@ Status DecodeBlock(std::string_view block, std::vector<Sample>* out);
 // Timestamps whose encoding is shorter than this stay in the block (a regular grid is ~10 bytes).
 inline constexpr size_t kMinSharedTimestampBytes = 64;
 std::string EncodeTimestamps(std::span<const Sample> samples, int zstd_level = 3);
+// What compaction shares: EncodeTimestamps(samples) when it takes kMinSharedTimestampBytes or
+// more, else empty (evenly spaced timestamps are not even encoded: they take a few bytes).
+std::string SharedTimestamps(std::span<const Sample> samples, int zstd_level = 3);
 Status DecodeTimestamps(std::string_view encoded, std::vector<int64_t>* out);
 std::string EncodeBlockValues(std::span<const Sample> samples, int zstd_level = 3);
 // True for EncodeBlockValues' output.

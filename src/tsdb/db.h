@@ -50,7 +50,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -256,15 +255,10 @@ class DB {
   // lock is then empty) or, outside a batch, an owning lock of sql_mu_.
   std::unique_lock<std::mutex> LockForRead();
   // Decodes a block row's `data`; `ts_id` > 0 names the timestamps row its values share, read
-  // through `select_ts` ("SELECT crc32, data FROM timestamps WHERE id = ?" on the connection the
-  // caller reads with) and the timestamp cache. With sql_mu_ held.
+  // through `select_ts` (kSelectTimestampsSql prepared on the connection the caller reads with)
+  // and the timestamp cache. With sql_mu_ held.
   Status DecodeStoredBlock(std::string_view data, int64_t ts_id, sqlite3_stmt* select_ts,
                            std::vector<Sample>* out);
-  // Compaction's timestamps rows (db_flush.cpp): the id of the row holding `encoded` for
-  // `window` — one this run wrote (`written`), one already there (`find`), or a new one (`put`).
-  Expected<int64_t> StoreTimestamps(int64_t window, const std::string& encoded, sqlite3_stmt* find,
-                                    sqlite3_stmt* put,
-                                    std::unordered_map<std::string, int64_t>* written);
   // Deletes the timestamps rows of windows [min_window, max_window] that no block refers to. In
   // the writer's transaction.
   Status DropUnusedTimestampsLocked(int64_t min_window, int64_t max_window);

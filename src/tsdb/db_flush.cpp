@@ -38,7 +38,6 @@ struct DB::BlockJob {
     int64_t mint = 0, maxt = 0;
   };
   std::vector<Window> windows;
-  std::vector<int64_t> touched_windows;  // every window written (`windows` is emptied per batch)
 };
 
 Status DB::Flush() {
@@ -221,12 +220,40 @@ std::vector<Rollup> WindowRollups(std::vector<Sample>* samples, size_t existing,
   return kept;
 }
 
+// Compaction's timestamps rows: the id of the row holding `encoded` for `window` — one this run
+// wrote (`written`), one already there (`find`), or a new one (`put`).
+Expected<int64_t> StoreTimestamps(sqlite3* sql, int64_t window, const std::string& encoded,
+                                  sqlite3_stmt* find, sqlite3_stmt* put,
+                                  std::unordered_map<std::string, int64_t>* written) {
+  std::string key(reinterpret_cast<const char*>(&window), sizeof window);
+  key += encoded;
+  if (auto it = written->find(key); it != written->end()) return it->second;
+  const uint32_t crc = Crc32(encoded);
+  // A row of an earlier run, still used by the blocks this run did not rewrite.
+  sqlite3_bind_int64(find, 1, window);
+  sqlite3_bind_int64(find, 2, crc);
+  sqlite3_bind_blob(find, 3, encoded.data(), static_cast<int>(encoded.size()), SQLITE_STATIC);
+  int64_t id = sqlite3_step(find) == SQLITE_ROW ? sqlite3_column_int64(find, 0) : 0;
+  sqlite3_reset(find);
+  if (id == 0) {
+    sqlite3_bind_int64(put, 1, window);
+    sqlite3_bind_int64(put, 2, crc);
+    sqlite3_bind_blob(put, 3, encoded.data(), static_cast<int>(encoded.size()), SQLITE_STATIC);
+    const bool ok = sqlite3_step(put) == SQLITE_DONE;
+    sqlite3_reset(put);
+    if (!ok) return Error{sqlite3_errmsg(sql)};
+    id = sqlite3_last_insert_rowid(sql);
+  }
+  written->emplace(std::move(key), id);
+  return id;
+}
+
 }  // namespace
 
 Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
   Stmt sel_chunks(sql_, "SELECT crc32, data FROM chunks WHERE series_id = ? ORDER BY maxt");
   Stmt sel_block(sql_, "SELECT crc32, data, rollups, ts_id FROM blocks WHERE id = ?");
-  Stmt sel_ts(sql_, "SELECT crc32, data FROM timestamps WHERE id = ?");
+  Stmt sel_ts(sql_, kSelectTimestampsSql);
   Stmt find_ts(sql_, "SELECT id FROM timestamps WHERE window = ? AND crc32 = ? AND data = ?");
   Stmt put_ts(sql_, "INSERT INTO timestamps(window, crc32, data) VALUES(?, ?, ?)");
   Stmt put_block(sql_,
@@ -239,6 +266,7 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
     return Error{sqlite3_errmsg(sql_)};
   // Timestamps rows written or found in this run, by window and encoding.
   std::unordered_map<std::string, int64_t> ts_ids;
+  int64_t min_window = INT64_MAX, max_window = INT64_MIN;  // the windows written
   auto corrupt = [this](SeriesRef ref, const std::string& what) {
     ++chunk_corruptions_;
     Warn("tsdb: corrupt chunk of series " + std::to_string(ref) + ": " + what + "; skipped");
@@ -313,7 +341,8 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         win.existing = win.samples.size();
         win.samples.insert(win.samples.end(), merged.begin() + static_cast<ptrdiff_t>(i),
                            merged.begin() + static_cast<ptrdiff_t>(k));
-        job.touched_windows.push_back(w);
+        min_window = std::min(min_window, w);
+        max_window = std::max(max_window, w);
         job.windows.push_back(std::move(win));
         i = k;
       }
@@ -336,13 +365,9 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
                         : EncodeRollups(rollups, level);
         // Timestamps that cost more than a regular grid's few bytes go to the timestamps table,
         // where the series scraped with this one share them.
-        w.timestamps = EncodeTimestamps(w.samples, level);
-        if (w.timestamps.size() >= kMinSharedTimestampBytes) {
-          w.data = EncodeBlockValues(w.samples, level);
-        } else {
-          w.timestamps.clear();
-          w.data = EncodeBlock(w.samples, level);
-        }
+        w.timestamps = SharedTimestamps(w.samples, level);
+        w.data = w.timestamps.empty() ? EncodeBlock(w.samples, level)
+                                      : EncodeBlockValues(w.samples, level);
         w.mint = w.samples.front().t_ms;
         w.maxt = w.samples.back().t_ms;
       }
@@ -360,7 +385,7 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
         int64_t ts_id = 0;
         if (!w.timestamps.empty()) {
           Expected<int64_t> id =
-              StoreTimestamps(w.window, w.timestamps, find_ts.get(), put_ts.get(), &ts_ids);
+              StoreTimestamps(sql_, w.window, w.timestamps, find_ts.get(), put_ts.get(), &ts_ids);
           if (!id.ok()) return Error{id.error().message};
           ts_id = *id;
         }
@@ -402,36 +427,8 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
     }
   }
   // Rewritten blocks may have left timestamps rows nothing refers to, in the windows written.
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const BlockJob& job : *jobs)
-    for (int64_t w : job.touched_windows) lo = std::min(lo, w), hi = std::max(hi, w);
-  return lo <= hi ? DropUnusedTimestampsLocked(lo, hi) : Status::Ok();
-}
-
-Expected<int64_t> DB::StoreTimestamps(int64_t window, const std::string& encoded,
-                                      sqlite3_stmt* find, sqlite3_stmt* put,
-                                      std::unordered_map<std::string, int64_t>* written) {
-  std::string key(reinterpret_cast<const char*>(&window), sizeof window);
-  key += encoded;
-  if (auto it = written->find(key); it != written->end()) return it->second;
-  const uint32_t crc = Crc32(encoded);
-  // A row of an earlier run, still used by the blocks this run did not rewrite.
-  sqlite3_bind_int64(find, 1, window);
-  sqlite3_bind_int64(find, 2, crc);
-  sqlite3_bind_blob(find, 3, encoded.data(), static_cast<int>(encoded.size()), SQLITE_STATIC);
-  int64_t id = sqlite3_step(find) == SQLITE_ROW ? sqlite3_column_int64(find, 0) : 0;
-  sqlite3_reset(find);
-  if (id == 0) {
-    sqlite3_bind_int64(put, 1, window);
-    sqlite3_bind_int64(put, 2, crc);
-    sqlite3_bind_blob(put, 3, encoded.data(), static_cast<int>(encoded.size()), SQLITE_STATIC);
-    const bool ok = sqlite3_step(put) == SQLITE_DONE;
-    sqlite3_reset(put);
-    if (!ok) return Error{sqlite3_errmsg(sql_)};
-    id = sqlite3_last_insert_rowid(sql_);
-  }
-  written->emplace(std::move(key), id);
-  return id;
+  return min_window <= max_window ? DropUnusedTimestampsLocked(min_window, max_window)
+                                  : Status::Ok();
 }
 
 Status DB::DropUnusedTimestampsLocked(int64_t min_window, int64_t max_window) {

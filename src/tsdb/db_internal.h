@@ -24,6 +24,9 @@
 namespace gw::tsdb {
 
 inline constexpr const char* kDbFile = "tsdb.sqlite";
+// One timestamps row (format 4), for DB::DecodeStoredBlock.
+inline constexpr const char* kSelectTimestampsSql =
+    "SELECT crc32, data FROM timestamps WHERE id = ?";
 
 // Window index of t (floor division), clamped to what a block id can hold.
 inline int64_t WindowOf(int64_t t_ms, int64_t range_ms) {

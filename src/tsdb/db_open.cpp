@@ -243,8 +243,8 @@ Status DB::OpenSqlite() {
                          shared_ts_ ? "SELECT data, ts_id FROM blocks WHERE id = ?"
                                     : "SELECT data, NULL FROM blocks WHERE id = ?",
                          -1, &select_block_data_, nullptr) != SQLITE_OK ||
-      (shared_ts_ && sqlite3_prepare_v2(data, "SELECT crc32, data FROM timestamps WHERE id = ?", -1,
-                                        &select_timestamps_, nullptr) != SQLITE_OK))
+      (shared_ts_ && sqlite3_prepare_v2(data, kSelectTimestampsSql, -1, &select_timestamps_,
+                                        nullptr) != SQLITE_OK))
     return Error{std::string("tsdb: ") + sqlite3_errmsg(data)};
   return Status::Ok();
 }

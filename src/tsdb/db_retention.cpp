@@ -38,7 +38,7 @@ Status DB::ApplyRetention(int64_t now_ms) {
     Stmt sel(sql_,
              "SELECT id, crc32, data, rollups, ts_id FROM blocks WHERE maxt < ? AND maxt >= ? "
              "AND data IS NOT NULL");
-    Stmt sel_ts(sql_, "SELECT crc32, data FROM timestamps WHERE id = ?");
+    Stmt sel_ts(sql_, kSelectTimestampsSql);
     Stmt upd(sql_,
              "UPDATE blocks SET data = NULL, crc32 = 0, ts_id = NULL, rollups = ? WHERE id = ?");
     if (!drop.ok() || !sel.ok() || !sel_ts.ok() || !upd.ok()) return fail();

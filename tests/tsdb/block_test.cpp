@@ -153,6 +153,11 @@ TEST(Block, ValuesAndSharedTimestampsRoundTrip) {
   EXPECT_TRUE(BlockSharesTimestamps(values));
   EXPECT_FALSE(BlockSharesTimestamps(whole));
   EXPECT_GE(ts.size(), kMinSharedTimestampBytes);
+  EXPECT_EQ(SharedTimestamps(s), ts);  // what compaction shares
+  std::vector<Sample> regular = s;
+  for (size_t i = 0; i < regular.size(); ++i) regular[i].t_ms = 1'700'000'000'000 + 1000LL * i;
+  EXPECT_TRUE(SharedTimestamps(regular).empty());
+  EXPECT_LT(EncodeTimestamps(regular).size(), kMinSharedTimestampBytes);
   // The jitter is 4 bits a sample, 3,600 bytes here, that the values alone do without.
   EXPECT_LT(values.size() + 3000, whole.size()) << values.size() << " vs " << whole.size();
   std::vector<int64_t> times;
