@@ -250,7 +250,9 @@ int RunSynthetic(int repeat, int only) {
 
 int main(int argc, char** argv) {
   using namespace gw;
-  // The agent's heap policy (src/cli/main.cpp), so that warm numbers are the agent's.
+  // The agent's heap policy (src/cli/main.cpp), so that cold and warm numbers are the agent's.
+  ExecWithHugePageHeap(argv);
+  PadHeapsForHugePages();
   LimitMallocArenas(2);
   KeepFreedHeap(size_t{64} << 20, size_t{4} << 20);
   if (argc >= 2 && !std::strcmp(argv[1], "--synthetic")) {

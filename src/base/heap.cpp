@@ -13,6 +13,7 @@
 #include <thread>
 
 #if defined(__GLIBC__)
+#include <gnu/libc-version.h>
 #include <malloc.h>
 #endif
 
@@ -49,6 +50,107 @@ size_t ResidentBytes() {
   std::fclose(f);
   if (n != 2) return 0;
   return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+namespace {
+
+// Set in the image ExecWithHugePageHeap started, and by the environment.
+bool g_huge_page_heap = false;
+
+// The marker the new image finds, and where the original GLIBC_TUNABLES waits meanwhile.
+constexpr char kReexecMarker[] = "GPUWARDEN_HUGE_PAGE_HEAP";
+constexpr char kSavedTunables[] = "GPUWARDEN_SAVED_GLIBC_TUNABLES";
+
+bool AddressSanitized() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string ReadSmallFile(const char* path) {
+  std::string text;
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return text;
+  char buf[256];
+  const size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  text.assign(buf, n);
+  return text;
+}
+
+}  // namespace
+
+std::string HugePageTunables(const char* tunables, std::string_view thp_enabled,
+                             std::string_view glibc_version) {
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return "";
+  // The kernel's mode is the bracketed word: "always [madvise] never".
+  const size_t open = thp_enabled.find('[');
+  const size_t close = thp_enabled.find(']', open == std::string_view::npos ? 0 : open);
+  if (open == std::string_view::npos || close == std::string_view::npos) return "";
+  const std::string_view mode = thp_enabled.substr(open + 1, close - open - 1);
+  if (mode != "always" && mode != "madvise") return "";
+  // glibc.malloc.hugetlb is known from glibc 2.35 on.
+  int major = 0, minor = 0;
+  if (std::sscanf(std::string(glibc_version).c_str(), "%d.%d", &major, &minor) != 2) return "";
+  if (major < 2 || (major == 2 && minor < 35)) return "";
+  std::string out = tunables != nullptr && *tunables != '\0' ? std::string(tunables) + ":" : "";
+  return out + "glibc.malloc.hugetlb=1";
+}
+
+void ExecWithHugePageHeap(char** argv) {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (const char* marker = std::getenv(kReexecMarker); marker != nullptr) {
+    // The new image: malloc read the tunables at start; put the environment back.
+    g_huge_page_heap = tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb=1");
+    if (const char* saved = std::getenv(kSavedTunables); saved != nullptr) {
+      setenv("GLIBC_TUNABLES", saved, 1);
+      unsetenv(kSavedTunables);
+    } else {
+      unsetenv("GLIBC_TUNABLES");
+    }
+    unsetenv(kReexecMarker);
+    return;
+  }
+  g_huge_page_heap = tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb=1");
+#if defined(__GLIBC__)
+  if (AddressSanitized() || argv == nullptr || argv[0] == nullptr) return;
+  const std::string wanted =
+      HugePageTunables(tunables, ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"),
+                       gnu_get_libc_version());
+  if (wanted.empty()) return;
+  const std::string original = tunables != nullptr ? tunables : "";
+  if (tunables != nullptr) setenv(kSavedTunables, original.c_str(), 1);
+  setenv(kReexecMarker, "1", 1);
+  setenv("GLIBC_TUNABLES", wanted.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  // Still here: exec failed (no /proc, say). Carry on as we were.
+  if (tunables != nullptr) {
+    setenv("GLIBC_TUNABLES", original.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+  unsetenv(kSavedTunables);
+  unsetenv(kReexecMarker);
+#else
+  (void)argv;
+#endif
+}
+
+bool HugePageHeap() {
+  return g_huge_page_heap;
+}
+
+void PadHeapsForHugePages() {
+#if defined(__GLIBC__)
+  if (!g_huge_page_heap || std::getenv("MALLOC_TOP_PAD_") != nullptr) return;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "top_pad") != nullptr) return;
+  // glibc's largest heap (HEAP_MAX_SIZE, 2 × the 32 MiB maximum mmap threshold on 64-bit): a new
+  // heap is created at this size, all of it advised for huge pages.
+  mallopt(M_TOP_PAD, 64 << 20);
+#endif
 }
 
 void LimitMallocArenas(int arenas) {

@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
 namespace gw {
 
@@ -35,6 +37,40 @@ size_t ResidentBytes();
 // Gives every arena's free pages back to the kernel (malloc_trim(0)); counts in TrimsTotal().
 void TrimHeap();
 uint64_t TrimsTotal();
+
+// Transparent huge pages for the heap: glibc's malloc asks the kernel for them only when the
+// process starts with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, and then only for its main arena
+// (grown in 2 MiB steps, madvise(MADV_HUGEPAGE)) and for blocks it mmaps. A query that decodes
+// blocks fills fresh memory, one page fault per 4 KiB page otherwise (docs/operations.md,
+// "Memory"; docs/benchmarks.md, "Huge pages for the heap").
+//
+// ExecWithHugePageHeap runs the program again, once, with that setting added to GLIBC_TUNABLES,
+// and in the new image puts the environment back as it was (children do not inherit it). Call it
+// first thing in main, before any thread starts; it returns when nothing was done or the new image
+// is running. It does nothing when the environment already says glibc.malloc.hugetlb (the
+// operator's choice: =0 keeps 4 KiB pages), when the kernel's THP mode is "never" or unknown,
+// with glibc older than 2.35, under AddressSanitizer (its own allocator), or when exec fails.
+// Then call PadHeapsForHugePages, or threads other than main get no huge pages.
+void ExecWithHugePageHeap(char** argv);
+
+// Whether this process' malloc was started with glibc.malloc.hugetlb=1 (by ExecWithHugePageHeap
+// or by the environment).
+bool HugePageHeap();
+
+// With huge pages: every malloc heap a thread arena creates starts at its full 64 MiB of address
+// space (M_TOP_PAD), of which glibc advises the kernel about the part a new heap starts with and
+// nothing it grows by later, so without this a query thread's decoded blocks land in 4 KiB pages.
+// Address space only: the pages are faulted in as they are first written. Unless the
+// environment sets the pad (MALLOC_TOP_PAD_, or top_pad in GLIBC_TUNABLES); a no-op without
+// HugePageHeap(). Call before any thread starts.
+void PadHeapsForHugePages();
+
+// What ExecWithHugePageHeap decides, apart from the system: `tunables` is GLIBC_TUNABLES (nullptr:
+// unset), `thp_enabled` the text of /sys/kernel/mm/transparent_hugepage/enabled ("" unreadable),
+// `glibc_version` gnu_get_libc_version() ("" not glibc). Empty: leave the process as it is;
+// otherwise the GLIBC_TUNABLES value to run again with.
+std::string HugePageTunables(const char* tunables, std::string_view thp_enabled,
+                             std::string_view glibc_version);
 
 // Caps glibc's malloc arenas at `arenas` (mallopt M_ARENA_MAX) unless the environment already
 // sets a cap (MALLOC_ARENA_MAX, or glibc.malloc.arena_max in GLIBC_TUNABLES). Call before any

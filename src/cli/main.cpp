@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "base/build_info.h"
@@ -186,6 +187,10 @@ bool BuildConfig(const Flags& f, gw::config::Config* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The agent's heap in transparent huge pages: a cold query's decoded blocks fault in 2 MiB at a
+  // time (docs/operations.md, "Memory"). Runs the agent again once, so before anything else.
+  if (argc > 1 && std::strcmp(argv[1], "serve") == 0) gw::ExecWithHugePageHeap(argv);
+  gw::PadHeapsForHugePages();
   // Two malloc arenas instead of up to 8 per core: a thread that once ran a large query keeps
   // little memory afterwards (docs/operations.md, "Memory"). Before any thread starts.
   gw::LimitMallocArenas(2);

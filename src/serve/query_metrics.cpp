@@ -43,6 +43,10 @@ void RenderQueryMetrics(const promql::QueryGate& gate, collect::Format format, s
   sink.Family("gpuwarden_process_heap_trims_total", "counter", "",
               "Times the agent gave the allocator's free memory back to the kernel (malloc_trim).");
   sink.Sample("gpuwarden_process_heap_trims_total", {}, static_cast<double>(TrimsTotal()));
+  sink.Family("gpuwarden_process_heap_huge_pages", "gauge", "",
+              "1 when the C allocator asks the kernel for transparent huge pages for its heap "
+              "(glibc.malloc.hugetlb=1).");
+  sink.Sample("gpuwarden_process_heap_huge_pages", {}, HugePageHeap() ? 1 : 0);
 }
 
 }  // namespace gw::serve

@@ -6,6 +6,7 @@
 //   gpuwarden_queries_refused_total{reason="queue_full"|"queue_timeout"}
 //   gpuwarden_process_heap_bytes{state="in_use"|"free"}             glibc's mallinfo2
 //   gpuwarden_process_heap_trims_total                              malloc_trim calls
+//   gpuwarden_process_heap_huge_pages                               1: heap in huge pages
 #ifndef GPUWARDEN_SERVE_QUERY_METRICS_H_
 #define GPUWARDEN_SERVE_QUERY_METRICS_H_
 

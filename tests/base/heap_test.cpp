@@ -5,7 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
+
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace gw {
@@ -62,6 +69,62 @@ TEST(Heap, KeepFreedHeapKeepsAQuerysPagesForTheNext) {
   for (void* b : blocks) std::free(b);
   // Freed, the 16 MiB stay with the allocator (under the 64 MiB trim threshold).
   EXPECT_GE(ReadHeap().free_bytes, before.free_bytes + (size_t{15} << 20));
+#endif
+}
+
+// The decision to run again with huge pages, apart from the system it reads.
+TEST(Heap, HugePageTunablesAddTheSettingWhereTheKernelAndGlibcHaveIt) {
+  const std::string_view madvise = "always [madvise] never\n", always = "[always] madvise never\n";
+  EXPECT_EQ(HugePageTunables(nullptr, madvise, "2.36"), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(HugePageTunables(nullptr, always, "2.40"), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(HugePageTunables("", madvise, "2.35"), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(HugePageTunables(nullptr, madvise, "3.0"), "glibc.malloc.hugetlb=1");
+  // The operator's other settings are kept, ours appended.
+  EXPECT_EQ(HugePageTunables("glibc.malloc.tcache_count=0", madvise, "2.36"),
+            "glibc.malloc.tcache_count=0:glibc.malloc.hugetlb=1");
+  // The operator's own word on huge pages, whatever it is, stands.
+  EXPECT_EQ(HugePageTunables("glibc.malloc.hugetlb=0", madvise, "2.36"), "");
+  EXPECT_EQ(HugePageTunables("glibc.malloc.arena_max=4:glibc.malloc.hugetlb=2", madvise, "2.36"),
+            "");
+  // The kernel gives none, or says nothing readable.
+  EXPECT_EQ(HugePageTunables(nullptr, "always madvise [never]\n", "2.36"), "");
+  EXPECT_EQ(HugePageTunables(nullptr, "", "2.36"), "");
+  EXPECT_EQ(HugePageTunables(nullptr, "madvise", "2.36"), "");
+  EXPECT_EQ(HugePageTunables(nullptr, "][", "2.36"), "");
+  // glibc before 2.35 has no such tunable; not glibc at all.
+  EXPECT_EQ(HugePageTunables(nullptr, madvise, "2.34"), "");
+  EXPECT_EQ(HugePageTunables(nullptr, madvise, "1.99"), "");
+  EXPECT_EQ(HugePageTunables(nullptr, madvise, ""), "");
+}
+
+// Runs this test again (its own command line) the way the agent runs itself: the first image
+// sets GLIBC_TUNABLES and execs where the system has huge pages; the second finds the setting in
+// effect and the environment as the first had it, so the agent's children inherit nothing.
+TEST(Heap, ExecWithHugePageHeapRunsAgainAndPutsTheEnvironmentBack) {
+#if defined(GW_HEAP_TEST_SANITIZED) || !defined(__GLIBC__)
+  GTEST_SKIP() << "glibc's malloc only";
+#else
+  constexpr const char* kOriginal = "glibc.malloc.tcache_count=7";
+  const bool second_image = std::getenv("GPUWARDEN_HUGE_PAGE_HEAP") != nullptr;
+  if (!second_image) setenv("GLIBC_TUNABLES", kOriginal, 1);
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  ASSERT_FALSE(args.empty());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ExecWithHugePageHeap(argv.data());
+  // Here: the second image, or the first where the system has no huge pages for malloc.
+  std::string modes;
+  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), modes);
+  const bool system_has_them = !HugePageTunables(kOriginal, modes, gnu_get_libc_version()).empty();
+  EXPECT_EQ(second_image, system_has_them);
+  EXPECT_EQ(HugePageHeap(), system_has_them);
+  ASSERT_NE(std::getenv("GLIBC_TUNABLES"), nullptr);
+  EXPECT_STREQ(std::getenv("GLIBC_TUNABLES"), kOriginal);
+  EXPECT_EQ(std::getenv("GPUWARDEN_HUGE_PAGE_HEAP"), nullptr);
+  EXPECT_EQ(std::getenv("GPUWARDEN_SAVED_GLIBC_TUNABLES"), nullptr);
 #endif
 }
 

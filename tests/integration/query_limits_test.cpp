@@ -2,9 +2,12 @@
 // loopback: costly queries cannot take every HTTP thread (concurrency limit and bounded queue),
 // time out where asked and stop evaluating, answer Prometheus' errors for too many samples (also
 // in rules), and the memory a large query took is given back when the agent is idle.
+#include <gnu/libc-version.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -223,6 +226,50 @@ TEST(QueryLimits, MemoryOfLargeQueriesIsGivenBackWhenIdle) {
                        << " MB, 30 s idle later " << ResidentBytes(pid) / 1e6 << " MB";
   auto samples = ParseExposition(agent.Get("/metrics").body);
   EXPECT_GE(Value(samples, "gpuwarden_process_heap_bytes", {{"state", "in_use"}}), 0);
+}
+
+// Whether this system lets glibc's malloc ask for transparent huge pages: THP "always" or
+// "madvise", glibc 2.35 or later (glibc.malloc.hugetlb).
+bool SystemHasHugePageHeap() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(in, modes);
+  if (modes.find("[always]") == std::string::npos && modes.find("[madvise]") == std::string::npos) {
+    return false;
+  }
+  int major = 0, minor = 0;
+  if (std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) != 2) return false;
+  return major > 2 || (major == 2 && minor >= 35);
+}
+
+// The agent runs itself again with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 where the system has
+// huge pages (same pid: exec keeps it) and says so on /metrics; GLIBC_TUNABLES naming
+// glibc.malloc.hugetlb opts out. (That the environment is put back for the agent's children is
+// Heap.ExecWithHugePageHeapRunsAgainAndPutsTheEnvironmentBack.)
+TEST(QueryLimits, TheHeapAsksForHugePagesUnlessTheEnvironmentSaysOtherwise) {
+  struct Case {
+    const char* tunables;  // GLIBC_TUNABLES the agent starts with (nullptr: unset)
+    bool huge;             // expected where the system has them
+  };
+  for (const Case& c : {Case{nullptr, true}, Case{"glibc.malloc.tcache_count=7", true},
+                        Case{"glibc.malloc.hugetlb=0", false}}) {
+    SCOPED_TRACE(c.tunables ? c.tunables : "(unset)");
+    if (c.tunables) {
+      setenv("GLIBC_TUNABLES", c.tunables, 1);
+    } else {
+      unsetenv("GLIBC_TUNABLES");
+    }
+    AgentProcess agent({"--simulate", "demo"});
+    unsetenv("GLIBC_TUNABLES");
+    ASSERT_NE(agent.port(), 0);
+    ASSERT_TRUE(WaitFor([&] { return agent.Get("/readyz").status == 200; }, 30));
+    // A query runs, so the heap has grown since the start.
+    ASSERT_EQ(agent.Get(QueryPath("sum(gpu_up)")).status, 200);
+    auto samples = ParseExposition(agent.Get("/metrics").body);
+    EXPECT_EQ(Value(samples, "gpuwarden_process_heap_huge_pages", {}),
+              c.huge && SystemHasHugePageHeap() ? 1 : 0);
+    EXPECT_TRUE(agent.process().Running());
+  }
 }
 
 }  // namespace
