@@ -1,3 +1,6 @@
+// tsdb/block.cpp — blocks, their timestamps rows and rollup columns (block.h).
+// Kept as one piece: all of them share the container (Pack/Unpack), the byte-plane part codec
+// and its sections, and a change to the layout must touch writer and readers together.
 #include "tsdb/block.h"
 
 #include <zstd.h>
@@ -291,9 +294,9 @@ std::string EncodePart(std::span<const Sample> samples, int level) {
 
 std::string EncodeBlock(std::span<const Sample> samples, int zstd_level) {
   std::vector<std::string> parts;
-  for (size_t i = 0; i < samples.size(); i += kMaxChunkSamples)
-    parts.push_back(
-        EncodePart(samples.subspan(i, std::min(kMaxChunkSamples, samples.size() - i)), zstd_level));
+  for (size_t i = 0; i < samples.size(); i += kBlockPartSamples)
+    parts.push_back(EncodePart(samples.subspan(i, std::min(kBlockPartSamples, samples.size() - i)),
+                               zstd_level));
   return Pack(parts, zstd_level);
 }
 
@@ -338,6 +341,88 @@ std::string EncodeBlockValues(std::span<const Sample> samples, int zstd_level) {
 
 bool BlockSharesTimestamps(std::string_view block) {
   return !block.empty() && block[0] == kValuesOnly;
+}
+
+namespace {
+
+// A part's sample count, from its header (a chunk's or byte planes' first byte, then uvarint n).
+bool PartSamples(std::string_view part, uint64_t* n) {
+  if (part.empty()) return false;
+  part.remove_prefix(1);
+  return GetUvarint(&part, n) && *n <= kMaxChunkSamples;
+}
+
+Status DecodePart(std::string_view part, std::vector<Sample>* out) {
+  return !part.empty() && part[0] == kPlanes ? DecodePlanes(part, out) : DecodeChunk(part, out);
+}
+
+}  // namespace
+
+Status DecodeBlockTail(std::string_view block, std::span<const int64_t> timestamps, int64_t mint_ms,
+                       std::vector<Sample>* out, int64_t* from_ms) {
+  *from_ms = INT64_MIN;
+  if (mint_ms == INT64_MIN) return DecodeBlock(block, timestamps, out);
+  const bool values_only = BlockSharesTimestamps(block);
+  if (values_only) block.remove_prefix(1);
+  std::string storage;
+  std::vector<std::string_view> parts;
+  if (Status st = Unpack(block, &storage, &parts); !st.ok()) return st;
+  const size_t base = out->size();
+  if (values_only) {
+    // The parts' sample counts place them on the shared timestamps: decode from the part holding
+    // the first timestamp at or after mint_ms (the values' own timestamps are their indexes).
+    size_t total = 0, first = parts.size(), start = 0;
+    const auto want = static_cast<size_t>(
+        std::lower_bound(timestamps.begin(), timestamps.end(), mint_ms) - timestamps.begin());
+    for (size_t i = 0; i < parts.size(); ++i) {
+      uint64_t n;
+      if (!PartSamples(parts[i], &n)) return Error{"block: bad sample count"};
+      if (first == parts.size() && (total + n > want || i + 1 == parts.size())) {
+        first = i;
+        start = total;
+      }
+      total += n;
+    }
+    if (total != timestamps.size()) {
+      return Error{"block: " + std::to_string(timestamps.size()) + " shared timestamps for " +
+                   std::to_string(total) + " values"};
+    }
+    for (size_t i = first; i < parts.size(); ++i) {
+      if (Status st = DecodePart(parts[i], out); !st.ok()) {
+        out->resize(base);
+        return st;
+      }
+    }
+    if (out->size() - base != total - start) {
+      out->resize(base);
+      return Error{"block: part sample counts disagree with their samples"};
+    }
+    for (size_t i = base; i < out->size(); ++i) (*out)[i].t_ms = timestamps[start + (i - base)];
+    if (first > 0 && out->size() > base) *from_ms = (*out)[base].t_ms;
+    return Status::Ok();
+  }
+  // Newest part first into scratch, until one starts at or before mint_ms; then appended oldest
+  // first.
+  thread_local std::vector<Sample> scratch;
+  thread_local std::vector<size_t> starts;  // where each part begins in scratch, newest first
+  scratch.clear();
+  starts.clear();
+  size_t first = parts.size();
+  while (first > 0) {
+    --first;
+    starts.push_back(scratch.size());
+    if (Status st = DecodePart(parts[first], &scratch); !st.ok()) return st;
+    if (scratch.size() > starts.back() && scratch[starts.back()].t_ms <= mint_ms) break;
+  }
+  ReserveForDecode(out, scratch.size());
+  for (size_t j = starts.size(); j-- > 0;) {
+    const size_t b = starts[j], e = j + 1 < starts.size() ? starts[j + 1] : scratch.size();
+    out->insert(out->end(), scratch.begin() + static_cast<ptrdiff_t>(b),
+                scratch.begin() + static_cast<ptrdiff_t>(e));
+  }
+  if (scratch.capacity() > (size_t{1} << 17)) std::vector<Sample>().swap(scratch);
+  if (first > 0 && out->size() > base) *from_ms = (*out)[base].t_ms;
+  return Status::Ok();
 }
 
 Status DecodeBlock(std::string_view block, std::span<const int64_t> timestamps,

@@ -26,8 +26,14 @@
 
 namespace gw::tsdb {
 
-// Encodes time-ordered samples (any number) as consecutive chunks (chunk.h) of at most
-// kMaxChunkSamples, compressed as a whole with zstd at `zstd_level` when that is smaller.
+// Samples per part of a block: a read that wants only a block's newest samples decodes only the
+// parts holding them (DecodeBlockTail). About an hour at 1 s; a block of 6 h at 15 s is one part.
+// Blocks written before session 17 have parts of up to kMaxChunkSamples and read the same way.
+inline constexpr size_t kBlockPartSamples = 4096;
+
+// Encodes time-ordered samples (any number) as consecutive parts (a chunk, chunk.h, or byte
+// planes) of at most kBlockPartSamples, compressed as a whole with zstd at `zstd_level` when that
+// is smaller.
 std::string EncodeBlock(std::span<const Sample> samples, int zstd_level = 3);
 // Appends the block's samples to `out`. A block whose timestamps are stored apart (below) is
 // an error here: its timestamps are needed.
@@ -53,6 +59,14 @@ bool BlockSharesTimestamps(std::string_view block);
 // `timestamps` (an error unless there is one per value); any other block ignores them.
 Status DecodeBlock(std::string_view block, std::span<const int64_t> timestamps,
                    std::vector<Sample>* out);
+
+// Appends the block's newest samples: its parts from the last one back to the first that starts
+// at or before `mint_ms`, oldest first, so every sample at or after mint_ms is there (INT64_MIN:
+// the whole block, as DecodeBlock). *from_ms is INT64_MIN when every part was decoded, else the
+// time of the first sample appended: `out` then holds exactly the block's samples from it on.
+// Timestamps as in DecodeBlock.
+Status DecodeBlockTail(std::string_view block, std::span<const int64_t> timestamps, int64_t mint_ms,
+                       std::vector<Sample>* out, int64_t* from_ms);
 
 // Encodes rollups (ascending by window, each with raw_count() > 0) with every field of rollup.h
 // (format 3: byte 3, then the container above holding integer columns and six chunk-coded value

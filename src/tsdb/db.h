@@ -256,9 +256,11 @@ class DB {
   std::unique_lock<std::mutex> LockForRead();
   // Decodes a block row's `data`; `ts_id` > 0 names the timestamps row its values share, read
   // through `select_ts` (kSelectTimestampsSql prepared on the connection the caller reads with)
-  // and the timestamp cache. With sql_mu_ held.
+  // and the timestamp cache. `mint_ms` and `from_ms` as in DecodeBlockTail (the default: the
+  // whole block). With sql_mu_ held.
   Status DecodeStoredBlock(std::string_view data, int64_t ts_id, sqlite3_stmt* select_ts,
-                           std::vector<Sample>* out);
+                           std::vector<Sample>* out, int64_t mint_ms = INT64_MIN,
+                           int64_t* from_ms = nullptr);
   // Deletes the timestamps rows of windows [min_window, max_window] that no block refers to. In
   // the writer's transaction.
   Status DropUnusedTimestampsLocked(int64_t min_window, int64_t max_window);
@@ -289,13 +291,15 @@ class DB {
   // first_raw_ms (INT64_MAX: no raw sample); empty while raw data reaches back to mint_ms.
   Status RollupsBefore(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, int64_t first_raw_ms,
                        std::vector<Sample>* out);
-  Decoded CacheGet(uint64_t id, uint32_t crc);
-  void CachePut(uint64_t id, uint32_t crc, Decoded samples);
   // The decoded block of the current row of `s` (columns id, crc32), through the cache (put
   // there only if `admit`); its data is read (select_block_data_) only when the cache misses:
   // selecting it with the row made SQLite read every overflow page of it at each step, cached
-  // or not (docs/tsdb-format.md §5). nullptr (counted, logged) when corrupt. sql_mu_ held.
-  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true);
+  // or not (docs/tsdb-format.md §5). With `mint_ms` above INT64_MIN only the samples from
+  // mint_ms on are needed: a cached entry holding them will do, and a miss decodes the block's
+  // newest parts (DecodeBlockTail); the result may hold older samples too. nullptr (counted,
+  // logged) when corrupt. sql_mu_ held.
+  Decoded LoadBlockLocked(SeriesRef ref, sqlite3_stmt* s, bool admit = true,
+                          int64_t mint_ms = INT64_MIN);
   // The decoded format-3 rollups column of the current row of `s` (columns id, crc32, data,
   // rollups), through the rollup cache; nullptr (counted, logged) when corrupt. sql_mu_ held.
   std::shared_ptr<const std::vector<Rollup>> DecodeRollupsCached(SeriesRef ref, sqlite3_stmt* s);
@@ -336,7 +340,8 @@ class DB {
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted
 
-  struct BlockCache;  // LRU of decoded blocks, own mutex (db_internal.h)
+  struct DecodedBlock;  // a cached block, whole or its newest parts (db_internal.h)
+  struct BlockCache;    // LRU of decoded blocks, own mutex (db_internal.h)
   std::unique_ptr<BlockCache> cache_;
   struct RollupCache;  // LRU of decoded rollup columns, own mutex (db_internal.h)
   std::unique_ptr<RollupCache> rollup_cache_;

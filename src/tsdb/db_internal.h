@@ -113,9 +113,14 @@ struct LruCache {
   std::unordered_map<uint64_t, Entry> map;
 
   Ptr Get(uint64_t id, uint32_t crc) {
+    return GetIf(id, crc, [](const T&) { return true; });
+  }
+  // A hit only when `usable(value)`; otherwise counted as a miss.
+  template <class Usable>
+  Ptr GetIf(uint64_t id, uint32_t crc, Usable usable) {
     std::lock_guard lock(mu);
     auto it = map.find(id);
-    if (it == map.end() || it->second.crc != crc) {
+    if (it == map.end() || it->second.crc != crc || !usable(*it->second.value)) {
       ++misses;
       return nullptr;
     }
@@ -143,7 +148,13 @@ struct LruCache {
   }
 };
 
-struct DB::BlockCache : LruCache<std::vector<Sample>> {};
+// A decoded block, or its newest parts (DecodeBlockTail): `samples` are exactly the block's
+// samples at or after from_ms (INT64_MIN: all of them).
+struct DB::DecodedBlock {
+  std::vector<Sample> samples;
+  int64_t from_ms = INT64_MIN;
+};
+struct DB::BlockCache : LruCache<DB::DecodedBlock> {};
 struct DB::RollupCache : LruCache<std::vector<Rollup>> {};
 struct DB::TimestampCache : LruCache<std::vector<int64_t>> {};
 

@@ -202,7 +202,7 @@ Status DB::OpenSqlite() {
                          "AND mint <= ? ORDER BY mint",
                          -1, &select_chunks_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(sql_,
-                         "SELECT id, crc32 FROM blocks WHERE id BETWEEN ? AND ? "
+                         "SELECT id, crc32, mint FROM blocks WHERE id BETWEEN ? AND ? "
                          "AND maxt >= ? AND mint <= ? AND typeof(data) = 'blob' ORDER BY id",
                          -1, &select_blocks_, nullptr) != SQLITE_OK ||
       // A block's rollups, and whether its samples are needed too: they are where the rollups

@@ -98,7 +98,10 @@ Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesPart
         WindowOf(maxt_ms, block_range_ms_) - WindowOf(mint_ms, block_range_ms_) < kAdmitBlocks;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      if (Decoded d = LoadBlockLocked(ref, s, admit)) parts->blocks.push_back(std::move(d));
+      // A range starting inside the block needs only its newest parts (db.h, LoadBlockLocked).
+      const int64_t block_mint = sqlite3_column_int64(s, 2);
+      if (Decoded d = LoadBlockLocked(ref, s, admit, mint_ms > block_mint ? mint_ms : INT64_MIN))
+        parts->blocks.push_back(std::move(d));
     }
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error{std::string("tsdb: read: ") + sqlite3_errmsg(sql_)};

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <string_view>
+#include <utility>
 
 #include "tsdb/chunk.h"
 
@@ -181,6 +183,66 @@ TEST(Block, ValuesAndSharedTimestampsRoundTrip) {
   EXPECT_FALSE(DecodeBlock(values, times, &out).ok());
   EXPECT_TRUE(out.empty());
   EXPECT_FALSE(DecodeBlock(std::string_view("\x03", 1), times, &out).ok());
+}
+
+// A read from inside a block decodes only the parts from the one holding its start: the newest
+// parts, oldest first, exactly the block's samples from the first one appended.
+TEST(Block, TailDecodesOnlyTheNewestPartsHoldingTheRange) {
+  constexpr size_t P = kBlockPartSamples;
+  const size_t n = 3 * P + 1000;
+  std::mt19937_64 rng(5);
+  std::vector<Sample> s;
+  for (size_t i = 0; i < n; ++i) {
+    s.push_back(
+        {1'700'000'000'000 + static_cast<int64_t>(i) * 1000 + static_cast<int64_t>(rng() % 16),
+         std::round(std::sin(static_cast<double>(i) / 50) * 1000) / 10});
+  }
+  const std::string whole = EncodeBlock(s);
+  const std::string values = EncodeBlockValues(s);
+  std::vector<int64_t> times;
+  ASSERT_TRUE(DecodeTimestamps(EncodeTimestamps(s), &times).ok());
+  const int64_t t0 = s.front().t_ms, tn = s.back().t_ms;
+  const Sample sentinel{1, 2};
+  for (int64_t mint :
+       {std::numeric_limits<int64_t>::min(), t0 - 1, t0, t0 + 1, s[P].t_ms - 1, s[P].t_ms,
+        s[P].t_ms + 1, s[2 * P + 17].t_ms, s[3 * P].t_ms, s[3 * P].t_ms + 5, tn, tn + 1}) {
+    SCOPED_TRACE(mint);
+    const size_t idx =
+        static_cast<size_t>(std::lower_bound(times.begin(), times.end(), mint) - times.begin());
+    // Whole blocks: back to the newest part that starts at or before mint. Values: from the part
+    // holding the first timestamp at or after mint (the shared timestamps place every part).
+    size_t plain_from = 0;
+    for (size_t ps = 0; ps < n; ps += P)
+      if (s[ps].t_ms <= mint) plain_from = ps;
+    const size_t values_from = idx == n ? 3 * P : idx / P * P;
+    for (const auto& [block, from_index] :
+         {std::pair<std::string_view, size_t>{whole, plain_from}, {values, values_from}}) {
+      // INT64_MIN: the whole block, however it is stored.
+      const size_t k = mint == std::numeric_limits<int64_t>::min() ? 0 : from_index;
+      std::vector<Sample> out = {sentinel};  // decoding appends
+      int64_t from = 0;
+      ASSERT_TRUE(DecodeBlockTail(block, times, mint, &out, &from).ok());
+      ASSERT_EQ(out.size(), 1 + n - k) << BlockSharesTimestamps(block);
+      EXPECT_EQ(out[0].t_ms, sentinel.t_ms);
+      for (size_t i = k; i < n; ++i) {
+        ASSERT_EQ(out[1 + i - k].t_ms, s[i].t_ms) << i;
+        ASSERT_EQ(std::bit_cast<uint64_t>(out[1 + i - k].v), std::bit_cast<uint64_t>(s[i].v)) << i;
+      }
+      EXPECT_EQ(from, k == 0 ? std::numeric_limits<int64_t>::min() : s[k].t_ms);
+      // Every sample at or after mint is there.
+      EXPECT_LE(k, idx);
+    }
+  }
+  // Values with the wrong number of timestamps: an error, nothing appended.
+  times.pop_back();
+  std::vector<Sample> out;
+  int64_t from = 0;
+  EXPECT_FALSE(DecodeBlockTail(values, times, s[3 * P].t_ms, &out, &from).ok());
+  EXPECT_TRUE(out.empty());
+  // A corrupt newest part is an error, not a shorter answer.
+  std::string bad = whole;
+  bad.resize(bad.size() - 20);
+  EXPECT_FALSE(DecodeBlockTail(bad, {}, tn, &out, &from).ok());
 }
 
 }  // namespace

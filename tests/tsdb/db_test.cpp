@@ -874,6 +874,74 @@ TEST(DB, OtherFormatVersionsAreRefusedClearly) {
 // timestamps"): one timestamps row per instance and window, the blocks hold only values, and
 // every sample reads back exactly — after a restart, after some of a group's blocks are
 // rewritten (the old row stays while a block uses it, then goes), and after retention.
+// A read of a block's last minutes decodes only the block's newest parts (block.h,
+// DecodeBlockTail) and caches them as such; a read that needs more decodes the whole block, and
+// the last minutes are then read from that.
+TEST(DB, AReadOfABlocksLastMinutesDecodesItsNewestPartsOnly) {
+  TempDir tmp;
+  const std::string dir = tmp.path();
+  const int64_t t0 = 1'700'006'400'000;  // a 6 h window starts here
+  constexpr size_t P = kBlockPartSamples;
+  const size_t n = 3 * P + 500;  // 3.6 h at 1 s: four parts
+  std::mt19937_64 rng(2);
+  // A regular series (timestamps inline) and two scraped together (shared, jittered timestamps).
+  const std::vector<Labels> series = {{{"__name__", "temp"}, {"gpu", "0"}},
+                                      {{"__name__", "req"}, {"k", "a"}},
+                                      {{"__name__", "req"}, {"k", "b"}}};
+  std::vector<std::vector<Sample>> want(3);
+  {
+    auto db = OpenDb(dir);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t t = t0 + static_cast<int64_t>(i) * 1000,
+                    jitter = static_cast<int64_t>(rng() % 16);
+      const Sample x[3] = {{t, std::round(std::sin(static_cast<double>(i) / 40) * 100) / 10},
+                           {t + jitter, static_cast<double>(i * 3)},
+                           {t + jitter, static_cast<double>(i * 5 + rng() % 7)}};
+      for (int k = 0; k < 3; ++k) {
+        ASSERT_TRUE(db->Append(series[k], x[k].t_ms, x[k].v).ok());
+        want[k].push_back(x[k]);
+      }
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  ASSERT_EQ(CountRows(dir, "SELECT count(*) FROM blocks WHERE ts_id IS NOT NULL"), 2);
+  ASSERT_EQ(CountRows(dir, "SELECT count(*) FROM blocks WHERE ts_id IS NULL"), 1);
+  auto db = OpenDb(dir);  // the head is empty: every read is from the blocks
+  const int64_t tn = t0 + static_cast<int64_t>(n - 1) * 1000, mint = tn - 600'000;
+  auto expect_range = [&](int64_t lo) {
+    for (int k = 0; k < 3; ++k) {
+      std::vector<SeriesData> out;
+      std::vector<Matcher> ms;
+      for (const Label& l : series[k])
+        ms.push_back(M(MatchType::kEqual, l.name.c_str(), l.value.c_str()));
+      ASSERT_TRUE(db->NewQuerier()->Select(ms, lo, tn + 1000, &out).ok());
+      ASSERT_EQ(out.size(), 1u);
+      std::vector<Sample> expected;
+      for (const Sample& x : want[k])
+        if (x.t_ms >= lo) expected.push_back(x);
+      ASSERT_EQ(out[0].samples.size(), expected.size()) << k;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_EQ(out[0].samples[i].t_ms, expected[i].t_ms) << k << " " << i;
+        ASSERT_EQ(out[0].samples[i].v, expected[i].v) << k << " " << i;
+      }
+    }
+  };
+  expect_range(mint);
+  DBStats st = db->stats();
+  EXPECT_EQ(st.blocks_decoded, 3u);
+  // The last ten minutes start in the third part: the third and fourth parts are held.
+  EXPECT_EQ(st.block_cache_bytes, 3 * (P + 500) * sizeof(Sample));
+  // Everything: the cached tails do not hold it, so each block is decoded whole.
+  expect_range(t0);
+  DBStats st2 = db->stats();
+  EXPECT_EQ(st2.blocks_decoded, 6u);
+  EXPECT_EQ(st2.block_cache_misses, st.block_cache_misses + 3);
+  EXPECT_EQ(st2.block_cache_bytes, 3 * n * sizeof(Sample));
+  // The last minutes again: from the whole blocks.
+  expect_range(mint);
+  EXPECT_EQ(db->stats().blocks_decoded, 6u);
+}
+
 TEST(DB, SeriesScrapedTogetherShareTheirTimestamps) {
   TempDir tmp;
   const int64_t t0 = 1'700'006'400'000 - 3'600'000;  // 1 h before a 6 h window starts
