@@ -73,6 +73,20 @@ void AddToRollups(std::span<const Sample> samples, std::vector<Rollup>* rollups)
   for (const Sample& s : samples) {
     const int64_t w = RollupWindowStart(s.t_ms);
     if (rollups->empty() || rollups->back().t_ms != w) rollups->push_back(Rollup{.t_ms = w});
+    Rollup& r = rollups->back();
+    // The usual case, a number newer than everything in a window that has numbers: what
+    // MergeRollup(&r, one) below would do, in place (it copies two 120-byte rollups a sample).
+    if (r.count > 0 && s.t_ms > r.last_raw_t_ms && !std::isnan(s.v)) {
+      r.min = std::min(r.min, s.v);
+      r.max = std::max(r.max, s.v);
+      r.sum = r.sum + s.v;
+      r.counter_correction = r.counter_correction + 0 + (s.v < r.last ? r.last : 0);
+      ++r.count;
+      r.last = s.v;
+      r.last_t_ms = r.last_raw_t_ms = s.t_ms;
+      r.newest_stale = false;
+      continue;
+    }
     Rollup one{.t_ms = w};
     one.first_raw_t_ms = one.last_raw_t_ms = s.t_ms;
     if (IsStaleNaN(s.v)) {

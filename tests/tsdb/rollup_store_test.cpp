@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "support/process.h"
 #include "tsdb/block.h"
@@ -105,6 +107,68 @@ std::unique_ptr<DB> Open(const std::string& dir, bool compact = true, int64_t ra
   auto db = DB::Open(o);
   EXPECT_TRUE(db.ok()) << (db.ok() ? "" : db.error().message);
   return db.ok() ? std::move(db).value() : nullptr;
+}
+
+// AddToRollups updates a window in place for the usual sample (a number newer than the window's
+// others); every field must be what merging each sample's own rollup gives, bit for bit.
+TEST(RollupFormat, AddingSamplesEqualsMergingOneRollupPerSample) {
+  std::mt19937_64 rng(9);
+  std::vector<Sample> samples;
+  int64_t t = 1'700'000'000'000;
+  double counter = 0;
+  for (int i = 0; i < 20000; ++i) {
+    t += 1 + static_cast<int64_t>(rng() % (i % 500 < 5 ? 400'000 : 3000));  // some gaps
+    const int kind = static_cast<int>(rng() % 50);
+    double v;
+    if (kind == 0) {
+      v = StaleNaN();
+    } else if (kind == 1) {
+      v = std::nan("");
+    } else if (kind == 2) {
+      counter = static_cast<double>(rng() % 10);  // a reset
+      v = counter;
+    } else if (kind == 3) {
+      v = -0.0;
+    } else {
+      counter += static_cast<double>(rng() % 1000) / 7;
+      v = kind % 2 ? counter : -counter;
+    }
+    samples.push_back({t, v});
+  }
+  std::vector<Rollup> fast, ref;
+  AddToRollups(samples, &fast);
+  for (const Sample& x : samples) {
+    std::vector<Rollup> one;
+    AddToRollups(std::span<const Sample>(&x, 1), &one);
+    ASSERT_EQ(one.size(), 1u);
+    if (ref.empty() || ref.back().t_ms != one[0].t_ms) {
+      ref.push_back(one[0]);
+    } else {
+      MergeRollup(&ref.back(), one[0]);
+    }
+  }
+  ASSERT_EQ(fast.size(), ref.size());
+  auto bits = [](double d) { return std::bit_cast<uint64_t>(d); };
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const Rollup &a = fast[i], &b = ref[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(a.t_ms, b.t_ms);
+    EXPECT_EQ(bits(a.min), bits(b.min));
+    EXPECT_EQ(bits(a.max), bits(b.max));
+    EXPECT_EQ(bits(a.sum), bits(b.sum));
+    EXPECT_EQ(a.count, b.count);
+    EXPECT_EQ(bits(a.last), bits(b.last));
+    EXPECT_EQ(a.last_t_ms, b.last_t_ms);
+    EXPECT_EQ(bits(a.first), bits(b.first));
+    EXPECT_EQ(a.first_t_ms, b.first_t_ms);
+    EXPECT_EQ(bits(a.counter_correction), bits(b.counter_correction));
+    EXPECT_EQ(a.nan_count, b.nan_count);
+    EXPECT_EQ(a.stale_count, b.stale_count);
+    EXPECT_EQ(a.first_raw_t_ms, b.first_raw_t_ms);
+    EXPECT_EQ(a.last_raw_t_ms, b.last_raw_t_ms);
+    EXPECT_EQ(a.newest_stale, b.newest_stale);
+    EXPECT_EQ(a.exact, b.exact);
+  }
 }
 
 TEST(RollupFormat, EveryFieldRoundTrips) {
