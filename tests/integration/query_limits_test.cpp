@@ -138,7 +138,7 @@ TEST(QueryLimits, TooManySamplesIsPrometheusError) {
   // Every family of docs/metrics.md's "Queries and memory" section is on /metrics.
   const std::string page = agent.Get("/metrics").body;
   const std::vector<std::string> families = DocumentedFamilies("## Queries and memory");
-  EXPECT_EQ(families.size(), 6u);
+  EXPECT_EQ(families.size(), 7u);
   for (const std::string& family : families)
     EXPECT_TRUE(HasSampleOf(page, family)) << family << " is documented but not on /metrics";
 }
