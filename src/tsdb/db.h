@@ -336,6 +336,7 @@ class DB {
   bool rollups_ext_ = true;                     // the rollups table has `ext` (version 3)
   bool shared_ts_ = true;                // blocks.ts_id and the timestamps table exist (version 4)
   std::atomic<bool> rollup_rows_{true};  // the rollups table may have rows
+  std::atomic<bool> chunk_rows_{true};   // the chunks table may have rows (same rule)
   int64_t block_range_ms_ = 0;
   std::atomic<int64_t> raw_horizon_{INT64_MIN};     // raw samples before this were deleted
   std::atomic<int64_t> rollup_horizon_{INT64_MIN};  // rollup windows before this were deleted

@@ -102,6 +102,7 @@ Status DB::Flush() {
         if (!jobs.empty()) ++compactions_;
       }
     } else if (ok) {
+      chunk_rows_ = true;  // before the rows exist: reads look from now on (sql_mu_ held)
       Stmt ins_chunk(sql_,
                      "INSERT OR REPLACE INTO chunks(series_id, mint, maxt, num_samples, encoding, "
                      "crc32, data) VALUES(?, ?, ?, ?, ?, ?, ?)");

@@ -196,6 +196,8 @@ Status DB::OpenSqlite() {
     // the writer may add rows later).
     Stmt q(sql_, "SELECT 1 FROM rollups LIMIT 1");
     rollup_rows_ = !q.ok() || sqlite3_step(q.get()) == SQLITE_ROW;
+    Stmt c(sql_, "SELECT 1 FROM chunks LIMIT 1");
+    chunk_rows_ = !c.ok() || sqlite3_step(c.get()) == SQLITE_ROW;
   }
   if (sqlite3_prepare_v2(sql_,
                          "SELECT crc32, data FROM chunks WHERE series_id = ? AND maxt >= ? "

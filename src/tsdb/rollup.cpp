@@ -80,6 +80,7 @@ void AddToRollups(std::span<const Sample> samples, std::vector<Rollup>* rollups)
       r.min = std::min(r.min, s.v);
       r.max = std::max(r.max, s.v);
       r.sum = r.sum + s.v;
+      // "+ 0": the new sample's own correction, added as MergeRollup adds it (same rounding).
       r.counter_correction = r.counter_correction + 0 + (s.v < r.last ? r.last : 0);
       ++r.count;
       r.last = s.v;

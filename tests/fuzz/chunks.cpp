@@ -49,6 +49,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (size_t i = 0; i < probe.size(); ++i) times.push_back(static_cast<int64_t>(i) * 7);
       }
       if (!gw::tsdb::DecodeBlock(encoded, times, &samples).ok()) return 0;
+      // Its newest parts from a time inside: a suffix of the whole, holding (for time-ordered
+      // samples) every one at or after that time.
+      if (!samples.empty()) {
+        const int64_t mint = samples[samples.size() / 2].t_ms;
+        std::vector<gw::tsdb::Sample> tail;
+        int64_t from = 0;
+        if (!gw::tsdb::DecodeBlockTail(encoded, times, mint, &tail, &from).ok())
+          gw::fuzz::Fail("a block that decodes has a tail that does not");
+        if (tail.size() > samples.size() ||
+            !SameBits(tail,
+                      std::vector<gw::tsdb::Sample>(samples.end() - tail.size(), samples.end()))) {
+          gw::fuzz::Fail("a block's tail is not a suffix of it");
+        }
+        bool ordered = true;
+        for (size_t i = 1; i < samples.size(); ++i)
+          ordered &= samples[i - 1].t_ms < samples[i].t_ms;
+        if (ordered && tail.size() < samples.size() - samples.size() / 2)
+          gw::fuzz::Fail("a block's tail misses samples after its start");
+        if (tail.size() < samples.size() && (tail.empty() || from != tail.front().t_ms))
+          gw::fuzz::Fail("a partial tail without its start time");
+      }
       if (!gw::tsdb::DecodeBlock(gw::tsdb::EncodeBlock(samples, 1), &again).ok() ||
           !SameBits(samples, again)) {
         gw::fuzz::Fail("block does not round-trip");
