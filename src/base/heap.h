@@ -42,7 +42,7 @@ uint64_t TrimsTotal();
 // process starts with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, and then only for its main arena
 // (grown in 2 MiB steps, madvise(MADV_HUGEPAGE)) and for blocks it mmaps. A query that decodes
 // blocks fills fresh memory, one page fault per 4 KiB page otherwise (docs/operations.md,
-// "Memory"; docs/benchmarks.md, "Huge pages for the heap").
+// "Memory"; docs/benchmarks.md, "Cold reads: huge pages, block parts, rollups in place").
 //
 // ExecWithHugePageHeap runs the program again, once, with that setting added to GLIBC_TUNABLES,
 // and in the new image puts the environment back as it was (children do not inherit it). Call it

@@ -28,7 +28,7 @@ namespace gw::tsdb {
 
 // Samples per part of a block: a read that wants only a block's newest samples decodes only the
 // parts holding them (DecodeBlockTail). About an hour at 1 s; a block of 6 h at 15 s is one part.
-// Blocks written before session 17 have parts of up to kMaxChunkSamples and read the same way.
+// Older blocks have parts of up to kMaxChunkSamples (the limit before) and read the same way.
 inline constexpr size_t kBlockPartSamples = 4096;
 
 // Encodes time-ordered samples (any number) as consecutive parts (a chunk, chunk.h, or byte
