@@ -19,11 +19,12 @@
 // console's long ranges), a selector's value at ref is the newest sample in [ref - lookback,
 // ref]: a sample exactly at ref is the window [ref, ref + 5m)'s first raw sample
 // (first_raw_t_ms == ref), else it is the newest raw sample of the newest earlier window within
-// the lookback (last_raw_t_ms, newest_stale). A step is answered from the rollups when every
-// series has a usable rollup (exact, no NaN) in each window its lookback touches; the other
-// steps (the head's recent windows, windows with NaN, series that come and go) read their
-// lookback raw, in at most kMaxSelectorReads reads. Unaligned steps are evaluated from raw
-// samples as before (a step's lookback then ends inside a window, which no rollup can split).
+// the lookback (last_raw_t_ms, newest_stale). A step is answered from the rollups when, in each
+// window its lookback touches, every series has a usable rollup (exact, no NaN) or none in a
+// window complete for it (no sample: tsdb::CoveredWindows); the other steps (the head's recent
+// windows, windows with NaN) read their lookback raw, in at most kMaxSelectorReads reads. Unaligned
+// steps are evaluated from raw samples as before (a step's lookback then ends inside a window,
+// which no rollup can split).
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -250,27 +251,23 @@ void Evaluator::PlanSelector(const VectorSelector& vs, SelectorPlan* plan) {
     return;
   }
   plan->active = true;
-  // Windows [w_lo, ref_last + 5m): how many series have a usable rollup in each.
+  // Windows [w_lo, ref_last + 5m) that rollups answer for every series.
   const size_t nw = static_cast<size_t>((ref_last + kWin - w_lo) / kWin);
-  std::vector<uint32_t> usable(nw, 0);
   size_t held = 0;
-  for (const tsdb::SeriesRollups& s : rolls) {
-    held += s.rollups.size();
-    for (const tsdb::Rollup& r : s.rollups)
-      if (r.t_ms >= w_lo && SelectorUsable(r))
-        ++usable[static_cast<size_t>((r.t_ms - w_lo) / kWin)];
-  }
+  for (const tsdb::SeriesRollups& s : rolls) held += s.rollups.size();
   CheckHeld(held);
-  // A step is answered from rollups when every series has a usable one in every window of its
-  // lookback [ref - lookback, ref]; the others read that lookback raw.
+  const std::vector<uint8_t> covered_windows =
+      tsdb::CoveredWindows(rolls, w_lo, nw, SelectorUsable);
+  // A step is answered from rollups when every window of its lookback [ref - lookback, ref] is
+  // covered; the others read that lookback raw.
   std::vector<uint8_t> from_rollups(n, 0);
   std::vector<std::pair<int64_t, int64_t>> iv;
   for (size_t k = 0; k < n; ++k) {
     Tick();
     const int64_t ref = RefTime(vs.mods, StepTime(k));
-    bool covered = !rolls.empty();
+    bool covered = true;
     for (int64_t t = tsdb::RollupWindowStart(ref - lookback); covered && t <= ref; t += kWin)
-      covered = usable[static_cast<size_t>((t - w_lo) / kWin)] == rolls.size();
+      covered = covered_windows[static_cast<size_t>((t - w_lo) / kWin)] != 0;
     if (covered) {
       from_rollups[k] = 1;
     } else {

@@ -40,8 +40,8 @@
 // least the rollup window (below it the edges of the steps cover everything and the sliding path
 // is faster). Per step the windows inside slide like samples do (BuildRollupTable), so a 7-day
 // chart of 1-day windows costs O(windows + steps), not O(steps x windows).
-// A series that has samples in a complete window is expected to have its rollup there (the
-// Querier contract); windows where any series lacks a usable rollup are read raw for all.
+// A window is read from rollups when every series has a usable rollup there or none in a window
+// complete for it (no sample there: the Querier contract); the others are read raw for all.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -394,24 +394,16 @@ void Evaluator::PlanRollups(const Call& call) {
     return;
   }
   plan.active = true;
-  // Windows of the span where every series has a usable rollup; the others are read raw.
+  // Windows of the span read from rollups alone (CoveredWindows); the others are read raw.
   const int64_t w0 = CeilWindow(span_lo);
   const int64_t w_end = FloorWindow(span_hi + 1);  // windows [w0, w_end)
   const size_t nw = w_end > w0 ? static_cast<size_t>((w_end - w0) / tsdb::kRollupWindowMs) : 0;
   plan.w0 = w0;
   plan.nw = nw;
   const size_t n_ext = w_ext > w0 ? static_cast<size_t>((w_ext - w0) / tsdb::kRollupWindowMs) : 0;
-  std::vector<uint32_t> usable(n_ext, 0);
   size_t held = 0;
-  for (const tsdb::SeriesRollups& s : rolls) {
-    held += s.rollups.size();
-    for (const tsdb::Rollup& r : s.rollups) {
-      if (r.t_ms < w0 || r.t_ms >= w_ext || !RollupUsable(r)) continue;
-      ++usable[static_cast<size_t>((r.t_ms - w0) / tsdb::kRollupWindowMs)];
-    }
-  }
-  plan.covered.resize(n_ext);
-  for (size_t w = 0; w < n_ext; ++w) plan.covered[w] = !rolls.empty() && usable[w] == rolls.size();
+  for (const tsdb::SeriesRollups& s : rolls) held += s.rollups.size();
+  plan.covered = tsdb::CoveredWindows(rolls, w0, n_ext, RollupUsable);
   // Raw intervals [lo, hi] (inclusive): each step's edges and the unusable windows.
   std::vector<std::pair<int64_t, int64_t>> iv;
   for (size_t k = 0; k < n; ++k) {

@@ -209,19 +209,20 @@ class DB {
   // written before (format 2), whose present samples are summarised here, as they were.
   Status ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Rollup>* out);
   // The rollups a Querier's SelectRollups returns for one series: those of ReadRollups for the
-  // windows [t, t + 5 min) with t >= mint_ms and t + 5 min <= maxt_ms + 1 that are *complete*:
-  //   t + 5 min <= Head::SettledBefore(ref) — the oldest sample still in memory, or, with none
-  //   there, the newest sample's time + 1.
-  // Why that is enough: every sample older than that time has left memory, so it is in SQLite
-  // (a Flush drops chunks from the head only after its transaction committed) and its window's
-  // rollup is final; and no sample older than it can come, since Append takes only samples
-  // newer than the series' newest. So the head's windows, and a window a Flush split with the
-  // head still holding its newer part, are left out (a reader takes raw samples there), and a
-  // window becomes complete once the series has a sample at or after its end and everything
-  // before that sample was flushed. SettledBefore is read before SQLite, so a Flush running
-  // concurrently can only add rows for windows this call leaves out.
+  // windows [t, t + 5 min) with t >= mint_ms and t + 5 min <= maxt_ms + 1 that are *complete*,
+  // t + 5 min <= *complete_before_ms = Head::SettledBefore(ref): the oldest sample still in
+  // memory, or INT64_MAX when memory holds none of the series' samples.
+  // Why that is exact: every sample older than that time has left memory, so it is in SQLite (a
+  // Flush drops chunks from the head only after its transaction committed) and its window's
+  // stored rollup stands for all of them; a complete window without a rollup had no sample. So
+  // the head's windows, and a window a Flush split with the head still holding its newer part,
+  // are left out (a reader takes raw samples there). With nothing in memory every window is
+  // complete as the store is now: a later append is newer than the newest sample, goes to
+  // memory, and makes its window and those after it incomplete again. SettledBefore is read
+  // before SQLite, so a Flush running concurrently can only add rows for windows this call
+  // leaves out; an append racing the call may or may not be seen, as with any read.
   Status ReadCompleteRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
-                             std::vector<Rollup>* out);
+                             std::vector<Rollup>* out, int64_t* complete_before_ms);
   const Head& head() const { return head_; }
 
   // Groups one thread's reads. While a ReadBatch of this DB lives on a thread, that thread's

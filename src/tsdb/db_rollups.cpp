@@ -261,10 +261,14 @@ Status DB::ReadRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vec
 }
 
 Status DB::ReadCompleteRollups(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
-                               std::vector<Rollup>* out) {
+                               std::vector<Rollup>* out, int64_t* complete_before_ms) {
   out->clear();
   // Read before SQLite: a flush in between only adds rows for windows this leaves out.
   const int64_t settled = head_.SettledBefore(ref);
+  // Rollups retention deleted while raw samples stayed (only when the options keep rollups for
+  // less time than samples; the configuration refuses that): no window before it is known.
+  const int64_t rollup_h = rollup_horizon_.load();
+  *complete_before_ms = rollup_h > raw_horizon_.load() && mint_ms < rollup_h ? INT64_MIN : settled;
   const int64_t end = maxt_ms == INT64_MAX ? settled : std::min(maxt_ms + 1, settled);
   if (end < INT64_MIN + kRollupWindowMs) return Status::Ok();
   const int64_t last_start = end - kRollupWindowMs;  // windows [t, t + 5m) with t + 5m <= end

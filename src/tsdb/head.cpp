@@ -220,8 +220,7 @@ int64_t Head::SettledBefore(SeriesRef ref) const {
   std::lock_guard lock(s->mu);
   if (!s->chunks.empty()) return s->chunks.front().mint_ms;
   if (s->open_samples > 0) return s->open_mint_ms;
-  if (s->last_t_ms == INT64_MIN || s->last_t_ms == INT64_MAX) return s->last_t_ms;
-  return s->last_t_ms + 1;
+  return INT64_MAX;
 }
 
 Status Head::ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out,

@@ -76,10 +76,11 @@ class Head {
   Status ReadSamples(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out,
                      int64_t* persisted_maxt_ms = nullptr) const;
 
-  // A time before which `ref` is settled in memory: every sample of it older than the returned
-  // time has left the head (DropPersisted) or was never appended here, and none can still be
-  // appended (appends are newer than the newest sample). The oldest sample held in memory if any,
-  // else the newest timestamp + 1; INT64_MIN for an unknown series or one without samples.
+  // A time before which `ref` is settled as the store holds it now: every sample of it older
+  // than the returned time has left the head (DropPersisted) or was never appended here. The
+  // oldest sample held in memory; INT64_MAX when memory holds none (everything the series has is
+  // persisted; an append, newer than its newest sample, lands in memory and moves this back to
+  // it); INT64_MIN for an unknown series.
   int64_t SettledBefore(SeriesRef ref) const;
 
   size_t num_series() const;

@@ -59,9 +59,13 @@ class DBQuerier : public Querier {
     return Collect(
         matchers, out,
         [&](SeriesRef ref, SeriesRollups* sr) {
-          return db_->ReadCompleteRollups(ref, mint_ms, maxt_ms, &sr->rollups);
+          return db_->ReadCompleteRollups(ref, mint_ms, maxt_ms, &sr->rollups,
+                                          &sr->complete_before_ms);
         },
-        [](const SeriesRollups& sr) { return sr.rollups.empty(); });
+        // Left out: series whose every window of the range is complete and empty.
+        [maxt_ms](const SeriesRollups& sr) {
+          return sr.rollups.empty() && sr.complete_before_ms > maxt_ms;
+        });
   }
 
   Status LabelNames(const std::vector<std::vector<Matcher>>& matcher_sets, int64_t mint_ms,

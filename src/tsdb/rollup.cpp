@@ -104,4 +104,35 @@ void AddToRollups(std::span<const Sample> samples, std::vector<Rollup>* rollups)
   }
 }
 
+std::vector<uint8_t> CoveredWindows(const std::vector<SeriesRollups>& rolls, int64_t w0, size_t n,
+                                    bool (*usable)(const Rollup&)) {
+  // Per window, how many series stand in the way: a difference array over the windows.
+  std::vector<int64_t> blocked(n + 1, 0);
+  for (const SeriesRollups& s : rolls) {
+    // Windows [0, known) end at or before complete_before_ms.
+    size_t known = 0;
+    if (s.complete_before_ms > w0) {
+      const uint64_t span = static_cast<uint64_t>(s.complete_before_ms) - static_cast<uint64_t>(w0);
+      known = static_cast<size_t>(std::min<uint64_t>(n, span / kRollupWindowMs));
+    }
+    ++blocked[known];
+    --blocked[n];
+    for (const Rollup& r : s.rollups) {
+      if (r.t_ms < w0 || usable(r)) continue;
+      const uint64_t i =
+          (static_cast<uint64_t>(r.t_ms) - static_cast<uint64_t>(w0)) / kRollupWindowMs;
+      if (i >= known) continue;  // counted above (and beyond n)
+      ++blocked[i];
+      --blocked[i + 1];
+    }
+  }
+  std::vector<uint8_t> covered(n, 0);
+  int64_t in_way = 0;
+  for (size_t i = 0; i < n; ++i) {
+    in_way += blocked[i];
+    covered[i] = in_way == 0;
+  }
+  return covered;
+}
+
 }  // namespace gw::tsdb

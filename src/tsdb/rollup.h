@@ -67,6 +67,13 @@ void MergeRollup(Rollup* a, const Rollup& b);
 // merged by MergeRollup (the same rule on their raw samples), the others kept in order.
 void MergeRollups(std::vector<Rollup>* rollups, std::span<const Rollup> newer);
 
+// Which of the windows [w0 + i * 5 min, + 5 min), i < n, every series in `rolls` can be read in
+// from rollups alone: each series has there either a rollup `usable` accepts or none in a window
+// complete for it (so no sample). Series absent from `rolls` have no sample in any of them
+// (the SelectRollups contract). 1 per covered window.
+std::vector<uint8_t> CoveredWindows(const std::vector<SeriesRollups>& rolls, int64_t w0, size_t n,
+                                    bool (*usable)(const Rollup&));
+
 }  // namespace gw::tsdb
 
 #endif  // GPUWARDEN_TSDB_ROLLUP_H_

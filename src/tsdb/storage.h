@@ -105,6 +105,9 @@ struct Rollup;  // rollup.h (which includes this header); include it to use Seri
 struct SeriesRollups {
   Labels labels;
   std::vector<Rollup> rollups;
+  // Windows [t, t + 5 min) with t + 5 min <= this are complete for the series (see
+  // Querier::SelectRollups): it has a rollup in each one it had samples in and none elsewhere.
+  int64_t complete_before_ms = INT64_MAX;
 };
 
 // Read access to stored samples. Implementations say whether they are thread-safe.
@@ -124,15 +127,18 @@ class Querier {
   virtual Status SelectRuns(const std::vector<Matcher>& matchers, int64_t mint_ms, int64_t maxt_ms,
                             std::vector<SeriesRuns>* out);
 
-  // The 5-minute rollups (rollup.h) of every series matching `matchers` for the windows that lie
+  // The 5-minute rollups (rollup.h) of the series matching `matchers` for the windows that lie
   // wholly inside [mint_ms, maxt_ms + 1) — window start >= mint_ms, window end <= maxt_ms + 1 —
-  // in the same series order as Select, each series' rollups ascending and gap-free only where the
-  // series had raw samples. A window appears when it is *complete*: no sample can still be added
-  // to it (the store's head has moved past it, or the querier is frozen as MemoryQuerier).
-  // Windows not covered (the head's, or ones the store cannot summarise) are simply absent, and a
-  // reader takes raw samples (Select) for them. `*supported` is false when the querier keeps no
-  // rollups at all (the default); then `out` is empty and the reader uses raw samples throughout.
-  // Rollups whose raw samples aged out are returned too (exact as summaries of what was there).
+  // in the same series order as Select, each series' rollups ascending. A rollup appears for each
+  // window that is *complete* for its series — every sample the store has of the series there
+  // is summarised in it, so a complete window without a rollup had no sample — and the windows
+  // before SeriesRollups::complete_before_ms are complete. The others (the head's, or ones the
+  // store cannot summarise) have no rollup, and a reader takes raw samples (Select) for them.
+  // Every matching series that may have samples in those windows is listed, with no rollups if
+  // none is complete; a series left out has none there. `*supported` is false when the querier
+  // keeps no rollups at all (the default); then `out` is empty and the reader uses raw samples
+  // throughout. Rollups whose raw samples aged out are returned too (exact as summaries of what
+  // was there).
   virtual Status SelectRollups(const std::vector<Matcher>& matchers, int64_t mint_ms,
                                int64_t maxt_ms, std::vector<SeriesRollups>* out, bool* supported);
 

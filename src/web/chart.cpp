@@ -199,7 +199,7 @@ Status ChartSeriesOf(tsdb::Querier* querier, const ChartQuery& query, const Char
       return s;
   }
   ChartBuckets buckets;
-  if (!supported || rolls.empty()) {  // raw samples throughout
+  if (!supported) {  // raw samples throughout
     std::vector<tsdb::SeriesRuns> series;
     if (Status s = querier->SelectRuns(matchers, start_ms, end_ms - 1, &series); !s.ok()) return s;
     for (tsdb::SeriesRuns& s : series) {
@@ -210,19 +210,13 @@ Status ChartSeriesOf(tsdb::Querier* querier, const ChartQuery& query, const Char
     return Status::Ok();
   }
   // Window w is [start + w * 5 min, start + (w + 1) * 5 min); each lies in one bucket. It is read
-  // from rollups when every series that has rollups here has a usable one for it (a series
-  // without a rollup for a window had no sample there, or the window is not complete for it).
+  // from rollups when every series has a usable rollup there or none in a window complete for it
+  // (no sample there: tsdb::CoveredWindows).
   constexpr int64_t kWin = tsdb::kRollupWindowMs;
   const size_t nw = static_cast<size_t>((end_ms - start_ms) / kWin);
-  std::vector<uint32_t> usable(nw, 0);
-  for (const tsdb::SeriesRollups& s : rolls)
-    for (const tsdb::Rollup& r : s.rollups)
-      if (r.t_ms >= start_ms && r.t_ms + kWin <= end_ms && ChartUsable(r))
-        ++usable[static_cast<size_t>((r.t_ms - start_ms) / kWin)];
-  std::vector<uint8_t> covered(nw, 0);
+  const std::vector<uint8_t> covered = tsdb::CoveredWindows(rolls, start_ms, nw, ChartUsable);
   std::vector<std::pair<int64_t, int64_t>> reads;  // the other windows, inclusive bounds
   for (size_t w = 0; w < nw; ++w) {
-    covered[w] = usable[w] == rolls.size();
     if (covered[w]) continue;
     const int64_t lo = start_ms + static_cast<int64_t>(w) * kWin;
     if (!reads.empty() && reads.back().second + 1 == lo) {

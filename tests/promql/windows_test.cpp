@@ -694,6 +694,79 @@ TEST(Rollups, ThroughTheStoreAgreeWithRawEvaluation) {
   }
 }
 
+// Series that come and go (processes, jobs) through the real store: a series has no rollup
+// in the windows where it had no sample, and those windows are complete for it, so steps are
+// answered from rollups all the same (no block decoded for an aligned long-range selector while
+// everything is flushed); then with the newest samples, and new series, still in memory. Both
+// agree with raw evaluation.
+TEST(Rollups, SeriesThatComeAndGoAreAnsweredFromRollups) {
+  constexpr int64_t kHour = 3600 * 1000, kSpan = 6 * kHour, kEvery = 10'000;
+  gw::testing::TempDir tmp;
+  tsdb::DBOptions o;
+  o.dir = tmp.path();
+  o.retention_ms = o.rollup_retention_ms = 100LL * 365 * 86400 * 1000;
+  o.block_range_ms = kHour;
+  o.rollup_min_samples = 0;  // every block keeps its rollups column (none computed by decoding)
+  auto db = tsdb::DB::Open(o);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  std::mt19937_64 rng(41);
+  auto lifetime = [&](int64_t from, int64_t to) {
+    const int64_t a = from + static_cast<int64_t>(rng() % static_cast<uint64_t>(to - from));
+    const int64_t b = a + static_cast<int64_t>(rng() % static_cast<uint64_t>(to - a + 1));
+    return std::pair<int64_t, int64_t>{a / kEvery * kEvery, b / kEvery * kEvery};
+  };
+  auto write = [&](int pid, int64_t a, int64_t b, bool stale_end) {
+    const tsdb::Labels rss{{"__name__", "rss"}, {"pid", std::to_string(pid)}};
+    const tsdb::Labels cpu{{"__name__", "cpu"}, {"pid", std::to_string(pid)}};
+    double c = 0;
+    for (int64_t t = a; t < b; t += kEvery) {
+      c += static_cast<double>(rng() % 100) / 10;
+      ASSERT_TRUE((*db)->Append(rss, t, static_cast<double>(rng() % 5000) * 4096).ok());
+      ASSERT_TRUE((*db)->Append(cpu, t, c).ok());
+    }
+    if (stale_end && b > a) {
+      ASSERT_TRUE((*db)->Append(rss, b, tsdb::StaleNaN()).ok());
+      ASSERT_TRUE((*db)->Append(cpu, b, tsdb::StaleNaN()).ok());
+    }
+  };
+  for (int pid = 0; pid < 40; ++pid) {
+    const auto [a, b] = lifetime(kT0, kT0 + kSpan);
+    write(pid, a, b, pid % 2 == 0);
+  }
+  ASSERT_TRUE((*db)->Flush().ok());
+  EngineOptions raw_opts;
+  raw_opts.sliding_windows = raw_opts.rollups = false;
+  const Engine engine, raw(raw_opts);
+  const int64_t l_start = (kT0 + 599'999) / 600'000 * 600'000;
+  auto compare = [&](int64_t end, bool flushed) {
+    for (const char* expr :
+         {"max(rss)", "rss", "count(rss)", "max_over_time(rss[1h])", "sum(rate(cpu[1h]))",
+          "last_over_time(rss[30m])", "increase(cpu[2h])", "avg_over_time(rss[1h])"}) {
+      auto querier = (*db)->NewQuerier();
+      const uint64_t before = (*db)->stats().blocks_decoded;
+      QueryResult a = engine.Range(*querier, expr, l_start, end, 600'000);
+      const uint64_t decoded = (*db)->stats().blocks_decoded - before;
+      QueryResult b = raw.Range(*querier, expr, l_start, end, 600'000);
+      ASSERT_TRUE(a.ok() && !a.value().series.empty()) << expr;
+      ExpectSame(a, b, RollupExact(std::string(expr).substr(0, std::string(expr).find('('))), expr);
+      if (HasFatalFailure()) return;
+      if (flushed && std::string_view(expr).find('[') == std::string_view::npos) {
+        EXPECT_EQ(decoded, 0u) << expr;  // every step from the rollups
+      }
+    }
+  };
+  const int64_t flushed_end = (kT0 + kSpan) / 600'000 * 600'000;
+  compare(flushed_end, true);
+  // New samples in memory: some processes go on, new ones start; the flushed ones stay.
+  for (int pid = 40; pid < 50; ++pid) {
+    const auto [a, b] = lifetime(kT0 + kSpan, kT0 + kSpan + kHour);
+    write(pid, a, b, pid % 3 == 0);
+  }
+  compare(flushed_end + kHour, false);
+  ASSERT_TRUE((*db)->Flush().ok());
+  compare(flushed_end + kHour, true);
+}
+
 // A store as `gpuwarden tsdb import` leaves it (no WAL, one Flush of everything, default 6 h
 // blocks) holding two days at Prometheus' usual 15 s interval, reopened as `serve` reopens it:
 // bench/storage_compare.sh's long-range queries are answered from the blocks' rollups (only the

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -216,6 +217,46 @@ TEST(RollupFormat, CorruptInputIsAClearError) {
   Status st = DecodeRollups(std::string("\x03\x07garbage", 9), &got);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("unknown container"), std::string::npos) << st.message();
+}
+
+// CoveredWindows against its definition, window by window, on random series: a window is
+// covered when each series has a usable rollup there, or none in a window complete for it.
+TEST(RollupCover, AWindowIsCoveredWhenEverySeriesHasAUsableRollupOrNoSamples) {
+  constexpr int64_t W = kRollupWindowMs;
+  std::mt19937_64 rng(11);
+  auto usable = [](const Rollup& r) { return r.exact; };
+  for (int round = 0; round < 300; ++round) {
+    const int64_t w0 = (static_cast<int64_t>(rng() % 1000) - 500) * W;
+    const size_t n = rng() % 30;
+    std::vector<SeriesRollups> rolls(rng() % 4);
+    for (SeriesRollups& s : rolls) {
+      const int kind = static_cast<int>(rng() % 5);
+      s.complete_before_ms = kind == 0   ? INT64_MAX
+                             : kind == 1 ? INT64_MIN
+                                         : w0 + (static_cast<int64_t>(rng() % 40) - 5) * W +
+                                               static_cast<int64_t>(rng() % 3) * 1000;
+      for (int64_t t = w0 - 3 * W; t < w0 + 40 * W; t += W) {
+        if (t + W > s.complete_before_ms || rng() % 3 == 0) continue;
+        Rollup r;
+        r.t_ms = t;
+        r.count = 1;
+        r.exact = rng() % 6 != 0;
+        s.rollups.push_back(r);
+      }
+    }
+    const std::vector<uint8_t> got = CoveredWindows(rolls, w0, n, +usable);
+    ASSERT_EQ(got.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t t = w0 + static_cast<int64_t>(i) * W;
+      bool want = true;
+      for (const SeriesRollups& s : rolls) {
+        auto r = std::find_if(s.rollups.begin(), s.rollups.end(),
+                              [t](const Rollup& x) { return x.t_ms == t; });
+        want = want && (r != s.rollups.end() ? usable(*r) : t + W <= s.complete_before_ms);
+      }
+      EXPECT_EQ(got[i] != 0, want) << "round " << round << " window " << i;
+    }
+  }
 }
 
 // Reading rollups decodes no block: they are stored with every block, exact, however the
@@ -438,11 +479,16 @@ TEST(DBQuerierRollups, CompleteWindowsOnlyInSelectOrder) {
     sb.push_back({t, static_cast<double>(100 - i % 13)});
   }
   const std::vector<Matcher> power = {M(MatchType::kEqual, "__name__", "power")};
-  // Nothing flushed: nothing complete.
-  EXPECT_TRUE(SelectRollups(db.get(), power, 0, INT64_MAX).empty());
+  // Nothing flushed: nothing complete; both series listed, without rollups.
+  auto none = SelectRollups(db.get(), power, 0, INT64_MAX);
+  ASSERT_EQ(none.size(), 2u);
+  for (const SeriesRollups& s : none) {
+    EXPECT_TRUE(s.rollups.empty());
+    EXPECT_EQ(s.complete_before_ms, 0);
+  }
   ASSERT_TRUE(db->Flush().ok());
-  // Flushed: windows 0..3 are complete; [1200 s, 1500 s) is not, as a sample at 1499.5 s
-  // could still come (the newest is at 1499 s).
+  // Flushed, nothing left in memory: every window is complete as the store holds it now, the
+  // newest [1200 s, 1500 s) included (a later sample would go to memory and reopen it).
   auto got = SelectRollups(db.get(), power, 0, INT64_MAX);
   std::vector<SeriesData> raw;
   ASSERT_TRUE(db->NewQuerier()->Select(power, 0, INT64_MAX, &raw).ok());
@@ -450,13 +496,13 @@ TEST(DBQuerierRollups, CompleteWindowsOnlyInSelectOrder) {
   ASSERT_EQ(raw.size(), 2u);
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].labels, raw[i].labels);
   EXPECT_EQ(got[0].labels, b);  // gpu 2 before gpu 7
+  EXPECT_EQ(got[0].complete_before_ms, INT64_MAX);
   std::vector<Rollup> want;
   AddToRollups(sb, &want);
-  want.pop_back();
+  ASSERT_EQ(want.size(), 5u);
   ExpectSame(want, got[0].rollups);
   want.clear();
   AddToRollups(sa, &want);
-  want.pop_back();
   ExpectSame(want, got[1].rollups);
   // Only windows wholly inside [mint, maxt + 1).
   got = SelectRollups(db.get(), power, 1, 1'199'999);
@@ -465,25 +511,46 @@ TEST(DBQuerierRollups, CompleteWindowsOnlyInSelectOrder) {
   EXPECT_EQ(got[0].rollups.front().t_ms, 300'000);
   got = SelectRollups(db.get(), power, 300'000, 1'199'998);
   ASSERT_EQ(got[0].rollups.size(), 2u);
-  // A window split by the flush: its older part in SQLite, newer in the head — not complete,
-  // nor is the head's; they become complete when flushed.
-  for (int i = 1500; i < 1700; ++i) ASSERT_TRUE(db->Append(a, i * 1000LL, 3).ok());
-  ASSERT_TRUE(db->Flush().ok());
-  for (int i = 1700; i < 1900; ++i) ASSERT_TRUE(db->Append(a, i * 1000LL, 4).ok());
+  // Samples in memory make their windows and the later ones incomplete: the head's window, and
+  // one a Flush split with the head holding its newer part; they are complete again once flushed.
   const std::vector<Matcher> only_a = {M(MatchType::kEqual, "__name__", "power"),
                                        M(MatchType::kEqual, "gpu", "7")};
+  for (int i = 1500; i < 1700; ++i) ASSERT_TRUE(db->Append(a, i * 1000LL, 3).ok());
   got = SelectRollups(db.get(), only_a, 0, INT64_MAX);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].rollups.size(), 5u);  // [1500, 1800) is split: part in the head
+  EXPECT_EQ(got[0].rollups.size(), 5u);
+  EXPECT_EQ(got[0].complete_before_ms, 1'500'000);
   ASSERT_TRUE(db->Flush().ok());
   got = SelectRollups(db.get(), only_a, 0, INT64_MAX);
-  EXPECT_EQ(got[0].rollups.size(), 6u);  // 1899 s is the newest: [1800, 2100) is still open
-  EXPECT_EQ(got[0].rollups.back().t_ms, 1'500'000);
-  EXPECT_EQ(got[0].rollups.back().count, 300u);
+  ASSERT_EQ(got[0].rollups.size(), 6u);
+  EXPECT_EQ(got[0].rollups.back().count, 200u);
+  for (int i = 1700; i < 1900; ++i) ASSERT_TRUE(db->Append(a, i * 1000LL, 4).ok());
+  got = SelectRollups(db.get(), only_a, 0, INT64_MAX);
+  EXPECT_EQ(got[0].rollups.size(), 5u);  // [1500, 1800) is split: part in the head
+  EXPECT_EQ(got[0].complete_before_ms, 1'700'000);
+  ASSERT_TRUE(db->Flush().ok());
+  got = SelectRollups(db.get(), only_a, 0, INT64_MAX);
+  ASSERT_EQ(got[0].rollups.size(), 7u);
+  EXPECT_EQ(got[0].rollups[5].t_ms, 1'500'000);
+  EXPECT_EQ(got[0].rollups[5].count, 300u);
+  EXPECT_EQ(got[0].rollups.back().t_ms, 1'800'000);
+  EXPECT_EQ(got[0].rollups.back().count, 100u);
+  // A series with samples in memory only is listed without rollups where they may lie, and left
+  // out of a range that ends before them.
+  const Labels d = L("power", 9);
+  for (int i = 1000; i < 1100; ++i) ASSERT_TRUE(db->Append(d, i * 1000LL, 5).ok());
+  got = SelectRollups(db.get(), power, 0, INT64_MAX);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2].labels, d);
+  EXPECT_TRUE(got[2].rollups.empty());
+  EXPECT_EQ(got[2].complete_before_ms, 1'000'000);
+  got = SelectRollups(db.get(), power, 0, 999'999);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].labels, a);
   // A regex matcher across names, and no match at all.
   got =
       SelectRollups(db.get(), {M(MatchType::kRegexMatch, "__name__", "temp|power")}, 0, INT64_MAX);
-  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(got.size(), 4u);
   EXPECT_TRUE(
       SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "none")}, 0, INT64_MAX).empty());
 }
@@ -542,7 +609,7 @@ TEST(DBRollups, SparseBlocksKeepNoColumn) {
   // Through the Querier as the evaluator reads it: complete windows only.
   auto sel = SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "sparse")}, 0, INT64_MAX);
   ASSERT_EQ(sel.size(), 1u);
-  ExpectSame(std::vector<Rollup>(want.begin(), want.end() - 1), sel[0].rollups);
+  ExpectSame(want, sel[0].rollups);
 
   // The newest block grows past the threshold (120 + 1,800 samples): now it has a column.
   for (int64_t t = 9'000'000; t < 3 * 3'600'000; t += 1'000) {
@@ -586,7 +653,7 @@ TEST(DBQuerierRollups, AgedOutRawDataStillHasRollups) {
   std::vector<Rollup> want;
   AddToRollups(all, &want);
   ASSERT_EQ(got.size(), 1u);
-  ExpectSame(std::vector<Rollup>(want.begin(), want.end() - 1), got[0].rollups);  // last: open
+  ExpectSame(want, got[0].rollups);  // nothing in memory: every window complete
   std::vector<SeriesData> raw;
   ASSERT_TRUE(db->NewQuerier()->Select(ms, 0, INT64_MAX, &raw).ok());
   ASSERT_EQ(raw.size(), 1u);
@@ -599,11 +666,15 @@ TEST(DBQuerierRollups, AgedOutRawDataStillHasRollups) {
 // for random ranges, exactly the rollups of the raw samples of every complete window.
 TEST(DBQuerierRollups, AgreesWithRollupsOfTheRawSamplesOnRandomData) {
   std::mt19937_64 rng(7);
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < 8; ++round) {
     TempDir tmp;
-    auto db = Open(tmp.path(), /*compact=*/true, /*range=*/15 * kMin);
+    // Compacting and not; every sample flushed at the end, or the last ones left in memory.
+    const bool flush_all = round % 2 == 0;
+    auto db = Open(tmp.path(), /*compact=*/round % 4 < 2, /*range=*/15 * kMin);
     std::vector<std::vector<Sample>> all(3);
     std::vector<int64_t> t(3, static_cast<int64_t>(rng() % 600'000));
+    // Per series, the oldest sample appended since the last flush (INT64_MAX: none).
+    std::vector<int64_t> in_memory(3, INT64_MAX);
     for (int step = 0; step < 6000; ++step) {
       const size_t k = rng() % 3;
       t[k] += 1 + static_cast<int64_t>(rng() % (rng() % 50 == 0 ? 900'000 : 4'000));
@@ -613,11 +684,16 @@ TEST(DBQuerierRollups, AgreesWithRollupsOfTheRawSamplesOnRandomData) {
                                    : static_cast<double>(rng() % 1000) / 8;
       ASSERT_TRUE(db->Append(L("m", static_cast<int>(k)), t[k], v).ok());
       all[k].push_back({t[k], v});
-      if (rng() % 700 == 0) {
+      in_memory[k] = std::min(in_memory[k], t[k]);
+      if (rng() % 700 == 0 && step < 5900) {
         ASSERT_TRUE(db->Flush().ok());
+        in_memory.assign(3, INT64_MAX);
       }
     }
-    ASSERT_TRUE(db->Flush().ok());
+    if (flush_all) {
+      ASSERT_TRUE(db->Flush().ok());
+      in_memory.assign(3, INT64_MAX);
+    }
     for (int q = 0; q < 20; ++q) {
       const int64_t a = static_cast<int64_t>(rng() % 20'000'000),
                     b = a + static_cast<int64_t>(rng() % 40'000'000);
@@ -626,13 +702,15 @@ TEST(DBQuerierRollups, AgreesWithRollupsOfTheRawSamplesOnRandomData) {
       for (size_t k = 0; k < 3; ++k) {
         std::vector<Rollup> want, every;
         AddToRollups(all[k], &every);
-        const int64_t settled = all[k].back().t_ms + 1;  // everything flushed
+        const int64_t settled = in_memory[k];
         for (const Rollup& r : every)
           if (r.t_ms >= a && r.t_ms + kRollupWindowMs <= std::min(b + 1, settled))
             want.push_back(r);
-        if (want.empty()) continue;
+        // Listed when it has complete windows there or may have samples in the others.
+        if (want.empty() && settled > b) continue;
         ASSERT_LT(gi, got.size());
         EXPECT_EQ(got[gi].labels, L("m", static_cast<int>(k)));
+        EXPECT_EQ(got[gi].complete_before_ms, settled);
         ExpectSame(want, got[gi].rollups);
         ++gi;
       }
