@@ -16,7 +16,9 @@
 # forced merge), text import rate, RSS after the queries, and per query:
 #   warm: the median of WARM_RUNS runs over one persistent connection, after one untimed run;
 #   cold: the first run of that query after all three servers were restarted (process caches
-#         empty; the OS page cache is NOT dropped — that needs root on the host).
+#         empty; the OS page cache is NOT dropped — that needs root on the host) and were left
+#         COLD_SETTLE seconds (1) to finish starting, so no server's startup work lands on
+#         another's first query.
 # Range queries cover the last 5 h of the set (all of it when shorter) at 60 s steps; "long"
 # queries take the whole set as their window; "longrange" queries cover the whole set (from its
 # first 10-minute boundary) at 10-minute steps, as a dashboard's 7-day panel does.
@@ -31,6 +33,7 @@ sets=("$@")
 warm_runs="${WARM_RUNS:-5}"
 sizes_only="${SIZES_ONLY:-0}"
 no_prom="${NO_PROM:-0}"
+cold_settle="${COLD_SETTLE:-1}"
 work="$(mktemp -d /tmp/gw-storage-bench.XXXXXX)"
 pids=()
 stop_servers() {
@@ -218,6 +221,7 @@ run_set() {
   for q in "${qs[@]}"; do  # cold first: restart, then this query's first run on each
     stop_servers
     start_servers "$d"
+    sleep "$cold_settle"
     local kind=${q%%|*} expr=${q#*|}
     cold["$q"]="$(once_ms "$(query_url $gw_port "$kind" "$expr")") | $(once_ms "$(query_url $prom_port "$kind" "$expr")") | $(once_ms "$(query_url $vm_port "$kind" "$expr")")"
   done

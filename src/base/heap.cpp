@@ -235,6 +235,9 @@ struct PeriodicHeapTrim::State {
 
 PeriodicHeapTrim::PeriodicHeapTrim(int64_t period_ms) : state_(std::make_unique<State>()) {
   state_->thread = std::thread([s = state_.get(), period_ms] {
+    // The first trim sets the trimmer's floor (what a trim cannot give back), so that the first
+    // query's check compares with it instead of trimming unconditionally.
+    ProcessHeapTrimmer().MaybeTrim(1u << 20);
     std::unique_lock lock(s->mu);
     while (!s->cv.wait_for(lock, std::chrono::milliseconds(period_ms), [s] { return s->stop; })) {
       lock.unlock();

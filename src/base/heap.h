@@ -110,8 +110,9 @@ class HeapTrimmer {
 // each query; PeriodicHeapTrim calls it while the agent is idle.
 HeapTrimmer& ProcessHeapTrimmer();
 
-// A thread that calls ProcessHeapTrimmer().MaybeTrim(1 MiB) every `period_ms`, so memory freed by
-// the last queries of a burst is given back even when no request follows. Stops when destroyed.
+// A thread that calls ProcessHeapTrimmer().MaybeTrim(1 MiB) at once (the first trim, which sets
+// the trimmer's floor, is then not a query's) and every `period_ms`, so memory freed by the last
+// queries of a burst is given back even when no request follows. Stops when destroyed.
 class PeriodicHeapTrim {
  public:
   explicit PeriodicHeapTrim(int64_t period_ms = 5000);

@@ -596,6 +596,13 @@ void Server::Impl::RunJob(Job& job) {
   c.close = !job.shape.keep_alive;
   AccessLog(job.req, status, bytes, job.start);
   Post(std::move(c));
+  if (res.after_send) {
+    try {
+      res.after_send();
+    } catch (...) {
+      if (log) log->Error("http: work after the response to " + ForLog(job.req.path) + " threw");
+    }
+  }
 }
 
 void Server::Impl::Post(Completion c) {

@@ -91,6 +91,10 @@ struct Response {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Run by the worker once the response is handed to the connection for sending: work the
+  // client need not wait for (the query API gives freed heap back to the kernel here). An
+  // exception it throws is logged. Not run when the handler threw.
+  std::function<void()> after_send;
 };
 
 using Handler = std::function<void(const Request&, Response&)>;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -36,7 +37,8 @@ class ServerTest : public ::testing::Test {
         }) {}
 
   // Creates a server on 127.0.0.1:0 with the routes every test uses, and starts it.
-  void Start(const std::string& web_config_yaml = "") {
+  void Start(const std::string& web_config_yaml = "",
+             const std::function<void(Server*)>& more_routes = nullptr) {
     ServerOptions options;
     options.listen_address = "127.0.0.1:0";
     options.worker_threads = 4;
@@ -68,6 +70,7 @@ class ServerTest : public ::testing::Test {
     server_->GetPrefix("/api/v1/label/job/",
                        [](const Request&, Response& res) { res.body = "longer prefix"; });
     server_->Get("/api/v1/label/exact", [](const Request&, Response& res) { res.body = "exact"; });
+    if (more_routes) more_routes(server_.get());
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_GT(server_->port(), 0);
   }
@@ -316,6 +319,53 @@ TEST_F(ServerTest, HandlerExceptionIs500AndLogged) {
   EXPECT_FALSE(res->has_header("EXCEPTION_WHAT"));
   bool logged = false;
   for (const auto& line : Lines()) logged = logged || line.find("threw: boom") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+// Work after the response (Response::after_send) runs once the response is on its way: the
+// client has the whole answer while that work still waits; a throw there is logged and the
+// connection keeps serving.
+TEST_F(ServerTest, WorkAfterTheResponseDoesNotDelayIt) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool client_has_it = false, ran = false;
+  Start("", [&](Server* server) {
+    server->Get("/then", [&](const Request&, Response& res) {
+      res.body = "answer";
+      res.after_send = [&] {
+        std::unique_lock lock(m);
+        cv.wait_for(lock, std::chrono::seconds(20), [&] { return client_has_it; });
+        ran = client_has_it;  // the client had the answer before this work ended
+        cv.notify_all();
+      };
+    });
+    server->Get("/then-throw", [](const Request&, Response& res) {
+      res.body = "fine";
+      res.after_send = [] { throw std::runtime_error("late"); };
+    });
+  });
+  auto cli = Client();
+  auto res = cli.Get("/then");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->body, "answer");
+  {
+    std::unique_lock lock(m);
+    client_has_it = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(20), [&] { return ran; });
+  }
+  EXPECT_TRUE(ran);
+  res = cli.Get("/then-throw");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "fine");
+  res = cli.Get("/hello");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "hi");
+  server_->Stop();
+  bool logged = false;
+  for (const auto& line : Lines())
+    logged =
+        logged || line.find("work after the response to /then-throw threw") != std::string::npos;
   EXPECT_TRUE(logged);
 }
 
