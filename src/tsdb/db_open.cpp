@@ -8,6 +8,7 @@
 
 #include "tsdb/db.h"
 #include "tsdb/db_internal.h"
+#include "tsdb/read_ahead.h"
 
 namespace gw::tsdb {
 namespace {
@@ -229,8 +230,9 @@ Status DB::OpenSqlite() {
   // see the same database while it is held); a read-only opener beside another process's
   // writer, and an in-memory database, read it through sql_, in the same snapshot as the rows.
   if (!options_.read_only) {
+    // Through the read-ahead VFS (read_ahead.h): a block's overflow pages in a few reads.
     if (sqlite3_open_v2(path.c_str(), &data_sql_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
-                        nullptr) == SQLITE_OK) {
+                        ReadAheadVfs()) == SQLITE_OK) {
       sqlite3_busy_timeout(data_sql_, 5000);
       (void)sqlite3_exec(data_sql_, kDataConnectionPragmas, nullptr, nullptr, nullptr);
     } else {
