@@ -15,10 +15,10 @@
 # blocks from promtool before the server starts; VictoriaMetrics' data dir after a flush and a
 # forced merge), text import rate, RSS after the queries, and per query:
 #   warm: the median of WARM_RUNS runs over one persistent connection, after one untimed run;
-#   cold: the first run of that query after all three servers were restarted (process caches
-#         empty; the OS page cache is NOT dropped — that needs root on the host) and were left
-#         COLD_SETTLE seconds (1) to finish starting, so no server's startup work lands on
-#         another's first query.
+#   cold: the median of COLD_RUNS (3) first runs of that query, each after all three servers
+#         were restarted (process caches empty; the OS page cache is NOT dropped — that needs
+#         root on the host) and left COLD_SETTLE seconds (1) to finish starting, so no server's
+#         startup work lands on another's first query; each run asks the three in another order.
 # Range queries cover the last 5 h of the set (all of it when shorter) at 60 s steps; "long"
 # queries take the whole set as their window; "longrange" queries cover the whole set (from its
 # first 10-minute boundary) at 10-minute steps, as a dashboard's 7-day panel does.
@@ -34,6 +34,7 @@ warm_runs="${WARM_RUNS:-5}"
 sizes_only="${SIZES_ONLY:-0}"
 no_prom="${NO_PROM:-0}"
 cold_settle="${COLD_SETTLE:-1}"
+cold_runs="${COLD_RUNS:-3}"
 work="$(mktemp -d /tmp/gw-storage-bench.XXXXXX)"
 pids=()
 stop_servers() {
@@ -131,6 +132,10 @@ warm_ms() {  # url: one untimed run, then the median of warm_runs over one conne
   curl -w '%{time_total}\n' "${args[@]}" | tail -n "$warm_runs" | sort -g |
     awk '{a[NR] = $1} END {printf "%.1f", 1000 * a[int((NR + 1) / 2)]}'
 }
+median_of() {  # numbers (or "-") -> their median, or "-"
+  [ "$1" = - ] && { echo -n "-"; return; }
+  printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {printf "%.1f", a[int((NR + 1) / 2)]}'
+}
 once_ms() {
   [[ "$no_prom" = 1 && "$1" = *":$prom_port/"* ]] && { echo -n "-"; return; }
   curl -s -o /dev/null -w '%{time_total}' "$1" | awk '{printf "%.1f", 1000 * $1}'; }
@@ -219,14 +224,21 @@ run_set() {
   [ -n "$extra" ] && qs+=("$extra")
   local -A cold
   for q in "${qs[@]}"; do  # cold first: restart, then this query's first run on each
-    stop_servers
-    start_servers "$d"
-    sleep "$cold_settle"
-    local kind=${q%%|*} expr=${q#*|}
-    cold["$q"]="$(once_ms "$(query_url $gw_port "$kind" "$expr")") | $(once_ms "$(query_url $prom_port "$kind" "$expr")") | $(once_ms "$(query_url $vm_port "$kind" "$expr")")"
+    local kind=${q%%|*} expr=${q#*|} r i
+    local -a ports=("$gw_port" "$prom_port" "$vm_port") runs=("" "" "")
+    for ((r = 0; r < cold_runs; r++)); do
+      stop_servers
+      start_servers "$d"
+      sleep "$cold_settle"
+      for ((i = 0; i < 3; i++)); do  # each run starts with another system
+        local k=$(((i + r) % 3))
+        runs[k]+="$(once_ms "$(query_url "${ports[k]}" "$kind" "$expr")") "
+      done
+    done
+    cold["$q"]="$(median_of ${runs[0]}) | $(median_of ${runs[1]}) | $(median_of ${runs[2]})"
   done
   echo
-  echo "| query (ms, warm median / cold first) | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
+  echo "| query (ms, warm median / cold median of $cold_runs) | gpuwarden | Prometheus 2.42 | VictoriaMetrics 1.79 |"
   echo "|---|---|---|---|"
   for q in "${qs[@]}"; do
     local kind=${q%%|*} expr=${q#*|} a b c ca cb cc
