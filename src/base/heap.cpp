@@ -80,6 +80,18 @@ std::string ReadSmallFile(const char* path) {
   return text;
 }
 
+// Puts GLIBC_TUNABLES back as ExecWithHugePageHeap found it (saved under kSavedTunables when it
+// was set) and drops the markers.
+void PutTunablesBack() {
+  if (const char* saved = std::getenv(kSavedTunables); saved != nullptr) {
+    setenv("GLIBC_TUNABLES", saved, 1);
+    unsetenv(kSavedTunables);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+  unsetenv(kReexecMarker);
+}
+
 }  // namespace
 
 std::string HugePageTunables(const char* tunables, std::string_view thp_enabled,
@@ -104,13 +116,7 @@ void ExecWithHugePageHeap(char** argv) {
   if (const char* marker = std::getenv(kReexecMarker); marker != nullptr) {
     // The new image: malloc read the tunables at start; put the environment back.
     g_huge_page_heap = tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb=1");
-    if (const char* saved = std::getenv(kSavedTunables); saved != nullptr) {
-      setenv("GLIBC_TUNABLES", saved, 1);
-      unsetenv(kSavedTunables);
-    } else {
-      unsetenv("GLIBC_TUNABLES");
-    }
-    unsetenv(kReexecMarker);
+    PutTunablesBack();
     return;
   }
   g_huge_page_heap = tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb=1");
@@ -120,19 +126,12 @@ void ExecWithHugePageHeap(char** argv) {
       HugePageTunables(tunables, ReadSmallFile("/sys/kernel/mm/transparent_hugepage/enabled"),
                        gnu_get_libc_version());
   if (wanted.empty()) return;
-  const std::string original = tunables != nullptr ? tunables : "";
-  if (tunables != nullptr) setenv(kSavedTunables, original.c_str(), 1);
+  if (tunables != nullptr) setenv(kSavedTunables, tunables, 1);
   setenv(kReexecMarker, "1", 1);
   setenv("GLIBC_TUNABLES", wanted.c_str(), 1);
   execv("/proc/self/exe", argv);
   // Still here: exec failed (no /proc, say). Carry on as we were.
-  if (tunables != nullptr) {
-    setenv("GLIBC_TUNABLES", original.c_str(), 1);
-  } else {
-    unsetenv("GLIBC_TUNABLES");
-  }
-  unsetenv(kSavedTunables);
-  unsetenv(kReexecMarker);
+  PutTunablesBack();
 #else
   (void)argv;
 #endif

@@ -356,6 +356,11 @@ Status DecodePart(std::string_view part, std::vector<Sample>* out) {
   return !part.empty() && part[0] == kPlanes ? DecodePlanes(part, out) : DecodeChunk(part, out);
 }
 
+Error TimestampsMismatch(size_t timestamps, size_t values) {
+  return Error{"block: " + std::to_string(timestamps) + " shared timestamps for " +
+               std::to_string(values) + " values"};
+}
+
 }  // namespace
 
 Status DecodeBlockTail(std::string_view block, std::span<const int64_t> timestamps, int64_t mint_ms,
@@ -383,10 +388,7 @@ Status DecodeBlockTail(std::string_view block, std::span<const int64_t> timestam
       }
       total += n;
     }
-    if (total != timestamps.size()) {
-      return Error{"block: " + std::to_string(timestamps.size()) + " shared timestamps for " +
-                   std::to_string(total) + " values"};
-    }
+    if (total != timestamps.size()) return TimestampsMismatch(timestamps.size(), total);
     for (size_t i = first; i < parts.size(); ++i) {
       if (Status st = DecodePart(parts[i], out); !st.ok()) {
         out->resize(base);
@@ -433,8 +435,7 @@ Status DecodeBlock(std::string_view block, std::span<const int64_t> timestamps,
   if (Status st = DecodeBlock(block, out); !st.ok()) return st;
   if (const size_t n = out->size() - first; n != timestamps.size()) {
     out->resize(first);
-    return Error{"block: " + std::to_string(timestamps.size()) + " shared timestamps for " +
-                 std::to_string(n) + " values"};
+    return TimestampsMismatch(timestamps.size(), n);
   }
   for (size_t i = 0; i < timestamps.size(); ++i) (*out)[first + i].t_ms = timestamps[i];
   return Status::Ok();
@@ -445,10 +446,8 @@ Status DecodeBlock(std::string_view block, std::vector<Sample>* out) {
   std::string storage;
   std::vector<std::string_view> parts;
   if (Status st = Unpack(block, &storage, &parts); !st.ok()) return st;
-  for (std::string_view p : parts) {
-    Status st = !p.empty() && p[0] == kPlanes ? DecodePlanes(p, out) : DecodeChunk(p, out);
-    if (!st.ok()) return st;
-  }
+  for (std::string_view p : parts)
+    if (Status st = DecodePart(p, out); !st.ok()) return st;
   return Status::Ok();
 }
 
