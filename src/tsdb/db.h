@@ -292,6 +292,10 @@ class DB {
   // first_raw_ms (INT64_MAX: no raw sample); empty while raw data reaches back to mint_ms.
   Status RollupsBefore(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, int64_t first_raw_ms,
                        std::vector<Sample>* out);
+  // Appends the samples in [mint_ms, maxt_ms] of the chunk rows of `ref` (non-compacting
+  // flushes), time-ordered; corrupt rows are counted, logged and skipped. sql_mu_ held.
+  Status ReadChunkRowsLocked(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                             std::vector<Sample>* out);
   // The decoded block of the current row of `s` (columns id, crc32), through the cache (put
   // there only if `admit`); its data is read (select_block_data_) only when the cache misses:
   // selecting it with the row made SQLite read every overflow page of it at each step, cached

@@ -70,6 +70,34 @@ struct DB::SeriesParts {
   std::vector<Sample> chunks, head;
 };
 
+Status DB::ReadChunkRowsLocked(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms,
+                               std::vector<Sample>* out) {
+  sqlite3_stmt* s = select_chunks_;
+  sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(ref));
+  sqlite3_bind_int64(s, 2, mint_ms);
+  sqlite3_bind_int64(s, 3, maxt_ms);
+  std::vector<Sample> decoded;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
+    const std::string_view data = BlobColumn(s, 1);
+    decoded.clear();
+    Status dst =
+        Crc32(data) == crc ? DecodeChunk(data, &decoded) : Status(Error{"checksum mismatch"});
+    if (!dst.ok()) {
+      ++chunk_corruptions_;
+      Warn("tsdb: corrupt chunk of series " + std::to_string(ref) + ": " + dst.message() +
+           "; skipped");
+      continue;
+    }
+    for (const Sample& smp : decoded)
+      if (smp.t_ms >= mint_ms && smp.t_ms <= maxt_ms) out->push_back(smp);
+  }
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) return Error{std::string("tsdb: read: ") + sqlite3_errmsg(sql_)};
+  return Status::Ok();
+}
+
 Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesParts* parts) {
   // The head first, then SQLite: a chunk flushed in between is then seen at least once.
   int64_t persisted_maxt = INT64_MIN;
@@ -109,28 +137,8 @@ Status DB::ReadParts(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, SeriesPart
     // Chunk rows exist only where flushes do not compact (and until Compact moves them): while
     // the table is empty, no statement per series for them.
     if (chunk_rows_.load(std::memory_order_relaxed)) {
-      s = select_chunks_;
-      sqlite3_bind_int64(s, 1, static_cast<sqlite3_int64>(ref));
-      sqlite3_bind_int64(s, 2, mint_ms);
-      sqlite3_bind_int64(s, 3, maxt_ms);
-      std::vector<Sample> decoded;
-      while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const auto crc = static_cast<uint32_t>(sqlite3_column_int64(s, 0));
-        const std::string_view data = BlobColumn(s, 1);
-        decoded.clear();
-        Status dst =
-            Crc32(data) == crc ? DecodeChunk(data, &decoded) : Status(Error{"checksum mismatch"});
-        if (!dst.ok()) {
-          ++chunk_corruptions_;
-          Warn("tsdb: corrupt chunk of series " + std::to_string(ref) + ": " + dst.message() +
-               "; skipped");
-          continue;
-        }
-        for (const Sample& smp : decoded)
-          if (smp.t_ms >= mint_ms && smp.t_ms <= maxt_ms) parts->chunks.push_back(smp);
-      }
-      sqlite3_reset(s);
-      if (rc != SQLITE_DONE) return Error{std::string("tsdb: read: ") + sqlite3_errmsg(sql_)};
+      if (Status cst = ReadChunkRowsLocked(ref, mint_ms, maxt_ms, &parts->chunks); !cst.ok())
+        return cst;
     }
   }
   // Blocks are decoded once and shared (cache); only the part inside the window is wanted.
