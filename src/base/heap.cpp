@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -22,6 +23,7 @@ namespace gw {
 namespace {
 
 std::atomic<uint64_t> g_trims{0};
+std::atomic<size_t> g_reserve{0};  // KeepHeapReserve: what a trim leaves at the main heap's top
 
 int64_t SteadyMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -181,9 +183,31 @@ void KeepFreedHeap(size_t trim_threshold, size_t mmap_threshold) {
 #endif
 }
 
+void KeepHeapReserve(size_t bytes) {
+  g_reserve.store(bytes, std::memory_order_relaxed);
+  // In pieces well under the mmap threshold, so that they come from this thread's heap; freed
+  // (newest first), they merge into its top, which the trims now leave at `bytes`.
+  constexpr size_t kPiece = size_t{64} << 10;
+  std::vector<char*> pieces;
+  pieces.reserve(bytes / kPiece);
+  for (size_t done = 0; done + kPiece <= bytes; done += kPiece) {
+    auto* p = static_cast<char*>(std::malloc(kPiece));
+    if (p == nullptr) break;
+    // volatile: the stores must reach memory (a plain store to memory about to be freed may be
+    // dropped by the optimizer).
+    for (size_t i = 0; i < kPiece; i += 4096) static_cast<volatile char*>(p)[i] = 0;
+    pieces.push_back(p);
+  }
+  for (size_t i = pieces.size(); i-- > 0;) std::free(pieces[i]);
+}
+
+size_t HeapReserveBytes() {
+  return g_reserve.load(std::memory_order_relaxed);
+}
+
 void TrimHeap() {
 #if defined(__GLIBC__)
-  malloc_trim(0);
+  malloc_trim(g_reserve.load(std::memory_order_relaxed));
 #endif
   g_trims.fetch_add(1, std::memory_order_relaxed);
 }

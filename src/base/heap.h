@@ -8,8 +8,9 @@
 //
 //   LimitMallocArenas(2);                 // first thing in main
 //   KeepFreedHeap(64 << 20, 4 << 20);     // then: queries reuse freed pages instead of faulting
-//   ProcessHeapTrimmer().MaybeTrim();     // after a query
-//   HeapFigures h = ReadHeap();           // mallinfo2: walks every arena under its lock
+//   KeepHeapReserve(8 << 20);             // once started: trims leave 8 MiB warm for the next
+//   query ProcessHeapTrimmer().MaybeTrim();     // after a query HeapFigures h = ReadHeap(); //
+//   mallinfo2: walks every arena under its lock
 #ifndef GPUWARDEN_BASE_HEAP_H_
 #define GPUWARDEN_BASE_HEAP_H_
 
@@ -34,8 +35,19 @@ HeapFigures ReadHeap();
 // The process' resident memory (/proc/self/statm), 0 if unreadable.
 size_t ResidentBytes();
 
-// Gives every arena's free pages back to the kernel (malloc_trim(0)); counts in TrimsTotal().
+// Gives every arena's free pages back to the kernel (malloc_trim), except KeepHeapReserve's
+// reserve at the top of the main heap; counts in TrimsTotal().
 void TrimHeap();
+
+// A warm reserve: faults in `bytes` at the top of the calling thread's heap (call it from main,
+// whose heap is the main arena, the one TrimHeap can shrink) and has every later trim leave that
+// much there (malloc_trim's pad). A trim otherwise gives back everything free, and the first
+// query after it decodes blocks into fresh memory, one page fault per 4 KiB page: on a VM
+// several µs each, half of a cold instant query over 100 series (docs/benchmarks.md, "A warm
+// heap reserve"). The cost is `bytes` of resident memory while idle. Needs a trim threshold
+// above `bytes` (KeepFreedHeap), or free() hands the top back at once.
+void KeepHeapReserve(size_t bytes);
+size_t HeapReserveBytes();
 uint64_t TrimsTotal();
 
 // Transparent huge pages for the heap: glibc's malloc asks the kernel for them only when the

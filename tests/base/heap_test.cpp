@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #if defined(__GLIBC__)
 #include <gnu/libc-version.h>
+#include <malloc.h>
 #endif
 
 #include <cstdlib>
@@ -69,6 +74,52 @@ TEST(Heap, KeepFreedHeapKeepsAQuerysPagesForTheNext) {
   for (void* b : blocks) std::free(b);
   // Freed, the 16 MiB stay with the allocator (under the 64 MiB trim threshold).
   EXPECT_GE(ReadHeap().free_bytes, before.free_bytes + (size_t{15} << 20));
+#endif
+}
+
+// After a trim the reserve is still at the main heap's top (mallinfo2's keepcost) and resident
+// (mincore up to the program break), so the next 4 MiB of allocations fault few pages; with no
+// reserve the same trim gives the top back.
+TEST(Heap, TrimsLeaveTheReserveWarmAtTheTopOfTheMainHeap) {
+#if defined(GW_HEAP_TEST_SANITIZED) || !defined(__GLIBC__)
+  GTEST_SKIP() << "glibc's malloc only";
+#else
+  if (std::getenv("GLIBC_TUNABLES") != nullptr ||
+      std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr) {
+    GTEST_SKIP() << "the environment tunes malloc";
+  }
+  constexpr size_t kReserve = size_t{8} << 20;
+  KeepFreedHeap(size_t{64} << 20, size_t{4} << 20);
+  KeepHeapReserve(kReserve);
+  EXPECT_EQ(HeapReserveBytes(), kReserve);
+  TrimHeap();
+  EXPECT_GE(mallinfo2().keepcost, kReserve);
+  EXPECT_LT(mallinfo2().keepcost, kReserve + (size_t{1} << 20));
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const auto brk = reinterpret_cast<uintptr_t>(sbrk(0));
+  const uintptr_t from = (brk - (kReserve - (size_t{64} << 10))) & ~(uintptr_t{page} - 1);
+  std::vector<unsigned char> resident((brk - from + page - 1) / page);
+  ASSERT_EQ(mincore(reinterpret_cast<void*>(from), brk - from, resident.data()), 0);
+  size_t missing = 0;
+  for (unsigned char r : resident) missing += (r & 1) == 0 ? 1 : 0;
+  EXPECT_EQ(missing, 0u) << "of " << resident.size() << " pages below the break";
+
+  struct rusage before {};
+  getrusage(RUSAGE_THREAD, &before);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 64; ++i) {
+    blocks.push_back(std::malloc(size_t{64} << 10));
+    for (size_t at = 0; at < (size_t{64} << 10); at += page)
+      static_cast<volatile char*>(blocks.back())[at] = 1;
+  }
+  struct rusage after {};
+  getrusage(RUSAGE_THREAD, &after);
+  EXPECT_LT(after.ru_minflt - before.ru_minflt, 256) << "page faults for 1,024 pages";
+  for (size_t i = blocks.size(); i-- > 0;) std::free(blocks[i]);
+
+  KeepHeapReserve(0);
+  TrimHeap();
+  EXPECT_LT(mallinfo2().keepcost, size_t{1} << 20);
 #endif
 }
 
