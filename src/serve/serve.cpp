@@ -37,7 +37,7 @@ namespace gw::serve {
 namespace {
 
 // What the heap trims leave warm at the main heap's top (base/heap.h KeepHeapReserve): 8 MiB took
-// the first query after a trim from 6.1 to 3.2 ms on 100 series, and 16 MiB did no better
+// the first query after a trim from 3.9 to 2.3 ms on 100 series, and 16 MiB did no better
 // (docs/benchmarks.md, "A warm heap reserve").
 constexpr size_t kHeapReserveBytes = size_t{8} << 20;
 
