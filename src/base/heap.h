@@ -8,9 +8,9 @@
 //
 //   LimitMallocArenas(2);                 // first thing in main
 //   KeepFreedHeap(64 << 20, 4 << 20);     // then: queries reuse freed pages instead of faulting
-//   KeepHeapReserve(8 << 20);             // once started: trims leave 8 MiB warm for the next
-//   query ProcessHeapTrimmer().MaybeTrim();     // after a query HeapFigures h = ReadHeap(); //
-//   mallinfo2: walks every arena under its lock
+//   KeepHeapReserve(8 << 20);             // once started: trims leave 8 MiB warm
+//   ProcessHeapTrimmer().MaybeTrim();     // after a query
+//   HeapFigures h = ReadHeap();           // mallinfo2: walks every arena under its lock
 #ifndef GPUWARDEN_BASE_HEAP_H_
 #define GPUWARDEN_BASE_HEAP_H_
 
@@ -38,6 +38,7 @@ size_t ResidentBytes();
 // Gives every arena's free pages back to the kernel (malloc_trim), except KeepHeapReserve's
 // reserve at the top of the main heap; counts in TrimsTotal().
 void TrimHeap();
+uint64_t TrimsTotal();
 
 // A warm reserve: faults in `bytes` at the top of the calling thread's heap (call it from main,
 // whose heap is the main arena, the one TrimHeap can shrink) and has every later trim leave that
@@ -48,7 +49,6 @@ void TrimHeap();
 // above `bytes` (KeepFreedHeap), or free() hands the top back at once.
 void KeepHeapReserve(size_t bytes);
 size_t HeapReserveBytes();
-uint64_t TrimsTotal();
 
 // Transparent huge pages for the heap: glibc's malloc asks the kernel for them only when the
 // process starts with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, and then only for its main arena

@@ -82,15 +82,44 @@ bool SortedWindow::Less(double a, double b) {
   return a < b || (a == 0 && b == 0 && std::signbit(a) && !std::signbit(b));
 }
 
+void SpecialPrefix::Build(std::span<const Point> pts, bool any) {
+  special_ = any;
+  if (!any) return;
+  const size_t n = pts.size();
+  nan_.assign(n + 1, 0);
+  pos_.assign(n + 1, 0);
+  neg_.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const double v = pts[i].v;
+    nan_[i + 1] = nan_[i] + (std::isnan(v) ? 1 : 0);
+    pos_[i + 1] = pos_[i] + (std::isinf(v) && v > 0 ? 1 : 0);
+    neg_[i + 1] = neg_[i] + (std::isinf(v) && v < 0 ? 1 : 0);
+  }
+}
+
+void SpecialPrefix::Into(size_t lo, size_t hi, Fold* f) const {
+  if (!special_) return;
+  f->nan = nan_[hi] - nan_[lo];
+  f->pos_inf = pos_[hi] - pos_[lo];
+  f->neg_inf = neg_[hi] - neg_[lo];
+}
+
 bool IntegerPrefix::Build(std::span<const Point> pts) {
   constexpr double kExact = 9007199254740992.0;  // 2^53
   double magnitude = 0;                          // exact while below 2^53: integers
   bool integral = true, special = false;
-  for (const Point& p : pts) {
-    const bool finite = std::isfinite(p.v);
-    special |= !finite;
-    integral &= !finite || p.v == std::trunc(p.v);
-    magnitude += finite ? std::fabs(p.v) : 0;
+  // In blocks, leaving at the first block with a fraction: a series of decimals is told from
+  // its first samples, not after a pass over all of them.
+  constexpr size_t kBlock = 64;
+  for (size_t from = 0; from < pts.size() && integral; from += kBlock) {
+    const size_t to = std::min(pts.size(), from + kBlock);
+    for (size_t i = from; i < to; ++i) {
+      const double v = pts[i].v;
+      const bool finite = std::isfinite(v);
+      special |= !finite;
+      integral &= !finite || v == std::trunc(v);
+      magnitude += finite ? std::fabs(v) : 0;
+    }
   }
   if (!integral || magnitude > kExact) return false;
   const size_t n = pts.size();
@@ -98,30 +127,53 @@ bool IntegerPrefix::Build(std::span<const Point> pts) {
   sum_[0] = 0;
   for (size_t i = 0; i < n; ++i)
     sum_[i + 1] = sum_[i] + (std::isfinite(pts[i].v) ? static_cast<int64_t>(pts[i].v) : 0);
-  special_ = special;
-  if (special) {
-    nan_.assign(n + 1, 0);
-    pos_.assign(n + 1, 0);
-    neg_.assign(n + 1, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const double v = pts[i].v;
-      nan_[i + 1] = nan_[i] + (std::isnan(v) ? 1 : 0);
-      pos_[i + 1] = pos_[i] + (std::isinf(v) && v > 0 ? 1 : 0);
-      neg_[i + 1] = neg_[i] + (std::isinf(v) && v < 0 ? 1 : 0);
-    }
-  }
+  special_.Build(pts, special);
   return true;
 }
 
 Fold IntegerPrefix::Window(size_t lo, size_t hi) const {
   Fold f;
   f.count = hi - lo;
-  if (special_) {
-    f.nan = nan_[hi] - nan_[lo];
-    f.pos_inf = pos_[hi] - pos_[lo];
-    f.neg_inf = neg_[hi] - neg_[lo];
-  }
+  special_.Into(lo, hi, &f);
   f.sum = static_cast<double>(sum_[hi] - sum_[lo]);
+  return f;
+}
+
+bool FloatPrefix::Build(std::span<const Point> pts) {
+  const double kBound = std::ldexp(1.0, 1000);
+  const size_t n = pts.size();
+  sum_.resize(n + 1);
+  comp_.resize(n + 1);
+  double sum = 0, comp = 0, magnitude = 0;
+  bool special = false;
+  sum_[0] = comp_[0] = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = pts[i].v;
+    const bool finite = std::isfinite(v);
+    special |= !finite;
+    if (finite) {
+      magnitude += std::fabs(v);
+      KahanAdd(v, &sum, &comp);
+    }
+    sum_[i + 1] = sum;
+    comp_[i + 1] = comp;
+  }
+  if (!(magnitude <= kBound)) return false;
+  special_.Build(pts, special);
+  return true;
+}
+
+Fold FloatPrefix::Window(size_t lo, size_t hi) const {
+  Fold f;
+  f.count = hi - lo;
+  special_.Into(lo, hi, &f);
+  // TwoSum: d + e is exactly sum_[hi] - sum_[lo].
+  const double a = sum_[hi], b = -sum_[lo];
+  const double d = a + b;
+  const double bb = d - a;
+  const double e = (a - (d - bb)) + (b - bb);
+  f.sum = d;
+  f.comp = e + (comp_[hi] - comp_[lo]);
   return f;
 }
 

@@ -137,6 +137,17 @@ class SortedWindow {
 // sum/avg/count_over_time over a series whose finite samples are integers with sum(|v|) <= 2^53:
 // every sum of its samples, in any order, is exact, so a window's is a difference of prefix
 // sums. NaN and the infinities are counted apart as Fold counts them.
+// NaN and the infinities of a series, counted per prefix as Fold counts them.
+class SpecialPrefix {
+ public:
+  void Build(std::span<const Point> pts, bool any);  // any: pts hold a NaN or an infinity
+  void Into(size_t lo, size_t hi, Fold* f) const;
+
+ private:
+  bool special_ = false;  // nan_, pos_, neg_ are built
+  std::vector<size_t> nan_, pos_, neg_;
+};
+
 class IntegerPrefix {
  public:
   // False (and nothing kept) when some finite sample is no integer or the bound is passed.
@@ -146,8 +157,24 @@ class IntegerPrefix {
 
  private:
   std::vector<int64_t> sum_;
-  bool special_ = false;  // NaN or an infinity among the samples: nan_, pos_, neg_ are built
-  std::vector<size_t> nan_, pos_, neg_;
+  SpecialPrefix special_;
+};
+
+// sum/avg/count_over_time over any other series: prefix sums of its finite samples with their
+// rounding error carried apart (Neumaier, as the running sum), so a window is the difference of
+// two prefixes — one addition per sample instead of an addition and a subtraction, and no
+// dependent chain per step. The difference of the sums is taken exactly (TwoSum) and the
+// compensations' difference added: what the running sum gives, to rounding (a few units in the
+// last place of the prefix). False when the finite samples' magnitudes sum past 2^1000, where
+// a prefix could overflow though no window does (the caller then sums window by window).
+class FloatPrefix {
+ public:
+  bool Build(std::span<const Point> pts);
+  Fold Window(size_t lo, size_t hi) const;
+
+ private:
+  std::vector<double> sum_, comp_;
+  SpecialPrefix special_;
 };
 
 }  // namespace gw::promql

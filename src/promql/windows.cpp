@@ -7,14 +7,16 @@
 // the series' samples follow its ends (no search per step). On top of them:
 //   min/max_over_time: a monotonic deque of the non-NaN samples (amortised O(1) per sample). The
 //     front is the oldest of the equal extremes, which is the one Prometheus' scan keeps.
-//   sum/avg/count_over_time: a running sum of the finite samples with its rounding error carried
-//     apart (Neumaier), samples leaving the window subtracted; NaN, +Inf and -Inf are counted
-//     apart so the window's result is what Prometheus' sum gives: NaN when one is NaN or both
-//     infinities are in, else the infinity, else the finite sum (avg divides it by the count;
-//     Prometheus' incremental mean differs only by rounding). A series whose finite samples are
-//     all integers, their magnitudes summing to at most 2^53, makes every one of those additions
-//     exact: its windows are differences of integer prefix sums (IntegerPrefix), O(1) per step
-//     and the same value the running sum reaches.
+//   sum/avg/count_over_time: a window is the difference of two prefix sums of the series' finite
+//     samples; NaN, +Inf and -Inf are counted per prefix apart, so the window's result is what
+//     Prometheus' sum gives: NaN when one is NaN or both infinities are in, else the infinity,
+//     else the finite sum (avg divides it by the count; Prometheus' incremental mean differs
+//     only by rounding). A series whose finite samples are all integers, their magnitudes summing
+//     to at most 2^53, has exact integer prefixes (IntegerPrefix): bit for bit the step-by-step
+//     sum. Any other has Neumaier prefixes (the sum and its rounding error apart; FloatPrefix),
+//     whose difference is taken exactly: within a few units in the last place of the prefix.
+//     One addition per sample, O(1) per step. A series whose magnitudes sum past 2^1000 (a prefix
+//     could overflow where no window does) is summed window by window, as step by step.
 //   last/present_over_time: O(1) from the window's end.
 //   rate/increase: the counter corrections are the values before the window's drops, added in
 //     sample order as Prometheus does; the drops of a series are listed once (with the values
@@ -244,6 +246,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
   std::vector<double> corrected;       // CounterSums of `windows`
   SortedWindow sorted;                 // quantile
   IntegerPrefix integer_prefix;        // sums
+  FloatPrefix float_prefix;            // sums, when not integers
   std::vector<size_t> negative_zeros;  // quantile: how many of pts[0, i) are -0
   size_t cells = 0;
   table->labels.reserve(f.series.size());
@@ -296,15 +299,13 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
     table->present.resize((row + 1) * n);
     size_t lo = 0, hi = 0, head = 0;
     deque.clear();
-    Fold fold;  // sums: the window's samples
     const bool integers = sums && integer_prefix.Build(pts);
-    const bool running = sums && !integers;
+    const bool floats = sums && !integers && float_prefix.Build(pts);
     for (size_t k = 0; k < n; ++k) {
       const int64_t t = StepTime(k);
       const int64_t ref = RefTime(ms.selector->mods, t), mint = ref - ms.range_ms;
       for (; hi < pts.size() && pts[hi].t_ms <= ref; ++hi) {
         const double v = pts[hi].v;
-        if (running) fold.AddToSum(v);
         if (extreme && !std::isnan(v)) {
           while (deque.size() > head &&
                  (is_max ? pts[deque.back()].v < v : pts[deque.back()].v > v))
@@ -312,19 +313,7 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
           deque.push_back(hi);
         }
       }
-      for (; lo < hi && pts[lo].t_ms < mint; ++lo) {
-        if (!running) continue;
-        const double v = pts[lo].v;
-        --fold.count;
-        if (std::isnan(v)) {
-          --fold.nan;
-        } else if (std::isinf(v)) {
-          --(v > 0 ? fold.pos_inf : fold.neg_inf);
-        } else {
-          KahanAdd(-v, &fold.sum, &fold.comp);
-        }
-      }
-      if (running && fold.count == 0) fold.sum = fold.comp = 0;  // no rounding carried over
+      while (lo < hi && pts[lo].t_ms < mint) ++lo;
       while (head < deque.size() && deque[head] < lo) ++head;
       if (head == deque.size()) {
         head = 0;
@@ -336,8 +325,8 @@ void Evaluator::BuildSlidingTable(const Call& call, StepTable* table) {
       bool ok = true;
       if (integers) {
         v = integer_prefix.Window(lo, hi).Result(name);
-      } else if (sums) {
-        v = fold.Result(name);
+      } else if (floats) {
+        v = float_prefix.Window(lo, hi).Result(name);
       } else if (extreme) {
         v = head < deque.size() ? pts[deque[head]].v : std::numeric_limits<double>::quiet_NaN();
       } else if (counter) {
