@@ -1,7 +1,8 @@
 // The per-window arithmetic of the step tables (windows.cpp): the fold of min/max/sum/count/avg,
 // rate/increase's counter corrections for many steps at once, quantile_over_time's window kept
-// sorted from step to step, and exact prefix sums for series of integers. Each gives what the
-// step-by-step code gives (bit for bit but for the running sums' rounding, see windows.cpp;
+// sorted from step to step, and prefix sums (exact for series of integers, compensated for the
+// others). Each gives what the step-by-step code gives (bit for bit but for the compensated sums'
+// rounding, see windows.cpp;
 // tests/promql/windows_test.cpp). window_kernels.cpp also holds Evaluator::MatrixFromTable.
 #ifndef GPUWARDEN_PROMQL_WINDOW_KERNELS_H_
 #define GPUWARDEN_PROMQL_WINDOW_KERNELS_H_
@@ -134,9 +135,6 @@ class SortedWindow {
   size_t lo_ = 0, hi_ = 0;
 };
 
-// sum/avg/count_over_time over a series whose finite samples are integers with sum(|v|) <= 2^53:
-// every sum of its samples, in any order, is exact, so a window's is a difference of prefix
-// sums. NaN and the infinities are counted apart as Fold counts them.
 // NaN and the infinities of a series, counted per prefix as Fold counts them.
 class SpecialPrefix {
  public:
@@ -148,11 +146,14 @@ class SpecialPrefix {
   std::vector<size_t> nan_, pos_, neg_;
 };
 
+// sum/avg/count_over_time over a series whose finite samples are integers with sum(|v|) <= 2^53:
+// every sum of its samples, in any order, is exact, so a window's is a difference of prefix
+// sums. NaN and the infinities are counted apart as Fold counts them.
 class IntegerPrefix {
  public:
   // False (and nothing kept) when some finite sample is no integer or the bound is passed.
   bool Build(std::span<const Point> pts);
-  // The samples [lo, hi) as the running Fold holds them (without extremes).
+  // The samples [lo, hi) as a Fold (without extremes).
   Fold Window(size_t lo, size_t hi) const;
 
  private:
@@ -161,11 +162,11 @@ class IntegerPrefix {
 };
 
 // sum/avg/count_over_time over any other series: prefix sums of its finite samples with their
-// rounding error carried apart (Neumaier, as the running sum), so a window is the difference of
-// two prefixes — one addition per sample instead of an addition and a subtraction, and no
-// dependent chain per step. The difference of the sums is taken exactly (TwoSum) and the
-// compensations' difference added: what the running sum gives, to rounding (a few units in the
-// last place of the prefix). False when the finite samples' magnitudes sum past 2^1000, where
+// rounding error carried apart (Neumaier, as sum_over_time adds), so a window is the difference
+// of two prefixes: one addition per sample and O(1) per step (a running sum added each sample
+// and subtracted it again, one dependent chain). The difference of the sums is taken exactly
+// (TwoSum) and the compensations' difference added: the window's sum to rounding (a few units in
+// the last place of the prefix). False when the finite samples' magnitudes sum past 2^1000, where
 // a prefix could overflow though no window does (the caller then sums window by window).
 class FloatPrefix {
  public:
