@@ -97,11 +97,15 @@ void SpecialPrefix::Build(std::span<const Point> pts, bool any) {
   }
 }
 
-void SpecialPrefix::Into(size_t lo, size_t hi, Fold* f) const {
-  if (!special_) return;
-  f->nan = nan_[hi] - nan_[lo];
-  f->pos_inf = pos_[hi] - pos_[lo];
-  f->neg_inf = neg_[hi] - neg_[lo];
+Fold SpecialPrefix::Counts(size_t lo, size_t hi) const {
+  Fold f;
+  f.count = hi - lo;
+  if (special_) {
+    f.nan = nan_[hi] - nan_[lo];
+    f.pos_inf = pos_[hi] - pos_[lo];
+    f.neg_inf = neg_[hi] - neg_[lo];
+  }
+  return f;
 }
 
 bool IntegerPrefix::Build(std::span<const Point> pts) {
@@ -132,9 +136,7 @@ bool IntegerPrefix::Build(std::span<const Point> pts) {
 }
 
 Fold IntegerPrefix::Window(size_t lo, size_t hi) const {
-  Fold f;
-  f.count = hi - lo;
-  special_.Into(lo, hi, &f);
+  Fold f = special_.Counts(lo, hi);
   f.sum = static_cast<double>(sum_[hi] - sum_[lo]);
   return f;
 }
@@ -164,9 +166,7 @@ bool FloatPrefix::Build(std::span<const Point> pts) {
 }
 
 Fold FloatPrefix::Window(size_t lo, size_t hi) const {
-  Fold f;
-  f.count = hi - lo;
-  special_.Into(lo, hi, &f);
+  Fold f = special_.Counts(lo, hi);
   // TwoSum: d + e is exactly sum_[hi] - sum_[lo].
   const double a = sum_[hi], b = -sum_[lo];
   const double d = a + b;

@@ -139,7 +139,8 @@ class SortedWindow {
 class SpecialPrefix {
  public:
   void Build(std::span<const Point> pts, bool any);  // any: pts hold a NaN or an infinity
-  void Into(size_t lo, size_t hi, Fold* f) const;
+  // The samples [lo, hi) as a Fold without sum or extremes: their count, NaN and infinities.
+  Fold Counts(size_t lo, size_t hi) const;
 
  private:
   bool special_ = false;  // nan_, pos_, neg_ are built
