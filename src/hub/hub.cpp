@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "base/clock.h"
@@ -114,6 +115,7 @@ struct Hub::Impl {
   };
   std::map<std::string, AgentAnswer> agent_cache;  // URL -> answer
   std::map<std::string, bool> reachable;           // node -> last answer came
+  std::map<std::string, double> answered_at;       // node -> when its agent last answered
   std::mutex report_mu;
   FanOut agent_fanout{16};  // the nodes' agents asked at once for one request (jobs)
 
@@ -155,6 +157,7 @@ struct Hub::Impl {
     }
     std::lock_guard<std::mutex> lock(mu);
     reachable[node] = reply.ok();
+    if (reply.ok()) answered_at[node] = Now();
     if (agent_cache.size() > 1024) agent_cache.clear();
     agent_cache[base + path] = AgentAnswer{Now(), doc};
     return doc;
@@ -333,13 +336,15 @@ struct Hub::Impl {
     Json(res, std::move(body));
   }
 
-  Expected<json> StoreJobs(const std::string& node) {
+  // Running jobs from the store's samples at `time_s` (0: now), of `node` (empty: every node).
+  Expected<json> StoreJobs(const std::string& node, double time_s = 0) {
     const std::string sel = Selector(node);
     auto answers = store->Vectors(
         {sel.empty() ? "gpu_allocation_info" : "gpu_allocation_info{" + sel + "}",
          "{__name__=~\"gpu_job_(sm_utilization_ratio|memory_peak_bytes|energy_joules_total|"
          "gpu_seconds_total|idle_gpu_seconds_total)\"" +
-             (sel.empty() ? "" : "," + sel) + "}"});
+             (sel.empty() ? "" : "," + sel) + "}"},
+        time_s);
     for (const auto& a : answers)
       if (!a.ok()) return a.error();
     return JobsFromStore(*answers[0], *answers[1], options.node_label);
@@ -386,8 +391,37 @@ struct Hub::Impl {
     for (auto& j : *jobs)
       if (team.empty() || j.value("team", "") == team) list.push_back(std::move(j));
     std::vector<AgentJobs> agent_jobs;
-    if (!running_only) agent_jobs = AskAgents(node, "/api/gw/v1/jobs" + Forwarded(req));
+    if (!running_only) {
+      agent_jobs = AskAgents(node, "/api/gw/v1/jobs" + Forwarded(req));
+      AddLastKnownJobs(agent_jobs, team, &list);
+    }
     return MergeJobs(list, agent_jobs);
+  }
+
+  // A stopped agent's series end in the store at its first failed scrape (staleness markers),
+  // so seconds after it stops the store lists no running job on its node. For each node whose
+  // agent did not answer and that has none in `list`: the jobs the store held when the agent
+  // last answered this hub, each with "as_of" (that time). A node whose agent never answered
+  // this hub, or whose store query fails, keeps what `list` has.
+  void AddLastKnownJobs(const std::vector<AgentJobs>& asked, const std::string& team, json* list) {
+    std::map<std::string, double> known;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      known = answered_at;
+    }
+    std::set<std::string> listed;
+    for (const json& j : *list) listed.insert(j.value("node", ""));
+    for (const AgentJobs& a : asked) {
+      auto at = known.find(a.node);
+      if (HasJobsList(a) || listed.count(a.node) || at == known.end()) continue;
+      auto jobs = StoreJobs(a.node, at->second);
+      if (!jobs.ok()) continue;
+      for (json& j : *jobs) {
+        if (!team.empty() && j.value("team", "") != team) continue;
+        j["as_of"] = at->second;
+        list->push_back(std::move(j));
+      }
+    }
   }
 
   void Jobs(const http::Request& req, http::Response& res) {
@@ -639,8 +673,12 @@ struct Hub::Impl {
         }));
       for (size_t j = 0; j < batch.size(); ++j) answered[all[i + j].first] = batch[j].get();
     }
+    const double now = Now();
     std::lock_guard<std::mutex> lock(mu);
-    for (const auto& [node, ok] : answered) reachable[node] = ok;
+    for (const auto& [node, ok] : answered) {
+      reachable[node] = ok;
+      if (ok) answered_at[node] = now;
+    }
   }
 
   void EvaluateFindings() {

@@ -235,15 +235,17 @@ json JobsFromStore(const Samples& allocations, const Samples& job_series,
   return out;
 }
 
+bool HasJobsList(const AgentJobs& a) {
+  return a.answered && a.doc.is_object() && a.doc.contains("data") && a.doc["data"].is_object() &&
+         a.doc["data"].contains("jobs") && a.doc["data"]["jobs"].is_array();
+}
+
 json MergeJobs(const json& store_jobs, const std::vector<AgentJobs>& agents) {
   std::set<std::string> answered;
   json running = json::array(), finished = json::array(), unreachable = json::array();
   json errors = json::object();
   for (const AgentJobs& a : agents) {
-    const json* list = nullptr;
-    if (a.answered && a.doc.is_object() && a.doc.contains("data") && a.doc["data"].is_object() &&
-        a.doc["data"].contains("jobs") && a.doc["data"]["jobs"].is_array())
-      list = &a.doc["data"]["jobs"];
+    const json* list = HasJobsList(a) ? &a.doc["data"]["jobs"] : nullptr;
     if (!list) {
       unreachable.push_back(a.node);
       errors[a.node] =

@@ -61,6 +61,9 @@ struct AgentJobs {
   std::string error;
 };
 
+// Whether the agent answered with a jobs list ({"data": {"jobs": [...]}}).
+bool HasJobsList(const AgentJobs& a);
+
 // The "data" of /api/gw/v1/jobs over the fleet: {"jobs": […], "nodes_unreachable": [names],
 // "agent_errors": {node: why}}. A node whose agent answered: the agent's records (running and
 // finished, as the agent filtered them), each given "node"; any other node: its running jobs

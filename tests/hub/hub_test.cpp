@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/clock.h"
 #include "http/server.h"
 #include "hub/hub.h"
 #include "hub/remote_querier.h"
@@ -597,6 +598,87 @@ TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
   EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["total_cost"].get<double>(), 15);
   EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["energy_kwh"].get<double>(), 2);
   EXPECT_EQ(teams["data"]["nodes_unreachable"], json::array({"node-02"}));
+  (*hub)->Stop();
+  std::filesystem::remove(path);
+}
+
+// A stopped agent's series end in the store at its next failed scrape (staleness markers): the
+// store lists nothing for its node now, and the hub asks it for the node's jobs at the time the
+// agent last answered.
+TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
+  std::mutex mu;
+  std::vector<std::string> asked_at;  // the time= of each query for node-02's allocations
+  FakeStore fake([&](const std::string& q, const std::string& time) {
+    if (q == "gpu_allocation_info{instance=\"node-02\"}") {
+      std::lock_guard<std::mutex> lock(mu);
+      asked_at.push_back(time);
+      if (time.empty()) return Vector({});  // now: ended by the staleness marker
+      return Vector({{{{"__name__", "gpu_allocation_info"},
+                       {"instance", "node-02"},
+                       {"gpu", "3"},
+                       {"job_id", "6"},
+                       {"team", "research"}},
+                      1}});
+    }
+    return Vector({});  // the whole fleet now: nothing running anywhere
+  });
+  auto agent = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+  ASSERT_TRUE(agent.ok());
+  (*agent)->Get("/api/gw/v1/jobs", [](const http::Request&, http::Response& res) {
+    res.content_type = "application/json";
+    res.body = R"({"status":"success","data":{"jobs":[{"job_id":"6","state":"RUNNING"}]}})";
+  });
+  (*agent)->Get("/healthz", [](const http::Request&, http::Response& res) { res.body = "ok\n"; });
+  ASSERT_TRUE((*agent)->Start().ok());
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gw-hub-lastknown-" + std::to_string(::getpid()) + ".yml");
+  {
+    std::ofstream f(path);
+    f << "- targets: ['127.0.0.1:" << (*agent)->port() << "']\n  labels: {instance: node-02}\n";
+  }
+  HubOptions o;
+  o.store_url = fake.url();
+  o.agents_file = path;
+  o.listen_address = "127.0.0.1:0";
+  o.findings_interval_s = 3600;
+  auto hub = Hub::Create(o, nullptr);
+  ASSERT_TRUE(hub.ok()) << hub.error().message;
+  ASSERT_TRUE((*hub)->Start().ok());
+  const std::string base = "http://127.0.0.1:" + std::to_string((*hub)->port());
+  auto jobs = [&] {
+    auto r = http::GetUrl(base + "/api/gw/v1/jobs", 10);
+    EXPECT_TRUE(r.ok() && r->status == 200);
+    return r.ok() ? json::parse(r->body, nullptr, false)["data"] : json();
+  };
+
+  // The agent answers: its record, and the store is not asked about the node's past.
+  json up = jobs();
+  ASSERT_EQ(up["jobs"].size(), 1u) << up.dump();
+  EXPECT_FALSE(up["jobs"][0].contains("source"));
+  const double before_stop = SystemClock().NowSeconds();
+  (*agent)->Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past the agent cache
+
+  json down = jobs();
+  EXPECT_EQ(down["nodes_unreachable"], json::array({"node-02"}));
+  ASSERT_EQ(down["jobs"].size(), 1u) << down.dump();
+  const json& j = down["jobs"][0];
+  EXPECT_EQ(j["job_id"], "6");
+  EXPECT_EQ(j["node"], "node-02");
+  EXPECT_EQ(j["source"], "store");
+  EXPECT_EQ(j["state"], "RUNNING");
+  ASSERT_TRUE(j["as_of"].is_number()) << j.dump();
+  EXPECT_LE(j["as_of"].get<double>(), before_stop);
+  EXPECT_GT(j["as_of"].get<double>(), before_stop - 60);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(asked_at.empty());
+    EXPECT_NEAR(std::stod(asked_at.back()), j["as_of"].get<double>(), 0.001);
+  }
+  // The console's shared refresh reads the store now alone: nothing there.
+  auto r = http::GetUrl(base + "/api/gw/v1/jobs?running=1", 10);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(json::parse(r->body)["data"]["jobs"].size(), 0u);
   (*hub)->Stop();
   std::filesystem::remove(path);
 }

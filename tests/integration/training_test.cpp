@@ -28,7 +28,11 @@ TEST(Training, ThroughputFollowsItsGpusThroughAPowerCap) {
   AgentProcess agent(TrainingAgentArgs(dir, "train", "train-7", port));
   unsetenv("GPUWARDEN_SIM_STATE_DIR");
   ASSERT_NE(agent.port(), 0);
+  // The listener opens before the first collection cycle ends; until then the snapshot's time is
+  // 0 (CI once measured "the time to find the job" from there).
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/readyz").status == 200; }, 30)) << agent.Log();
   const double started_at = Now(agent);
+  ASSERT_GT(started_at, 0);
   Process run(
       {"env", "GPUWARDEN_JOB=train-7", "GPUWARDEN_TEAM=ml", "CUDA_VISIBLE_DEVICES=0,1",
        "GPUWARDEN_SIM_STATE_DIR=" + state, std::string(GW_BINARY_DIR) + "/bin/gw-training-sim",

@@ -234,15 +234,23 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   assert.deepEqual(errors.filter((e) => !expected404(e)), []);
 
   // An agent stops: /api/gw/v1/jobs names its node, whose running jobs still come from the store.
+  // The store ends the node's series at its first failed scrape (staleness markers, 2 s here), so
+  // 6 s later the store lists none now: the hub's are the store's at the agent's last answer
+  // ("as_of"). CI once lost them when the stop took longer than a scrape interval.
   const last = fleet.agents[NODES - 1];
+  const stopping = Date.now() / 1000;
   await last.stop();
+  await sleep(6000);
   const silent = nodeName(NODES);
   const named = await waitFor(`${silent} named unreachable in /api/gw/v1/jobs`, async () => {
     const r = await fleet.hubJson('/api/gw/v1/jobs');
     return (r.body.data?.nodes_unreachable || []).includes(silent) ? r.body.data : null;
   }, 30000);
   assert.match(named.agent_errors[silent], new RegExp(`the agent of ${silent}`));
-  assert.ok(named.jobs.some((j) => j.node === silent && j.source === 'store' && j.state === 'RUNNING'), 'its running jobs from the store');
+  const lastKnown = named.jobs.filter((j) => j.node === silent && j.source === 'store' && j.state === 'RUNNING');
+  assert.deepEqual(lastKnown.map((j) => j.job_id).sort(), jobsOf(NODES).map((j) => String(j.job_id)).sort(),
+    `its running jobs from the store: ${JSON.stringify(named.jobs.filter((j) => j.node === silent))}`);
+  assert.ok(lastKnown.every((j) => j.as_of > stopping - 120 && j.as_of <= Date.now() / 1000), JSON.stringify(lastKnown));
 
   // The store stops: the JSON API and the banner say which store and why; the hub stays up.
   await fleet.stopStore();
