@@ -95,7 +95,9 @@ TEST(Business, LatencyAlertFiresForTheServiceOnTheThrottledGpu) {
   AgentProcess agent({"--simulate", dir / "inference-thermal.yaml", "--sim-clock", "stepped",
                       "--config", dir / "gpuwarden.yaml"});
   ASSERT_NE(agent.port(), 0);
+  ASSERT_TRUE(agent.WaitReady()) << agent.Log();
   const double started_at = json::parse(agent.Get("/api/snapshot").body)["taken_at"];
+  ASSERT_GT(started_at, 0);
 
   // The simulator finds the services on its next scan (real time), the collector lists them on a
   // slow cycle (simulated time).

@@ -28,9 +28,8 @@ TEST(Training, ThroughputFollowsItsGpusThroughAPowerCap) {
   AgentProcess agent(TrainingAgentArgs(dir, "train", "train-7", port));
   unsetenv("GPUWARDEN_SIM_STATE_DIR");
   ASSERT_NE(agent.port(), 0);
-  // The listener opens before the first collection cycle ends; until then the snapshot's time is
-  // 0 (CI once measured "the time to find the job" from there).
-  ASSERT_TRUE(WaitFor([&] { return agent.Get("/readyz").status == 200; }, 30)) << agent.Log();
+  // CI once measured "the time to find the job" from a snapshot taken before the first cycle.
+  ASSERT_TRUE(agent.WaitReady()) << agent.Log();
   const double started_at = Now(agent);
   ASSERT_GT(started_at, 0);
   Process run(

@@ -50,6 +50,11 @@ class AgentProcess {
   HttpReply Get(const std::string& path, const std::string& accept = "") const {
     return HttpGet(port_, path, accept);
   }
+  // Waits until /readyz answers 200: the first collection cycle is done, so /api/snapshot has
+  // its time (the listener opens before it; a snapshot read earlier says taken_at 0).
+  bool WaitReady(double timeout_s = 30) const {
+    return WaitFor([&] { return Get("/readyz").status == 200; }, timeout_s);
+  }
   // Stepped simulator: moves time and waits for the collector to catch up.
   void Advance(double seconds) {
     HttpReply r = HttpPost(port_, "/-/sim/advance?seconds=" + std::to_string(seconds));
