@@ -109,6 +109,27 @@ json Vector(std::vector<std::pair<json, double>> series) {
   return {{"status", "success"}, {"data", {{"resultType", "vector"}, {"result", result}}}};
 }
 
+// A started hub over the store at `store_url` and the agents of `agents_file` on a free loopback
+// port, its fleet findings left for an hour; nullptr (the test has failed) when it does not start.
+std::unique_ptr<Hub> StartHub(const std::string& store_url,
+                              const std::filesystem::path& agents_file) {
+  HubOptions o;
+  o.store_url = store_url;
+  o.agents_file = agents_file;
+  o.listen_address = "127.0.0.1:0";
+  o.findings_interval_s = 3600;
+  auto hub = Hub::Create(o, nullptr);
+  if (!hub.ok()) {
+    ADD_FAILURE() << hub.error().message;
+    return nullptr;
+  }
+  if (Status s = (*hub)->Start(); !s.ok()) {
+    ADD_FAILURE() << s.message();
+    return nullptr;
+  }
+  return std::move(*hub);
+}
+
 TEST(ScopeQueryTest, AddsTheNodeToEverySelectorAndReplacesOne) {
   auto q = ScopeQuery(
       "sum by (gpu) (rate(gpu_energy_joules_total{gpu=\"1\"}[5m])) / on(gpu) "
@@ -554,15 +575,9 @@ TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
     f << "- targets: ['127.0.0.1:" << (*agent)->port() << "']\n  labels: {instance: node-01}\n"
       << "- targets: ['" << dead << "']\n  labels: {instance: node-02}\n";
   }
-  HubOptions o;
-  o.store_url = fake.url();
-  o.agents_file = path;
-  o.listen_address = "127.0.0.1:0";
-  o.findings_interval_s = 3600;
-  auto hub = Hub::Create(o, nullptr);
-  ASSERT_TRUE(hub.ok()) << hub.error().message;
-  ASSERT_TRUE((*hub)->Start().ok());
-  const std::string base = "http://127.0.0.1:" + std::to_string((*hub)->port());
+  std::unique_ptr<Hub> hub = StartHub(fake.url(), path);
+  ASSERT_TRUE(hub);
+  const std::string base = "http://127.0.0.1:" + std::to_string(hub->port());
   auto get = [&](const std::string& p) {
     auto r = http::GetUrl(base + p, 10);
     EXPECT_TRUE(r.ok());
@@ -598,7 +613,7 @@ TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
   EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["total_cost"].get<double>(), 15);
   EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["energy_kwh"].get<double>(), 2);
   EXPECT_EQ(teams["data"]["nodes_unreachable"], json::array({"node-02"}));
-  (*hub)->Stop();
+  hub->Stop();
   std::filesystem::remove(path);
 }
 
@@ -636,15 +651,9 @@ TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
     std::ofstream f(path);
     f << "- targets: ['127.0.0.1:" << (*agent)->port() << "']\n  labels: {instance: node-02}\n";
   }
-  HubOptions o;
-  o.store_url = fake.url();
-  o.agents_file = path;
-  o.listen_address = "127.0.0.1:0";
-  o.findings_interval_s = 3600;
-  auto hub = Hub::Create(o, nullptr);
-  ASSERT_TRUE(hub.ok()) << hub.error().message;
-  ASSERT_TRUE((*hub)->Start().ok());
-  const std::string base = "http://127.0.0.1:" + std::to_string((*hub)->port());
+  std::unique_ptr<Hub> hub = StartHub(fake.url(), path);
+  ASSERT_TRUE(hub);
+  const std::string base = "http://127.0.0.1:" + std::to_string(hub->port());
   auto jobs = [&] {
     auto r = http::GetUrl(base + "/api/gw/v1/jobs", 10);
     EXPECT_TRUE(r.ok() && r->status == 200);
@@ -679,7 +688,7 @@ TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
   auto r = http::GetUrl(base + "/api/gw/v1/jobs?running=1", 10);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(json::parse(r->body)["data"]["jobs"].size(), 0u);
-  (*hub)->Stop();
+  hub->Stop();
   std::filesystem::remove(path);
 }
 
