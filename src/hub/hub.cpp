@@ -391,19 +391,29 @@ struct Hub::Impl {
     for (auto& j : *jobs)
       if (team.empty() || j.value("team", "") == team) list.push_back(std::move(j));
     std::vector<AgentJobs> agent_jobs;
-    if (!running_only) {
+    std::vector<std::string> silent;  // nodes whose agents did not answer
+    if (running_only) {
+      // No agent is asked: those the last request or probe found silent.
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [n, ok] : reachable)
+        if (!ok && (node.empty() || n == node)) silent.push_back(n);
+    } else {
       agent_jobs = AskAgents(node, "/api/gw/v1/jobs" + Forwarded(req));
-      AddLastKnownJobs(agent_jobs, team, &list);
+      for (const AgentJobs& a : agent_jobs)
+        if (!HasJobsList(a)) silent.push_back(a.node);
     }
+    AddLastKnownJobs(silent, team, &list);
     return MergeJobs(list, agent_jobs);
   }
 
   // A stopped agent's series end in the store at its first failed scrape (staleness markers),
-  // so seconds after it stops the store lists no running job on its node. For each node whose
-  // agent did not answer and that has none in `list`: the jobs the store held when the agent
-  // last answered this hub, each with "as_of" (that time). A node whose agent never answered
-  // this hub, or whose store query fails, keeps what `list` has.
-  void AddLastKnownJobs(const std::vector<AgentJobs>& asked, const std::string& team, json* list) {
+  // so seconds after it stops the store lists no running job on its node. For each node of
+  // `silent` (agents that did not answer) that has none in `list`: the jobs the store held when
+  // its agent last answered this hub, each with "as_of" (that time). A node whose agent never
+  // answered this hub, or whose store query fails, keeps what `list` has.
+  void AddLastKnownJobs(const std::vector<std::string>& silent, const std::string& team,
+                        json* list) {
+    if (silent.empty()) return;
     std::map<std::string, double> known;
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -411,10 +421,10 @@ struct Hub::Impl {
     }
     std::set<std::string> listed;
     for (const json& j : *list) listed.insert(j.value("node", ""));
-    for (const AgentJobs& a : asked) {
-      auto at = known.find(a.node);
-      if (HasJobsList(a) || listed.count(a.node) || at == known.end()) continue;
-      auto jobs = StoreJobs(a.node, at->second);
+    for (const std::string& n : silent) {
+      auto at = known.find(n);
+      if (listed.count(n) || at == known.end()) continue;
+      auto jobs = StoreJobs(n, at->second);
       if (!jobs.ok()) continue;
       for (json& j : *jobs) {
         if (!team.empty() && j.value("team", "") != team) continue;

@@ -619,7 +619,7 @@ TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
 
 // A stopped agent's series end in the store at its next failed scrape (staleness markers): the
 // store lists nothing for its node now, and the hub asks it for the node's jobs at the time the
-// agent last answered.
+// agent last answered — for the full list and for the console's refresh (running=1).
 TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
   std::mutex mu;
   std::vector<std::string> asked_at;  // the time= of each query for node-02's allocations
@@ -684,10 +684,16 @@ TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
     ASSERT_FALSE(asked_at.empty());
     EXPECT_NEAR(std::stod(asked_at.back()), j["as_of"].get<double>(), 0.001);
   }
-  // The console's shared refresh reads the store now alone: nothing there.
+  // The console's shared refresh asks no agent, but the agent was found silent: the same.
   auto r = http::GetUrl(base + "/api/gw/v1/jobs?running=1", 10);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(json::parse(r->body)["data"]["jobs"].size(), 0u);
+  json refreshed = json::parse(r->body)["data"]["jobs"];
+  ASSERT_EQ(refreshed.size(), 1u) << r->body;
+  EXPECT_EQ(refreshed[0]["as_of"], j["as_of"]);
+  // A team filter keeps only that team's last known jobs.
+  r = http::GetUrl(base + "/api/gw/v1/jobs?running=1&team=vision", 10);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(json::parse(r->body)["data"]["jobs"].size(), 0u) << r->body;
   hub->Stop();
   std::filesystem::remove(path);
 }

@@ -251,6 +251,13 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   assert.deepEqual(lastKnown.map((j) => j.job_id).sort(), jobsOf(NODES).map((j) => String(j.job_id)).sort(),
     `its running jobs from the store: ${JSON.stringify(named.jobs.filter((j) => j.node === silent))}`);
   assert.ok(lastKnown.every((j) => j.as_of > stopping - 120 && j.as_of <= Date.now() / 1000), JSON.stringify(lastKnown));
+  // The Jobs page lists them (its refresh too) with the time they were last known.
+  await page.goto(`${fleet.hubUrl}/#/jobs?node=${silent}`);
+  const silentRow = `.running tr[data-job="${jobsOf(NODES)[0].job_id}"] .source`;
+  await page.waitForFunction((sel) => /last known \d\d:\d\d:\d\d/.test(document.querySelector(sel)?.textContent || ''), silentRow, { timeout: 20000 });
+  await sleep(6000);  // past the page's shared refreshes (running=1)
+  assert.match(await page.textContent(silentRow), /store, last known/);
+  await shoot(page, 'jobs-silent-node-desktop');
 
   // The store stops: the JSON API and the banner say which store and why; the hub stays up.
   await fleet.stopStore();

@@ -35,7 +35,9 @@ const FINISHED_COLUMNS = [
 
 function runningRow(j, now) {
   const idle = idleRatio(j);
-  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small> <small>${j.source}</small></td>
+  // A silent agent's jobs (the hub): the store's at its last answer, so said with that time.
+  const source = j.as_of ? `${j.source}, last known ${clockSeconds(j.as_of)}` : j.source;
+  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small> <small class="source">${source}</small></td>
     <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td>${j.partition || '–'}</td>
     <td>${gpuList(j.gpu?.gpus)}</td>
     <td class="num">${j.start_time ? duration(now - j.start_time) : '–'}</td>
