@@ -409,8 +409,9 @@ struct Hub::Impl {
   // A stopped agent's series end in the store at its first failed scrape (staleness markers),
   // so seconds after it stops the store lists no running job on its node. For each node of
   // `silent` (agents that did not answer) that has none in `list`: the jobs the store held when
-  // its agent last answered this hub, each with "as_of" (that time). A node whose agent never
-  // answered this hub, or whose store query fails, keeps what `list` has.
+  // its agent last answered this hub, each with "as_of" (that time), for
+  // options.last_known_jobs_s after it. A node whose agent never answered this hub, or whose
+  // store query fails, keeps what `list` has.
   void AddLastKnownJobs(const std::vector<std::string>& silent, const std::string& team,
                         json* list) {
     if (silent.empty()) return;
@@ -423,7 +424,8 @@ struct Hub::Impl {
     for (const json& j : *list) listed.insert(j.value("node", ""));
     for (const std::string& n : silent) {
       auto at = known.find(n);
-      if (listed.count(n) || at == known.end()) continue;
+      if (listed.count(n) || at == known.end() || Now() - at->second > options.last_known_jobs_s)
+        continue;
       auto jobs = StoreJobs(n, at->second);
       if (!jobs.ok()) continue;
       for (json& j : *jobs) {

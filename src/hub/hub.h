@@ -53,6 +53,10 @@ struct HubOptions {
   double findings_window_s = 3600;
   double findings_interval_s = 30;
   double agents_reload_s = 10;
+  // How long after a silent agent's last answer its node's last known jobs are still listed
+  // (docs/hub.md): the store's default lookback, as long as a series stays visible without
+  // staleness markers. After it the node is only named in nodes_unreachable.
+  double last_known_jobs_s = 300;
   std::vector<std::string> rules_files;    // alert rules the hub evaluates over the store
   double rules_interval_s = 15;            // for rule groups without their own interval
   std::vector<std::string> alertmanagers;  // where the hub's alerts are sent (with rules_files)

@@ -112,8 +112,10 @@ json Vector(std::vector<std::pair<json, double>> series) {
 // A started hub over the store at `store_url` and the agents of `agents_file` on a free loopback
 // port, its fleet findings left for an hour; nullptr (the test has failed) when it does not start.
 std::unique_ptr<Hub> StartHub(const std::string& store_url,
-                              const std::filesystem::path& agents_file) {
+                              const std::filesystem::path& agents_file,
+                              double last_known_jobs_s = 300) {
   HubOptions o;
+  o.last_known_jobs_s = last_known_jobs_s;
   o.store_url = store_url;
   o.agents_file = agents_file;
   o.listen_address = "127.0.0.1:0";
@@ -651,7 +653,8 @@ TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
     std::ofstream f(path);
     f << "- targets: ['127.0.0.1:" << (*agent)->port() << "']\n  labels: {instance: node-02}\n";
   }
-  std::unique_ptr<Hub> hub = StartHub(fake.url(), path);
+  // Last known jobs for 5 s after the agent's last answer (300 by default).
+  std::unique_ptr<Hub> hub = StartHub(fake.url(), path, 5);
   ASSERT_TRUE(hub);
   const std::string base = "http://127.0.0.1:" + std::to_string(hub->port());
   auto jobs = [&] {
@@ -694,6 +697,11 @@ TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
   r = http::GetUrl(base + "/api/gw/v1/jobs?running=1&team=vision", 10);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(json::parse(r->body)["data"]["jobs"].size(), 0u) << r->body;
+  // Past last_known_jobs_s the node is named silent and lists no job.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  json later = jobs();
+  EXPECT_EQ(later["nodes_unreachable"], json::array({"node-02"}));
+  EXPECT_EQ(later["jobs"].size(), 0u) << later.dump();
   hub->Stop();
   std::filesystem::remove(path);
 }
