@@ -123,7 +123,9 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await shoot(page, 'node-desktop');
 
   await page.click('.tile[data-gpu="0"]');
-  await page.waitForSelector(`tr[data-job="${job.job_id}"] a[data-link="job"]`, { timeout: 20000 });
+  // 45 s: the page's twenty chart reads and the refresh that brings the GPU's jobs all wait on
+  // the hub and its store (once over 20 s here with a build running beside the test).
+  await page.waitForSelector(`tr[data-job="${job.job_id}"] a[data-link="job"]`, { timeout: 45000 });
   assert.match(page.url(), /#\/gpu\/0$/);
   await sleep(4000);  // its twenty charts (one store read each) drawn
   await shoot(page, 'gpu-desktop');

@@ -22,7 +22,7 @@ const PAGES = { fleet, node: fleet, gpu, jobs, job, teams, team, alerts, finding
 // The navigation entry a page belongs under.
 const NAV_OF = { node: 'fleet', gpu: 'fleet', job: 'jobs', team: 'teams', reclaim: 'teams', query: 'alerts' };
 
-const ctx = { info: null, snapshot: null, alerts: [], jobs: [], now: 0, route: null, error: null };
+const ctx = { info: null, snapshot: null, alerts: [], jobs: [], jobsScope: undefined, now: 0, route: null, error: null };
 let current = null;
 let painted = false;
 let timer = null;
@@ -53,7 +53,10 @@ async function loadShared() {
   ctx.snapshot = snap;
   ctx.now = snap.taken_at || Date.now() / 1000;
   ctx.alerts = al.data ? al.data.alerts : [];
-  ctx.jobs = jb.data ? jb.data.jobs : [];
+  // A failed jobs read keeps the last list of the same scope (the last data stays on screen).
+  if (jb.data) ctx.jobs = jb.data.jobs;
+  else if (ctx.jobsScope !== scope.node) ctx.jobs = [];
+  ctx.jobsScope = scope.node;
 }
 
 function updateChrome() {
