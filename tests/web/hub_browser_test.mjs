@@ -9,7 +9,7 @@
 //     the sum of the 16 agents' own /api/gw/v1/teams within the store's lag, and the Teams page
 //     shows it; node 3's finished job (its agent's record) is on the Jobs page with its node; an
 //     agent stopped is named in /api/gw/v1/jobs while its node's running jobs still come from the
-//     store;
+//     store as of its last answer, past the staleness markers, and the Jobs page says so;
 //   - node 7's ECC alert firing with its node in /api/v1/alerts and on the Alerts page (over
 //     VictoriaMetrics from the hub's own evaluation of deploy/rules, `--rules`), not on node 8's;
 //   - a bad store URL is refused; the store stopped: the console's banner and the JSON API say
