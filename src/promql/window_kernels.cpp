@@ -167,13 +167,11 @@ bool FloatPrefix::Build(std::span<const Point> pts) {
 
 Fold FloatPrefix::Window(size_t lo, size_t hi) const {
   Fold f = special_.Counts(lo, hi);
-  // TwoSum: d + e is exactly sum_[hi] - sum_[lo].
-  const double a = sum_[hi], b = -sum_[lo];
-  const double d = a + b;
-  const double bb = d - a;
-  const double e = (a - (d - bb)) + (b - bb);
-  f.sum = d;
-  f.comp = e + (comp_[hi] - comp_[lo]);
+  // From zero, the two compensated additions leave sum + comp exactly sum_[hi] - sum_[lo] (the
+  // second one's error term is exact); then the compensations' difference.
+  KahanAdd(sum_[hi], &f.sum, &f.comp);
+  KahanAdd(-sum_[lo], &f.sum, &f.comp);
+  f.comp += comp_[hi] - comp_[lo];
   return f;
 }
 

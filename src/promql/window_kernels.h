@@ -166,9 +166,10 @@ class IntegerPrefix {
 // rounding error carried apart (Neumaier, as sum_over_time adds), so a window is the difference
 // of two prefixes: one addition per sample and O(1) per step (a running sum added each sample
 // and subtracted it again, one dependent chain). The difference of the sums is taken exactly
-// (TwoSum) and the compensations' difference added: the window's sum to rounding (a few units in
-// the last place of the prefix). False when the finite samples' magnitudes sum past 2^1000, where
-// a prefix could overflow though no window does (the caller then sums window by window).
+// (a compensated addition from zero) and the compensations' difference added: the window's sum to
+// rounding (a few units in the last place of the prefix). False when the finite samples' magnitudes
+// sum past 2^1000, where a prefix could overflow though no window does (the caller then sums window
+// by window).
 class FloatPrefix {
  public:
   bool Build(std::span<const Point> pts);
