@@ -260,6 +260,9 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await sleep(6000);  // past the page's shared refreshes (running=1)
   assert.match(await page.textContent(silentRow), /store, last known/);
   await shoot(page, 'jobs-silent-node-desktop');
+  await small.goto(`${fleet.hubUrl}/#/jobs?node=${silent}`);
+  await small.waitForFunction((sel) => /last known/.test(document.querySelector(sel)?.textContent || ''), silentRow, { timeout: 20000 });
+  await shoot(small, 'jobs-silent-node-phone');
 
   // The store stops: the JSON API and the banner say which store and why; the hub stays up.
   await fleet.stopStore();
