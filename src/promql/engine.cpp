@@ -462,6 +462,77 @@ std::optional<QueryError> Admit(const EngineOptions& options,
   return std::nullopt;
 }
 
+// One evaluation of a parsed query under `options` (Engine::Instant and Range retry without
+// rollups on RollupsInexact).
+QueryResult InstantWith(const EngineOptions& options, tsdb::Querier& querier, const Expr& expr,
+                        int64_t t_ms, std::chrono::steady_clock::time_point deadline) {
+  Evaluator ev(querier, options, t_ms, t_ms, deadline);
+  ev.Prepare(expr);
+  EvalValue v = ev.Eval(expr, t_ms);
+  Value out;
+  out.type = v.type;
+  out.t_ms = t_ms;
+  out.scalar = v.scalar;
+  out.string = std::move(v.str);
+  if (v.type == ValueType::kVector) {
+    for (Element& el : v.vector)
+      out.series.push_back(Series{std::move(el.labels), {Point{t_ms, el.v}}});
+  } else if (v.type == ValueType::kMatrix) {
+    out.series = std::move(v.matrix);
+  }
+  return out;
+}
+
+QueryResult RangeWith(const EngineOptions& options, tsdb::Querier& querier, const Expr& expr,
+                      int64_t start_ms, int64_t end_ms, int64_t step_ms,
+                      std::chrono::steady_clock::time_point deadline) {
+  Evaluator ev(querier, options, start_ms, end_ms, deadline, step_ms);
+  ev.Prepare(expr);
+  if (Value direct; ev.MatrixFromTable(expr, &direct)) return direct;
+  using ByLabels = std::map<tsdb::Labels, std::vector<Point>>;
+  ByLabels by_labels;
+  // The output series of the previous step's elements, by position: steps usually yield the
+  // same label sets in the same order, so one comparison finds the series without a map search.
+  std::vector<ByLabels::iterator> prev, cur;
+  size_t total = 0;
+  for (int64_t t = start_ms; t <= end_ms; t += step_ms) {
+    ev.CheckDeadline();
+    ev.ResetStepSamples();
+    ev.AddSamples(total);
+    EvalValue v = ev.Eval(expr, t);
+    if (v.type == ValueType::kScalar) {
+      by_labels[{}].push_back(Point{t, v.scalar});
+      ++total;
+      continue;
+    }
+    cur.clear();
+    for (size_t i = 0; i < v.vector.size(); ++i) {
+      Element& el = v.vector[i];
+      ByLabels::iterator it;
+      if (i < prev.size() && prev[i]->first == el.labels) {
+        it = prev[i];
+      } else {
+        it = by_labels.try_emplace(std::move(el.labels)).first;
+      }
+      it->second.push_back(Point{t, el.v});
+      cur.push_back(it);
+    }
+    std::swap(prev, cur);
+    total += v.vector.size();
+  }
+  Value out;
+  out.type = ValueType::kMatrix;
+  out.t_ms = end_ms;
+  for (auto& [labels, points] : by_labels) out.series.push_back(Series{labels, std::move(points)});
+  return out;
+}
+
+// Without rollups: what Engine::Instant and Range answer when a rollup plan throws RollupsInexact.
+EngineOptions RawOnly(EngineOptions options) {
+  options.rollups = false;
+  return options;
+}
+
 }  // namespace
 
 Engine::Engine(EngineOptions options) : options_(options) {}
@@ -473,21 +544,13 @@ QueryResult Engine::Instant(tsdb::Querier& querier, std::string_view expr, int64
   QueryGate::Ticket ticket;
   if (auto refused = Admit(options_, deadline, &ticket)) return std::move(*refused);
   try {
-    Evaluator ev(querier, options_, t_ms, t_ms, deadline);
-    ev.Prepare(**parsed);
-    EvalValue v = ev.Eval(**parsed, t_ms);
-    Value out;
-    out.type = v.type;
-    out.t_ms = t_ms;
-    out.scalar = v.scalar;
-    out.string = std::move(v.str);
-    if (v.type == ValueType::kVector) {
-      for (Element& el : v.vector)
-        out.series.push_back(Series{std::move(el.labels), {Point{t_ms, el.v}}});
-    } else if (v.type == ValueType::kMatrix) {
-      out.series = std::move(v.matrix);
-    }
-    return out;
+    return InstantWith(options_, querier, **parsed, t_ms, deadline);
+  } catch (const RollupsInexact&) {  // answered from raw samples below
+  } catch (const EvalError& e) {
+    return QueryError{e.kind, e.message};
+  }
+  try {
+    return InstantWith(RawOnly(options_), querier, **parsed, t_ms, deadline);
   } catch (const EvalError& e) {
     return QueryError{e.kind, e.message};
   }
@@ -510,46 +573,13 @@ QueryResult Engine::Range(tsdb::Querier& querier, std::string_view expr, int64_t
   QueryGate::Ticket ticket;
   if (auto refused = Admit(options_, deadline, &ticket)) return std::move(*refused);
   try {
-    Evaluator ev(querier, options_, start_ms, end_ms, deadline, step_ms);
-    ev.Prepare(**parsed);
-    if (Value direct; ev.MatrixFromTable(**parsed, &direct)) return direct;
-    using ByLabels = std::map<tsdb::Labels, std::vector<Point>>;
-    ByLabels by_labels;
-    // The output series of the previous step's elements, by position: steps usually yield the
-    // same label sets in the same order, so one comparison finds the series without a map search.
-    std::vector<ByLabels::iterator> prev, cur;
-    size_t total = 0;
-    for (int64_t t = start_ms; t <= end_ms; t += step_ms) {
-      ev.CheckDeadline();
-      ev.ResetStepSamples();
-      ev.AddSamples(total);
-      EvalValue v = ev.Eval(**parsed, t);
-      if (v.type == ValueType::kScalar) {
-        by_labels[{}].push_back(Point{t, v.scalar});
-        ++total;
-        continue;
-      }
-      cur.clear();
-      for (size_t i = 0; i < v.vector.size(); ++i) {
-        Element& el = v.vector[i];
-        ByLabels::iterator it;
-        if (i < prev.size() && prev[i]->first == el.labels) {
-          it = prev[i];
-        } else {
-          it = by_labels.try_emplace(std::move(el.labels)).first;
-        }
-        it->second.push_back(Point{t, el.v});
-        cur.push_back(it);
-      }
-      std::swap(prev, cur);
-      total += v.vector.size();
-    }
-    Value out;
-    out.type = ValueType::kMatrix;
-    out.t_ms = end_ms;
-    for (auto& [labels, points] : by_labels)
-      out.series.push_back(Series{labels, std::move(points)});
-    return out;
+    return RangeWith(options_, querier, **parsed, start_ms, end_ms, step_ms, deadline);
+  } catch (const RollupsInexact&) {  // answered from raw samples below
+  } catch (const EvalError& e) {
+    return QueryError{e.kind, e.message};
+  }
+  try {
+    return RangeWith(RawOnly(options_), querier, **parsed, start_ms, end_ms, step_ms, deadline);
   } catch (const EvalError& e) {
     return QueryError{e.kind, e.message};
   }

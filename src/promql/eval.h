@@ -29,6 +29,11 @@ struct EvalError {
   std::string message;
 };
 
+// Thrown when a rollup plan cannot answer exactly (sums that could pass the largest double, where
+// only sample-by-sample addition gives Prometheus' answer): the engine evaluates the query again
+// from raw samples (EngineOptions::rollups off).
+struct RollupsInexact {};
+
 // One element of an instant vector.
 struct Element {
   tsdb::Labels labels;
@@ -191,6 +196,8 @@ class Evaluator {
   void PlanRollups(const Call& call);
   void BuildSlidingTable(const Call& call, StepTable* table);
   void BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table);
+  // Throws RollupsInexact where a step's sum over `plan` could overflow (windows.cpp).
+  void CheckRollupSumsBounded(const RollupPlan& plan);
   size_t StepCount() const;
   bool TableFits() const;
   int64_t StepTime(size_t k) const;

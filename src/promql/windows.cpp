@@ -444,6 +444,31 @@ std::vector<Evaluator::RollupSeries> Evaluator::GatherSeries(
   return out;
 }
 
+// The steps' sums below are running sums of window sums, and Prometheus adds sample by sample:
+// the two agree (to rounding) only while no partial sum can overflow. Per series, the magnitudes
+// of every sample a step could hold are bounded by the raw samples' |v| plus count x max(|min|,
+// |max|) of each rollup used; past 2^1000 (well short of the largest double, ~2^1024) the query
+// is answered from raw samples instead (RollupsInexact). Only astronomically large values get
+// there; the check is one pass over what the plan read.
+void Evaluator::CheckRollupSumsBounded(const RollupPlan& plan) {
+  const double kBound = std::ldexp(1.0, 1000);
+  const int64_t win = tsdb::kRollupWindowMs;
+  for (const RollupSeries& s : plan.series) {
+    double magnitude = 0;
+    for (const auto& run : s.raw)
+      for (const tsdb::Sample& x : run)
+        if (std::isfinite(x.v)) magnitude += std::fabs(x.v);
+    auto r = s.rollups.begin();
+    for (size_t w = 0; w < plan.nw; ++w) {
+      const int64_t t = plan.w0 + static_cast<int64_t>(w) * win;
+      while (r != s.rollups.end() && r->t_ms < t) ++r;
+      if (r != s.rollups.end() && r->t_ms == t && RollupUsable(*r) && r->count > 0)
+        magnitude += static_cast<double>(r->count) * std::max(std::fabs(r->min), std::fabs(r->max));
+    }
+    if (!(magnitude <= kBound)) throw RollupsInexact{};
+  }
+}
+
 // Per series: a Fold per rollup window of the span (from its rollup where usable, else from its
 // raw samples), then per step the raw head edge, the windows inside the step's window as a
 // sliding aggregate of those Folds (running sums and counts, monotonic deques of their minima
@@ -457,6 +482,7 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
   size_t cells = 0;
   std::vector<Fold> folds(plan.nw);
   std::vector<size_t> max_q, min_q;  // window indexes, [head, size)
+  if (name == "sum_over_time" || name == "avg_over_time") CheckRollupSumsBounded(plan);
   for (const RollupSeries& s : plan.series) {
     const size_t row = table->labels.size();
     table->labels.push_back(DropName(s.labels));
