@@ -444,12 +444,13 @@ std::vector<Evaluator::RollupSeries> Evaluator::GatherSeries(
   return out;
 }
 
-// The steps' sums below are running sums of window sums, and Prometheus adds sample by sample:
-// the two agree (to rounding) only while no partial sum can overflow. Per series, the magnitudes
-// of every sample a step could hold are bounded by the raw samples' |v| plus count x max(|min|,
-// |max|) of each rollup used; past 2^1000 (well short of the largest double, ~2^1024) the query
-// is answered from raw samples instead (RollupsInexact). Only astronomically large values get
-// there; the check is one pass over what the plan read.
+// The steps' sums below are running sums of window sums, and rate/increase add each window's
+// counter corrections pre-summed, where Prometheus adds sample by sample: the two agree (to
+// rounding) only while no partial sum can overflow. Per series, the magnitudes of every sample a
+// step could hold (each correction is one of them) are bounded by the raw samples' |v| plus
+// count x max(|min|, |max|) of each rollup used; past 2^1000 (well short of the largest double,
+// ~2^1024) the query is answered from raw samples instead (RollupsInexact). Only astronomically
+// large values get there; the check is one pass over what the plan read.
 void Evaluator::CheckRollupSumsBounded(const RollupPlan& plan) {
   const double kBound = std::ldexp(1.0, 1000);
   const int64_t win = tsdb::kRollupWindowMs;
@@ -475,6 +476,8 @@ void Evaluator::CheckRollupSumsBounded(const RollupPlan& plan) {
 // and maxima), and the raw tail edge. O(windows + steps + edge samples) per series.
 void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepTable* table) {
   const std::string_view name = call.func->name;
+  if (name == "sum_over_time" || name == "avg_over_time" || name == "rate" || name == "increase")
+    CheckRollupSumsBounded(plan);
   if (!IsFoldFunction(name)) return BuildSequenceTable(call, plan, table);
   const MatrixSelector& ms = *PlainMatrixArg(call);
   const size_t n = table->steps;
@@ -482,7 +485,6 @@ void Evaluator::BuildRollupTable(const Call& call, const RollupPlan& plan, StepT
   size_t cells = 0;
   std::vector<Fold> folds(plan.nw);
   std::vector<size_t> max_q, min_q;  // window indexes, [head, size)
-  if (name == "sum_over_time" || name == "avg_over_time") CheckRollupSumsBounded(plan);
   for (const RollupSeries& s : plan.series) {
     const size_t row = table->labels.size();
     table->labels.push_back(DropName(s.labels));
