@@ -4,12 +4,14 @@
 //
 //   make_dataset --scenario demo --duration 1h --step 15s --start 1700000000 --out data.om
 //   make_dataset ... --edits     also: a counter reset, a gap, NaN values, a series that starts
-//                                late and one that ends early (what a compatibility suite needs)
+//                                late and one that ends early, and extreme_value: values at the
+//                                edges of the double range (what a compatibility suite needs)
 //
 // The output ends with "# EOF" and loads with `promtool tsdb create-blocks-from openmetrics`.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,6 +69,32 @@ std::string Labels(const collect::GpuSnapshot& g, std::string_view extra) {
   return s + "}";
 }
 
+// --edits: a gauge family whose values sit at the edges of the double range, for the
+// compatibility suite's overflow and rounding cases: extreme_value{k="huge"} swings between 0
+// and 1e308 (sums of two can overflow), {k="mixed"} is ±1.7e308 and ±3e307 with +Inf and -Inf
+// stretches, {k="tiny"} is subnormal numbers, zeros of both signs and 1e-300.
+void AddExtremes(int64_t k, int64_t steps, const char* ts, FamilyOut* out, uint64_t* samples) {
+  out->type = collect::MetricType::kGauge;
+  const double x = static_cast<double>(k);
+  const double frac = x / static_cast<double>(steps);
+  const double huge = 1e308 * (0.5 + 0.5 * std::sin(x / 7));
+  double mixed = k % 5 == 0 ? (k % 10 == 0 ? -1.7e308 : 1.7e308) : 3e307 * std::cos(x / 3);
+  if (frac > 0.5 && frac < 0.52) mixed = std::numeric_limits<double>::infinity();
+  if (frac > 0.6 && frac < 0.61) mixed = -std::numeric_limits<double>::infinity();
+  const double tiny_values[] = {5e-324, 0.0, -0.0, 1e-300, -2.5e-320, 3e-310};
+  const double tiny = tiny_values[k % 6];
+  for (const auto& [labels, v] : {std::pair<const char*, double>{"{k=\"huge\"}", huge},
+                                  {"{k=\"mixed\"}", mixed},
+                                  {"{k=\"tiny\"}", tiny}}) {
+    const std::string series = std::string("extreme_value") + labels;
+    std::string& lines = out->series[series];
+    lines += series + " ";
+    collect::AppendValue(&lines, v);
+    lines += ts;
+    ++*samples;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +139,7 @@ int main(int argc, char** argv) {
     char ts[32];
     std::snprintf(ts, sizeof ts, " %lld.%03lld\n", static_cast<long long>(t_ms / 1000),
                   static_cast<long long>(t_ms % 1000));
+    if (args.edits) AddExtremes(k, steps, ts, &families["extreme_value"], &samples);
     for (const collect::GpuSnapshot& g : snap->gpus) {
       const unsigned gpu = g.identity.index;
       {  // gpu_info, for joins

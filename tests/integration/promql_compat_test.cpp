@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -39,7 +40,8 @@ std::string Key(const json& metric) {
 
 bool SameValue(const std::string& a, const std::string& b) {
   if (a == b) return true;
-  double x = std::stod(a), y = std::stod(b);
+  // strtod, not stod: subnormal values are out of range for stod, which throws.
+  const double x = std::strtod(a.c_str(), nullptr), y = std::strtod(b.c_str(), nullptr);
   if (std::isnan(x) && std::isnan(y)) return true;
   if (std::isinf(x) || std::isinf(y)) return x == y;
   return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
