@@ -337,14 +337,18 @@ struct Hub::Impl {
   }
 
   // Running jobs from the store's samples at `time_s` (0: now), of `node` (empty: every node).
-  Expected<json> StoreJobs(const std::string& node, double time_s = 0) {
+  // The two store queries that list the jobs on `node` (every node when empty): allocations,
+  // then the jobs' figures.
+  std::vector<std::string> JobQueries(const std::string& node) const {
     const std::string sel = Selector(node);
-    auto answers = store->Vectors(
-        {sel.empty() ? "gpu_allocation_info" : "gpu_allocation_info{" + sel + "}",
-         "{__name__=~\"gpu_job_(sm_utilization_ratio|memory_peak_bytes|energy_joules_total|"
-         "gpu_seconds_total|idle_gpu_seconds_total)\"" +
-             (sel.empty() ? "" : "," + sel) + "}"},
-        time_s);
+    return {sel.empty() ? "gpu_allocation_info" : "gpu_allocation_info{" + sel + "}",
+            "{__name__=~\"gpu_job_(sm_utilization_ratio|memory_peak_bytes|energy_joules_total|"
+            "gpu_seconds_total|idle_gpu_seconds_total)\"" +
+                (sel.empty() ? "" : "," + sel) + "}"};
+  }
+
+  Expected<json> StoreJobs(const std::string& node, double time_s = 0) {
+    auto answers = store->Vectors(JobQueries(node), time_s);
     for (const auto& a : answers)
       if (!a.ok()) return a.error();
     return JobsFromStore(*answers[0], *answers[1], options.node_label);
@@ -422,15 +426,33 @@ struct Hub::Impl {
     }
     std::set<std::string> listed;
     for (const json& j : *list) listed.insert(j.value("node", ""));
+    // Every node's two queries at once (each at its own time; the store's max_parallel at a
+    // time): a rack that loses its agents together costs one round of queries, not one per node.
+    struct Ask {
+      std::string node;
+      double at;
+      std::vector<std::string> queries;
+      std::vector<Expected<std::vector<Store::Sample>>> answers;
+    };
+    std::vector<Ask> asks;
     for (const std::string& n : silent) {
       auto at = known.find(n);
       if (listed.count(n) || at == known.end() || Now() - at->second > options.last_known_jobs_s)
         continue;
-      auto jobs = StoreJobs(n, at->second);
-      if (!jobs.ok()) continue;
-      for (json& j : *jobs) {
+      asks.push_back({n, at->second, JobQueries(n), {}});
+    }
+    std::vector<std::function<void()>> tasks;
+    for (Ask& a : asks) {
+      a.answers.assign(a.queries.size(), Error{"not run"});
+      for (size_t i = 0; i < a.queries.size(); ++i)
+        tasks.push_back([this, &a, i] { a.answers[i] = store->Vector(a.queries[i], a.at); });
+    }
+    store->RunAll(std::move(tasks));
+    for (Ask& a : asks) {
+      if (!a.answers[0].ok() || !a.answers[1].ok()) continue;
+      for (json& j : JobsFromStore(*a.answers[0], *a.answers[1], options.node_label)) {
         if (!team.empty() && j.value("team", "") != team) continue;
-        j["as_of"] = at->second;
+        j["as_of"] = a.at;
         list->push_back(std::move(j));
       }
     }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "base/clock.h"
@@ -702,6 +703,79 @@ TEST(HubTest, AStoppedAgentsJobsAreTheStoresAtItsLastAnswer) {
   json later = jobs();
   EXPECT_EQ(later["nodes_unreachable"], json::array({"node-02"}));
   EXPECT_EQ(later["jobs"].size(), 0u) << later.dump();
+  hub->Stop();
+  std::filesystem::remove(path);
+}
+
+// Three nodes whose agents stop together (a rack losing power): their last known jobs are read
+// from the store in one round, the three nodes' queries in flight at once (each held until the
+// other two have come, at most 3 s, so that read one after another they are not).
+TEST(HubTest, SilentNodesLastKnownJobsAreReadTogether) {
+  const std::vector<std::string> nodes = {"node-02", "node-03", "node-04"};
+  std::mutex mu;
+  std::condition_variable cv;
+  int past_queries = 0;
+  bool together = true;
+  FakeStore fake([&](const std::string& q, const std::string& time) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (q != "gpu_allocation_info{instance=\"" + nodes[i] + "\"}" || time.empty()) continue;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        ++past_queries;
+        cv.notify_all();
+        if (!cv.wait_for(lock, std::chrono::seconds(3), [&] { return past_queries >= 3; }))
+          together = false;
+      }
+      return Vector({{{{"__name__", "gpu_allocation_info"},
+                       {"instance", nodes[i]},
+                       {"gpu", "0"},
+                       {"job_id", std::to_string(10 + i)},
+                       {"team", "research"}},
+                      1}});
+    }
+    return Vector({});  // now: nothing running anywhere
+  });
+  std::vector<std::unique_ptr<http::Server>> agents;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gw-hub-rack-" + std::to_string(::getpid()) + ".yml");
+  {
+    std::ofstream f(path);
+    for (const std::string& n : nodes) {
+      auto agent = http::Server::Create({.listen_address = "127.0.0.1:0"}, nullptr);
+      ASSERT_TRUE(agent.ok());
+      (*agent)->Get("/api/gw/v1/jobs", [](const http::Request&, http::Response& res) {
+        res.content_type = "application/json";
+        res.body = R"({"status":"success","data":{"jobs":[]}})";
+      });
+      (*agent)->Get("/healthz",
+                    [](const http::Request&, http::Response& res) { res.body = "ok\n"; });
+      ASSERT_TRUE((*agent)->Start().ok());
+      f << "- targets: ['127.0.0.1:" << (*agent)->port() << "']\n  labels: {instance: " << n
+        << "}\n";
+      agents.push_back(std::move(*agent));
+    }
+  }
+  std::unique_ptr<Hub> hub = StartHub(fake.url(), path);
+  ASSERT_TRUE(hub);
+  const std::string base = "http://127.0.0.1:" + std::to_string(hub->port());
+  ASSERT_TRUE(http::GetUrl(base + "/api/gw/v1/jobs", 10).ok());  // every agent answers
+  for (auto& a : agents) a->Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // past the agent cache
+  auto r = http::GetUrl(base + "/api/gw/v1/jobs", 20);
+  ASSERT_TRUE(r.ok() && r->status == 200);
+  const json data = json::parse(r->body)["data"];
+  EXPECT_EQ(data["nodes_unreachable"].size(), 3u) << data.dump();
+  std::set<std::string> ids;
+  for (const json& j : data["jobs"]) {
+    EXPECT_TRUE(j["as_of"].is_number()) << j.dump();
+    ids.insert(j.value("job_id", ""));
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"10", "11", "12"})) << data.dump();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(past_queries, 3);
+    EXPECT_TRUE(together) << "the silent nodes' store queries were not in flight at once";
+  }
   hub->Stop();
   std::filesystem::remove(path);
 }
