@@ -198,6 +198,19 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   assert.equal(finished.cost?.currency, PRICES.currency);
   await page.goto(`${fleet.hubUrl}/#/jobs`);
   await page.waitForSelector(`.finished tr[data-job="${FINISHED_JOB.job_id}"]`, { timeout: 20000 });
+  // Fleet-wide, "GPUs allocated" counts GPUs by node (every node has a GPU 0) out of every
+  // node's GPUs, and a job's GPU links name its node.
+  const kpi = (p) => p.evaluate(() => {
+    const k = [...document.querySelectorAll('.kpi')].find((e) => /GPUs allocated/i.test(e.querySelector('.label')?.textContent || ''));
+    return k ? k.querySelector('.value').textContent.replace(/\s+/g, ' ').trim() : null;
+  });
+  await waitFor('the fleet\'s allocated GPUs by node on the Jobs page', async () => {
+    const r = await fleet.hubJson('/api/gw/v1/jobs?running=1');
+    const held = new Set((r.body.data?.jobs || []).flatMap((j) => (j.gpu?.gpus || []).map((g) => `${j.node}/${g}`))).size;
+    return held > 8 && (await kpi(page)) === `${held} / ${NODES * 8}`;
+  }, 20000);
+  const gpuHref = await page.$eval(`.running tr[data-job="${jobsOf(1)[0].job_id}"] a[data-link="gpu"]`, (a) => a.getAttribute('href'));
+  assert.match(gpuHref, new RegExp(`^#/gpu/\\d+\\?node=${nodeName(1)}$`));
   await shoot(page, 'jobs-desktop');
 
   // Alerts: node 7's ECC fault firing with its node (over VictoriaMetrics the hub's own rule
@@ -259,6 +272,8 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await page.waitForFunction((sel) => /last known \d\d:\d\d:\d\d/.test(document.querySelector(sel)?.textContent || ''), silentRow, { timeout: 20000 });
   await sleep(6000);  // past the page's shared refreshes (running=1)
   assert.match(await page.textContent(silentRow), /store, last known/);
+  // Its GPU series are stale: how many GPUs it has is not known now (it read "6 / 0").
+  assert.match(await kpi(page), /^\d+ \/ \?$/);
   await shoot(page, 'jobs-silent-node-desktop');
   await small.goto(`${fleet.hubUrl}/#/jobs?node=${silent}`);
   await small.waitForFunction((sel) => /last known/.test(document.querySelector(sel)?.textContent || ''), silentRow, { timeout: 20000 });

@@ -82,7 +82,7 @@ function draw(ctx) {
   const gpus = g.gpus || [];
   render(st.els.head, html`<div><a href="#/jobs">← Jobs</a><h1>${j.name || j.job_id} <span class="pill ${stateLevel(j.state)}">${j.state}</span></h1>
     <div class="ident"><span>job <b class="mono">${j.job_id}</b></span><span>user <b>${j.user || '–'}</b></span><span>team <b>${teamLink(j.team)}</b></span>
-    <span>partition <b>${j.partition || '–'}</b></span><span>source <b>${j.source || '–'}</b></span><span>GPUs <b class="gpus">${gpuList(gpus)}</b></span>
+    <span>partition <b>${j.partition || '–'}</b></span><span>source <b>${j.source || '–'}</b></span><span>GPUs <b class="gpus">${gpuList(gpus, j.node)}</b></span>
     ${j.exit_code !== undefined ? html`<span>exit <b>${j.exit_code}</b></span>` : ''}</div></div>`);
   render(st.els.kpis, [
     kpi(running ? 'Running for' : 'Ran', duration(ranFor), '', isSet(j.start_time) ? `from ${clock(j.start_time, true)}${!running && isSet(j.end_time) ? ` to ${clock(j.end_time)}` : ''}` : ''),

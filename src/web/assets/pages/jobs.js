@@ -37,9 +37,11 @@ function runningRow(j, now) {
   const idle = idleRatio(j);
   // A silent agent's jobs (the hub): the store's at its last answer, so said with that time.
   const source = j.as_of ? `${j.source}, last known ${clockSeconds(j.as_of)}` : j.source;
-  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small> <small class="source">${source}</small></td>
+  // The id under the name, unless the name is the id (jobs read from the store have no name).
+  const named = j.name && j.name !== j.job_id;
+  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br>${named ? html`<small class="mono">${j.job_id}</small> ` : ''}<small class="source">${source}</small></td>
     <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td>${j.partition || '–'}</td>
-    <td>${gpuList(j.gpu?.gpus)}</td>
+    <td>${gpuList(j.gpu?.gpus, j.node)}</td>
     <td class="num">${j.start_time ? duration(now - j.start_time) : '–'}</td>
     <td class="num">${j.gpu ? `${pct(j.gpu.util_avg)} / ${pct(j.gpu.util_max)}` : '–'}</td>
     <td class="num">${j.gpu ? bytes(j.gpu.memory_peak_bytes) : '–'}</td>
@@ -153,12 +155,17 @@ function draw(ctx) {
   const queued = st.queue?.data?.known ? st.queue.data.jobs : [];
   const teams = [...new Set([...st.all, ...queued].map((j) => j.team))].sort();
   const k = (label, value, level = '') => html`<div class="kpi card ${level}"><div class="label">${label}</div><div class="value">${value}</div></div>`;
-  const allocated = new Set(running.flatMap((j) => j.gpu?.gpus || [])).size;
+  // GPUs by node and index (under the hub a fleet-wide list has GPU 0 of every node); of how
+  // many: the node's GPUs, or under the hub's fleet scope every node's.
+  const allocated = new Set(running.flatMap((j) => (j.gpu?.gpus || []).map((g) => `${j.node || ''}/${g}`))).size;
+  const gpus = ctx.snapshot.nodes ? ctx.snapshot.nodes.reduce((n, x) => n + (x.gpus || 0), 0) : ctx.snapshot.gpus.length;
   const idle = running.filter((j) => j.gpu?.idle_while_allocated).length;
   render(st.els.kpis, [
     k('Running', running.length),
     k('Queued (Slurm)', st.queue?.data?.known ? count(queued.filter(keep).length) : st.slurm ? count(st.pending) : html`<small>no scheduler</small>`),
-    k('GPUs allocated', html`${allocated}<small> / ${ctx.snapshot.gpus.length}</small>`),
+    // A silent node's GPU series are stale: its count is not known now, its jobs' GPUs are.
+    k('GPUs allocated', gpus || !allocated ? html`${allocated}<small> / ${gpus}</small>`
+      : html`${allocated}<small title="no GPU series of this scope in the store now (the agent is silent)"> / ?</small>`),
     k('Idle but allocated', idle, idle ? 'warning' : ''),
     k('Finished', finished.length),
     k('Queue wait p90', st.waitP90 === undefined ? '–' : duration(st.waitP90)),

@@ -5,14 +5,15 @@ import { duration, html } from '../format.js';
 
 const enc = encodeURIComponent;
 
-export const gpuHref = (gpu) => `#/gpu/${enc(gpu)}`;
+// `node`: under the hub, the node the GPU is on (a fleet-wide list names GPUs of many nodes).
+export const gpuHref = (gpu, node) => `#/gpu/${enc(gpu)}${node ? `?node=${enc(node)}` : ''}`;
 export const jobHref = (id) => `#/job/${enc(id)}`;
 export const teamHref = (name) => `#/team/${enc(name)}`;
 
 // Links, or "–" when the value is absent.
-export function gpuLink(gpu, text) {
+export function gpuLink(gpu, text, node) {
   if (gpu === undefined || gpu === null || gpu === '') return '–';
-  return html`<a href="${gpuHref(gpu)}" data-link="gpu">${text ?? `GPU ${gpu}`}</a>`;
+  return html`<a href="${gpuHref(gpu, node)}" data-link="gpu">${text ?? `GPU ${gpu}`}</a>`;
 }
 export function jobLink(id, text) {
   if (!id) return '–';
@@ -22,9 +23,9 @@ export function teamLink(name, text) {
   if (!name) return '–';
   return html`<a href="${teamHref(name)}" data-link="team">${text || name}</a>`;
 }
-export function gpuList(gpus) {
+export function gpuList(gpus, node) {
   if (!gpus || !gpus.length) return '–';
-  return html`${gpus.map((g, i) => html`${i ? ', ' : ''}${gpuLink(g, String(g))}`)}`;
+  return html`${gpus.map((g, i) => html`${i ? ', ' : ''}${gpuLink(g, String(g), node)}`)}`;
 }
 
 // An alert's subject as links: its GPU, job and team (labels gpu, job_id, team).

@@ -32,7 +32,7 @@ function jobRow(j, now, currency) {
   const t = j.throughput;
   return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td>
     <td><span class="pill ${stateLevel(j.state)}">${j.state}</span>${j.outcome ? html`<br><small>${j.outcome.outcome.replace(/_/g, ' ')} · ${j.outcome.cause.replace(/_/g, ' ')}</small>` : ''}</td>
-    <td>${gpuList(j.gpu?.gpus)}</td><td class="num">${duration(ran)}</td><td class="num">${j.gpu ? pct(j.gpu.util_avg) : '–'}</td>
+    <td>${gpuList(j.gpu?.gpus, j.node)}</td><td class="num">${duration(ran)}</td><td class="num">${j.gpu ? pct(j.gpu.util_avg) : '–'}</td>
     <td class="num">${j.cost ? money(j.cost.total_cost, j.cost.currency || currency) : '–'}</td>
     <td class="num">${t ? `${Number(t.avg_per_s).toLocaleString('en-US', { maximumFractionDigits: 1 })} ${plural(t.unit)}/s` : '–'}</td></tr>`;
 }
