@@ -501,14 +501,19 @@ struct Hub::Impl {
     Json(res, json{{"data", found}, {"status", "success"}}.dump());
   }
 
+  // Every node's teams, or with node= that node's (as its agent's console shows them): the
+  // team pages' figures, charts and job lists then all speak of the scope chosen.
   void Teams(const http::Request& req, http::Response& res) {
+    const std::string node = Scope(req), sel = Selector(node);
     auto series = store->Vector(
         "{__name__=~\"gpu_team_(allocated|used|quota|idle)_gpus|gpu_team_efficiency_ratio|"
         "gpu_cost_(allocation|energy|idle_allocated)_total|gpu_cost_info|"
-        "gpu_(idle_)?allocated_gpu_seconds_total\"}");
+        "gpu_(idle_)?allocated_gpu_seconds_total\"" +
+        (sel.empty() ? "" : "," + sel) + "}");
     if (!series.ok()) return Unavailable(res, series.error().message);
-    http::Request all;  // every node, every job on record (the Jobs page's request: one fetch)
+    http::Request all;  // every job on record of the scope (the Jobs page's request: one fetch)
     all.path = req.path;
+    if (!node.empty()) all.params.emplace("node", node);
     auto jobs = FleetJobs(all, false);
     if (!jobs.ok()) return Unavailable(res, jobs.error().message);
     json doc = json::parse(TeamsJson(*series, (*jobs)["jobs"], options.node_label));

@@ -528,7 +528,9 @@ TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
                                      1};
     };
     if (q == "gpu_allocation_info") return Vector({alloc("node-01", "5"), alloc("node-02", "6")});
-    if (q.find("gpu_cost_info") != std::string::npos) {
+    // (node-01's cost series: none for a query of node-02's alone)
+    if (q.find("gpu_cost_info") != std::string::npos &&
+        q.find("instance=\"node-02\"") == std::string::npos) {
       json result = json::array();
       for (const auto& s : CostSeries("node-01", "research", 12, 3, 2, 7200, 1800, 0.5, "EUR")) {
         json labels = s.labels;
@@ -616,6 +618,15 @@ TEST(HubTest, JobsAndTeamsOverTheStoreAndTheAgents) {
   EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["total_cost"].get<double>(), 15);
   EXPECT_DOUBLE_EQ(teams["data"]["teams"][0]["cost"]["energy_kwh"].get<double>(), 2);
   EXPECT_EQ(teams["data"]["nodes_unreachable"], json::array({"node-02"}));
+  // One node's teams: the store asked for its series alone, its jobs alone.
+  auto [node_status, node_teams] = get("/api/gw/v1/teams?node=node-02");
+  ASSERT_EQ(node_status, 200) << node_teams.dump();
+  EXPECT_EQ(node_teams["data"]["teams"].size(), 0u) << node_teams.dump();  // no cost series there
+  bool scoped = false;
+  for (const std::string& q : fake.queries())
+    scoped |= q.find("gpu_cost_info") != std::string::npos &&
+              q.find("instance=\"node-02\"") != std::string::npos;
+  EXPECT_TRUE(scoped);
   hub->Stop();
   std::filesystem::remove(path);
 }

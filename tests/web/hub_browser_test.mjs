@@ -138,6 +138,13 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   const team = teamOf(job.account);
   await page.click(`#main a[data-link="team"][href="#/team/${team}"]`);
   await page.waitForFunction((name) => location.hash === `#/team/${name}` && document.querySelector('#main h1')?.textContent.includes(name), team, { timeout: 20000 });
+  // Under node 7 the team's figures are node 7's, as its job list and chart are (it said 17 GPUs
+  // held, the fleet's, beside node 7's one job).
+  const heldHere = jobsOf(FAULT_NODE).filter((j) => teamOf(j.account) === team).reduce((n, j) => n + j.gpus.length, 0);
+  await page.waitForFunction((want) => {
+    const k = [...document.querySelectorAll('.kpi')].find((e) => /GPUs held/i.test(e.querySelector('.label')?.textContent || ''));
+    return k && new RegExp(`^${want}(\\D|$)`).test(k.querySelector('.value').textContent.trim());
+  }, heldHere, { timeout: 20000 });
   await shoot(page, 'team-desktop');
 
   // Findings page: the fault with its node, linked to it.

@@ -43,8 +43,9 @@ function draw(ctx) {
   const t = gov?.teams.find((x) => x.team === name);
   const jobs = st.jobs?.data?.jobs || [];
   const currency = gov?.currency;
+  const runningCount = jobs.filter((j) => j.state === 'RUNNING').length;
   render(st.els.head, html`<div><a href="#/teams">← Teams</a><h1>Team ${name}${t?.quota?.over_quota ? html` <span class="pill critical">over quota</span>` : ''}</h1>
-    <div class="sub">${jobs.filter((j) => j.state === 'RUNNING').length} jobs running · ${jobs.length} on record in the last 7 days</div></div>`);
+    <div class="sub">${runningCount} job${runningCount === 1 ? '' : 's'} running · ${jobs.length} on record in the last 7 days</div></div>`);
   st.missing = !t && !jobs.length;
   if (st.missing) {
     render(st.els.kpis, '');
