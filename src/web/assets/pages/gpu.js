@@ -6,7 +6,7 @@ import { chart, chartGrid, gpuView, GPM_SIGNALS, HOLLOW_SM_ACTIVE, HOLLOW_UTILIZ
 import { episodeGap, episodes, TimeChart } from '../chart.js';
 import { ago, bytes, celsius, clock, count, duration, html, mhz, pct, render, si, watts } from '../format.js';
 import { rangeToolbar } from '../timerange.js';
-import { activeSince, alertHref, alertSubject, jobLink, teamLink } from './links.js';
+import { activeSince, alertHref, alertSubject, jobCell, jobLink, teamLink } from './links.js';
 import { loadReclaim, reclaimCard } from './governance.js';
 
 const COLORS = ['#4493f8', '#f0883e', '#3fb950', '#bc8cff', '#e3b341', '#39c5cf', '#ff7b72', '#8b949e'];
@@ -153,7 +153,7 @@ function renderInfo(v, ctx) {
       <td>${p.job_id ? jobLink(p.job_id) : '–'}</td></tr>`)
     : html`<tr><td colspan="${inMig ? 10 : 9}" class="muted">No compute process.</td></tr>`;
   const jobs = v.jobs.length
-    ? v.jobs.map((j) => html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td class="num">${j.start_time ? duration(ctx.now - j.start_time) : '–'}</td><td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td></tr>`)
+    ? v.jobs.map((j) => html`<tr data-job="${j.job_id}"><td>${jobCell(j)}</td><td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td class="num">${j.start_time ? duration(ctx.now - j.start_time) : '–'}</td><td class="num">${j.gpu ? `${pct(j.gpu.util_avg)}` : '–'}</td></tr>`)
     : html`<tr><td colspan="5" class="muted">No job holds this GPU.</td></tr>`;
   render(st.els.tables, html`<div class="card problems-card"><div class="scroll-x"><table class="gpu-problems"><thead><tr><th>Severity</th><th>Problem</th><th>What to do</th><th class="num">Since</th></tr></thead><tbody>${problems}</tbody></table></div></div>
     <div class="card"><div class="scroll-x"><table class="gpu-jobs"><thead><tr><th>Job</th><th>User</th><th>Team</th><th class="num">Running</th><th class="num">Util avg</th></tr></thead><tbody>${jobs}</tbody></table></div></div>

@@ -4,7 +4,7 @@
 // (both kept in the URL: #/jobs?team=…&q=…&sort=<column>&dir=asc|desc).
 import { getJson, histogramQuantile, scrape } from '../api.js';
 import { ago, bytes, clock, clockSeconds, count, duration, html, money, pct, render } from '../format.js';
-import { gpuList, jobLink, teamLink } from './links.js';
+import { gpuList, jobCell, jobLink, teamLink } from './links.js';
 import { stateLevel } from './job.js';
 
 const FULL_REFRESH_S = 10;
@@ -54,7 +54,7 @@ function runningRow(j, now) {
 function finishedRow(j, now) {
   const idle = idleRatio(j);
   const exit = j.exit_code === undefined ? '' : ` (exit ${j.exit_code})`;
-  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small></td>
+  return html`<tr data-job="${j.job_id}"><td>${jobCell(j)}</td>
     <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td>
     <td><span class="pill ${stateLevel(j.state)}">${j.state}</span><small>${exit}</small>${j.outcome ? html`<br><small>${j.outcome.outcome.replace(/_/g, ' ')}</small>` : ''}</td>
     <td class="num">${ago(j.end_time, now)}</td>

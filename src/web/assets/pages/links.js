@@ -19,6 +19,12 @@ export function jobLink(id, text) {
   if (!id) return '–';
   return html`<a href="${jobHref(id)}" data-link="job">${text || id}</a>`;
 }
+// A job's name as a link, its id under it unless the name is the id (jobs read from the store
+// have no name).
+export function jobCell(j) {
+  const named = j.name && j.name !== j.job_id;
+  return html`${jobLink(j.job_id, j.name || j.job_id)}${named ? html`<br><small class="mono">${j.job_id}</small>` : ''}`;
+}
 export function teamLink(name, text) {
   if (!name) return '–';
   return html`<a href="${teamHref(name)}" data-link="team">${text || name}</a>`;

@@ -6,7 +6,7 @@
 import { chart, getJson } from '../api.js';
 import { TimeChart } from '../chart.js';
 import { count, duration, html, money, pct, plural, render } from '../format.js';
-import { activeSince, alertHref, gpuList, gpuLink, jobLink, period } from './links.js';
+import { activeSince, alertHref, gpuList, gpuLink, jobCell, jobLink, period } from './links.js';
 import { rangeToolbar } from '../timerange.js';
 import { findingCard } from './findings.js';
 import { loadReclaim, reclaimCard } from './governance.js';
@@ -30,7 +30,7 @@ function jobRow(j, now, currency) {
   const ended = j.state !== 'RUNNING';
   const ran = j.start_time ? (ended && j.end_time ? j.end_time - j.start_time : now - j.start_time) : undefined;
   const t = j.throughput;
-  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br><small class="mono">${j.job_id}</small></td><td>${j.user || '–'}</td>
+  return html`<tr data-job="${j.job_id}"><td>${jobCell(j)}</td><td>${j.user || '–'}</td>
     <td><span class="pill ${stateLevel(j.state)}">${j.state}</span>${j.outcome ? html`<br><small>${j.outcome.outcome.replace(/_/g, ' ')} · ${j.outcome.cause.replace(/_/g, ' ')}</small>` : ''}</td>
     <td>${gpuList(j.gpu?.gpus, j.node)}</td><td class="num">${duration(ran)}</td><td class="num">${j.gpu ? pct(j.gpu.util_avg) : '–'}</td>
     <td class="num">${j.cost ? money(j.cost.total_cost, j.cost.currency || currency) : '–'}</td>
