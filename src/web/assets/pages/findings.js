@@ -45,8 +45,7 @@ function subjectLinks(f) {
   const where = [];
   // Under `gpuwarden hub`: the node it is about (docs/hub.md), and its GPU on that node.
   if (f.node) where.push(html`node <a href="#/node/${encodeURIComponent(f.node)}" data-link="node">${f.node}</a>`);
-  if (s.gpu !== undefined && s.gpu !== '' && f.node) where.push(html`<a href="#/gpu/${encodeURIComponent(s.gpu)}?node=${encodeURIComponent(f.node)}" data-link="gpu">GPU ${s.gpu}</a>`);
-  else if (s.gpu !== undefined && s.gpu !== '') where.push(gpuLink(s.gpu));
+  if (s.gpu !== undefined && s.gpu !== '') where.push(gpuLink(s.gpu, undefined, f.node));
   if (s.job) where.push(html`job ${jobLink(s.job)}`);
   if (s.team) where.push(html`team ${teamLink(s.team)}`);
   if (s.partition) where.push(html`partition <b>${s.partition}</b>`);

@@ -181,7 +181,7 @@ function fleetOfNodes(ctx) {
     .sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0));
   const node = (a) => a.labels[ctx.info.node_label || 'instance'];
   render(els.problems, bad.length
-    ? bad.slice(0, 8).map((a) => html`<div class="row"><span class="pill ${levelOf(a)}">${levelOf(a)}</span><span class="what"><a href="#/node/${encodeURIComponent(node(a) || '')}">${node(a) || 'fleet'}</a>${a.labels.gpu !== undefined ? html` · <a href="${gpuHref(a.labels.gpu)}?node=${encodeURIComponent(node(a) || '')}">GPU ${a.labels.gpu}</a>` : ''} <small>${a.labels.alertname}</small></span></div>`)
+    ? bad.slice(0, 8).map((a) => html`<div class="row"><span class="pill ${levelOf(a)}">${levelOf(a)}</span><span class="what"><a href="#/node/${encodeURIComponent(node(a) || '')}">${node(a) || 'fleet'}</a>${a.labels.gpu !== undefined ? html` · <a href="${gpuHref(a.labels.gpu, node(a))}">GPU ${a.labels.gpu}</a>` : ''} <small>${a.labels.alertname}</small></span></div>`)
     : html`<div class="row"><span class="pill ok">healthy</span><span class="what">No warning or critical alert is firing on the ${nodes.length} nodes · <a href="#/findings">fleet findings</a></span></div>`);
   render(els.tiles, nodes.length ? nodes.map(nodeTile) : html`<div class="card empty"><b>No node in the store</b>The store holds no gpu_up series yet.</div>`);
 }
