@@ -259,7 +259,12 @@ test('console layout, phone menu, time axis, alert episodes and time ranges', as
       await page.fill('.rangebar .abs input[name="to"]', '2020-01-01T09:00');
       await page.click('.rangebar .abs button');
       assert.match(await page.locator('.rangebar .rerror').innerText(), /before/);
+      // It stays through the page's refreshes (each repaints the bar: it was wiped within one),
+      // and goes once the times are edited.
+      await sleep(5000);
+      assert.match(await page.locator('.rangebar .rerror').innerText(), /before/);
       await page.fill('.rangebar .abs input[name="to"]', '2020-01-01T11:30');
+      assert.equal(await page.locator('.rangebar .rerror').isVisible(), false);
       await page.click('.rangebar .abs button');
       await page.waitForFunction(() => /from=/.test(location.hash));
       const typed = await hashQuery(page);

@@ -109,6 +109,9 @@ export function rangeToolbar(parent, onChange) {
   const form = el.querySelector('form');
   const error = el.querySelector('.rerror');
   let lastNow = Date.now() / 1000;
+  // What was wrong with the times typed: shown until the user edits them or picks a range (the
+  // page's refreshes repaint the bar every few seconds and must not wipe it).
+  let typedError = '';
 
   const paint = () => {
     const r = rangeFromQuery(hashQuery(), lastNow);
@@ -116,8 +119,9 @@ export function rangeToolbar(parent, onChange) {
     el.querySelectorAll('[data-range]').forEach((b) => b.classList.toggle('on', r.live && b.dataset.range === r.name));
     el.querySelector('.golive').hidden = r.live;
     el.querySelector('.rlabel').textContent = r.label;
-    error.hidden = !r.error;
-    error.textContent = r.error || '';
+    const message = typedError || r.error || '';
+    error.hidden = !message;
+    error.textContent = message;
     // The inputs follow the URL unless the user is typing in them.
     if (!form.contains(document.activeElement)) {
       form.from.value = toInput(r.start);
@@ -125,8 +129,14 @@ export function rangeToolbar(parent, onChange) {
     }
     return r;
   };
-  el.querySelectorAll('[data-range]').forEach((b) => b.addEventListener('click', () => setRange({ name: b.dataset.range })));
+  el.querySelectorAll('[data-range]').forEach((b) => b.addEventListener('click', () => { typedError = ''; setRange({ name: b.dataset.range }); }));
+  form.addEventListener('input', () => {
+    if (!typedError) return;
+    typedError = '';
+    paint();
+  });
   el.querySelector('.golive').addEventListener('click', () => {
+    typedError = '';
     const r = rangeFromQuery(hashQuery(), lastNow);
     // Back to live keeps the window's length, rounded up to a live range.
     const span = r.end - r.start;
@@ -138,10 +148,11 @@ export function rangeToolbar(parent, onChange) {
     const from = fromInput(form.from.value);
     const to = fromInput(form.to.value);
     if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
-      error.hidden = false;
-      error.textContent = Number.isNaN(from) || Number.isNaN(to) ? 'Enter both times.' : 'From must be before to.';
+      typedError = Number.isNaN(from) || Number.isNaN(to) ? 'Enter both times.' : 'From must be before to.';
+      paint();
       return;
     }
+    typedError = '';
     form.querySelectorAll('input').forEach((i) => i.blur());
     setRange({ from, to });
   });
