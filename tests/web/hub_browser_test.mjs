@@ -235,6 +235,11 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   await page.waitForSelector(row, { timeout: 20000 });
   assert.equal(await page.$eval('#node-select', (s) => s.value), fault);
   await shoot(page, 'alerts-desktop');
+  // Over the whole fleet the Findings page's alert names its node, and its GPU link goes there.
+  await page.goto(`${fleet.hubUrl}/#/findings?node=`);
+  const alertItem = 'article.alert-item[data-alert="GpuUncorrectableEccError"]';
+  await page.waitForSelector(`${alertItem} a[href="#/gpu/2?node=${fault}"]`, { timeout: 20000 });
+  assert.match(await page.textContent(`${alertItem} .where`), new RegExp(`node ${fault} · GPU 2`));
   await page.goto(`${fleet.hubUrl}/#/alerts?node=node-08`);
   await page.waitForFunction(() => document.querySelector('#node-select')?.value === 'node-08' && document.querySelector('.firing table'), null, { timeout: 20000 });
   await sleep(1000);

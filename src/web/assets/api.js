@@ -6,7 +6,7 @@ import { parseMetricKey, worst } from './format.js';
 // Under `gpuwarden hub` (docs/hub.md) the console shows a fleet: `scope.node` is the node chosen
 // (app.js sets it from the route), and every API request carries it as `node=`. On an agent
 // `scope.hub` stays false and no request changes.
-export const scope = { hub: false, node: '' };
+export const scope = { hub: false, node: '', nodeLabel: 'instance' };  // nodeLabel: the hub's
 export function scoped(path) {
   if (!scope.node || !path.startsWith('/api/')) return path;
   return `${path}${path.includes('?') ? '&' : '?'}node=${encodeURIComponent(scope.node)}`;

@@ -189,6 +189,7 @@ async function start() {
   const [info] = await Promise.all([getJson('/api/gw/v1/console'), loadShared()]);
   ctx.info = info.data || { version: '', history: false };
   scope.hub = Boolean(ctx.info.hub);
+  scope.nodeLabel = ctx.info.node_label || 'instance';
   document.getElementById('version').textContent = ctx.info.version ? `gpuwarden ${ctx.info.version}` : 'gpuwarden';
   window.addEventListener('hashchange', () => route());
   document.addEventListener('visibilitychange', () => { if (!document.hidden) tick(); });

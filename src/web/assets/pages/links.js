@@ -1,6 +1,7 @@
 // Links between the console's layers: a GPU, a job, a team, an alert, a finding, a reclaim
 // decision each has its page, and every page names the others through these helpers so that a
 // name on screen is always a way to its page.
+import { scope } from '../api.js';
 import { duration, html } from '../format.js';
 
 const enc = encodeURIComponent;
@@ -34,11 +35,15 @@ export function gpuList(gpus, node) {
   return html`${gpus.map((g, i) => html`${i ? ', ' : ''}${gpuLink(g, String(g), node)}`)}`;
 }
 
-// An alert's subject as links: its GPU, job and team (labels gpu, job_id, team).
+// An alert's subject as links: its GPU, job and team (labels gpu, job_id, team). Under the hub
+// an alert names its node (the hub's node label) when every node is shown, and its GPU link
+// goes to that node's GPU.
 export function alertSubject(a) {
   const l = a.labels || {};
   const parts = [];
-  if (l.gpu !== undefined) parts.push(gpuLink(l.gpu));
+  const node = scope.hub ? l[scope.nodeLabel] : undefined;
+  if (node && !scope.node) parts.push(html`node <a href="#/node/${enc(node)}">${node}</a>`);
+  if (l.gpu !== undefined) parts.push(gpuLink(l.gpu, undefined, node));
   if (l.job_id) parts.push(html`job ${jobLink(l.job_id)}`);
   if (l.team) parts.push(html`team ${teamLink(l.team)}`);
   if (l.target) parts.push(html`target ${l.target}`);
