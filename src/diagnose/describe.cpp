@@ -106,8 +106,9 @@ void DescribeEcc(Finding* f, const EvidenceValues& v, const Thresholds& t) {
   char b[200] = "";
   if (f->cause == "uncorrectable errors") {
     f->severity = Severity::kCritical;
-    std::snprintf(b, sizeof b, " has %.0f uncorrectable ECC errors since its last reset",
-                  Get(v, "uncorrected"));
+    const double n = Get(v, "uncorrected");
+    std::snprintf(b, sizeof b, " has %.0f uncorrectable ECC error%s since its last reset", n,
+                  n == 1 ? "" : "s");
     f->title = GpuName(*f) + b;
     f->action =
         "Drain it and requeue its job (results since the error are suspect); check XID 48/63/64 "

@@ -137,6 +137,8 @@ TEST(Diagnose, EccScenariosAreTrendsHeadingForReplacement) {
     ASSERT_NE(dbe, nullptr) << ToText(d);
     EXPECT_EQ(dbe->severity, Severity::kCritical);
     EXPECT_EQ(EvidenceValue(*dbe, "uncorrectable errors since"), 2);
+    EXPECT_NE(dbe->title.find(" has 2 uncorrectable ECC errors since"), std::string::npos)
+        << dbe->title;
     const Finding* trend = Find(d, "ecc-trend", "corrected-error trend", "0");
     ASSERT_NE(trend, nullptr) << ToText(d);
     EXPECT_EQ(trend->severity, Severity::kWarning);

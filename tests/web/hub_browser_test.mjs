@@ -154,6 +154,7 @@ test(`hub over ${kind}: fleet → node → GPU → job → team, fleet findings,
   const card = `article.finding[data-node="${fault}"][data-id^="ecc-trend"]`;
   await page.waitForSelector(card, { timeout: 20000 });
   assert.match(await page.textContent(`${card} .where`), new RegExp(`node ${fault}`));
+  assert.match(await page.textContent(`${card} h3`), /GPU 2 has 1 uncorrectable ECC error since its last reset/);
   await shoot(page, 'findings-desktop');
 
   // Team cost over the fleet: the hub's sum of the nodes' counters against the agents' own
