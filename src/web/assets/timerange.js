@@ -122,8 +122,8 @@ export function rangeToolbar(parent, onChange) {
     const message = typedError || r.error || '';
     error.hidden = !message;
     error.textContent = message;
-    // The inputs follow the URL unless the user is typing in them.
-    if (!form.contains(document.activeElement)) {
+    // The inputs follow the URL unless the user is typing in them or they hold what was wrong.
+    if (!typedError && !form.contains(document.activeElement)) {
       form.from.value = toInput(r.start);
       form.to.value = toInput(r.end);
     }

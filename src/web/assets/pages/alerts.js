@@ -55,7 +55,10 @@ function history(d, ctx) {
     lanes.push({ label: `${s.labels.alertname}${who}`, state: s.labels.alertstate, runs });
     const live = liveAlert(s.labels, ctx.alerts);
     for (const [a, b] of runs) {
-      const open = b === d.points - 1;
+      // Still going: it reaches the last bucket, or the one before while the alert is active now
+      // (the current bucket's first evaluation may not be stored yet: up to a rule interval
+      // after a bucket boundary the run seemed over).
+      const open = b === d.points - 1 || (b === d.points - 2 && live !== undefined);
       events.push({ name: s.labels.alertname, labels: s.labels, state: s.labels.alertstate, from: d.start + a * d.step, to: d.start + (b + 1) * d.step, open, live: open ? live : undefined });
     }
   }
