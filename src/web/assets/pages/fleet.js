@@ -179,7 +179,7 @@ function fleetOfNodes(ctx) {
     k('Alerts firing', firing.length, critical ? 'critical' : firing.length ? 'warning' : ''), k('Jobs running', new Set(ctx.jobs.map((j) => `${j.node}/${j.job_id}`)).size)]);
   const bad = firing.filter((a) => levelOf(a) !== 'info')
     .sort((a, b) => (severityRank[b.labels.severity] || 0) - (severityRank[a.labels.severity] || 0));
-  const node = (a) => a.labels[ctx.info.node_label || 'instance'];
+  const node = (a) => a.labels[scope.nodeLabel];
   render(els.problems, bad.length
     ? bad.slice(0, 8).map((a) => html`<div class="row"><span class="pill ${levelOf(a)}">${levelOf(a)}</span><span class="what"><a href="#/node/${encodeURIComponent(node(a) || '')}">${node(a) || 'fleet'}</a>${a.labels.gpu !== undefined ? html` · <a href="${gpuHref(a.labels.gpu, node(a))}">GPU ${a.labels.gpu}</a>` : ''} <small>${a.labels.alertname}</small></span></div>`)
     : html`<div class="row"><span class="pill ok">healthy</span><span class="what">No warning or critical alert is firing on the ${nodes.length} nodes · <a href="#/findings">fleet findings</a></span></div>`);

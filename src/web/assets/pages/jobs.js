@@ -4,7 +4,7 @@
 // (both kept in the URL: #/jobs?team=…&q=…&sort=<column>&dir=asc|desc).
 import { getJson, histogramQuantile, scrape } from '../api.js';
 import { ago, bytes, clock, clockSeconds, count, duration, html, money, pct, render } from '../format.js';
-import { gpuList, jobCell, jobLink, teamLink } from './links.js';
+import { gpuList, jobCell, teamLink } from './links.js';
 import { stateLevel } from './job.js';
 
 const FULL_REFRESH_S = 10;
@@ -37,9 +37,7 @@ function runningRow(j, now) {
   const idle = idleRatio(j);
   // A silent agent's jobs (the hub): the store's at its last answer, so said with that time.
   const source = j.as_of ? `${j.source}, last known ${clockSeconds(j.as_of)}` : j.source;
-  // The id under the name, unless the name is the id (jobs read from the store have no name).
-  const named = j.name && j.name !== j.job_id;
-  return html`<tr data-job="${j.job_id}"><td>${jobLink(j.job_id, j.name || j.job_id)}<br>${named ? html`<small class="mono">${j.job_id}</small> ` : ''}<small class="source">${source}</small></td>
+  return html`<tr data-job="${j.job_id}"><td>${jobCell(j, source)}</td>
     <td>${j.user || '–'}</td><td>${teamLink(j.team)}</td><td>${j.partition || '–'}</td>
     <td>${gpuList(j.gpu?.gpus, j.node)}</td>
     <td class="num">${j.start_time ? duration(now - j.start_time) : '–'}</td>

@@ -21,10 +21,10 @@ export function jobLink(id, text) {
   return html`<a href="${jobHref(id)}" data-link="job">${text || id}</a>`;
 }
 // A job's name as a link, its id under it unless the name is the id (jobs read from the store
-// have no name).
-export function jobCell(j) {
+// have no name), and `source` (where the row comes from) beside the id.
+export function jobCell(j, source) {
   const named = j.name && j.name !== j.job_id;
-  return html`${jobLink(j.job_id, j.name || j.job_id)}${named ? html`<br><small class="mono">${j.job_id}</small>` : ''}`;
+  return html`${jobLink(j.job_id, j.name || j.job_id)}${named || source ? html`<br>` : ''}${named ? html`<small class="mono">${j.job_id}</small>` : ''}${source ? html` <small class="source">${source}</small>` : ''}`;
 }
 export function teamLink(name, text) {
   if (!name) return '–';
