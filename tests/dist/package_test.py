@@ -16,6 +16,7 @@ import argparse
 import glob
 import gzip
 import os
+import random
 import re
 import shutil
 import signal
@@ -62,9 +63,18 @@ def find_deb(out, package, ext="deb"):
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free a moment ago on 127.0.0.1, drawn from 20000-32767: below Linux's ephemeral
+    range, so no outgoing connection or listen(0) beside this test takes it before its server
+    binds it (a bind(0) port comes from that range; CI once lost a server start to that race)."""
+    for _ in range(200):
+        port = random.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-32767")
 
 
 def check_contents(source, debs):

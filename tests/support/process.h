@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -64,17 +65,26 @@ class TempDir {
   std::string path_;
 };
 
-// A port that was free a moment ago on 127.0.0.1.
+// A port that was free a moment ago on 127.0.0.1, drawn at random from 20000-32767: below
+// Linux's ephemeral range (32768-60999), so that no outgoing connection and no listen(0) of a
+// test running beside this one can take it between now and the moment its server binds it (a
+// port from bind(0) came from that range, and CI once lost a VictoriaMetrics start to that race).
 inline int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
+  static thread_local unsigned state = static_cast<unsigned>(getpid()) * 2654435761u ^
+                                       static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    state = state * 1103515245u + 12345u;
+    int port = 20000 + static_cast<int>((state >> 8) % 12768);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 0;
 }
 
 // Polls `ready` every 50 ms until it is true or `timeout_s` passes.

@@ -29,12 +29,20 @@ export const PRICES = { gpu_hour: { H100: 4.0, default: 2.5 }, energy_kwh: 0.3, 
 export const nodeName = (k) => `node-${String(k).padStart(2, '0')}`;
 export const teamOf = (account) => TEAM_OF[account];
 
+// A port free a moment ago on 127.0.0.1, drawn from 20000-32767: below Linux's ephemeral range,
+// so no outgoing connection or listen(0) beside this test takes it before its server binds it (a
+// listen(0) port comes from that range; CI once lost a VictoriaMetrics start to that race).
 async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 12768);
+    const free = await new Promise((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port in 20000-32767');
 }
 
 // A child process with its output kept; stop() ends it by its PID.
