@@ -84,9 +84,10 @@ struct DBOptions {
   size_t rollup_cache_bytes = 16ULL << 20;
   // Compaction writes no rollups column for a block of fewer samples than this whose rollups
   // would be its present samples' alone; readers compute them from the samples, retention before
-  // it drops them (docs/tsdb-format.md §1b, "Sparse blocks"). 6 h blocks hold fewer below ~21 s
-  // between samples, where a window's rollup costs about what its samples do. 0: always write.
-  size_t rollup_min_samples = 1024;
+  // it drops them (docs/tsdb-format.md §1b, "Sparse blocks"). 6 h blocks hold fewer beyond
+  // ~10.5 s between samples (Prometheus' usual 15 s included), where a 5-minute window's rollup
+  // costs about what 9 of its 20-odd samples do. 0: always write.
+  size_t rollup_min_samples = 2048;
   // false: Append/Commit do not write the WAL; only Flush makes data durable. For bulk imports
   // that can simply be re-run after a crash (`gpuwarden tsdb import`): a crash before the final
   // Flush loses the import, never older data.

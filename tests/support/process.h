@@ -70,8 +70,9 @@ class TempDir {
 // test running beside this one can take it between now and the moment its server binds it (a
 // port from bind(0) came from that range, and CI once lost a VictoriaMetrics start to that race).
 inline int FreePort() {
-  static thread_local unsigned state = static_cast<unsigned>(getpid()) * 2654435761u ^
-                                       static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count());
+  static thread_local unsigned state =
+      static_cast<unsigned>(getpid()) * 2654435761u ^
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count());
   for (int attempt = 0; attempt < 200; ++attempt) {
     state = state * 1103515245u + 12345u;
     int port = 20000 + static_cast<int>((state >> 8) % 12768);

@@ -611,9 +611,9 @@ TEST(DBRollups, SparseBlocksKeepNoColumn) {
   ASSERT_EQ(sel.size(), 1u);
   ExpectSame(want, sel[0].rollups);
 
-  // The newest block grows past the threshold (120 + 1,800 samples): now it has a column.
-  for (int64_t t = 9'000'000; t < 3 * 3'600'000; t += 1'000) {
-    sparse.push_back({t, static_cast<double>(t / 1'000 % 7)});
+  // The newest block grows past the threshold (120 + 3,600 samples): now it has a column.
+  for (int64_t t = 9'000'000; t < 3 * 3'600'000; t += 500) {
+    sparse.push_back({t, static_cast<double>(t / 500 % 7)});
     ASSERT_TRUE(db->Append(sref, t, sparse.back().v).ok());
   }
   ASSERT_TRUE(db->Flush().ok());
