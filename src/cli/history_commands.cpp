@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -264,6 +266,27 @@ class ParsePipeline {
 
 }  // namespace
 
+// The typical spacing of the data's samples: the median gap between consecutive samples of the
+// same series among the file's first 50,000 samples (0 when no series has two).
+double TypicalSpacingSeconds(std::string_view text) {
+  std::unordered_map<std::string, int64_t> last;  // series text → its previous timestamp
+  std::vector<int64_t> gaps;
+  size_t seen = 0;
+  // Stopped after 50,000 samples; a malformed line is the import's to report.
+  (void)tsdb::ParseText(text, "", {}, [&](std::string_view series, int64_t t_ms, double) -> Status {
+    auto [it, fresh] = last.try_emplace(std::string(series), t_ms);
+    if (!fresh) {
+      if (t_ms > it->second) gaps.push_back(t_ms - it->second);
+      it->second = t_ms;
+    }
+    return ++seen < 50'000 ? Status::Ok() : Status(Error{"enough samples"});
+  });
+  if (gaps.empty()) return 0;
+  auto mid = gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2);
+  std::nth_element(gaps.begin(), mid, gaps.end());
+  return static_cast<double>(*mid) / 1000;
+}
+
 int RunTsdbImport(const config::Config& config, const std::string& file, Logger* logger) {
   // One writer per data directory: refused, touching nothing, while an agent or another import
   // holds it (its checkpoint would delete the agent's live WAL segments).
@@ -297,7 +320,20 @@ int RunTsdbImport(const config::Config& config, const std::string& file, Logger*
   } unmap{mapped, size};
   const std::string_view text(static_cast<const char*>(mapped), size);
   // No WAL for an import: Flush makes it durable at the end, and a crashed import is re-run.
-  auto db = serve::OpenStoreForCommand(config.storage, logger, serve::StoreMode::kBulkImport);
+  // A new directory for data 10 s or more apart gets 24 h blocks: a quarter of the rows, larger
+  // compression frames, and below the rollups column's threshold per 5-minute window
+  // (docs/tsdb-format.md §1b, "Block range").
+  config::StorageConfig storage = config.storage;
+  if (storage.block_range_s == 0 &&
+      !std::filesystem::exists(std::filesystem::path(storage.path) / "tsdb.sqlite")) {
+    const double spacing = TypicalSpacingSeconds(text);
+    if (spacing >= 10) {
+      storage.block_range_s = 86400;
+      std::fprintf(stderr, "new data directory: 24h blocks (samples ~%s apart)\n",
+                   FormatDuration(spacing).c_str());
+    }
+  }
+  auto db = serve::OpenStoreForCommand(storage, logger, serve::StoreMode::kBulkImport);
   if (!db) return 1;
   std::unordered_map<std::string, tsdb::SeriesRef> refs;
   tsdb::Labels labels;

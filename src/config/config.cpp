@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -67,6 +68,15 @@ Setter Duration(const std::string& key, std::function<double&(Config*)> field, b
     field(c) = seconds;
     return Status::Ok();
   };
+}
+
+// storage.block_range: 0 (automatic) or whole 5-minute rollup windows from 1 h to 7 d.
+Status ValidateBlockRange(double seconds) {
+  if (seconds == 0 || (seconds >= 3600 && seconds <= 7 * 86400 && std::fmod(seconds, 300) == 0))
+    return Status::Ok();
+  return Status(Error{"storage.block_range (" + FormatDuration(seconds) +
+                      ") must be 0 (automatic) or a whole number of 5-minute windows from 1h to "
+                      "7d"});
 }
 
 Setter Bool(const std::string& key, std::function<bool&(Config*)> field) {
@@ -300,6 +310,16 @@ const std::map<std::string, Setter>& Setters() {
        Duration(
            "storage.rollup_retention",
            [](Config* c) -> double& { return c->storage.rollup_retention_s; }, false)},
+      {"storage.block_range",
+       [](const Context& ctx, const YAML::Node& n, Config* c) {
+         const Setter duration = Duration(
+             "storage.block_range", [](Config* cfg) -> double& { return cfg->storage.block_range_s; },
+             true);
+         if (Status s = duration(ctx, n, c); !s.ok()) return s;
+         if (Status s = ValidateBlockRange(c->storage.block_range_s); !s.ok())
+           return Status(Error{ctx.Where(n) + ": " + s.message()});
+         return Status::Ok();
+       }},
       {"storage.flush_interval",
        Duration(
            "storage.flush_interval",
@@ -656,6 +676,7 @@ Status Validate(const Config& c) {
                  ") must be at most 1h: longer than any scrape interval"};
   if (!(o.call_timeout_s > 0)) return Error{"nvml.call_timeout must be positive"};
   if (c.storage.path.empty()) return Error{"storage.path must not be empty"};
+  if (Status s = ValidateBlockRange(c.storage.block_range_s); !s.ok()) return s;
   if (c.storage.rollup_retention_s < c.storage.retention_s)
     return Error{"storage.rollup_retention must not be shorter than storage.retention"};
   if (c.simulate.clock != "realtime" && c.simulate.clock != "stepped")

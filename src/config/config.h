@@ -38,6 +38,10 @@ struct StorageConfig {
   double retention_s = 15 * 86400.0;          // raw samples
   double rollup_retention_s = 365 * 86400.0;  // 5-minute rollups
   double flush_interval_s = 600;              // in-memory chunks to SQLite
+  // The time window of one block for a new data directory (0: automatic — 6 h, or for
+  // `tsdb import` into a new directory 24 h when the data's samples are 10 s or more apart).
+  // An existing directory keeps the range it was created with.
+  double block_range_s = 0;
 };
 
 // An Alertmanager (v2 API) or webhook receiver that alerts are sent to.

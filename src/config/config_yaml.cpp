@@ -250,6 +250,7 @@ std::string EffectiveYaml(const Config& c) {
   Duration(out, "retention", c.storage.retention_s);
   Duration(out, "rollup_retention", c.storage.rollup_retention_s);
   Duration(out, "flush_interval", c.storage.flush_interval_s);
+  Duration(out, "block_range", c.storage.block_range_s);
   out << YAML::EndMap;
 
   out << YAML::Key << "collect" << YAML::Value << YAML::BeginMap;

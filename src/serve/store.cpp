@@ -63,9 +63,16 @@ Expected<std::unique_ptr<tsdb::DB>> OpenStore(const config::StorageConfig& confi
   options.retention_ms = Ms(config.retention_s);
   options.rollup_retention_ms = Ms(config.rollup_retention_s);
   options.logger = log;
+  if (config.block_range_s > 0) options.block_range_ms = Ms(config.block_range_s);
   auto db = tsdb::DB::Open(options);
   if (!db.ok())
     return Error{"cannot open the store in '" + config.path + "': " + db.error().message};
+  if (config.block_range_s > 0 && (*db)->block_range_ms() != options.block_range_ms &&
+      log != nullptr)
+    log->Warn("storage.block_range " + FormatDuration(config.block_range_s) +
+              " applies to new data directories; " + config.path + " keeps the " +
+              FormatDuration(static_cast<double>((*db)->block_range_ms()) / 1000) +
+              " it was created with");
   return std::move(*db);
 }
 

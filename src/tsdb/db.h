@@ -84,7 +84,8 @@ struct DBOptions {
   size_t rollup_cache_bytes = 16ULL << 20;
   // Compaction writes no rollups column for a block of fewer samples than this whose rollups
   // would be its present samples' alone; readers compute them from the samples, retention before
-  // it drops them (docs/tsdb-format.md §1b, "Sparse blocks"). 6 h blocks hold fewer beyond
+  // it drops them (docs/tsdb-format.md §1b, "Sparse blocks"). Per 6 h of block_range_ms (a
+  // 24 h block needs 4 times as many: the same per 5-minute window). 6 h blocks hold fewer beyond
   // ~10.5 s between samples (Prometheus' usual 15 s included), where a 5-minute window's rollup
   // costs about what 9 of its 20-odd samples do. 0: always write.
   size_t rollup_min_samples = 2048;
@@ -189,6 +190,8 @@ class DB {
   // Thread-safe; reads the live store (no snapshot isolation across calls).
   std::unique_ptr<tsdb::Querier> NewQuerier();
   DBStats stats() const;
+  // The time window of one block, fixed when the directory was created (DBOptions::block_range_ms).
+  int64_t block_range_ms() const { return block_range_ms_; }
 
   // The samples of one series in [mint_ms, maxt_ms], time-ordered and unique in time.
   Status ReadSeries(SeriesRef ref, int64_t mint_ms, int64_t maxt_ms, std::vector<Sample>* out);

@@ -274,6 +274,10 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
   };
   const int64_t range = block_range_ms_;
   const int level = options_.zstd_level;
+  // rollup_min_samples is per 6 h: a block range of 24 h needs 4 times the samples, the same
+  // samples per 5-minute window.
+  const uint64_t min_samples = static_cast<uint64_t>(options_.rollup_min_samples) *
+                               static_cast<uint64_t>(range) / (6ULL * 3600 * 1000);
   // Series in batches, to bound memory: read (SQLite), encode (2 threads), write (SQLite).
   constexpr size_t kBatch = 64;
   for (size_t b0 = 0; b0 < jobs->size(); b0 += kBatch) {
@@ -361,9 +365,8 @@ Status DB::CompactLocked(std::vector<BlockJob>* jobs) {
             WindowRollups(&w.samples, w.existing, std::move(w.kept_rollups), w.full, &only_present);
         // A sparse block whose rollups are exactly its samples' keeps no rollups column: readers
         // compute them from the samples (docs/tsdb-format.md §1b, "Sparse blocks").
-        w.rollups = only_present && w.samples.size() < options_.rollup_min_samples
-                        ? std::string()
-                        : EncodeRollups(rollups, level);
+        w.rollups = only_present && w.samples.size() < min_samples ? std::string()
+                                                                   : EncodeRollups(rollups, level);
         // Timestamps that cost more than a regular grid's few bytes go to the timestamps table,
         // where the series scraped with this one share them.
         w.timestamps = SharedTimestamps(w.samples, level);

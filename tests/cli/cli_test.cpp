@@ -337,5 +337,63 @@ TEST(Cli, JobsTableFitsItsContentAndJobsShowRendersOutcomeAndThroughput) {
   EXPECT_TRUE(Has(text, "\"eligible_time\":null")) << text;
 }
 
+// `tsdb import` into a new directory picks 24 h blocks for data 10 s or more apart and says so;
+// 1 s data keeps 6 h (no word); storage.block_range names a range of its own; an existing
+// directory keeps its range, with a warning when the configuration asks for another; and the
+// imported samples read back the same whatever the range.
+TEST(Cli, ImportPicksTheBlockRangeFromTheDataSpacing) {
+  TempDir cwd;
+  auto om = [&](const std::string& name, int step_s, int n) {
+    std::string text = "# TYPE temp gauge\n";
+    for (int gpu = 0; gpu < 2; ++gpu)
+      for (int k = 0; k < n; ++k)
+        text += "temp{gpu=\"" + std::to_string(gpu) + "\"} " +
+                std::to_string(40 + (k * 7 + gpu) % 23) + " " +
+                std::to_string(1'700'000'000 + static_cast<int64_t>(k) * step_s) + "\n";
+    text += "# EOF\n";
+    WriteFile(cwd / name, text);
+  };
+  om("sparse.om", 15, 2 * 5760);  // two days at 15 s
+  om("dense.om", 1, 7200);        // two hours at 1 s
+  Result r = Gpuwarden({"tsdb", "import", "sparse.om", "--data-dir", "a"}, cwd.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Has(r.err, "new data directory: 24h blocks (samples ~15s apart)")) << r.err;
+  EXPECT_TRUE(Has(r.err, "imported 23040 samples of 2 series")) << r.err;
+  // Imported again into the same directory (now existing): no choice made, nothing new.
+  r = Gpuwarden({"tsdb", "import", "sparse.om", "--data-dir", "a"}, cwd.path());
+  EXPECT_FALSE(Has(r.err, "new data directory")) << r.err;
+  EXPECT_TRUE(Has(r.err, "23040 refused as out of order")) << r.err;
+  WriteFile(cwd / "six.yaml", "storage:\n  block_range: 6h\n");
+  r = Gpuwarden({"tsdb", "import", "sparse.om", "--data-dir", "a", "--config", "six.yaml"},
+                cwd.path());
+  EXPECT_TRUE(Has(r.err,
+                  "storage.block_range 6h applies to new data directories; a keeps the 24h "
+                  "it was created with"))
+      << r.err;
+  r = Gpuwarden({"tsdb", "import", "dense.om", "--data-dir", "b"}, cwd.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(Has(r.err, "new data directory")) << r.err;
+  WriteFile(cwd / "two.yaml", "storage:\n  block_range: 2h\n");
+  r = Gpuwarden({"tsdb", "import", "sparse.om", "--data-dir", "c", "--config", "two.yaml"},
+                cwd.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(Has(r.err, "new data directory")) << r.err;
+  // The same data under 24 h and 2 h blocks: every sample back, the same answers.
+  auto answer = [&](const std::string& dir, const std::string& expr) {
+    Result q =
+        Gpuwarden({"query", "--json", "--data-dir", dir, "--time", "1700172795", expr}, cwd.path());
+    EXPECT_EQ(q.code, 0) << q.err;
+    auto j = nlohmann::json::parse(q.out, nullptr, false);
+    return j.is_discarded() || j["data"]["result"].empty()
+               ? std::string("none: ") + q.out
+               : j["data"]["result"][0]["value"][1].get<std::string>();
+  };
+  for (const char* expr : {"sum(count_over_time(temp[3d]))", "max(max_over_time(temp[3d]))",
+                           "sum(sum_over_time(temp{gpu=\"1\"}[1d]))"}) {
+    EXPECT_EQ(answer("a", expr), answer("c", expr)) << expr;
+  }
+  EXPECT_EQ(answer("a", "sum(count_over_time(temp[3d]))"), "23040");
+}
+
 }  // namespace
 }  // namespace gw::testing

@@ -115,6 +115,11 @@ TEST(Config, BadValuesNameFileAndLine) {
        ":2: query.max_concurrency: expected a whole number from 1 to 1024, got '0'"},
       {"query:\n  max_samples: -5\n", ":2: query.max_samples: expected a whole number"},
       {"query:\n  timeout: soon\n", ":2: query.timeout: expected a duration"},
+      {"storage:\n  block_range: 7m\n",
+       ":2: storage.block_range (7m) must be 0 (automatic) or a whole number of 5-minute windows "
+       "from 1h to 7d"},
+      {"storage:\n  path: d\n  block_range: 8d\n", ":3: storage.block_range (192h) must be"},
+      {"storage:\n  block_range: 61m\n", ":2: storage.block_range (1h1m) must be"},
   };
   for (const Case& c : cases) {
     WriteFile(dir / "c.yaml", c.text);

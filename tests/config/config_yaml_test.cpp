@@ -32,29 +32,30 @@ TEST(EffectiveYaml, TheDefaultsLoadBackUnchanged) {
 
 TEST(EffectiveYaml, EverySectionItPrintsSurvivesARoundTrip) {
   TempDir dir;
-  const Config c =
-      Load(dir,
-           "listen: 127.0.0.1:9100\n"
-           "log_level: debug\n"
-           "storage:\n  path: /var/lib/gw\n  retention: 48h\n  flush_interval: 1m\n"
-           "collect:\n  interval: 500ms\n  per_process_metrics: true\n  gpm: false\n"
-           "query:\n  timeout: 30s\n  max_samples: 1000\n  max_concurrency: 3\n"
-           "rules:\n  files: [a.yml, 'b c.yml']\n  external_labels: {dc: \"x: y\"}\n"
-           "alerting:\n  alertmanagers:\n    - url: http://am:9093\n      timeout: 3s\n"
-           "      basic_auth: {username: u, password_file: /p}\n"
-           "  webhooks: [https://hook/x]\n"
-           "jobs:\n  scheduler: slurm\n  idle_threshold: 0.05\n"
-           "  squeue_command: [squeue, --json, -p, gpu]\n"
-           "teams:\n  accounts: {acct1: research}\n  namespaces: {/ml-.*/: ml}\n"
-           "scrape:\n  targets:\n    - name: svc\n      url: http://svc:8000/metrics\n"
-           "      interval: 5s\n      gpus: [0, 3]\n"
-           "      outputs: 'requests_total{code=\"200\"}'\n"
-           "      output_unit: request\n");
+  const Config c = Load(
+      dir,
+      "listen: 127.0.0.1:9100\n"
+      "log_level: debug\n"
+      "storage:\n  path: /var/lib/gw\n  retention: 48h\n  flush_interval: 1m\n  block_range: 1d\n"
+      "collect:\n  interval: 500ms\n  per_process_metrics: true\n  gpm: false\n"
+      "query:\n  timeout: 30s\n  max_samples: 1000\n  max_concurrency: 3\n"
+      "rules:\n  files: [a.yml, 'b c.yml']\n  external_labels: {dc: \"x: y\"}\n"
+      "alerting:\n  alertmanagers:\n    - url: http://am:9093\n      timeout: 3s\n"
+      "      basic_auth: {username: u, password_file: /p}\n"
+      "  webhooks: [https://hook/x]\n"
+      "jobs:\n  scheduler: slurm\n  idle_threshold: 0.05\n"
+      "  squeue_command: [squeue, --json, -p, gpu]\n"
+      "teams:\n  accounts: {acct1: research}\n  namespaces: {/ml-.*/: ml}\n"
+      "scrape:\n  targets:\n    - name: svc\n      url: http://svc:8000/metrics\n"
+      "      interval: 5s\n      gpus: [0, 3]\n"
+      "      outputs: 'requests_total{code=\"200\"}'\n"
+      "      output_unit: request\n");
   const std::string yaml = EffectiveYaml(c);
   // A few values as written, so a printer that printed nothing could not pass.
-  for (const char* expected : {"listen: 127.0.0.1:9100", "retention: 48h", "interval: 500ms",
-                               "max_samples: 1000", "idle_threshold: 0.05", "scheduler: slurm",
-                               "password_file: /p", "name: svc", "output_unit: request"})
+  for (const char* expected :
+       {"listen: 127.0.0.1:9100", "retention: 48h", "interval: 500ms", "max_samples: 1000",
+        "block_range: 24h", "idle_threshold: 0.05", "scheduler: slurm", "password_file: /p",
+        "name: svc", "output_unit: request"})
     EXPECT_NE(yaml.find(expected), std::string::npos) << expected << "\n" << yaml;
   const Config back = Load(dir, yaml);
   EXPECT_EQ(EffectiveYaml(back), yaml);

@@ -555,6 +555,28 @@ TEST(DBQuerierRollups, CompleteWindowsOnlyInSelectOrder) {
       SelectRollups(db.get(), {M(MatchType::kEqual, "__name__", "none")}, 0, INT64_MAX).empty());
 }
 
+// What compaction wrote, read with SQLite itself: per block of a series, the rollups column's
+// first byte (0 when empty) and whether data is there.
+std::vector<std::pair<int, bool>> RollupColumns(const std::string& dir, SeriesRef ref) {
+  std::vector<std::pair<int, bool>> out;
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open_v2((dir + "/tsdb.sqlite").c_str(), &raw, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(raw,
+                     "SELECT rollups, data IS NOT NULL FROM blocks WHERE id >> 32 = ? ORDER BY id",
+                     -1, &st, nullptr);
+  sqlite3_bind_int64(st, 1, static_cast<sqlite3_int64>(ref));
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const int n = sqlite3_column_bytes(st, 0);
+    const auto* b = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
+    out.emplace_back(n > 0 ? b[0] : 0, sqlite3_column_int(st, 1) != 0);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return out;
+}
+
 // Sparse blocks (DBOptions::rollup_min_samples, default 1024): a block of fewer samples keeps
 // no rollups column and its rollups are computed from the samples — the same ones; a dense block
 // keeps format 3; a sparse block that grows past the threshold gets its column; retention writes
@@ -573,28 +595,7 @@ TEST(DBRollups, SparseBlocksKeepNoColumn) {
   }
   ASSERT_TRUE(db->Flush().ok());
   const SeriesRef sref = *db->GetRef(L("sparse", 0)), dref = *db->GetRef(L("dense", 0));
-  // What compaction wrote, read with SQLite itself: per block of a series, the rollups column's
-  // first byte (0 when empty) and whether data is there.
-  auto columns = [&](SeriesRef ref) {
-    std::vector<std::pair<int, bool>> out;
-    sqlite3* raw = nullptr;
-    EXPECT_EQ(
-        sqlite3_open_v2((tmp.path() + "/tsdb.sqlite").c_str(), &raw, SQLITE_OPEN_READONLY, nullptr),
-        SQLITE_OK);
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(
-        raw, "SELECT rollups, data IS NOT NULL FROM blocks WHERE id >> 32 = ? ORDER BY id", -1, &st,
-        nullptr);
-    sqlite3_bind_int64(st, 1, static_cast<sqlite3_int64>(ref));
-    while (sqlite3_step(st) == SQLITE_ROW) {
-      const int n = sqlite3_column_bytes(st, 0);
-      const auto* b = static_cast<const unsigned char*>(sqlite3_column_blob(st, 0));
-      out.emplace_back(n > 0 ? b[0] : 0, sqlite3_column_int(st, 1) != 0);
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(raw);
-    return out;
-  };
+  auto columns = [&](SeriesRef ref) { return RollupColumns(tmp.path(), ref); };
   EXPECT_EQ(columns(sref), (std::vector<std::pair<int, bool>>{{0, true}, {0, true}, {0, true}}));
   EXPECT_EQ(columns(dref), (std::vector<std::pair<int, bool>>{{3, true}, {3, true}, {3, true}}));
   std::vector<Rollup> want, got;
@@ -633,6 +634,36 @@ TEST(DBRollups, SparseBlocksKeepNoColumn) {
   EXPECT_EQ(after[2], (std::pair<int, bool>{3, true}));
   ASSERT_TRUE(db->ReadRollups(sref, INT64_MIN, INT64_MAX, &got).ok());
   ExpectSame(want, got);
+}
+
+// rollup_min_samples is per 6 h of block range: 24 h blocks at 15 s (5,760 samples, 20 per
+// 5-minute window) keep no column, as 6 h ones do (1,440); at 5 s (17,280, 60 a window) they do.
+// Either way the rollups read are those of the samples.
+TEST(DBRollups, TheSparseThresholdScalesWithTheBlockRange) {
+  TempDir tmp;
+  auto db =
+      Open(tmp.path(), /*compact=*/true, /*range=*/86'400'000, DBOptions{}.rollup_min_samples);
+  std::vector<Sample> sparse, dense;
+  for (int64_t t = 0; t < 2 * 86'400'000; t += 15'000) {
+    sparse.push_back({t, static_cast<double>(t / 15'000 % 17)});
+    ASSERT_TRUE(db->Append(L("sparse", 0), t, sparse.back().v).ok());
+  }
+  for (int64_t t = 0; t < 2 * 86'400'000; t += 5'000) {
+    dense.push_back({t, static_cast<double>(t / 5'000 % 13)});
+    ASSERT_TRUE(db->Append(L("dense", 0), t, dense.back().v).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  const SeriesRef sref = *db->GetRef(L("sparse", 0)), dref = *db->GetRef(L("dense", 0));
+  EXPECT_EQ(RollupColumns(tmp.path(), sref),
+            (std::vector<std::pair<int, bool>>{{0, true}, {0, true}}));
+  EXPECT_EQ(RollupColumns(tmp.path(), dref),
+            (std::vector<std::pair<int, bool>>{{3, true}, {3, true}}));
+  for (auto [ref, samples] : {std::pair{sref, &sparse}, std::pair{dref, &dense}}) {
+    std::vector<Rollup> want, got;
+    AddToRollups(*samples, &want);
+    ASSERT_TRUE(db->ReadRollups(ref, INT64_MIN, INT64_MAX, &got).ok());
+    ExpectSame(want, got);
+  }
 }
 
 // Raw data aged out: SelectRollups still answers from the rollups; Select keeps today's one
