@@ -16,16 +16,17 @@ import argparse
 import glob
 import gzip
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "deploy"))
+from gwtest import free_port  # noqa: E402  (ports below the ephemeral range)
 
 FAILURES = []
 
@@ -60,21 +61,6 @@ def find_deb(out, package, ext="deb"):
         problem(f"expected one {package} .{ext} in {out}, found {found}")
         return None
     return found[0]
-
-
-def free_port():
-    """A port free a moment ago on 127.0.0.1, drawn from 20000-32767: below Linux's ephemeral
-    range, so no outgoing connection or listen(0) beside this test takes it before its server
-    binds it (a bind(0) port comes from that range; CI once lost a server start to that race)."""
-    for _ in range(200):
-        port = random.randrange(20000, 32768)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32767")
 
 
 def check_contents(source, debs):

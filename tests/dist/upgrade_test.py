@@ -14,10 +14,8 @@ import argparse
 import json
 import math
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +25,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from make_release_fixture import COUNT, START_S, STEP_S, energy, temp  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "deploy"))
+from gwtest import free_port  # noqa: E402  (ports below the ephemeral range)
 
 FAILURES = []
 
@@ -125,21 +125,6 @@ def check_job(binary, data, where):
                 "want 0.40/0.90 (0.1.0 wrote percent)")
     if job.get("cost", {}).get("currency") != "USD":
         problem(f"{where}: job 4242's cost is lost: {job.get('cost')}")
-
-
-def free_port():
-    """A port free a moment ago on 127.0.0.1, drawn from 20000-32767: below Linux's ephemeral
-    range, so no outgoing connection or listen(0) beside this test takes it before its server
-    binds it (a bind(0) port comes from that range; CI once lost a server start to that race)."""
-    for _ in range(200):
-        port = random.randrange(20000, 32768)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 20000-32767")
 
 
 def main():
