@@ -264,8 +264,6 @@ class ParsePipeline {
   std::thread thread_;  // last: starts after the members above exist
 };
 
-}  // namespace
-
 // The typical spacing of the data's samples: the median gap between consecutive samples of the
 // same series among the file's first 50,000 samples (0 when no series has two).
 double TypicalSpacingSeconds(std::string_view text) {
@@ -286,6 +284,8 @@ double TypicalSpacingSeconds(std::string_view text) {
   std::nth_element(gaps.begin(), mid, gaps.end());
   return static_cast<double>(*mid) / 1000;
 }
+
+}  // namespace
 
 int RunTsdbImport(const config::Config& config, const std::string& file, Logger* logger) {
   // One writer per data directory: refused, touching nothing, while an agent or another import
