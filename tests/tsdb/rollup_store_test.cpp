@@ -577,10 +577,11 @@ std::vector<std::pair<int, bool>> RollupColumns(const std::string& dir, SeriesRe
   return out;
 }
 
-// Sparse blocks (DBOptions::rollup_min_samples, default 1024): a block of fewer samples keeps
-// no rollups column and its rollups are computed from the samples — the same ones; a dense block
-// keeps format 3; a sparse block that grows past the threshold gets its column; retention writes
-// the column before it drops the samples, so the rollups outlive them.
+// Sparse blocks (DBOptions::rollup_min_samples, default 2,048 per 6 h of block range: 341 for
+// these 1 h blocks): a block of fewer samples keeps no rollups column and its rollups are computed
+// from the samples — the same ones; a dense block keeps format 3; a sparse block that grows past
+// the threshold gets its column; retention writes the column before it drops the samples, so the
+// rollups outlive them.
 TEST(DBRollups, SparseBlocksKeepNoColumn) {
   TempDir tmp;
   auto db = Open(tmp.path(), /*compact=*/true, /*range=*/3'600'000, DBOptions{}.rollup_min_samples);
